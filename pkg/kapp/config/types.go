@@ -1,0 +1,274 @@
+// Package config holds the typed configuration of the CRDUpgradeSafety
+// preflight check: the `config` map of its `preflightRules` entry in a kapp
+// Config, decoded strictly, with defaults.
+package config
+
+// Check IDs. They name findings in messages and JSON and key the
+// configuration. They live here, beside the configuration they key, so that
+// the decoder can validate exemption lists without importing the engine.
+const (
+	// CRD-level checks (checks.crd.*).
+	CheckScope                = "scope"
+	CheckStoredVersionRemoval = "storedVersionRemoval"
+	CheckServedVersionRemoval = "servedVersionRemoval"
+	CheckExistingFieldRemoval = "existingFieldRemoval"
+	CheckExistingResources    = "existingResources"
+	CheckCRDDeletion          = "crdDeletion"
+
+	// Property checks (checks.sameVersion.* and checks.servedVersion.*).
+	CheckRequired              = "required"
+	CheckType                  = "type"
+	CheckEnum                  = "enum"
+	CheckDefault               = "default"
+	CheckMinimum               = "minimum"
+	CheckMinLength             = "minLength"
+	CheckMinItems              = "minItems"
+	CheckMinProperties         = "minProperties"
+	CheckMaximum               = "maximum"
+	CheckMaxLength             = "maxLength"
+	CheckMaxItems              = "maxItems"
+	CheckMaxProperties         = "maxProperties"
+	CheckPattern               = "pattern"
+	CheckFormat                = "format"
+	CheckNullable              = "nullable"
+	CheckExclusiveMinimum      = "exclusiveMinimum"
+	CheckExclusiveMaximum      = "exclusiveMaximum"
+	CheckMultipleOf            = "multipleOf"
+	CheckUniqueItems           = "uniqueItems"
+	CheckAdditionalProperties  = "additionalProperties"
+	CheckPreserveUnknownFields = "preserveUnknownFields"
+	CheckIntOrString           = "intOrString"
+	CheckListType              = "listType"
+	CheckMapType               = "mapType"
+	CheckCELValidation         = "celValidation"
+	CheckAllOf                 = "allOf"
+	CheckAnyOf                 = "anyOf"
+	CheckOneOf                 = "oneOf"
+	CheckNot                   = "not"
+
+	// Version-pair checks (checks.servedVersion) and the final pass.
+	CheckServedVersion = "servedVersion"
+	CheckUnhandled     = "unhandled"
+)
+
+// CRDCheckIDs are the checks configured under checks.crd, sorted.
+var CRDCheckIDs = []string{
+	CheckCRDDeletion, CheckExistingFieldRemoval, CheckExistingResources,
+	CheckScope, CheckServedVersionRemoval, CheckStoredVersionRemoval,
+}
+
+// PropertyCheckIDs are the checks configured under checks.sameVersion and
+// checks.servedVersion, sorted.
+var PropertyCheckIDs = []string{
+	CheckAdditionalProperties, CheckAllOf, CheckAnyOf, CheckCELValidation,
+	CheckDefault, CheckEnum, CheckExclusiveMaximum, CheckExclusiveMinimum,
+	CheckFormat, CheckIntOrString, CheckListType, CheckMapType,
+	CheckMaxItems, CheckMaxLength, CheckMaxProperties, CheckMaximum,
+	CheckMinItems, CheckMinLength, CheckMinProperties, CheckMinimum,
+	CheckMultipleOf, CheckNot, CheckNullable, CheckOneOf, CheckPattern,
+	CheckPreserveUnknownFields, CheckRequired, CheckType, CheckUniqueItems,
+}
+
+// Mode says what findings do to a deploy.
+type Mode string
+
+const (
+	ModeError Mode = "error" // findings fail the deploy
+	ModeWarn  Mode = "warn"  // findings are printed as warnings; the deploy goes on
+)
+
+// FailMode says what a change that no check understands does.
+type FailMode string
+
+const (
+	FailModeClosed FailMode = "closed" // an unhandled change is an error finding
+	FailModeOpen   FailMode = "open"   // an unhandled change is not reported
+)
+
+// Enforcement is a per-check strategy from spec/crd-diff-validations.md.
+type Enforcement string
+
+const (
+	EnforcementStrict                  Enforcement = "Strict"
+	EnforcementNone                    Enforcement = "None"
+	EnforcementIfPreviouslyConstrained Enforcement = "IfPreviouslyConstrained"
+)
+
+// CRDUpgradeSafety is the whole, decoded configuration of the check.
+type CRDUpgradeSafety struct {
+	Mode     Mode
+	FailMode FailMode
+	// MaxFindingsPerCRD bounds how many findings are printed per CRD; the
+	// rest are counted. 0 means unbounded.
+	MaxFindingsPerCRD int
+	Checks            Checks
+	// Exemptions waive findings of named CRDs after a human review.
+	Exemptions []Exemption
+}
+
+// Checks is the `checks` key, in the structure of spec/crd-diff-validations.md.
+type Checks struct {
+	CRD           CRDChecks
+	SameVersion   VersionChecks
+	ServedVersion ServedVersionChecks
+}
+
+// Toggle is a check that can only be switched on or off.
+type Toggle struct {
+	Enabled bool
+}
+
+// CRDChecks are the checks run once per CRD (checks.crd).
+type CRDChecks struct {
+	Scope                Toggle
+	StoredVersionRemoval Toggle
+	ServedVersionRemoval Toggle
+	ExistingFieldRemoval Toggle
+	// Live-cluster checks, run only where a cluster is at hand.
+	ExistingResources Toggle
+	CRDDeletion       Toggle
+}
+
+// VersionChecks configures the property checks run over a pair of schemas:
+// the same version in the old and new CRD (sameVersion) or two served
+// versions of the new CRD (servedVersion).
+type VersionChecks struct {
+	Enabled bool
+	// UnhandledFailureMode overrides the top-level failMode for this pair
+	// kind; empty means inherit.
+	UnhandledFailureMode FailMode
+
+	Enum     EnumCheck
+	Default  DefaultCheck
+	Required RequiredCheck
+	Type     TypeCheck
+
+	Maximum       MaxCheck
+	MaxLength     MaxCheck
+	MaxItems      MaxCheck
+	MaxProperties MaxCheck
+	Minimum       MinCheck
+	MinLength     MinCheck
+	MinItems      MinCheck
+	MinProperties MinCheck
+
+	// Toggles holds the on/off switch of every other property check, keyed
+	// by check ID (pattern, format, nullable, ...). A missing key is enabled.
+	Toggles map[string]bool
+}
+
+// ServedVersionChecks configures the servedVersion pair checks.
+type ServedVersionChecks struct {
+	VersionChecks
+	// IgnoreConversion: when true (default) the check is skipped for a CRD
+	// with a webhook conversion; false runs it anyway.
+	IgnoreConversion bool
+}
+
+type EnumCheck struct {
+	Enabled             bool
+	AdditionEnforcement Enforcement // Strict | IfPreviouslyConstrained | None
+	RemovalEnforcement  Enforcement // Strict | None
+}
+
+type DefaultCheck struct {
+	Enabled             bool
+	ChangeEnforcement   Enforcement
+	RemovalEnforcement  Enforcement
+	AdditionEnforcement Enforcement
+}
+
+type MaxCheck struct {
+	Enabled             bool
+	AdditionEnforcement Enforcement
+	DecreaseEnforcement Enforcement
+}
+
+type MinCheck struct {
+	Enabled             bool
+	AdditionEnforcement Enforcement
+	IncreaseEnforcement Enforcement
+}
+
+type RequiredCheck struct {
+	Enabled        bool
+	NewEnforcement Enforcement
+}
+
+type TypeCheck struct {
+	Enabled           bool
+	ChangeEnforcement Enforcement
+}
+
+// Exemption waives findings for one CRD, the counterpart of OLM's
+// `upgradeConstraintPolicy: Ignore` for a reviewed upgrade.
+type Exemption struct {
+	// CRD is the CRD's metadata.name, e.g. widgets.example.com.
+	CRD string
+	// Checks limits the exemption to these check IDs; empty means all.
+	Checks []string
+	// Reason is free text recorded in the output.
+	Reason string
+}
+
+// Default returns the default policy of design.md: every check on, mode
+// error, failMode closed.
+func Default() CRDUpgradeSafety {
+	on := Toggle{Enabled: true}
+	return CRDUpgradeSafety{
+		Mode:              ModeError,
+		FailMode:          FailModeClosed,
+		MaxFindingsPerCRD: 50,
+		Checks: Checks{
+			CRD: CRDChecks{
+				Scope: on, StoredVersionRemoval: on, ServedVersionRemoval: on,
+				ExistingFieldRemoval: on, ExistingResources: on, CRDDeletion: on,
+			},
+			SameVersion:   defaultVersionChecks(),
+			ServedVersion: ServedVersionChecks{VersionChecks: defaultVersionChecks(), IgnoreConversion: true},
+		},
+	}
+}
+
+func defaultVersionChecks() VersionChecks {
+	maxC := MaxCheck{Enabled: true, AdditionEnforcement: EnforcementStrict, DecreaseEnforcement: EnforcementStrict}
+	minC := MinCheck{Enabled: true, AdditionEnforcement: EnforcementStrict, IncreaseEnforcement: EnforcementStrict}
+	return VersionChecks{
+		Enabled: true,
+		Enum: EnumCheck{Enabled: true,
+			AdditionEnforcement: EnforcementIfPreviouslyConstrained, RemovalEnforcement: EnforcementStrict},
+		Default: DefaultCheck{Enabled: true, ChangeEnforcement: EnforcementStrict,
+			RemovalEnforcement: EnforcementStrict, AdditionEnforcement: EnforcementStrict},
+		Required: RequiredCheck{Enabled: true, NewEnforcement: EnforcementStrict},
+		Type:     TypeCheck{Enabled: true, ChangeEnforcement: EnforcementStrict},
+		Maximum:  maxC, MaxLength: maxC, MaxItems: maxC, MaxProperties: maxC,
+		Minimum: minC, MinLength: minC, MinItems: minC, MinProperties: minC,
+		Toggles: map[string]bool{},
+	}
+}
+
+// ToggleEnabled reports whether a property check that has no options of its
+// own (pattern, format, ...) is enabled.
+func (v VersionChecks) ToggleEnabled(id string) bool {
+	on, ok := v.Toggles[id]
+	return !ok || on
+}
+
+// Exempt reports whether findings of check id on the named CRD are waived,
+// and the recorded reason.
+func (c CRDUpgradeSafety) Exempt(crd, id string) (bool, string) {
+	for _, e := range c.Exemptions {
+		if e.CRD != crd {
+			continue
+		}
+		if len(e.Checks) == 0 {
+			return true, e.Reason
+		}
+		for _, c := range e.Checks {
+			if c == id {
+				return true, e.Reason
+			}
+		}
+	}
+	return false, ""
+}
