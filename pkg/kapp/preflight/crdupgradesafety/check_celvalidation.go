@@ -1,0 +1,34 @@
+package crdupgradesafety
+
+import (
+	"strconv"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// checkCELValidation: a CEL rule in x-kubernetes-validations added, or its
+// rule text changed, may reject objects that were valid. Rules are matched
+// by their text (and optionalOldSelf, which changes when a transition rule
+// runs), so message-only edits and reordering are not findings; removing a
+// rule relaxes.
+func checkCELValidation(n *node) {
+	o, nw := n.old.XValidations, n.new.XValidations
+	n.old.XValidations, n.new.XValidations = nil, nil
+	if len(nw) == 0 || !n.run.vc.ToggleEnabled(config.CheckCELValidation) {
+		return
+	}
+	had := make(map[string]struct{}, len(o))
+	for _, r := range o {
+		had[celKey(r)] = struct{}{}
+	}
+	for _, r := range nw {
+		if _, ok := had[celKey(r)]; !ok {
+			n.report(config.CheckCELValidation, "validation rule added or changed: %s", strconv.Quote(r.Rule))
+		}
+	}
+}
+
+func celKey(r apiextv1.ValidationRule) string {
+	return strconv.FormatBool(isTrue(r.OptionalOldSelf)) + "\x00" + r.Rule
+}

@@ -1,0 +1,83 @@
+package crdupgradesafety
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// walkCombinators compares allOf, anyOf, oneOf and not. A combinator added
+// where none was tightens. Branches of equal-length lists are compared one
+// by one at path.allOf[i] (etc.), with every property check; a reordering
+// alone is not a finding. allOf losing branches and anyOf gaining branches
+// relax; other length changes are reported.
+func (r *pairRun) walkCombinators(n *node) {
+	r.combinatorList(n, config.CheckAllOf, n.old.AllOf, n.new.AllOf, isSubset)
+	r.combinatorList(n, config.CheckAnyOf, n.old.AnyOf, n.new.AnyOf, func(o, nw []apiextv1.JSONSchemaProps) bool { return isSubset(nw, o) })
+	r.combinatorList(n, config.CheckOneOf, n.old.OneOf, n.new.OneOf, nil)
+	n.old.AllOf, n.new.AllOf = nil, nil
+	n.old.AnyOf, n.new.AnyOf = nil, nil
+	n.old.OneOf, n.new.OneOf = nil, nil
+
+	o, nw := n.old.Not, n.new.Not
+	n.old.Not, n.new.Not = nil, nil
+	if nw == nil || !n.run.vc.ToggleEnabled(config.CheckNot) {
+		return
+	}
+	if o == nil {
+		n.report(config.CheckNot, "not added")
+	} else if !reflect.DeepEqual(o, nw) {
+		// Tightening inside "not" relaxes and vice versa: any change is reported.
+		n.report(config.CheckNot, "not changed")
+	}
+}
+
+// combinatorList compares one combinator's branches. relaxes, when set,
+// tells whether a length change only relaxes (old, new).
+func (r *pairRun) combinatorList(n *node, id string, o, nw []apiextv1.JSONSchemaProps,
+	relaxes func(old, new []apiextv1.JSONSchemaProps) bool) {
+
+	enabled := n.run.vc.ToggleEnabled(id)
+	switch {
+	case len(nw) == 0:
+		return // removed or never there: relaxes
+	case len(o) == 0:
+		if enabled {
+			n.report(id, "%s added with %d sub-schemas", id, len(nw))
+		}
+	case len(o) == len(nw):
+		if isSubset(o, nw) && isSubset(nw, o) {
+			return // same branches, maybe reordered
+		}
+		for i := range o {
+			r.walk(fmt.Sprintf("%s.%s[%d]", n.path, id, i), id, &o[i], &nw[i])
+		}
+	default:
+		if relaxes != nil && relaxes(o, nw) {
+			return
+		}
+		if enabled {
+			n.report(id, "%s changed: %d -> %d sub-schemas", id, len(o), len(nw))
+		}
+	}
+}
+
+// isSubset reports whether every schema of a equals one of b. Combinator
+// lists are short; this runs only when they differ.
+func isSubset(a, b []apiextv1.JSONSchemaProps) bool {
+	for i := range a {
+		found := false
+		for j := range b {
+			if reflect.DeepEqual(a[i], b[j]) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}

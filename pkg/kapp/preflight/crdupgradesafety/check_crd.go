@@ -1,0 +1,58 @@
+package crdupgradesafety
+
+import (
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// checkScope: the scope may not change between Namespaced and Cluster.
+func checkScope(p *policy, old, new *apiextv1.CustomResourceDefinition) {
+	if !p.cfg.Checks.CRD.Scope.Enabled || old.Spec.Scope == new.Spec.Scope {
+		return
+	}
+	p.crdLevel("", config.CheckScope, "scope changed: %s -> %s", old.Spec.Scope, new.Spec.Scope)
+}
+
+// storedVersions are the versions objects may be stored in: the live
+// status.storedVersions, or (offline, where the old CRD has no status) the
+// old storage version.
+func storedVersions(old *apiextv1.CustomResourceDefinition) []string {
+	if len(old.Status.StoredVersions) > 0 {
+		return old.Status.StoredVersions
+	}
+	for _, v := range old.Spec.Versions {
+		if v.Storage {
+			return []string{v.Name}
+		}
+	}
+	return nil
+}
+
+// checkStoredVersionRemoval: a version objects may be stored in must stay.
+func checkStoredVersionRemoval(p *policy, old, new *apiextv1.CustomResourceDefinition) {
+	if !p.cfg.Checks.CRD.StoredVersionRemoval.Enabled {
+		return
+	}
+	newVersions := versionsByName(new)
+	for _, name := range storedVersions(old) {
+		if _, ok := newVersions[name]; !ok {
+			p.crdLevel(name, config.CheckStoredVersionRemoval,
+				"stored version %q removed: objects stored in it must be migrated and status.storedVersions trimmed first", name)
+		}
+	}
+}
+
+// checkServedVersionRemoval: a served version must first be set
+// served: false before it is removed (spec/olm-v0-crd-upgrade-lifecycle.txt).
+func checkServedVersionRemoval(p *policy, old, new *apiextv1.CustomResourceDefinition) {
+	if !p.cfg.Checks.CRD.ServedVersionRemoval.Enabled {
+		return
+	}
+	newVersions := versionsByName(new)
+	for _, v := range old.Spec.Versions {
+		if _, ok := newVersions[v.Name]; !ok && v.Served {
+			p.crdLevel(v.Name, config.CheckServedVersionRemoval,
+				"served version %q removed without first being set served: false", v.Name)
+		}
+	}
+}

@@ -1,0 +1,28 @@
+package crdupgradesafety
+
+import "github.com/crdsafety/kapp/pkg/kapp/config"
+
+// checkDefault: a default added, changed or removed changes what clients and
+// stored objects read back; each is configurable separately.
+func checkDefault(n *node) {
+	o, nw := n.old.Default, n.new.Default
+	n.old.Default, n.new.Default = nil, nil
+	c := n.run.vc.Default
+	if !c.Enabled || sameJSON(o, nw) {
+		return
+	}
+	switch {
+	case o == nil:
+		if c.AdditionEnforcement == config.EnforcementStrict {
+			n.report(config.CheckDefault, "default added: (none) -> %s", renderJSON(nw))
+		}
+	case nw == nil:
+		if c.RemovalEnforcement == config.EnforcementStrict {
+			n.report(config.CheckDefault, "default removed: %s -> (none)", renderJSON(o))
+		}
+	default:
+		if c.ChangeEnforcement == config.EnforcementStrict {
+			n.report(config.CheckDefault, "default changed: %s -> %s", renderJSON(o), renderJSON(nw))
+		}
+	}
+}

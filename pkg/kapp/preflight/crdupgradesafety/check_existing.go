@@ -1,0 +1,140 @@
+package crdupgradesafety
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+)
+
+// validateExisting is the existingResources live check: each existing
+// custom resource must stay valid under the new schema (OpenAPI validation
+// and CEL rules) of the version it is served in.
+func validateExisting(newCRD *apiextv1.CustomResourceDefinition, objs []map[string]any, cfg *config.CRDUpgradeSafety) ([]Finding, error) {
+	if cfg == nil {
+		def := config.Default()
+		cfg = &def
+	}
+	if !cfg.Checks.CRD.ExistingResources.Enabled || len(objs) == 0 {
+		return nil, nil
+	}
+	p := &policy{cfg: cfg, crd: newCRD.Name}
+	validators := map[string]*versionValidator{}
+	for _, obj := range objs {
+		version := objectVersion(obj)
+		v, ok := validators[version]
+		if !ok {
+			var err error
+			v, err = newVersionValidator(newCRD, version)
+			if err != nil {
+				return nil, fmt.Errorf("crd %s version %s: %w", newCRD.Name, version, err)
+			}
+			validators[version] = v
+		}
+		if v == nil {
+			continue // version gone: storedVersionRemoval/servedVersionRemoval report it
+		}
+		if errs := v.validate(obj); len(errs) > 0 {
+			p.add(version, "", config.CheckExistingResources,
+				fmt.Sprintf("existing %s %s would be invalid: %s", newCRD.Spec.Names.Kind, objectName(obj), summarize(errs)))
+		}
+	}
+	sortFindings(p.findings)
+	return p.findings, nil
+}
+
+type versionValidator struct {
+	openAPI    validation.SchemaValidator
+	structural *schema.Structural
+	cel        *cel.Validator
+}
+
+// newVersionValidator builds the validators of one version of the new CRD,
+// nil when the CRD lacks the version or it has no schema.
+func newVersionValidator(crd *apiextv1.CustomResourceDefinition, version string) (*versionValidator, error) {
+	s := versionSchema(versionsByName(crd)[version])
+	if s == nil {
+		return nil, nil
+	}
+	internal := &apiextensions.JSONSchemaProps{}
+	if err := apiextv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(s, internal, nil); err != nil {
+		return nil, fmt.Errorf("converting schema: %w", err)
+	}
+	openAPI, _, err := validation.NewSchemaValidator(internal)
+	if err != nil {
+		return nil, fmt.Errorf("building schema validator: %w", err)
+	}
+	v := &versionValidator{openAPI: openAPI}
+	if structural, err := schema.NewStructural(internal); err == nil {
+		v.structural = structural
+		v.cel = cel.NewValidator(structural, true, celconfig.PerCallLimit)
+	}
+	return v, nil
+}
+
+func (v *versionValidator) validate(obj map[string]any) field.ErrorList {
+	errs := validation.ValidateCustomResource(nil, obj, v.openAPI)
+	if v.cel != nil {
+		celErrs, _ := v.cel.Validate(context.Background(), nil, v.structural, obj, nil, celconfig.RuntimeCELCostBudget)
+		errs = append(errs, celErrs...)
+	}
+	return errs
+}
+
+func objectVersion(obj map[string]any) string {
+	apiVersion, _ := obj["apiVersion"].(string)
+	if i := strings.LastIndex(apiVersion, "/"); i >= 0 {
+		return apiVersion[i+1:]
+	}
+	return apiVersion
+}
+
+func objectName(obj map[string]any) string {
+	meta, _ := obj["metadata"].(map[string]any)
+	name, _ := meta["name"].(string)
+	if ns, _ := meta["namespace"].(string); ns != "" {
+		return ns + "/" + name
+	}
+	return name
+}
+
+// summarize renders validation errors sorted, the first few in full.
+func summarize(errs field.ErrorList) string {
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	sort.Strings(msgs)
+	const max = 3
+	if len(msgs) > max {
+		return strings.Join(msgs[:max], "; ") + fmt.Sprintf("; and %d more", len(msgs)-max)
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// deletion is the crdDeletion live check.
+func deletion(crdName string, count int, cfg *config.CRDUpgradeSafety) []Finding {
+	if cfg == nil {
+		def := config.Default()
+		cfg = &def
+	}
+	if count <= 0 || !cfg.Checks.CRD.CRDDeletion.Enabled {
+		return nil
+	}
+	p := &policy{cfg: cfg, crd: crdName}
+	noun := "custom resources"
+	if count == 1 {
+		noun = "custom resource"
+	}
+	p.crdLevel("", config.CheckCRDDeletion, "deleting the CRD would delete its %d existing %s", count, noun)
+	return p.findings
+}

@@ -1,0 +1,90 @@
+package crdupgradesafety
+
+import (
+	"sort"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// compare runs the CRD-level checks, then the property checks over every
+// version present in both CRDs (sameVersion) and over the served versions of
+// the new CRD (servedVersion), and returns the findings sorted.
+func compare(old, new *apiextv1.CustomResourceDefinition, cfg *config.CRDUpgradeSafety) []Finding {
+	if cfg == nil {
+		def := config.Default()
+		cfg = &def
+	}
+	p := &policy{cfg: cfg, crd: new.Name}
+	checkScope(p, old, new)
+	checkStoredVersionRemoval(p, old, new)
+	checkServedVersionRemoval(p, old, new)
+	checkSameVersions(p, old, new)
+	checkServedVersions(p, old, new)
+	sortFindings(p.findings)
+	return p.findings
+}
+
+// checkSameVersions compares each version present in both CRDs with itself.
+func checkSameVersions(p *policy, old, new *apiextv1.CustomResourceDefinition) {
+	vc := &p.cfg.Checks.SameVersion
+	if !vc.Enabled {
+		return
+	}
+	newByName := versionsByName(new)
+	for i := range old.Spec.Versions {
+		ov := &old.Spec.Versions[i]
+		nv, ok := newByName[ov.Name]
+		if !ok {
+			continue // covered by storedVersionRemoval / servedVersionRemoval
+		}
+		pr := &pairRun{
+			vc: vc, version: ov.Name,
+			fieldRemoval: p.cfg.Checks.CRD.ExistingFieldRemoval.Enabled,
+			failMode:     effectiveFailMode(p.cfg, vc),
+			emit:         p.add,
+		}
+		pr.compareSchemas(versionSchema(ov), versionSchema(nv))
+	}
+}
+
+func versionsByName(crd *apiextv1.CustomResourceDefinition) map[string]*apiextv1.CustomResourceDefinitionVersion {
+	m := make(map[string]*apiextv1.CustomResourceDefinitionVersion, len(crd.Spec.Versions))
+	for i := range crd.Spec.Versions {
+		m[crd.Spec.Versions[i].Name] = &crd.Spec.Versions[i]
+	}
+	return m
+}
+
+func versionSchema(v *apiextv1.CustomResourceDefinitionVersion) *apiextv1.JSONSchemaProps {
+	if v == nil || v.Schema == nil {
+		return nil
+	}
+	return v.Schema.OpenAPIV3Schema
+}
+
+func effectiveFailMode(cfg *config.CRDUpgradeSafety, vc *config.VersionChecks) config.FailMode {
+	if vc.UnhandledFailureMode != "" {
+		return vc.UnhandledFailureMode
+	}
+	return cfg.FailMode
+}
+
+func sortFindings(fs []Finding) {
+	sort.SliceStable(fs, func(i, j int) bool {
+		a, b := fs[i], fs[j]
+		if a.CRD != b.CRD {
+			return a.CRD < b.CRD
+		}
+		if a.Version != b.Version {
+			return a.Version < b.Version
+		}
+		if a.Field != b.Field {
+			return a.Field < b.Field
+		}
+		if a.Check != b.Check {
+			return a.Check < b.Check
+		}
+		return a.Message < b.Message
+	})
+}

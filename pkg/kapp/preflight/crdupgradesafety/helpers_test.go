@@ -1,0 +1,82 @@
+package crdupgradesafety
+
+import (
+	"testing"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// schemaCase is one row of a property check's table: an old and a new
+// schema of the field ^.spec.x (YAML), an optional config change, and the
+// findings expected as "check field: message" lines.
+type schemaCase struct {
+	name     string
+	old, new string
+	config   func(*config.CRDUpgradeSafety)
+	want     []string
+}
+
+func runSchemaCases(t *testing.T, cases []schemaCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Default()
+			if tc.config != nil {
+				tc.config(&cfg)
+			}
+			got := render(Compare(crdWithField(t, tc.old), crdWithField(t, tc.new), &cfg))
+			if !equalLines(got, tc.want) {
+				t.Fatalf("findings differ\n got: %q\nwant: %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// crdWithField builds a one-version CRD whose spec has the property x with
+// the given schema.
+func crdWithField(t *testing.T, fieldYAML string) *apiextv1.CustomResourceDefinition {
+	t.Helper()
+	var x apiextv1.JSONSchemaProps
+	if err := yaml.Unmarshal([]byte(fieldYAML), &x); err != nil {
+		t.Fatalf("parsing schema %q: %v", fieldYAML, err)
+	}
+	return &apiextv1.CustomResourceDefinition{
+		Spec: apiextv1.CustomResourceDefinitionSpec{
+			Group: "example.com", Scope: apiextv1.NamespaceScoped,
+			Names: apiextv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget"},
+			Versions: []apiextv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextv1.CustomResourceValidation{OpenAPIV3Schema: &apiextv1.JSONSchemaProps{
+					Type: "object",
+					Properties: map[string]apiextv1.JSONSchemaProps{
+						"spec": {Type: "object", Properties: map[string]apiextv1.JSONSchemaProps{"x": x}},
+					},
+				}},
+			}},
+		},
+	}
+}
+
+// render turns findings into "severity check version field: message" lines.
+func render(fs []Finding) []string {
+	out := []string{}
+	for _, f := range fs {
+		line := string(f.Severity) + " " + f.Check + " " + f.Version + " " + f.Field + ": " + f.Message
+		out = append(out, line)
+	}
+	return out
+}
+
+func equalLines(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
