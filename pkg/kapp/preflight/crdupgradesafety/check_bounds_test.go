@@ -28,14 +28,20 @@ func TestBounds(t *testing.T) {
 		{name: "fractional maximum decreased", old: `{type: number, maximum: 1.5}`, new: `{type: number, maximum: 1.25}`,
 			want: []string{"error maximum v1 ^.spec.x: maximum decreased: 1.5 -> 1.25"}},
 		{name: "addition enforcement None", old: `{type: integer}`, new: `{type: integer, minimum: 0}`,
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.SameVersion.Minimum.AdditionEnforcement = config.EnforcementNone },
-			want:   []string{}},
+			config: func(c *config.CRDUpgradeSafety) {
+				c.Checks.SameVersion.Minimum.AdditionEnforcement = config.EnforcementNone
+			},
+			want: []string{}},
 		{name: "increase enforcement None", old: `{type: integer, minimum: 1}`, new: `{type: integer, minimum: 5}`,
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.SameVersion.Minimum.IncreaseEnforcement = config.EnforcementNone },
-			want:   []string{}},
+			config: func(c *config.CRDUpgradeSafety) {
+				c.Checks.SameVersion.Minimum.IncreaseEnforcement = config.EnforcementNone
+			},
+			want: []string{}},
 		{name: "decrease enforcement None", old: `{type: string, maxLength: 10}`, new: `{type: string, maxLength: 5}`,
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.SameVersion.MaxLength.DecreaseEnforcement = config.EnforcementNone },
-			want:   []string{}},
+			config: func(c *config.CRDUpgradeSafety) {
+				c.Checks.SameVersion.MaxLength.DecreaseEnforcement = config.EnforcementNone
+			},
+			want: []string{}},
 		{name: "disabled", old: `{type: string, maxLength: 10}`, new: `{type: string, maxLength: 5}`,
 			config: func(c *config.CRDUpgradeSafety) { c.Checks.SameVersion.MaxLength.Enabled = false },
 			want:   []string{}},
