@@ -16,8 +16,13 @@ func checkIntOrString(n *node) {
 		}
 		n.old.Type, n.new.Type = "", ""
 	case !o && nw:
-		if n.old.Type == "integer" || n.old.Type == "string" || n.old.Type == "" {
-			n.old.Type, n.new.Type = "", ""
+		// From an integer or a string it relaxes; from any other type (or
+		// from an untyped value) it rejects the values stored so far.
+		if t := n.old.Type; t != "integer" && t != "string" {
+			if c := n.run.vc.Type; c.Enabled && c.ChangeEnforcement == config.EnforcementStrict {
+				n.report(config.CheckType, "type changed: %s -> int-or-string", renderString(t))
+			}
 		}
+		n.old.Type, n.new.Type = "", ""
 	}
 }
