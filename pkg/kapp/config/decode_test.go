@@ -1,0 +1,869 @@
+package config_test
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata/")
+
+// decodeYAML decodes a YAML config map the way kapp does (sigs.k8s.io/yaml:
+// numbers become float64) and runs Decode on it.
+func decodeYAML(t *testing.T, in string) (config.CRDUpgradeSafety, error) {
+	t.Helper()
+	var raw map[string]any
+	require.NoError(t, yaml.Unmarshal([]byte(in), &raw), "test input is not YAML")
+	return config.Decode(raw)
+}
+
+func TestDecodeDefaults(t *testing.T) {
+	cases := map[string]map[string]any{
+		"nil":   nil,
+		"empty": {},
+	}
+	for name, raw := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := config.Decode(raw)
+			require.NoError(t, err)
+			assert.Equal(t, config.Default(), got)
+		})
+	}
+	yamlCases := map[string]string{
+		"empty document": ``,
+		"empty map":      `{}`,
+		"nulls mean not given": `
+mode: ~
+failMode: null
+maxFindingsPerCRD:
+checks:
+exemptions:
+`,
+		"empty nested maps": `
+checks:
+  crd: {}
+  sameVersion: {enum: {}, pattern: {enabled: null}}
+  servedVersion: {}
+  versions: {}
+exemptions: []
+`,
+		"defaults spelled out": `
+mode: error
+failMode: closed
+maxFindingsPerCRD: 50
+checks:
+  sameVersion:
+    enabled: true
+    enum: {enabled: true, additionEnforcement: IfPreviouslyConstrained, removalEnforcement: Strict}
+  servedVersion:
+    ignoreConversion: true
+`,
+	}
+	for name, in := range yamlCases {
+		t.Run(name, func(t *testing.T) {
+			got, err := decodeYAML(t, in)
+			require.NoError(t, err)
+			assert.Equal(t, config.Default(), got)
+		})
+	}
+}
+
+// TestDefaultPolicy checks Default() against design.md's default policy.
+func TestDefaultPolicy(t *testing.T) {
+	d := config.Default()
+	assert.Equal(t, config.ModeError, d.Mode)
+	assert.Equal(t, config.FailModeClosed, d.FailMode)
+	assert.Equal(t, 50, d.MaxFindingsPerCRD)
+	assert.Empty(t, d.Exemptions)
+	assert.True(t, d.Checks.ServedVersion.IgnoreConversion, "servedVersion.ignoreConversion")
+	assert.Equal(t, config.EnforcementIfPreviouslyConstrained, d.Checks.SameVersion.Enum.AdditionEnforcement)
+	assert.Equal(t, config.EnforcementIfPreviouslyConstrained, d.Checks.ServedVersion.Enum.AdditionEnforcement)
+	for _, v := range []config.VersionChecks{d.Checks.SameVersion, d.Checks.ServedVersion.VersionChecks} {
+		assert.Empty(t, v.UnhandledFailureMode, "unhandledFailureMode inherits failMode")
+		for _, id := range config.PropertyCheckIDs {
+			assert.True(t, v.ToggleEnabled(id), id)
+		}
+	}
+
+	// Every Enabled/Enforcement field anywhere in the config: every check is
+	// on, and every enforcement Strict except enum additions.
+	var enabled, enforcements int
+	walkFields(reflect.ValueOf(d), "", func(path string, f reflect.Value) {
+		switch {
+		case f.Kind() == reflect.Bool && strings.HasSuffix(path, ".Enabled"):
+			enabled++
+			assert.True(t, f.Bool(), path)
+		case f.Type() == reflect.TypeOf(config.Enforcement("")):
+			enforcements++
+			want := config.EnforcementStrict
+			if strings.HasSuffix(path, ".Enum.AdditionEnforcement") {
+				want = config.EnforcementIfPreviouslyConstrained
+			}
+			assert.Equal(t, want, config.Enforcement(f.String()), path)
+		}
+	})
+	// 6 CRD checks + 2 x (pair switch + 12 property checks with options).
+	assert.Equal(t, 6+2*(1+12), enabled)
+	assert.Equal(t, 2*(2+3+1+1+8*2), enforcements)
+
+	// Default returns fresh maps: changing one result leaves the next alone.
+	d.Checks.SameVersion.Toggles[config.CheckPattern] = false
+	d.Checks.ServedVersion.Toggles[config.CheckFormat] = false
+	assert.Equal(t, config.Default(), config.Default())
+	assert.True(t, config.Default().Checks.SameVersion.ToggleEnabled(config.CheckPattern))
+	assert.Empty(t, config.Default().Checks.ServedVersion.Toggles)
+}
+
+func TestAllCheckIDs(t *testing.T) {
+	ids := config.AllCheckIDs()
+	assert.True(t, sort.StringsAreSorted(ids))
+	assert.Len(t, ids, len(config.CRDCheckIDs)+len(config.PropertyCheckIDs)+2)
+	seen := map[string]bool{}
+	for _, id := range ids {
+		assert.False(t, seen[id], "duplicate %s", id)
+		seen[id] = true
+	}
+	assert.True(t, seen[config.CheckServedVersion])
+	assert.True(t, seen[config.CheckUnhandled])
+	assert.True(t, sort.StringsAreSorted(config.CRDCheckIDs), "CRDCheckIDs sorted")
+	assert.True(t, sort.StringsAreSorted(config.PropertyCheckIDs), "PropertyCheckIDs sorted")
+}
+
+func TestDecode(t *testing.T) {
+	type cfg = config.CRDUpgradeSafety
+	cases := []struct {
+		name string
+		in   string
+		want func(c *cfg)
+	}{
+		{"mode warn", `mode: warn`, func(c *cfg) { c.Mode = config.ModeWarn }},
+		{"mode case-insensitive", `mode: WARN`, func(c *cfg) { c.Mode = config.ModeWarn }},
+		{"mode error", `mode: Error`, func(c *cfg) { c.Mode = config.ModeError }},
+		{"failMode open", `failMode: open`, func(c *cfg) { c.FailMode = config.FailModeOpen }},
+		{"failMode case-insensitive", `failMode: Open`, func(c *cfg) { c.FailMode = config.FailModeOpen }},
+		{"failMode closed", `failMode: CLOSED`, func(c *cfg) { c.FailMode = config.FailModeClosed }},
+		{"maxFindingsPerCRD", `maxFindingsPerCRD: 7`, func(c *cfg) { c.MaxFindingsPerCRD = 7 }},
+		{"maxFindingsPerCRD zero is unbounded", `maxFindingsPerCRD: 0`, func(c *cfg) { c.MaxFindingsPerCRD = 0 }},
+		{"maxFindingsPerCRD integral float", `maxFindingsPerCRD: 12.0`, func(c *cfg) { c.MaxFindingsPerCRD = 12 }},
+		{"maxFindingsPerCRD large", `maxFindingsPerCRD: 1000000`, func(c *cfg) { c.MaxFindingsPerCRD = 1000000 }},
+
+		{"sameVersion disabled", `checks: {sameVersion: {enabled: false}}`,
+			func(c *cfg) { c.Checks.SameVersion.Enabled = false }},
+		{"sameVersion unhandledFailureMode Open", `checks: {sameVersion: {unhandledFailureMode: Open}}`,
+			func(c *cfg) { c.Checks.SameVersion.UnhandledFailureMode = config.FailModeOpen }},
+		{"sameVersion unhandledFailureMode lowercase", `checks: {sameVersion: {unhandledFailureMode: closed}}`,
+			func(c *cfg) { c.Checks.SameVersion.UnhandledFailureMode = config.FailModeClosed }},
+		{"servedVersion unhandledFailureMode", `checks: {servedVersion: {unhandledFailureMode: OPEN}}`,
+			func(c *cfg) { c.Checks.ServedVersion.UnhandledFailureMode = config.FailModeOpen }},
+		{"servedVersion ignoreConversion", `checks: {servedVersion: {ignoreConversion: false}}`,
+			func(c *cfg) { c.Checks.ServedVersion.IgnoreConversion = false }},
+		{"servedVersion disabled", `checks: {servedVersion: {enabled: false}}`,
+			func(c *cfg) { c.Checks.ServedVersion.Enabled = false }},
+
+		{"enum addition Strict", `checks: {sameVersion: {enum: {additionEnforcement: Strict}}}`,
+			func(c *cfg) { c.Checks.SameVersion.Enum.AdditionEnforcement = config.EnforcementStrict }},
+		{"enum addition none lowercase", `checks: {sameVersion: {enum: {additionEnforcement: none}}}`,
+			func(c *cfg) { c.Checks.SameVersion.Enum.AdditionEnforcement = config.EnforcementNone }},
+		{"enum addition IfPreviouslyConstrained any case", `
+checks:
+  sameVersion: {enum: {additionEnforcement: Strict}}
+  servedVersion: {enum: {additionEnforcement: ifpreviouslyconstrained}}
+`, func(c *cfg) {
+			c.Checks.SameVersion.Enum.AdditionEnforcement = config.EnforcementStrict
+			c.Checks.ServedVersion.Enum.AdditionEnforcement = config.EnforcementIfPreviouslyConstrained
+		}},
+		{"enum removal", `checks: {sameVersion: {enum: {removalEnforcement: None, enabled: true}}}`,
+			func(c *cfg) { c.Checks.SameVersion.Enum.RemovalEnforcement = config.EnforcementNone }},
+		{"default", `
+checks:
+  sameVersion:
+    default: {enabled: false, changeEnforcement: None, removalEnforcement: NONE, additionEnforcement: none}
+`, func(c *cfg) {
+			c.Checks.SameVersion.Default = config.DefaultCheck{Enabled: false, ChangeEnforcement: config.EnforcementNone,
+				RemovalEnforcement: config.EnforcementNone, AdditionEnforcement: config.EnforcementNone}
+		}},
+		{"required", `checks: {sameVersion: {required: {newEnforcement: None}}}`,
+			func(c *cfg) { c.Checks.SameVersion.Required.NewEnforcement = config.EnforcementNone }},
+		{"type", `checks: {servedVersion: {type: {enabled: false, changeEnforcement: None}}}`,
+			func(c *cfg) {
+				c.Checks.ServedVersion.Type = config.TypeCheck{ChangeEnforcement: config.EnforcementNone}
+			}},
+		{"max and min checks", `
+checks:
+  sameVersion:
+    maximum: {additionEnforcement: None}
+    maxLength: {decreaseEnforcement: None}
+    maxItems: {enabled: false}
+    maxProperties: {additionEnforcement: None, decreaseEnforcement: None}
+    minimum: {increaseEnforcement: None}
+    minLength: {additionEnforcement: None}
+    minItems: {enabled: false}
+    minProperties: {additionEnforcement: None, increaseEnforcement: None}
+`, func(c *cfg) {
+			v := &c.Checks.SameVersion
+			v.Maximum.AdditionEnforcement = config.EnforcementNone
+			v.MaxLength.DecreaseEnforcement = config.EnforcementNone
+			v.MaxItems.Enabled = false
+			v.MaxProperties = config.MaxCheck{Enabled: true, AdditionEnforcement: config.EnforcementNone, DecreaseEnforcement: config.EnforcementNone}
+			v.Minimum.IncreaseEnforcement = config.EnforcementNone
+			v.MinLength.AdditionEnforcement = config.EnforcementNone
+			v.MinItems.Enabled = false
+			v.MinProperties = config.MinCheck{Enabled: true, AdditionEnforcement: config.EnforcementNone, IncreaseEnforcement: config.EnforcementNone}
+		}},
+		{"toggles", `
+checks:
+  sameVersion: {pattern: {enabled: false}, celValidation: {enabled: true}}
+  servedVersion: {listType: {enabled: false}}
+`, func(c *cfg) {
+			c.Checks.SameVersion.Toggles = map[string]bool{config.CheckPattern: false, config.CheckCELValidation: true}
+			c.Checks.ServedVersion.Toggles = map[string]bool{config.CheckListType: false}
+		}},
+		{"crd checks", `
+checks:
+  crd:
+    scope: {enabled: false}
+    crdDeletion: {enabled: false}
+    existingResources: {enabled: true}
+`, func(c *cfg) {
+			c.Checks.CRD.Scope.Enabled = false
+			c.Checks.CRD.CRDDeletion.Enabled = false
+		}},
+
+		// Aliases of spec/crd-diff-validations.md.
+		{"alias version.sameVersion", `checks: {version: {sameVersion: {enum: {enabled: false}}}}`,
+			func(c *cfg) { c.Checks.SameVersion.Enum.Enabled = false }},
+		{"alias versions.sameVersion", `checks: {versions: {sameVersion: {required: {newEnforcement: None}}}}`,
+			func(c *cfg) { c.Checks.SameVersion.Required.NewEnforcement = config.EnforcementNone }},
+		{"alias version.servedVersion", `checks: {version: {servedVersion: {ignoreConversion: false}}}`,
+			func(c *cfg) { c.Checks.ServedVersion.IgnoreConversion = false }},
+		{"alias versions.servedVersion", `checks: {versions: {servedVersion: {enabled: false, unhandledFailureMode: Open}}}`,
+			func(c *cfg) {
+				c.Checks.ServedVersion.Enabled = false
+				c.Checks.ServedVersion.UnhandledFailureMode = config.FailModeOpen
+			}},
+		{"different settings through different spellings merge", `
+checks:
+  sameVersion: {enum: {enabled: false}}
+  version: {sameVersion: {enum: {removalEnforcement: None}}}
+  versions: {sameVersion: {type: {enabled: false}}, servedVersion: {pattern: {enabled: false}}}
+  servedVersion: {pattern: {}}
+`, func(c *cfg) {
+			c.Checks.SameVersion.Enum.Enabled = false
+			c.Checks.SameVersion.Enum.RemovalEnforcement = config.EnforcementNone
+			c.Checks.SameVersion.Type.Enabled = false
+			c.Checks.ServedVersion.Toggles = map[string]bool{config.CheckPattern: false}
+		}},
+
+		{"exemptions", `
+exemptions:
+- crd: widgets.example.com
+  checks: [enum, required]
+  reason: reviewed in PR 123
+- crd: gadgets.example.com
+- crd: widgets.example.com
+  checks: [enum, scope, servedVersion, unhandled, existingResources]
+- crd: things.example.com
+  checks: []
+  reason: ""
+`, func(c *cfg) {
+			c.Exemptions = []config.Exemption{
+				{CRD: "widgets.example.com", Checks: []string{"enum", "required"}, Reason: "reviewed in PR 123"},
+				{CRD: "gadgets.example.com"},
+				{CRD: "widgets.example.com", Checks: []string{"enum", "scope", "servedVersion", "unhandled", "existingResources"}},
+				{CRD: "things.example.com"},
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			want := config.Default()
+			tc.want(&want)
+			got, err := decodeYAML(t, tc.in)
+			require.NoError(t, err)
+			assert.Equal(t, want, got)
+		})
+	}
+}
+
+// TestDecodeEveryOption sets each option of every check, one at a time and
+// through every spelling, and asserts that exactly the matching field of
+// the typed config changes. Keys are derived from the Go field names, so a
+// field the decoder does not wire (or wires to the wrong place) fails.
+func TestDecodeEveryOption(t *testing.T) {
+	type option struct {
+		path  string // YAML key path
+		value any
+		set   func(c *config.CRDUpgradeSafety)
+	}
+	var opts []option
+
+	crdType := reflect.TypeOf(config.CRDChecks{})
+	for i := 0; i < crdType.NumField(); i++ {
+		i := i
+		key := lowerCamel(crdType.Field(i).Name)
+		assert.Contains(t, config.CRDCheckIDs, key)
+		opts = append(opts, option{"checks.crd." + key + ".enabled", false, func(c *config.CRDUpgradeSafety) {
+			reflect.ValueOf(&c.Checks.CRD).Elem().Field(i).FieldByName("Enabled").SetBool(false)
+		}})
+	}
+	assert.Equal(t, len(config.CRDCheckIDs), crdType.NumField())
+
+	pairs := []struct {
+		spellings []string
+		get       func(c *config.CRDUpgradeSafety) *config.VersionChecks
+	}{
+		{[]string{"checks.sameVersion", "checks.version.sameVersion", "checks.versions.sameVersion"},
+			func(c *config.CRDUpgradeSafety) *config.VersionChecks { return &c.Checks.SameVersion }},
+		{[]string{"checks.servedVersion", "checks.version.servedVersion", "checks.versions.servedVersion"},
+			func(c *config.CRDUpgradeSafety) *config.VersionChecks { return &c.Checks.ServedVersion.VersionChecks }},
+	}
+	vcType := reflect.TypeOf(config.VersionChecks{})
+	for _, pair := range pairs {
+		get := pair.get
+		for _, prefix := range pair.spellings {
+			opts = append(opts,
+				option{prefix + ".enabled", false, func(c *config.CRDUpgradeSafety) { get(c).Enabled = false }},
+				option{prefix + ".unhandledFailureMode", "Open", func(c *config.CRDUpgradeSafety) {
+					get(c).UnhandledFailureMode = config.FailModeOpen
+				}})
+			structured := map[string]bool{}
+			for i := 0; i < vcType.NumField(); i++ {
+				f := vcType.Field(i)
+				if f.Type.Kind() != reflect.Struct {
+					continue
+				}
+				id := lowerCamel(f.Name)
+				structured[id] = true
+				for j := 0; j < f.Type.NumField(); j++ {
+					i, j := i, j
+					sub := f.Type.Field(j)
+					var value any = "None"
+					if sub.Name == "Enabled" {
+						value = false
+					}
+					opts = append(opts, option{prefix + "." + id + "." + lowerCamel(sub.Name), value, func(c *config.CRDUpgradeSafety) {
+						fv := reflect.ValueOf(get(c)).Elem().Field(i).Field(j)
+						if fv.Kind() == reflect.Bool {
+							fv.SetBool(false)
+						} else {
+							fv.SetString(string(config.EnforcementNone))
+						}
+					}})
+				}
+			}
+			for _, id := range config.PropertyCheckIDs {
+				if structured[id] {
+					continue
+				}
+				id := id
+				opts = append(opts, option{prefix + "." + id + ".enabled", false, func(c *config.CRDUpgradeSafety) {
+					get(c).Toggles = map[string]bool{id: false}
+				}})
+			}
+			assert.Len(t, structured, 12, "property checks with options")
+		}
+	}
+	for _, prefix := range []string{"checks.servedVersion", "checks.version.servedVersion", "checks.versions.servedVersion"} {
+		opts = append(opts, option{prefix + ".ignoreConversion", false, func(c *config.CRDUpgradeSafety) {
+			c.Checks.ServedVersion.IgnoreConversion = false
+		}})
+	}
+
+	// 6 CRD toggles; per spelling of each pair: enabled, unhandledFailureMode, the
+	// fields of the 12 checks with options, the 17 toggles; 3 ignoreConversion.
+	require.Len(t, opts, 6+3*2*(2+(3+4+2+2+8*3)+(len(config.PropertyCheckIDs)-12))+3)
+
+	// Every enforcement option rejects unknown values, and only
+	// enum.additionEnforcement accepts IfPreviouslyConstrained.
+	enforcementOpts := 0
+	for _, o := range opts {
+		if o.value != "None" {
+			continue
+		}
+		enforcementOpts++
+		_, err := config.Decode(nest(o.path, "Sometimes"))
+		assert.ErrorIs(t, err, config.ErrInvalidValue, o.path)
+		ipc := strings.HasSuffix(o.path, ".enum.additionEnforcement")
+		allowed := "None, Strict"
+		if ipc {
+			allowed = "IfPreviouslyConstrained, None, Strict"
+		}
+		assert.EqualError(t, err, o.path+`: unknown value "Sometimes" (allowed: `+allowed+`)`)
+		_, err = config.Decode(nest(o.path, "ifPreviouslyConstrained"))
+		if ipc {
+			assert.NoError(t, err, o.path)
+		} else {
+			assert.EqualError(t, err, o.path+`: unknown value "ifPreviouslyConstrained" (allowed: None, Strict)`)
+		}
+	}
+	assert.Equal(t, 2*3*23, enforcementOpts)
+
+	seen := map[string]bool{}
+	for _, o := range opts {
+		t.Run(o.path, func(t *testing.T) {
+			require.False(t, seen[o.path], "duplicate option")
+			seen[o.path] = true
+			want := config.Default()
+			o.set(&want)
+			require.NotEqual(t, config.Default(), want, "option must differ from the default")
+
+			// As Go maps (the test does not go through YAML here).
+			got, err := config.Decode(nest(o.path, o.value))
+			require.NoError(t, err)
+			assert.Equal(t, want, got)
+
+			// And as YAML text.
+			bs, err := yaml.Marshal(nest(o.path, o.value))
+			require.NoError(t, err)
+			got, err = decodeYAML(t, string(bs))
+			require.NoError(t, err)
+			assert.Equal(t, want, got)
+		})
+	}
+}
+
+// TestDecodeGoValues feeds values of the Go types YAML decoders produce.
+func TestDecodeGoValues(t *testing.T) {
+	for _, n := range []any{int(3), int8(3), int16(3), int32(3), int64(3), uint(3), uint8(3),
+		uint16(3), uint32(3), uint64(3), float32(3), float64(3), json.Number("3"), json.Number("3.0")} {
+		got, err := config.Decode(map[string]any{"maxFindingsPerCRD": n})
+		require.NoError(t, err, "%T", n)
+		assert.Equal(t, 3, got.MaxFindingsPerCRD, "%T", n)
+	}
+
+	raw := map[string]any{
+		"mode": "warn",
+		"checks": map[any]any{ // gopkg.in/yaml.v2 style maps
+			"sameVersion": map[any]any{"enum": map[string]any{"enabled": false}},
+		},
+		"exemptions": []map[string]any{
+			{"crd": "a.example.com", "checks": []string{"enum"}},
+			{"crd": "b.example.com", "checks": []any{"type"}},
+		},
+	}
+	before, err := json.Marshal(raw["exemptions"])
+	require.NoError(t, err)
+	got, err := config.Decode(raw)
+	require.NoError(t, err)
+	want := config.Default()
+	want.Mode = config.ModeWarn
+	want.Checks.SameVersion.Enum.Enabled = false
+	want.Exemptions = []config.Exemption{{CRD: "a.example.com", Checks: []string{"enum"}}, {CRD: "b.example.com", Checks: []string{"type"}}}
+	assert.Equal(t, want, got)
+
+	after, err := json.Marshal(raw["exemptions"])
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "Decode must not modify its input")
+}
+
+func TestDecodeErrors(t *testing.T) {
+	const sameVersionKeys = "additionalProperties, allOf, anyOf, celValidation, default, enabled, enum, " +
+		"exclusiveMaximum, exclusiveMinimum, format, intOrString, listType, mapType, maxItems, maxLength, " +
+		"maxProperties, maximum, minItems, minLength, minProperties, minimum, multipleOf, not, nullable, " +
+		"oneOf, pattern, preserveUnknownFields, required, type, unhandledFailureMode, uniqueItems"
+	const servedVersionKeys = "additionalProperties, allOf, anyOf, celValidation, default, enabled, enum, " +
+		"exclusiveMaximum, exclusiveMinimum, format, ignoreConversion, intOrString, listType, mapType, maxItems, maxLength, " +
+		"maxProperties, maximum, minItems, minLength, minProperties, minimum, multipleOf, not, nullable, " +
+		"oneOf, pattern, preserveUnknownFields, required, type, unhandledFailureMode, uniqueItems"
+	allIDs := strings.Join(config.AllCheckIDs(), ", ")
+
+	cases := []struct {
+		name string
+		in   string
+		raw  map[string]any // used instead of in when set
+		want []string       // the error's lines, exactly
+		kind error
+	}{
+		{name: "unknown top-level key", in: `mod: warn`, kind: config.ErrUnknownKey,
+			want: []string{`mod: unknown key (allowed: checks, exemptions, failMode, maxFindingsPerCRD, mode)`}},
+		{name: "keys are case-sensitive", in: `failmode: open`, kind: config.ErrUnknownKey,
+			want: []string{`failmode: unknown key (allowed: checks, exemptions, failMode, maxFindingsPerCRD, mode)`}},
+		{name: "mode type", in: `mode: 5`, kind: config.ErrInvalidType,
+			want: []string{`mode: must be a string, got int`}},
+		{name: "mode type from Go int", raw: map[string]any{"mode": 5}, kind: config.ErrInvalidType,
+			want: []string{`mode: must be a string, got int`}},
+		{name: "mode bool", in: `mode: true`, kind: config.ErrInvalidType,
+			want: []string{`mode: must be a string, got bool`}},
+		{name: "mode value", in: `mode: fatal`, kind: config.ErrInvalidValue,
+			want: []string{`mode: unknown value "fatal" (allowed: error, warn)`}},
+		{name: "failMode value", in: `failMode: ajar`, kind: config.ErrInvalidValue,
+			want: []string{`failMode: unknown value "ajar" (allowed: closed, open)`}},
+		{name: "failMode map", in: `failMode: {open: true}`, kind: config.ErrInvalidType,
+			want: []string{`failMode: must be a string, got map`}},
+		{name: "maxFindingsPerCRD negative", in: `maxFindingsPerCRD: -1`, kind: config.ErrInvalidValue,
+			want: []string{`maxFindingsPerCRD: must be an integer >= 0, got -1`}},
+		{name: "maxFindingsPerCRD fraction", in: `maxFindingsPerCRD: 1.5`, kind: config.ErrInvalidValue,
+			want: []string{`maxFindingsPerCRD: must be an integer >= 0, got 1.5`}},
+		{name: "maxFindingsPerCRD string", in: `maxFindingsPerCRD: "10"`, kind: config.ErrInvalidType,
+			want: []string{`maxFindingsPerCRD: must be an integer, got string`}},
+		{name: "maxFindingsPerCRD list", in: `maxFindingsPerCRD: [1]`, kind: config.ErrInvalidType,
+			want: []string{`maxFindingsPerCRD: must be an integer, got list`}},
+		{name: "maxFindingsPerCRD Go int64 negative", raw: map[string]any{"maxFindingsPerCRD": int64(-3)}, kind: config.ErrInvalidValue,
+			want: []string{`maxFindingsPerCRD: must be an integer >= 0, got -3`}},
+
+		{name: "checks not a map", in: `checks: [scope]`, kind: config.ErrInvalidType,
+			want: []string{`checks: must be a map, got list`}},
+		{name: "unknown checks key", in: `checks: {enum: {enabled: false}}`, kind: config.ErrUnknownKey,
+			want: []string{`checks.enum: unknown key (allowed: crd, sameVersion, servedVersion, version, versions)`}},
+		{name: "unknown crd check", in: `checks: {crd: {scopee: {enabled: false}}}`, kind: config.ErrUnknownKey,
+			want: []string{`checks.crd.scopee: unknown key (allowed: crdDeletion, existingFieldRemoval, existingResources, scope, servedVersionRemoval, storedVersionRemoval)`}},
+		{name: "crd check not a map", in: `checks: {crd: {scope: false}}`, kind: config.ErrInvalidType,
+			want: []string{`checks.crd.scope: must be a map, got bool`}},
+		{name: "toggle key", in: `checks: {crd: {scope: {enable: false}}}`, kind: config.ErrUnknownKey,
+			want: []string{`checks.crd.scope.enable: unknown key (allowed: enabled)`}},
+		{name: "enabled string", in: `checks: {crd: {scope: {enabled: "false"}}}`, kind: config.ErrInvalidType,
+			want: []string{`checks.crd.scope.enabled: must be a bool, got string`}},
+		{name: "sameVersion unknown key", in: `checks: {sameVersion: {enumm: {}}}`, kind: config.ErrUnknownKey,
+			want: []string{`checks.sameVersion.enumm: unknown key (allowed: ` + sameVersionKeys + `)`}},
+		{name: "ignoreConversion only under servedVersion", in: `checks: {sameVersion: {ignoreConversion: false}}`, kind: config.ErrUnknownKey,
+			want: []string{`checks.sameVersion.ignoreConversion: unknown key (allowed: ` + sameVersionKeys + `)`}},
+		{name: "servedVersion unknown key", in: `checks: {servedVersion: {servedVersion: {}}}`, kind: config.ErrUnknownKey,
+			want: []string{`checks.servedVersion.servedVersion: unknown key (allowed: ` + servedVersionKeys + `)`}},
+		{name: "ignoreConversion type", in: `checks: {servedVersion: {ignoreConversion: "yes please"}}`, kind: config.ErrInvalidType,
+			want: []string{`checks.servedVersion.ignoreConversion: must be a bool, got string`}},
+		{name: "sameVersion enabled type", in: `checks: {sameVersion: {enabled: 0}}`, kind: config.ErrInvalidType,
+			want: []string{`checks.sameVersion.enabled: must be a bool, got int`}},
+		{name: "unhandledFailureMode value", in: `checks: {sameVersion: {unhandledFailureMode: Ajar}}`, kind: config.ErrInvalidValue,
+			want: []string{`checks.sameVersion.unhandledFailureMode: unknown value "Ajar" (allowed: Closed, Open)`}},
+		{name: "enum additionEnforcement value", in: `checks: {sameVersion: {enum: {additionEnforcement: Sometimes}}}`, kind: config.ErrInvalidValue,
+			want: []string{`checks.sameVersion.enum.additionEnforcement: unknown value "Sometimes" (allowed: IfPreviouslyConstrained, None, Strict)`}},
+		{name: "enforcement type", in: `checks: {sameVersion: {enum: {additionEnforcement: 1}}}`, kind: config.ErrInvalidType,
+			want: []string{`checks.sameVersion.enum.additionEnforcement: must be a string, got int`}},
+		{name: "IfPreviouslyConstrained only for enum additions", in: `checks: {sameVersion: {enum: {removalEnforcement: IfPreviouslyConstrained}}}`, kind: config.ErrInvalidValue,
+			want: []string{`checks.sameVersion.enum.removalEnforcement: unknown value "IfPreviouslyConstrained" (allowed: None, Strict)`}},
+		{name: "IfPreviouslyConstrained not for default", in: `checks: {servedVersion: {default: {additionEnforcement: IfPreviouslyConstrained}}}`, kind: config.ErrInvalidValue,
+			want: []string{`checks.servedVersion.default.additionEnforcement: unknown value "IfPreviouslyConstrained" (allowed: None, Strict)`}},
+		{name: "no Strict fallback for unknown enforcement", in: `checks: {sameVersion: {type: {changeEnforcement: Lenient}}}`, kind: config.ErrInvalidValue,
+			want: []string{`checks.sameVersion.type.changeEnforcement: unknown value "Lenient" (allowed: None, Strict)`}},
+		{name: "max check has no increaseEnforcement", in: `checks: {sameVersion: {maximum: {increaseEnforcement: None}}}`, kind: config.ErrUnknownKey,
+			want: []string{`checks.sameVersion.maximum.increaseEnforcement: unknown key (allowed: additionEnforcement, decreaseEnforcement, enabled)`}},
+		{name: "min check has no decreaseEnforcement", in: `checks: {sameVersion: {minLength: {decreaseEnforcement: None}}}`, kind: config.ErrUnknownKey,
+			want: []string{`checks.sameVersion.minLength.decreaseEnforcement: unknown key (allowed: additionEnforcement, enabled, increaseEnforcement)`}},
+		{name: "enum keys", in: `checks: {sameVersion: {enum: {changeEnforcement: None}}}`, kind: config.ErrUnknownKey,
+			want: []string{`checks.sameVersion.enum.changeEnforcement: unknown key (allowed: additionEnforcement, enabled, removalEnforcement)`}},
+		{name: "default keys", in: `checks: {sameVersion: {default: {newEnforcement: None}}}`, kind: config.ErrUnknownKey,
+			want: []string{`checks.sameVersion.default.newEnforcement: unknown key (allowed: additionEnforcement, changeEnforcement, enabled, removalEnforcement)`}},
+		{name: "required keys", in: `checks: {sameVersion: {required: {additionEnforcement: None}}}`, kind: config.ErrUnknownKey,
+			want: []string{`checks.sameVersion.required.additionEnforcement: unknown key (allowed: enabled, newEnforcement)`}},
+		{name: "type keys", in: `checks: {sameVersion: {type: {newEnforcement: None}}}`, kind: config.ErrUnknownKey,
+			want: []string{`checks.sameVersion.type.newEnforcement: unknown key (allowed: changeEnforcement, enabled)`}},
+		{name: "toggle check has only enabled", in: `checks: {sameVersion: {pattern: {changeEnforcement: None}}}`, kind: config.ErrUnknownKey,
+			want: []string{`checks.sameVersion.pattern.changeEnforcement: unknown key (allowed: enabled)`}},
+		{name: "toggle check enabled type", in: `checks: {servedVersion: {pattern: {enabled: no thanks}}}`, kind: config.ErrInvalidType,
+			want: []string{`checks.servedVersion.pattern.enabled: must be a bool, got string`}},
+
+		{name: "alias holds only pair checks", in: `checks: {versions: {crd: {}}}`, kind: config.ErrUnknownKey,
+			want: []string{`checks.versions.crd: unknown key (allowed: sameVersion, servedVersion)`}},
+		{name: "alias not a map", in: `checks: {version: sameVersion}`, kind: config.ErrInvalidType,
+			want: []string{`checks.version: must be a map, got string`}},
+		{name: "errors inside an alias name the written path", in: `checks: {version: {servedVersion: {enum: {removalEnforcement: Sometimes}}}}`, kind: config.ErrInvalidValue,
+			want: []string{`checks.version.servedVersion.enum.removalEnforcement: unknown value "Sometimes" (allowed: None, Strict)`}},
+		{name: "same setting twice: canonical and alias", in: `
+checks:
+  sameVersion: {enum: {enabled: false}}
+  versions: {sameVersion: {enum: {enabled: false}}}
+`, kind: config.ErrDuplicateSetting,
+			want: []string{`checks.versions.sameVersion.enum.enabled: duplicate setting: already given as checks.sameVersion.enum.enabled (use one spelling)`}},
+		{name: "same setting twice: two aliases", in: `
+checks:
+  version: {servedVersion: {ignoreConversion: false}}
+  versions: {servedVersion: {ignoreConversion: true}}
+`, kind: config.ErrDuplicateSetting,
+			want: []string{`checks.versions.servedVersion.ignoreConversion: duplicate setting: already given as checks.version.servedVersion.ignoreConversion (use one spelling)`}},
+		{name: "same toggle twice", in: `
+checks:
+  servedVersion: {pattern: {enabled: false}}
+  version: {servedVersion: {pattern: {enabled: false}}}
+`, kind: config.ErrDuplicateSetting,
+			want: []string{`checks.version.servedVersion.pattern.enabled: duplicate setting: already given as checks.servedVersion.pattern.enabled (use one spelling)`}},
+
+		{name: "exemptions not a list", in: `exemptions: {crd: widgets.example.com}`, kind: config.ErrInvalidType,
+			want: []string{`exemptions: must be a list, got map`}},
+		{name: "exemption not a map", in: `exemptions: [widgets.example.com]`, kind: config.ErrInvalidType,
+			want: []string{`exemptions[0]: must be a map, got string`}},
+		{name: "exemption null", in: "exemptions:\n- crd: a.example.com\n-\n", kind: config.ErrInvalidType,
+			want: []string{`exemptions[1]: must be a map, got null`}},
+		{name: "exemption without crd", in: `exemptions: [{reason: trust me}]`, kind: config.ErrMissingKey,
+			want: []string{`exemptions[0].crd: required: the CRD's metadata.name, e.g. widgets.example.com`}},
+		{name: "exemption null crd", in: `exemptions: [{crd: null}]`, kind: config.ErrMissingKey,
+			want: []string{`exemptions[0].crd: required: the CRD's metadata.name, e.g. widgets.example.com`}},
+		{name: "exemption empty crd", in: `exemptions: [{crd: ""}]`, kind: config.ErrInvalidValue,
+			want: []string{`exemptions[0].crd: must not be empty: the CRD's metadata.name, e.g. widgets.example.com`}},
+		{name: "exemption blank crd", in: `exemptions: [{crd: "  "}]`, kind: config.ErrInvalidValue,
+			want: []string{`exemptions[0].crd: must not be empty: the CRD's metadata.name, e.g. widgets.example.com`}},
+		{name: "exemption crd type", in: `exemptions: [{crd: 5}]`, kind: config.ErrInvalidType,
+			want: []string{`exemptions[0].crd: must be a string, got int`}},
+		{name: "exemption problems sorted by path", in: `exemptions: [{reason: 5}]`,
+			want: []string{
+				`exemptions[0].crd: required: the CRD's metadata.name, e.g. widgets.example.com`,
+				`exemptions[0].reason: must be a string, got int`,
+			}},
+		{name: "exemption unknown key", in: `exemptions: [{crd: a.example.com, check: [enum]}]`, kind: config.ErrUnknownKey,
+			want: []string{`exemptions[0].check: unknown key (allowed: checks, crd, reason)`}},
+		{name: "exemption unknown check ID", in: `exemptions: [{crd: a.example.com, checks: [enum, enumm]}]`, kind: config.ErrInvalidValue,
+			want: []string{`exemptions[0].checks[1]: unknown check ID "enumm" (allowed: ` + allIDs + `)`}},
+		{name: "exemption check IDs are case-sensitive", in: `exemptions: [{crd: a.example.com, checks: [Enum]}]`, kind: config.ErrInvalidValue,
+			want: []string{`exemptions[0].checks[0]: unknown check ID "Enum" (allowed: ` + allIDs + `)`}},
+		{name: "exemption checks not a list", in: `exemptions: [{crd: a.example.com, checks: enum}]`, kind: config.ErrInvalidType,
+			want: []string{`exemptions[0].checks: must be a list, got string`}},
+		{name: "exemption check ID type", in: `exemptions: [{crd: a.example.com, checks: [{enum: true}]}]`, kind: config.ErrInvalidType,
+			want: []string{`exemptions[0].checks[0]: must be a string, got map`}},
+		{name: "exemption reason type", in: `exemptions: [{crd: a.example.com, reason: [a]}]`, kind: config.ErrInvalidType,
+			want: []string{`exemptions[0].reason: must be a string, got list`}},
+
+		{name: "all problems, sorted by path", in: `
+mode: loud
+failMode: 1
+exemptions:
+- {crd: a.example.com}
+- {crd: b.example.com}
+- {}
+- {crd: c.example.com}
+- {crd: d.example.com}
+- {crd: e.example.com}
+- {crd: f.example.com}
+- {crd: g.example.com}
+- {crd: h.example.com}
+- {crd: i.example.com}
+- {crd: ""}
+checks:
+  sameVersion: {enum: {additionEnforcement: Sometimes}, foo: 1}
+  crd: {scope: {enabled: nope}}
+`, want: []string{
+			`checks.crd.scope.enabled: must be a bool, got string`,
+			`checks.sameVersion.enum.additionEnforcement: unknown value "Sometimes" (allowed: IfPreviouslyConstrained, None, Strict)`,
+			`checks.sameVersion.foo: unknown key (allowed: ` + sameVersionKeys + `)`,
+			`exemptions[2].crd: required: the CRD's metadata.name, e.g. widgets.example.com`,
+			`exemptions[10].crd: must not be empty: the CRD's metadata.name, e.g. widgets.example.com`,
+			`failMode: must be a string, got int`,
+			`mode: unknown value "loud" (allowed: error, warn)`,
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got config.CRDUpgradeSafety
+			var err error
+			if tc.raw != nil {
+				got, err = config.Decode(tc.raw)
+			} else {
+				got, err = decodeYAML(t, tc.in)
+			}
+			require.Error(t, err)
+			assert.Equal(t, tc.want, strings.Split(err.Error(), "\n"))
+			assert.Equal(t, config.CRDUpgradeSafety{}, got, "the zero config on error")
+			assert.ErrorIs(t, err, config.ErrInvalidConfig)
+			var fe *config.FieldError
+			require.ErrorAs(t, err, &fe)
+			assert.Equal(t, strings.SplitN(tc.want[0], ": ", 2)[0], fe.Path)
+			if tc.kind != nil {
+				assert.ErrorIs(t, err, tc.kind)
+				assert.Equal(t, tc.kind, fe.Kind)
+				for _, other := range []error{config.ErrUnknownKey, config.ErrInvalidType, config.ErrInvalidValue,
+					config.ErrMissingKey, config.ErrDuplicateSetting} {
+					if other != tc.kind {
+						assert.NotErrorIs(t, err, other)
+					}
+				}
+			}
+			if len(tc.want) == 1 {
+				assert.Same(t, fe, err, "a single problem is returned as its *FieldError")
+			}
+		})
+	}
+}
+
+// TestDecodeErrorKinds checks that each problem of a multi-error keeps its
+// own sentinel.
+func TestDecodeErrorKinds(t *testing.T) {
+	_, err := decodeYAML(t, `
+mode: 1
+failMode: ajar
+nope: true
+exemptions: [{}]
+checks: {sameVersion: {enabled: false}, version: {sameVersion: {enabled: false}}}
+`)
+	require.Error(t, err)
+	for _, kind := range []error{config.ErrUnknownKey, config.ErrInvalidType, config.ErrInvalidValue,
+		config.ErrMissingKey, config.ErrDuplicateSetting, config.ErrInvalidConfig} {
+		assert.ErrorIs(t, err, kind)
+	}
+	var joined interface{ Unwrap() []error }
+	require.ErrorAs(t, err, &joined)
+	assert.Len(t, joined.Unwrap(), 5)
+}
+
+// TestDecodeTestdata decodes the larger configs in testdata/: <name>.yaml
+// is a kapp Config; <name>.golden the decoded CRDUpgradeSafety config as
+// JSON, or the error text. Run with -update to rewrite the golden files.
+func TestDecodeTestdata(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			bs, err := os.ReadFile(file)
+			require.NoError(t, err)
+			raw := ruleConfig(t, string(bs))
+			cfg, err := config.Decode(raw)
+			var got []byte
+			if err != nil {
+				got = []byte(err.Error() + "\n")
+			} else {
+				got, err = json.MarshalIndent(cfg, "", "  ")
+				require.NoError(t, err)
+				got = append(got, '\n')
+			}
+			golden := strings.TrimSuffix(file, ".yaml") + ".golden"
+			if *update {
+				require.NoError(t, os.WriteFile(golden, got, 0o644))
+			}
+			want, err := os.ReadFile(golden)
+			require.NoError(t, err, "run go test -update to create it")
+			assert.Equal(t, string(want), string(got))
+		})
+	}
+}
+
+// TestFullConfig pins testdata/full.yaml field by field, so that a wrong
+// golden file cannot hide a decoding bug.
+func TestFullConfig(t *testing.T) {
+	bs, err := os.ReadFile("testdata/full.yaml")
+	require.NoError(t, err)
+	got, err := config.Decode(ruleConfig(t, string(bs)))
+	require.NoError(t, err)
+
+	want := config.Default()
+	want.Mode = config.ModeWarn
+	want.FailMode = config.FailModeOpen
+	want.MaxFindingsPerCRD = 0
+	want.Checks.CRD.ExistingResources.Enabled = false
+	want.Checks.CRD.CRDDeletion.Enabled = false
+	sv := &want.Checks.SameVersion
+	sv.UnhandledFailureMode = config.FailModeClosed
+	sv.Enum = config.EnumCheck{Enabled: true, AdditionEnforcement: config.EnforcementNone, RemovalEnforcement: config.EnforcementStrict}
+	sv.Default.AdditionEnforcement = config.EnforcementNone
+	sv.MaxLength.DecreaseEnforcement = config.EnforcementNone
+	sv.MinItems.Enabled = false
+	sv.Required.NewEnforcement = config.EnforcementNone
+	sv.Toggles = map[string]bool{config.CheckCELValidation: false, config.CheckFormat: false}
+	srv := &want.Checks.ServedVersion
+	srv.IgnoreConversion = false
+	srv.UnhandledFailureMode = config.FailModeOpen
+	srv.Type.Enabled = false
+	srv.Toggles = map[string]bool{config.CheckPattern: false}
+	srv.Enum.AdditionEnforcement = config.EnforcementStrict
+	want.Exemptions = []config.Exemption{
+		{CRD: "widgets.example.com", Checks: []string{"enum", "required"}, Reason: "reviewed in PR 123: no widget uses the removed values"},
+		{CRD: "gadgets.example.com", Reason: "v2 migration, see RFC-7"},
+	}
+	assert.Equal(t, want, got)
+}
+
+// TestDocsExamples decodes every YAML block of docs/config.md: a kapp
+// Config's CRDUpgradeSafety entry, or a fragment of the config map (blocks
+// of other kinds of resources are skipped).
+func TestDocsExamples(t *testing.T) {
+	bs, err := os.ReadFile("../../../docs/config.md")
+	require.NoError(t, err)
+	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(bs), -1)
+	require.GreaterOrEqual(t, len(blocks), 5, "yaml blocks in docs/config.md")
+	configs := 0
+	for i, b := range blocks {
+		var raw map[string]any
+		if strings.Contains(b[1], "kind: ") && !strings.Contains(b[1], "kind: Config") {
+			continue // another resource, e.g. a kapp-controller App
+		}
+		if strings.Contains(b[1], "kind: Config") {
+			configs++
+			raw = ruleConfig(t, b[1])
+		} else {
+			require.NoError(t, yaml.Unmarshal([]byte(b[1]), &raw), "block %d:\n%s", i, b[1])
+		}
+		_, err := config.Decode(raw)
+		assert.NoError(t, err, "block %d:\n%s", i, b[1])
+	}
+	assert.GreaterOrEqual(t, configs, 1, "a full kapp Config example")
+}
+
+// ruleConfig returns the config of the CRDUpgradeSafety entry of a kapp
+// Config document.
+func ruleConfig(t *testing.T, doc string) map[string]any {
+	t.Helper()
+	var c struct {
+		APIVersion     string `json:"apiVersion"`
+		Kind           string `json:"kind"`
+		PreflightRules []struct {
+			Name   string         `json:"name"`
+			Config map[string]any `json:"config"`
+		} `json:"preflightRules"`
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(doc), &c))
+	require.Equal(t, "kapp.k14s.io/v1alpha1", c.APIVersion)
+	require.Equal(t, "Config", c.Kind)
+	for _, r := range c.PreflightRules {
+		if r.Name == "CRDUpgradeSafety" {
+			return r.Config
+		}
+	}
+	t.Fatalf("no CRDUpgradeSafety preflight rule in:\n%s", doc)
+	return nil
+}
+
+// nest builds {a: {b: {c: v}}} from "a.b.c".
+func nest(path string, v any) map[string]any {
+	keys := strings.Split(path, ".")
+	m := map[string]any{keys[len(keys)-1]: v}
+	for i := len(keys) - 2; i >= 0; i-- {
+		m = map[string]any{keys[i]: m}
+	}
+	return m
+}
+
+// lowerCamel turns a Go field name into its config key:
+// MaxLength -> maxLength, CRDDeletion -> crdDeletion.
+func lowerCamel(s string) string {
+	r := []rune(s)
+	n := 0
+	for n < len(r) && unicode.IsUpper(r[n]) {
+		n++
+	}
+	if n > 1 && n < len(r) {
+		n-- // the last capital of an acronym starts the next word
+	}
+	for i := 0; i < n; i++ {
+		r[i] = unicode.ToLower(r[i])
+	}
+	return string(r)
+}
+
+// walkFields calls fn for every non-struct field reachable from v.
+func walkFields(v reflect.Value, path string, fn func(path string, f reflect.Value)) {
+	if v.Kind() != reflect.Struct {
+		fn(path, v)
+		return
+	}
+	for i := 0; i < v.NumField(); i++ {
+		walkFields(v.Field(i), path+"."+v.Type().Field(i).Name, fn)
+	}
+}
+
+func TestLowerCamel(t *testing.T) {
+	for in, want := range map[string]string{"MaxLength": "maxLength", "CRDDeletion": "crdDeletion",
+		"Enum": "enum", "Enabled": "enabled", "AdditionEnforcement": "additionEnforcement"} {
+		assert.Equal(t, want, lowerCamel(in))
+	}
+}
