@@ -14,8 +14,10 @@ import (
 // alone is not a finding. allOf losing branches and anyOf gaining branches
 // relax; other length changes are reported.
 func (r *pairRun) walkCombinators(n *node) {
-	r.combinatorList(n, config.CheckAllOf, n.old.AllOf, n.new.AllOf, isSubset)
-	r.combinatorList(n, config.CheckAnyOf, n.old.AnyOf, n.new.AnyOf, func(o, nw []apiextv1.JSONSchemaProps) bool { return isSubset(nw, o) })
+	// allOf relaxes when it only lost branches (new within old), anyOf when
+	// it only gained some (old within new).
+	r.combinatorList(n, config.CheckAllOf, n.old.AllOf, n.new.AllOf, func(o, nw []apiextv1.JSONSchemaProps) bool { return isSubset(nw, o) })
+	r.combinatorList(n, config.CheckAnyOf, n.old.AnyOf, n.new.AnyOf, isSubset)
 	r.combinatorList(n, config.CheckOneOf, n.old.OneOf, n.new.OneOf, nil)
 	n.old.AllOf, n.new.AllOf = nil, nil
 	n.old.AnyOf, n.new.AnyOf = nil, nil
