@@ -30,7 +30,7 @@ func (r *pairRun) walkCombinators(n *node) {
 	}
 	if o == nil {
 		n.report(config.CheckNot, "not added")
-	} else if !reflect.DeepEqual(o, nw) {
+	} else if !sameSchema(o, nw) {
 		// Tightening inside "not" relaxes and vice versa: any change is reported.
 		n.report(config.CheckNot, "not changed")
 	}
@@ -72,12 +72,69 @@ func isSubset(a, b []apiextv1.JSONSchemaProps) bool {
 	for i := range a {
 		found := false
 		for j := range b {
-			if reflect.DeepEqual(a[i], b[j]) {
+			if sameSchema(&a[i], &b[j]) {
 				found = true
 				break
 			}
 		}
 		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// sameSchema reports whether two schemas are equal but for documentation
+// (description, title, example, externalDocs) at any depth: documentation
+// edits inside a combinator are never findings.
+func sameSchema(a, b *apiextv1.JSONSchemaProps) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	x, y := *a, *b
+	for _, s := range []*apiextv1.JSONSchemaProps{&x, &y} {
+		s.Description, s.Title, s.Example, s.ExternalDocs = "", "", nil, nil
+	}
+	if !sameSchemaMap(x.Properties, y.Properties) || !sameSchemaMap(x.PatternProperties, y.PatternProperties) ||
+		!sameSchemaMap(x.Definitions, y.Definitions) || !sameSchemaList(x.AllOf, y.AllOf) ||
+		!sameSchemaList(x.AnyOf, y.AnyOf) || !sameSchemaList(x.OneOf, y.OneOf) || !sameSchema(x.Not, y.Not) {
+		return false
+	}
+	if (x.Items == nil) != (y.Items == nil) ||
+		x.Items != nil && (!sameSchema(x.Items.Schema, y.Items.Schema) || !sameSchemaList(x.Items.JSONSchemas, y.Items.JSONSchemas)) {
+		return false
+	}
+	for _, p := range [][2]*apiextv1.JSONSchemaPropsOrBool{{x.AdditionalProperties, y.AdditionalProperties}, {x.AdditionalItems, y.AdditionalItems}} {
+		if (p[0] == nil) != (p[1] == nil) || p[0] != nil && (p[0].Allows != p[1].Allows || !sameSchema(p[0].Schema, p[1].Schema)) {
+			return false
+		}
+	}
+	x.Properties, y.Properties, x.PatternProperties, y.PatternProperties = nil, nil, nil, nil
+	x.Definitions, y.Definitions, x.Not, y.Not = nil, nil, nil, nil
+	x.AllOf, y.AllOf, x.AnyOf, y.AnyOf, x.OneOf, y.OneOf = nil, nil, nil, nil, nil, nil
+	x.Items, y.Items, x.AdditionalProperties, y.AdditionalProperties, x.AdditionalItems, y.AdditionalItems = nil, nil, nil, nil, nil, nil
+	return reflect.DeepEqual(x, y)
+}
+
+func sameSchemaMap(a, b map[string]apiextv1.JSONSchemaProps) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, av := range a {
+		bv, ok := b[k]
+		if !ok || !sameSchema(&av, &bv) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameSchemaList(a, b []apiextv1.JSONSchemaProps) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !sameSchema(&a[i], &b[i]) {
 			return false
 		}
 	}
