@@ -17,7 +17,7 @@ func (r *pairRun) walkCombinators(n *node) {
 	// allOf relaxes when it only lost branches (new within old), anyOf when
 	// it only gained some (old within new).
 	r.combinatorList(n, config.CheckAllOf, n.old.AllOf, n.new.AllOf, func(o, nw []apiextv1.JSONSchemaProps) bool { return isSubset(nw, o) })
-	r.combinatorList(n, config.CheckAnyOf, n.old.AnyOf, n.new.AnyOf, isSubset)
+	r.combinatorList(n, config.CheckAnyOf, intOrStringAnyOf(&n.old), intOrStringAnyOf(&n.new), isSubset)
 	r.combinatorList(n, config.CheckOneOf, n.old.OneOf, n.new.OneOf, nil)
 	n.old.AllOf, n.new.AllOf = nil, nil
 	n.old.AnyOf, n.new.AnyOf = nil, nil
@@ -65,6 +65,22 @@ func (r *pairRun) combinatorList(n *node, id string, o, nw []apiextv1.JSONSchema
 		}
 	}
 }
+
+// intOrStringAnyOf returns s.anyOf, or nil when it is the anyOf
+// [{type: integer}, {type: string}] that controller-gen emits beside
+// x-kubernetes-int-or-string: it restates that keyword (checked by
+// checkIntOrString) and constrains nothing more.
+func intOrStringAnyOf(s *apiextv1.JSONSchemaProps) []apiextv1.JSONSchemaProps {
+	b := s.AnyOf
+	if s.XIntOrString && len(b) == 2 &&
+		(sameSchema(&b[0], &intSchema) && sameSchema(&b[1], &stringSchema) ||
+			sameSchema(&b[0], &stringSchema) && sameSchema(&b[1], &intSchema)) {
+		return nil
+	}
+	return b
+}
+
+var intSchema, stringSchema = apiextv1.JSONSchemaProps{Type: "integer"}, apiextv1.JSONSchemaProps{Type: "string"}
 
 // isSubset reports whether every schema of a equals one of b. Combinator
 // lists are short; this runs only when they differ.
