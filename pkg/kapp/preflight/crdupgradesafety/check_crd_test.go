@@ -1,0 +1,175 @@
+package crdupgradesafety
+
+import (
+	"testing"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+const testCRDName = "widgets.example.com"
+
+// testVersion is one version of a CRD built by newCRD. spec is the YAML
+// schema of the version's .spec property; "" means {type: object}.
+type testVersion struct {
+	name            string
+	served, storage bool
+	spec            string
+}
+
+// newCRD builds the namespaced CRD widgets.example.com with the given
+// versions, each with a root schema of apiVersion, kind, metadata and spec.
+func newCRD(t *testing.T, versions ...testVersion) *apiextv1.CustomResourceDefinition {
+	t.Helper()
+	crd := &apiextv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: testCRDName},
+		Spec: apiextv1.CustomResourceDefinitionSpec{
+			Group: "example.com", Scope: apiextv1.NamespaceScoped,
+			Names: apiextv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+		},
+	}
+	for _, v := range versions {
+		spec := apiextv1.JSONSchemaProps{Type: "object"}
+		if v.spec != "" {
+			spec = apiextv1.JSONSchemaProps{}
+			if err := yaml.Unmarshal([]byte(v.spec), &spec); err != nil {
+				t.Fatalf("parsing spec schema %q: %v", v.spec, err)
+			}
+		}
+		crd.Spec.Versions = append(crd.Spec.Versions, apiextv1.CustomResourceDefinitionVersion{
+			Name: v.name, Served: v.served, Storage: v.storage,
+			Schema: &apiextv1.CustomResourceValidation{OpenAPIV3Schema: &apiextv1.JSONSchemaProps{
+				Type: "object",
+				Properties: map[string]apiextv1.JSONSchemaProps{
+					"apiVersion": {Type: "string"},
+					"kind":       {Type: "string"},
+					"metadata":   {Type: "object"},
+					"spec":       spec,
+				},
+			}},
+		})
+	}
+	return crd
+}
+
+// with applies edits to a CRD and returns it, for use in case tables.
+func with(crd *apiextv1.CustomResourceDefinition, edits ...func(*apiextv1.CustomResourceDefinition)) *apiextv1.CustomResourceDefinition {
+	for _, e := range edits {
+		e(crd)
+	}
+	return crd
+}
+
+func withScope(s apiextv1.ResourceScope) func(*apiextv1.CustomResourceDefinition) {
+	return func(c *apiextv1.CustomResourceDefinition) { c.Spec.Scope = s }
+}
+
+func withStoredVersions(vs ...string) func(*apiextv1.CustomResourceDefinition) {
+	return func(c *apiextv1.CustomResourceDefinition) { c.Status.StoredVersions = vs }
+}
+
+func webhookConversion(c *apiextv1.CustomResourceDefinition) {
+	c.Spec.Conversion = &apiextv1.CustomResourceConversion{
+		Strategy: apiextv1.WebhookConverter,
+		Webhook: &apiextv1.WebhookConversion{
+			ConversionReviewVersions: []string{"v1"},
+			ClientConfig:             &apiextv1.WebhookClientConfig{URL: ptrTo("https://conversion.example.com")},
+		},
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// crdCase compares two whole CRDs; want lists findings as render does.
+type crdCase struct {
+	name     string
+	old, new *apiextv1.CustomResourceDefinition
+	config   func(*config.CRDUpgradeSafety)
+	want     []string
+}
+
+func runCRDCases(t *testing.T, cases []crdCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Default()
+			if tc.config != nil {
+				tc.config(&cfg)
+			}
+			got := render(Compare(tc.old, tc.new, &cfg))
+			if !equalLines(got, tc.want) {
+				t.Fatalf("findings differ\n got: %q\nwant: %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCRDChecks(t *testing.T) {
+	v1 := testVersion{"v1", true, true, ""}
+	v1NotStored := testVersion{"v1", true, false, ""}
+	v1Unserved := testVersion{"v1", false, false, ""}
+	v2 := testVersion{"v2", true, true, ""}
+	v2NotStored := testVersion{"v2", true, false, ""}
+	v3 := testVersion{"v3", true, false, ""}
+
+	runCRDCases(t, []crdCase{
+		{name: "identical", old: newCRD(t, v1), new: newCRD(t, v1), want: []string{}},
+
+		// scope
+		{name: "scope Namespaced -> Cluster", old: newCRD(t, v1), new: with(newCRD(t, v1), withScope(apiextv1.ClusterScoped)),
+			want: []string{"error scope  : scope changed: Namespaced -> Cluster"}},
+		{name: "scope Cluster -> Namespaced", old: with(newCRD(t, v1), withScope(apiextv1.ClusterScoped)), new: newCRD(t, v1),
+			want: []string{"error scope  : scope changed: Cluster -> Namespaced"}},
+		{name: "scope disabled", old: newCRD(t, v1), new: with(newCRD(t, v1), withScope(apiextv1.ClusterScoped)),
+			config: func(c *config.CRDUpgradeSafety) { c.Checks.CRD.Scope.Enabled = false },
+			want:   []string{}},
+
+		// storedVersionRemoval, offline: the old storage version counts as stored.
+		{name: "offline storage version removed", old: newCRD(t, v1NotStored, v2), new: newCRD(t, v1NotStored, v3, testVersion{"v4", true, true, ""}),
+			want: []string{"error servedVersionRemoval v2 : served version \"v2\" removed without first being set served: false",
+				"error storedVersionRemoval v2 : stored version \"v2\" removed: objects stored in it must be migrated and status.storedVersions trimmed first"}},
+		{name: "offline: unserved storage version removed is still a stored version removal", old: newCRD(t, testVersion{"v1", false, true, ""}, v2NotStored), new: newCRD(t, v2),
+			want: []string{"error storedVersionRemoval v1 : stored version \"v1\" removed: objects stored in it must be migrated and status.storedVersions trimmed first"}},
+		// storedVersionRemoval, live: status.storedVersions decides.
+		{name: "live stored version removed although it is no longer the storage version",
+			old:  with(newCRD(t, v1Unserved, v2), withStoredVersions("v1", "v2")),
+			new:  newCRD(t, v2),
+			want: []string{"error storedVersionRemoval v1 : stored version \"v1\" removed: objects stored in it must be migrated and status.storedVersions trimmed first"}},
+		{name: "live version not in storedVersions removed", old: with(newCRD(t, v1Unserved, v2), withStoredVersions("v2")), new: newCRD(t, v2),
+			want: []string{}},
+		{name: "storedVersionRemoval disabled", old: with(newCRD(t, v1Unserved, v2), withStoredVersions("v1", "v2")), new: newCRD(t, v2),
+			config: func(c *config.CRDUpgradeSafety) { c.Checks.CRD.StoredVersionRemoval.Enabled = false },
+			want:   []string{}},
+
+		// servedVersionRemoval
+		{name: "served version removed", old: with(newCRD(t, v1NotStored, v2), withStoredVersions("v2")), new: newCRD(t, v2),
+			want: []string{"error servedVersionRemoval v1 : served version \"v1\" removed without first being set served: false"}},
+		{name: "version first set served: false, then removed",
+			old:  with(newCRD(t, v1Unserved, v2), withStoredVersions("v2")),
+			new:  newCRD(t, v2),
+			want: []string{}},
+		{name: "setting served: false is not a finding", old: with(newCRD(t, v1NotStored, v2), withStoredVersions("v2")), new: with(newCRD(t, v1Unserved, v2), withStoredVersions("v2")),
+			want: []string{}},
+		{name: "servedVersionRemoval disabled", old: with(newCRD(t, v1NotStored, v2), withStoredVersions("v2")), new: newCRD(t, v2),
+			config: func(c *config.CRDUpgradeSafety) { c.Checks.CRD.ServedVersionRemoval.Enabled = false },
+			want:   []string{}},
+
+		// A new version added with no modifications to existing versions (OLM allowed list).
+		{name: "new version added", old: newCRD(t, v1), new: newCRD(t, v1NotStored, v2), want: []string{}},
+		{name: "new version added as non-storage", old: newCRD(t, v1), new: newCRD(t, v1, v3), want: []string{}},
+
+		// Never findings at the CRD level.
+		{name: "printer columns, short names, categories, labels and annotations",
+			old: newCRD(t, v1),
+			new: with(newCRD(t, v1), func(c *apiextv1.CustomResourceDefinition) {
+				c.Labels = map[string]string{"app": "widgets"}
+				c.Annotations = map[string]string{"controller-gen.kubebuilder.io/version": "v0.16.0"}
+				c.Spec.Names.ShortNames = []string{"wd"}
+				c.Spec.Names.Categories = []string{"all"}
+				c.Spec.Versions[0].AdditionalPrinterColumns = []apiextv1.CustomResourceColumnDefinition{{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"}}
+			}),
+			want: []string{}},
+	})
+}
