@@ -2,9 +2,11 @@ package crdupgradesafety
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/version"
 )
 
 // checkServedVersions compares every pair of served versions of the new CRD
@@ -35,7 +37,9 @@ func (f pairFinding) key() string {
 }
 
 // servedPairFindings returns the raw incompatibilities between each pair of
-// served versions of crd, in spec order (earlier -> later).
+// served versions of crd, each pair ordered by Kubernetes version priority
+// (v1alpha1 -> v1beta1 -> v1), not by spec order: reordering the versions
+// list must not turn an incompatibility the old CRD had into a new one.
 func servedPairFindings(cfg *config.CRDUpgradeSafety, sv *config.ServedVersionChecks, crd *apiextv1.CustomResourceDefinition) []pairFinding {
 	var served []*apiextv1.CustomResourceDefinitionVersion
 	for i := range crd.Spec.Versions {
@@ -43,6 +47,9 @@ func servedPairFindings(cfg *config.CRDUpgradeSafety, sv *config.ServedVersionCh
 			served = append(served, &crd.Spec.Versions[i])
 		}
 	}
+	slices.SortStableFunc(served, func(a, b *apiextv1.CustomResourceDefinitionVersion) int {
+		return version.CompareKubeAwareVersionStrings(a.Name, b.Name)
+	})
 	var out []pairFinding
 	for i := 0; i < len(served); i++ {
 		for j := i + 1; j < len(served); j++ {
