@@ -1,7 +1,7 @@
 package crdupgradesafety
 
 import (
-	"math"
+	"math/big"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 )
@@ -21,8 +21,21 @@ func checkMultipleOf(n *node) {
 	if *o == *nw {
 		return
 	}
-	if q := *o / *nw; *nw != 0 && q == math.Trunc(q) && !math.IsInf(q, 0) {
+	if divides(*nw, *o) {
 		return // every multiple of the old value is a multiple of the new one
 	}
 	n.report(config.CheckMultipleOf, "multipleOf changed: %s -> %s", formatFloat(*o), formatFloat(*nw))
+}
+
+// divides reports whether old is an integer multiple of d. Both are taken as
+// the decimals they are written as (0.1, not the binary float nearest to
+// it), so that 0.1 divides 0.3 although 0.3/0.1 is 2.9999999999999996 in
+// floating point.
+func divides(d, old float64) bool {
+	dr, ok1 := new(big.Rat).SetString(formatFloat(d))
+	or, ok2 := new(big.Rat).SetString(formatFloat(old))
+	if !ok1 || !ok2 || dr.Sign() == 0 {
+		return false
+	}
+	return new(big.Rat).Quo(or, dr).IsInt()
 }
