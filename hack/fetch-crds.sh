@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# fetch-crds.sh copies real CRDs from the Go modules that ship them into the
+# git-ignored .cache/crds/ folder, for the engine's benchmarks and real-CRD
+# tests (pkg/kapp/preflight/crdupgradesafety: BenchmarkCompare,
+# TestRealCRDsSelfCompare). Modules come through the Go module proxy with
+# `go mod download`, run outside of this repository's module so that its
+# go.mod is never touched.
+#
+# Layout:
+#   .cache/crds/prometheus-operator/<file>.yaml
+#   .cache/crds/cert-manager/<file>.yaml
+#   .cache/crds/gateway-api/standard/<file>.yaml
+#   .cache/crds/gateway-api/experimental/<file>.yaml
+#
+# Usage: hack/fetch-crds.sh            (re-running replaces the folder)
+# Override versions with PROMETHEUS_OPERATOR_VERSION, CERT_MANAGER_VERSION,
+# GATEWAY_API_VERSION.
+set -euo pipefail
+
+PROMETHEUS_OPERATOR_VERSION="${PROMETHEUS_OPERATOR_VERSION:-v0.85.0}"
+CERT_MANAGER_VERSION="${CERT_MANAGER_VERSION:-v1.21.2}"
+GATEWAY_API_VERSION="${GATEWAY_API_VERSION:-v1.6.3}"
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+dest="${root}/.cache/crds"
+
+# module_dir MODULE@VERSION prints the module's extracted directory in the
+# module cache, downloading it first when needed.
+module_dir() {
+	local json dir
+	json="$(cd "${tmp}" && GOFLAGS=-mod=mod go mod download -json "$1")"
+	dir="$(printf '%s\n' "${json}" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
+	if [ -z "${dir}" ] || [ ! -d "${dir}" ]; then
+		echo "fetch-crds: go mod download $1 failed:" >&2
+		printf '%s\n' "${json}" >&2
+		exit 1
+	fi
+	printf '%s\n' "${dir}"
+}
+
+# copy_crds SRC_DIR DEST_DIR copies the YAML files of SRC_DIR that hold a
+# CustomResourceDefinition (not kustomizations or admission policies).
+copy_crds() {
+	local src="$1" out="$2" f n=0
+	mkdir -p "${out}"
+	for f in "${src}"/*.yaml; do
+		[ -e "${f}" ] || continue
+		grep -q '^kind: CustomResourceDefinition' "${f}" || continue
+		cp "${f}" "${out}/"
+		chmod u+w "${out}/$(basename "${f}")" # the module cache is read-only
+		n=$((n + 1))
+	done
+	if [ "${n}" -eq 0 ]; then
+		echo "fetch-crds: no CRDs found in ${src}" >&2
+		exit 1
+	fi
+	echo "fetch-crds: ${n} CRDs -> ${out#"${root}"/}"
+}
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "${tmp}"' EXIT
+
+rm -rf "${dest}"
+mkdir -p "${dest}"
+
+dir="$(module_dir "github.com/prometheus-operator/prometheus-operator@${PROMETHEUS_OPERATOR_VERSION}")"
+copy_crds "${dir}/example/prometheus-operator-crd" "${dest}/prometheus-operator"
+
+dir="$(module_dir "github.com/cert-manager/cert-manager@${CERT_MANAGER_VERSION}")"
+copy_crds "${dir}/deploy/crds" "${dest}/cert-manager"
+
+dir="$(module_dir "sigs.k8s.io/gateway-api@${GATEWAY_API_VERSION}")"
+copy_crds "${dir}/config/crd/standard" "${dest}/gateway-api/standard"
+copy_crds "${dir}/config/crd/experimental" "${dest}/gateway-api/experimental"
+
+cat >"${dest}/VERSIONS" <<EOF
+github.com/prometheus-operator/prometheus-operator ${PROMETHEUS_OPERATOR_VERSION}
+github.com/cert-manager/cert-manager ${CERT_MANAGER_VERSION}
+sigs.k8s.io/gateway-api ${GATEWAY_API_VERSION}
+EOF
+echo "fetch-crds: done (${dest#"${root}"/})"

@@ -1,0 +1,278 @@
+package crdupgradesafety
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+)
+
+// updateGolden rewrites testdata/<case>/expected.txt with what Compare
+// returns: go test ./pkg/kapp/preflight/crdupgradesafety/ -run Golden -update
+// Read every rewritten file before committing it: a golden file records
+// what design.md says, not whatever the engine happens to do.
+var updateGolden = flag.Bool("update", false, "rewrite testdata/*/expected.txt with the current findings")
+
+// goldenCase is one directory of testdata/: old.yaml and new.yaml (full
+// apiextensions.k8s.io/v1 CRDs), an optional config.yaml (the `config` map
+// of the CRDUpgradeSafety preflight rule) and expected.txt.
+type goldenCase struct {
+	name     string
+	dir      string
+	old, new []byte
+	config   []byte // nil when the case has no config.yaml
+}
+
+// goldenCases lists the case directories of testdata/ (fuzz corpora are
+// not cases), sorted by name.
+func goldenCases(tb testing.TB) []goldenCase {
+	tb.Helper()
+	entries, err := os.ReadDir("testdata")
+	if err != nil {
+		tb.Fatalf("reading testdata: %v", err)
+	}
+	var cases []goldenCase
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == "fuzz" {
+			continue
+		}
+		dir := filepath.Join("testdata", e.Name())
+		c := goldenCase{name: e.Name(), dir: dir, old: readFile(tb, dir, "old.yaml"), new: readFile(tb, dir, "new.yaml")}
+		if b, err := os.ReadFile(filepath.Join(dir, "config.yaml")); err == nil {
+			c.config = b
+		} else if !os.IsNotExist(err) {
+			tb.Fatalf("reading %s/config.yaml: %v", dir, err)
+		}
+		cases = append(cases, c)
+	}
+	if len(cases) == 0 {
+		tb.Fatal("no cases in testdata/")
+	}
+	return cases
+}
+
+func readFile(tb testing.TB, dir, name string) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		tb.Fatalf("reading case file: %v", err)
+	}
+	return b
+}
+
+// parseCRDStrict parses a CRD file and rejects unknown fields, so that a
+// typo in a case (propertise:, x-kubernetes-int-or-strin:) fails loudly
+// instead of silently testing nothing.
+func parseCRDStrict(tb testing.TB, path string, b []byte) *apiextv1.CustomResourceDefinition {
+	tb.Helper()
+	var crd apiextv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict(b, &crd); err != nil {
+		tb.Fatalf("parsing %s: %v", path, err)
+	}
+	if crd.APIVersion != "apiextensions.k8s.io/v1" || crd.Kind != "CustomResourceDefinition" {
+		tb.Fatalf("%s: want an apiextensions.k8s.io/v1 CustomResourceDefinition, got %s %s", path, crd.APIVersion, crd.Kind)
+	}
+	return &crd
+}
+
+// caseConfig decodes config.yaml with config.Decode; no file means the
+// default policy.
+func caseConfig(tb testing.TB, c goldenCase) *config.CRDUpgradeSafety {
+	tb.Helper()
+	if c.config == nil {
+		def := config.Default()
+		return &def
+	}
+	var raw map[string]any
+	if err := yaml.Unmarshal(c.config, &raw); err != nil {
+		tb.Fatalf("parsing %s/config.yaml: %v", c.dir, err)
+	}
+	cfg, err := config.Decode(raw)
+	if err != nil {
+		tb.Fatalf("decoding %s/config.yaml: %v", c.dir, err)
+	}
+	return &cfg
+}
+
+// goldenLine renders a finding as one line of expected.txt:
+//
+//	<severity> <check> <version> <field>: <message>
+//
+// with "-" for the version and field of CRD-level findings.
+func goldenLine(f Finding) string {
+	version, field := f.Version, f.Field
+	if version == "" {
+		version = "-"
+	}
+	if field == "" {
+		field = "-"
+	}
+	return string(f.Severity) + " " + f.Check + " " + version + " " + field + ": " + f.Message
+}
+
+func goldenText(fs []Finding) string {
+	var b strings.Builder
+	for _, f := range fs {
+		b.WriteString(goldenLine(f))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// TestGolden runs every testdata case through Compare and compares the
+// findings with expected.txt. It also checks the invariants every case
+// must hold: findings are sorted and name the new CRD, and comparing
+// either file with itself finds nothing.
+func TestGolden(t *testing.T) {
+	for _, c := range goldenCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			old := parseCRDStrict(t, filepath.Join(c.dir, "old.yaml"), c.old)
+			new := parseCRDStrict(t, filepath.Join(c.dir, "new.yaml"), c.new)
+			cfg := caseConfig(t, c)
+
+			got := Compare(old, new, cfg)
+			checkFindingInvariants(t, new.Name, got)
+
+			for _, self := range []struct {
+				file string
+				crd  *apiextv1.CustomResourceDefinition
+			}{{"old.yaml", old}, {"new.yaml", new}} {
+				if fs := Compare(self.crd, self.crd, cfg); len(fs) > 0 {
+					t.Errorf("comparing %s with itself: want no findings, got:\n%s", self.file, goldenText(fs))
+				}
+			}
+
+			expectedPath := filepath.Join(c.dir, "expected.txt")
+			gotText := goldenText(got)
+			if *updateGolden {
+				if err := os.WriteFile(expectedPath, []byte(gotText), 0o644); err != nil {
+					t.Fatalf("writing %s: %v", expectedPath, err)
+				}
+				return
+			}
+			want, err := os.ReadFile(expectedPath)
+			if err != nil {
+				t.Fatalf("reading %s (run with -update to create it): %v", expectedPath, err)
+			}
+			if !bytes.Equal(want, []byte(gotText)) {
+				t.Errorf("findings differ from %s\n--- want\n%s--- got\n%s", expectedPath, want, gotText)
+			}
+		})
+	}
+}
+
+// checkFindingInvariants holds for every Compare result: each finding names
+// the CRD, a known check and a message, carries a severity, and the list is
+// sorted by CRD, version, field, check and message.
+func checkFindingInvariants(tb testing.TB, crdName string, fs []Finding) {
+	tb.Helper()
+	for i, f := range fs {
+		if f.CRD != crdName {
+			tb.Errorf("finding %d: CRD %q, want %q", i, f.CRD, crdName)
+		}
+		if f.CRD == "" || f.Check == "" || f.Message == "" {
+			tb.Errorf("finding %d has an empty CRD, check or message: %+v", i, f)
+		}
+		if !knownCheckIDs[f.Check] {
+			tb.Errorf("finding %d: unknown check ID %q", i, f.Check)
+		}
+		if f.Severity != SeverityError && f.Severity != SeverityWarning {
+			tb.Errorf("finding %d: unknown severity %q", i, f.Severity)
+		}
+		if i > 0 && findingLess(f, fs[i-1]) {
+			tb.Errorf("findings not sorted: %d (%s) before %d (%s)", i-1, goldenLine(fs[i-1]), i, goldenLine(f))
+		}
+	}
+}
+
+// knownCheckIDs are the check IDs Compare may report.
+var knownCheckIDs = func() map[string]bool {
+	m := map[string]bool{config.CheckServedVersion: true, config.CheckUnhandled: true}
+	for _, id := range config.CRDCheckIDs {
+		m[id] = true
+	}
+	for _, id := range config.PropertyCheckIDs {
+		m[id] = true
+	}
+	return m
+}()
+
+// findingLess is the documented order of findings, written out here rather
+// than borrowed from the engine so that the tests check it independently.
+func findingLess(a, b Finding) bool {
+	ka := [...]string{a.CRD, a.Version, a.Field, a.Check, a.Message}
+	kb := [...]string{b.CRD, b.Version, b.Field, b.Check, b.Message}
+	for i := range ka {
+		if ka[i] != kb[i] {
+			return ka[i] < kb[i]
+		}
+	}
+	return false
+}
+
+// TestGoldenCRDsAreValid makes sure every case file is a CRD the apiserver
+// could accept: its name is <plural>.<group>, exactly one version is the
+// storage version, and every version's schema is structural. No case
+// should test a change nobody could make.
+func TestGoldenCRDsAreValid(t *testing.T) {
+	for _, c := range goldenCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			for _, file := range []string{"old.yaml", "new.yaml"} {
+				b := c.old
+				if file == "new.yaml" {
+					b = c.new
+				}
+				path := filepath.Join(c.dir, file)
+				if errs := validateCRD(t, parseCRDStrict(t, path, b)); len(errs) > 0 {
+					t.Errorf("%s is not a valid CRD:\n  %s", path, strings.Join(errs, "\n  "))
+				}
+			}
+		})
+	}
+}
+
+// validateCRD checks what the apiserver checks of a CRD that matters here
+// (the full create validation would pull in most of the apiserver).
+func validateCRD(tb testing.TB, crd *apiextv1.CustomResourceDefinition) []string {
+	tb.Helper()
+	var errs []string
+	if want := crd.Spec.Names.Plural + "." + crd.Spec.Group; crd.Name != want {
+		errs = append(errs, "metadata.name: must be spec.names.plural+\".\"+spec.group: "+want)
+	}
+	storage := 0
+	for i, v := range crd.Spec.Versions {
+		if v.Storage {
+			storage++
+		}
+		fld := field.NewPath("spec", "versions").Index(i).Child("schema", "openAPIV3Schema")
+		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+			errs = append(errs, fld.String()+": required")
+			continue
+		}
+		var internal apiextensions.JSONSchemaProps
+		if err := apiextv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v.Schema.OpenAPIV3Schema, &internal, nil); err != nil {
+			tb.Fatalf("converting %s: %v", fld, err)
+		}
+		s, err := schema.NewStructural(&internal)
+		if err != nil {
+			errs = append(errs, fld.String()+": "+err.Error())
+			continue
+		}
+		for _, e := range schema.ValidateStructural(fld, s) {
+			errs = append(errs, e.Error())
+		}
+	}
+	if storage != 1 {
+		errs = append(errs, "spec.versions: exactly one version must be the storage version")
+	}
+	return errs
+}
