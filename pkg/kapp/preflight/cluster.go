@@ -1,0 +1,225 @@
+package preflight
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+)
+
+// Cluster is what the live checks need from the cluster. Production code
+// uses DynamicCluster; tests supply their own implementation.
+type Cluster interface {
+	// GetCRDs returns the live CRDs of the given names. A name without a
+	// CRD on the cluster is absent from the map (a new CRD).
+	GetCRDs(ctx context.Context, names []string) (map[string]*apiextv1.CustomResourceDefinition, error)
+	// ListCustomResources calls fn with each page of the custom resources
+	// (in all namespaces) of crd, read at version.
+	ListCustomResources(ctx context.Context, crd *apiextv1.CustomResourceDefinition, version string,
+		fn func(objs []map[string]any) error) error
+	// CountCustomResources returns how many custom resources of crd exist
+	// (in all namespaces).
+	CountCustomResources(ctx context.Context, crd *apiextv1.CustomResourceDefinition) (int, error)
+}
+
+const (
+	// DefaultConcurrency bounds the API requests in flight at once.
+	DefaultConcurrency = 16
+	// DefaultPageSize is the LIST page size for custom resources.
+	DefaultPageSize = 500
+)
+
+var crdGVR = apiextv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
+
+// DynamicCluster implements Cluster with a dynamic client.
+type DynamicCluster struct {
+	Client      dynamic.Interface
+	Concurrency int   // requests in flight for GetCRDs; DefaultConcurrency if 0
+	PageSize    int64 // LIST limit for custom resources; DefaultPageSize if 0
+}
+
+var _ Cluster = &DynamicCluster{}
+
+// GetCRDs fetches the named CRDs with concurrent GETs (at most Concurrency
+// in flight): ceil(n/Concurrency) round trips of latency instead of n, and
+// without the cost of LISTing every CRD of the cluster.
+func (c *DynamicCluster) GetCRDs(ctx context.Context, names []string) (map[string]*apiextv1.CustomResourceDefinition, error) {
+	crds := make([]*apiextv1.CustomResourceDefinition, len(names))
+	err := forEachLimit(ctx, len(names), c.concurrency(), func(ctx context.Context, i int) error {
+		u, err := c.Client.Resource(crdGVR).Get(ctx, names[i], metav1.GetOptions{})
+		if err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("getting CRD %s: %w", names[i], err)
+		}
+		crd := &apiextv1.CustomResourceDefinition{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, crd); err != nil {
+			return fmt.Errorf("decoding live CRD %s: %w", names[i], err)
+		}
+		crds[i] = crd
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	result := make(map[string]*apiextv1.CustomResourceDefinition, len(names))
+	for i, crd := range crds {
+		if crd != nil {
+			result[names[i]] = crd
+		}
+	}
+	return result, nil
+}
+
+// ListCustomResources lists crd's custom resources at version page by page
+// (Limit/Continue), so memory stays bounded by the page size.
+func (c *DynamicCluster) ListCustomResources(ctx context.Context, crd *apiextv1.CustomResourceDefinition,
+	version string, fn func(objs []map[string]any) error) error {
+
+	ri := c.Client.Resource(customResourceGVR(crd, version))
+	opts := metav1.ListOptions{Limit: c.pageSize()}
+	for {
+		list, err := ri.List(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("listing %s of CRD %s at version %s: %w", crd.Spec.Names.Plural, crd.Name, version, err)
+		}
+		if len(list.Items) > 0 {
+			objs := make([]map[string]any, len(list.Items))
+			for i := range list.Items {
+				objs[i] = list.Items[i].Object
+			}
+			if err := fn(objs); err != nil {
+				return err
+			}
+		}
+		opts.Continue = list.GetContinue()
+		if opts.Continue == "" {
+			return nil
+		}
+	}
+}
+
+// CountCustomResources issues one LIST with limit 1 and adds the API
+// server's remainingItemCount. Only when the server does not report that
+// count does it page through the rest, counting.
+func (c *DynamicCluster) CountCustomResources(ctx context.Context, crd *apiextv1.CustomResourceDefinition) (int, error) {
+	version := listVersion(crd)
+	if version == "" {
+		return 0, fmt.Errorf("counting custom resources of CRD %s: no served version to list them at", crd.Name)
+	}
+	ri := c.Client.Resource(customResourceGVR(crd, version))
+	list, err := ri.List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return 0, fmt.Errorf("counting custom resources of CRD %s: %w", crd.Name, err)
+	}
+	n := len(list.Items)
+	if list.GetContinue() == "" {
+		return n, nil
+	}
+	if rem := list.GetRemainingItemCount(); rem != nil {
+		return n + int(*rem), nil
+	}
+	opts := metav1.ListOptions{Limit: c.pageSize(), Continue: list.GetContinue()}
+	for opts.Continue != "" {
+		list, err = ri.List(ctx, opts)
+		if err != nil {
+			return 0, fmt.Errorf("counting custom resources of CRD %s: %w", crd.Name, err)
+		}
+		n += len(list.Items)
+		opts.Continue = list.GetContinue()
+	}
+	return n, nil
+}
+
+func (c *DynamicCluster) concurrency() int {
+	if c.Concurrency > 0 {
+		return c.Concurrency
+	}
+	return DefaultConcurrency
+}
+
+func (c *DynamicCluster) pageSize() int64 {
+	if c.PageSize > 0 {
+		return c.PageSize
+	}
+	return DefaultPageSize
+}
+
+func customResourceGVR(crd *apiextv1.CustomResourceDefinition, version string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: crd.Spec.Group, Version: version, Resource: crd.Spec.Names.Plural}
+}
+
+// listVersion is the version to read a CRD's custom resources at: the
+// storage version if served, else the first served one ("" if none).
+func listVersion(crd *apiextv1.CustomResourceDefinition) string {
+	first := ""
+	for _, v := range crd.Spec.Versions {
+		if !v.Served {
+			continue
+		}
+		if v.Storage {
+			return v.Name
+		}
+		if first == "" {
+			first = v.Name
+		}
+	}
+	return first
+}
+
+// forEachLimit runs fn(ctx, i) for i in [0, n) with at most limit calls at
+// once. The first failure cancels the context of the others; of several
+// failures the one with the lowest index is returned, so errors do not
+// depend on scheduling.
+func forEachLimit(ctx context.Context, n, limit int, fn func(ctx context.Context, i int) error) error {
+	if n == 0 {
+		return nil
+	}
+	if limit < 1 {
+		limit = 1
+	}
+	if limit > n {
+		limit = n
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	errs := make([]error, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < limit; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := fn(ctx, i); err != nil {
+					errs[i] = err
+					cancel()
+				}
+			}
+		}()
+	}
+feed:
+	for i := 0; i < n; i++ {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}

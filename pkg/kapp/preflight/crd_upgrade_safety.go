@@ -1,0 +1,259 @@
+package preflight
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	cmdcore "carvel.dev/kapp/pkg/kapp/cmd/core"
+	ctldgraph "carvel.dev/kapp/pkg/kapp/diffgraph"
+	kpreflight "carvel.dev/kapp/pkg/kapp/preflight"
+	ctlres "carvel.dev/kapp/pkg/kapp/resources"
+	"github.com/cppforlife/go-cli-ui/ui"
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// CheckName is the name of the check in kapp's preflight registry, in
+// --preflight and in a kapp Config's preflightRules.
+const CheckName = "CRDUpgradeSafety"
+
+// ErrUnsafeUpgrade is matched (errors.Is) by the error a run returns when a
+// CRD change has an error finding.
+var ErrUnsafeUpgrade = errors.New("unsafe CRD upgrade")
+
+// CRDGroupVersionKind is what the check looks for in the change graph.
+var CRDGroupVersionKind = apiextv1.SchemeGroupVersion.WithKind("CustomResourceDefinition")
+
+// UnsafeUpgradeError lists the error findings of a run. It unwraps to
+// ErrUnsafeUpgrade.
+type UnsafeUpgradeError struct {
+	// Findings are all error findings, sorted.
+	Findings []crdupgradesafety.Finding
+	// Lines are the rendered error findings kept by the per-CRD bound,
+	// followed by the "... and N more findings" notes.
+	Lines []string
+}
+
+func (e *UnsafeUpgradeError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d error %s:", ErrUnsafeUpgrade, len(e.Findings),
+		plural(len(e.Findings), "finding", "findings"))
+	for _, l := range e.Lines {
+		b.WriteString("\n  ")
+		b.WriteString(l)
+	}
+	return b.String()
+}
+
+func (e *UnsafeUpgradeError) Unwrap() error { return ErrUnsafeUpgrade }
+
+// clusterOriginal is implemented by kapp's cluster changes: the live object
+// kapp fetched to compute its diff (nil when the object does not exist).
+type clusterOriginal interface {
+	ClusterOriginalResource() ctlres.Resource
+}
+
+// CRDUpgradeSafety is the kapp preflight check: it feeds the CRD changes of
+// kapp's change graph to the engine and applies the outcome (warnings,
+// error). It implements kapp's preflight.Check.
+type CRDUpgradeSafety struct {
+	ui      ui.UI
+	cluster func() (Cluster, error)
+	enabled bool
+	cfg     config.CRDUpgradeSafety
+}
+
+var _ kpreflight.Check = &CRDUpgradeSafety{}
+
+// NewCRDUpgradeSafety returns the check. cluster is called at most once per
+// run, and only when the run needs the cluster.
+func NewCRDUpgradeSafety(ui ui.UI, cluster func() (Cluster, error), enabled bool) *CRDUpgradeSafety {
+	return &CRDUpgradeSafety{ui: ui, cluster: cluster, enabled: enabled, cfg: config.Default()}
+}
+
+// ClusterFromDeps returns a Cluster factory over kapp's dynamic client.
+func ClusterFromDeps(depsFactory cmdcore.DepsFactory) func() (Cluster, error) {
+	return func() (Cluster, error) {
+		client, err := depsFactory.DynamicClient(cmdcore.DynamicClientOpts{})
+		if err != nil {
+			return nil, fmt.Errorf("building dynamic client: %w", err)
+		}
+		return &DynamicCluster{Client: client}, nil
+	}
+}
+
+func (c *CRDUpgradeSafety) Enabled() bool      { return c.enabled }
+func (c *CRDUpgradeSafety) SetEnabled(on bool) { c.enabled = on }
+
+// Config returns the configuration in effect.
+func (c *CRDUpgradeSafety) Config() config.CRDUpgradeSafety { return c.cfg }
+
+// SetConfig decodes the `config` of the check's preflightRules entry; nil
+// (no entry, or enabled only by --preflight) means the defaults. Decoding
+// errors are returned as they are: kapp prefixes them with the check name.
+func (c *CRDUpgradeSafety) SetConfig(raw kpreflight.CheckConfig) error {
+	cfg, err := config.Decode(raw)
+	if err != nil {
+		return err
+	}
+	c.cfg = cfg
+	return nil
+}
+
+// Run checks every CRD upsert and delete in the change graph.
+func (c *CRDUpgradeSafety) Run(ctx context.Context, changeGraph *ctldgraph.ChangeGraph) error {
+	plan, missingOld, err := planFromGraph(changeGraph)
+	if err != nil {
+		return err
+	}
+	if len(plan.Pairs) == 0 && len(plan.Removals) == 0 {
+		return nil
+	}
+
+	var cluster Cluster
+	if len(missingOld) > 0 || c.needsCluster(plan) {
+		if cluster, err = c.cluster(); err != nil {
+			return err
+		}
+	}
+	if len(missingOld) > 0 {
+		if err := fillOld(ctx, &plan, missingOld, cluster); err != nil {
+			return err
+		}
+	}
+
+	findings, err := Evaluate(ctx, plan, &c.cfg, cluster)
+	if err != nil {
+		return err
+	}
+	return c.report(findings)
+}
+
+func (c *CRDUpgradeSafety) needsCluster(plan Plan) bool {
+	if c.cfg.Checks.CRD.CRDDeletion.Enabled && len(plan.Removals) > 0 {
+		return true
+	}
+	if c.cfg.Checks.CRD.ExistingResources.Enabled {
+		for _, p := range plan.Pairs {
+			if p.Old != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// report prints warnings and the bound notes, and returns an
+// *UnsafeUpgradeError when any finding is an error.
+func (c *CRDUpgradeSafety) report(findings []crdupgradesafety.Finding) error {
+	kept, omitted := crdupgradesafety.Bound(findings, c.cfg.MaxFindingsPerCRD)
+	unsafe := &UnsafeUpgradeError{}
+	for _, f := range findings {
+		if f.Severity == crdupgradesafety.SeverityError {
+			unsafe.Findings = append(unsafe.Findings, f)
+		}
+	}
+	for _, f := range kept {
+		if f.Severity == crdupgradesafety.SeverityError {
+			unsafe.Lines = append(unsafe.Lines, FindingLine(f))
+		} else {
+			c.ui.PrintLinef("Warning: %s: %s", CheckName, FindingLine(f))
+		}
+	}
+	if len(unsafe.Findings) == 0 {
+		for _, l := range OmittedLines(omitted) {
+			c.ui.PrintLinef("Warning: %s: %s", CheckName, l)
+		}
+		return nil
+	}
+	unsafe.Lines = append(unsafe.Lines, OmittedLines(omitted)...)
+	return unsafe
+}
+
+// planFromGraph collects the CRD changes of the graph. Upserts whose change
+// does not carry the live object kapp fetched are returned as indexes into
+// plan.Pairs, for fillOld.
+func planFromGraph(graph *ctldgraph.ChangeGraph) (Plan, []int, error) {
+	var plan Plan
+	var missingOld []int
+	deletedPerGK := map[schema.GroupKind]int{}
+
+	for _, change := range graph.All() {
+		ac := change.Change
+		res := ac.Resource()
+		op := ac.Op()
+		if !IsCRD(res) {
+			if op == ctldgraph.ActualChangeOpDelete {
+				deletedPerGK[res.GroupKind()]++
+			}
+			continue
+		}
+		switch op {
+		case ctldgraph.ActualChangeOpUpsert:
+			newCRD, err := CRDFromResource(res)
+			if err != nil {
+				return Plan{}, nil, err
+			}
+			pair := Pair{New: newCRD}
+			if orig, ok := ac.(clusterOriginal); ok {
+				if live := orig.ClusterOriginalResource(); live != nil {
+					if pair.Old, err = CRDFromResource(live); err != nil {
+						return Plan{}, nil, fmt.Errorf("live %w", err)
+					}
+				}
+			} else {
+				missingOld = append(missingOld, len(plan.Pairs))
+			}
+			plan.Pairs = append(plan.Pairs, pair)
+
+		case ctldgraph.ActualChangeOpDelete:
+			crd, err := CRDFromResource(res)
+			if err != nil {
+				return Plan{}, nil, fmt.Errorf("live %w", err)
+			}
+			plan.Removals = append(plan.Removals, Removal{CRD: crd})
+		}
+	}
+
+	for i := range plan.Removals {
+		spec := plan.Removals[i].CRD.Spec
+		plan.Removals[i].AlsoDeleted = deletedPerGK[schema.GroupKind{Group: spec.Group, Kind: spec.Names.Kind}]
+	}
+	return plan, missingOld, nil
+}
+
+// fillOld fetches the live CRDs of upserts whose change did not carry them,
+// concurrently (see DynamicCluster.GetCRDs). Not found means a new CRD.
+func fillOld(ctx context.Context, plan *Plan, missingOld []int, cluster Cluster) error {
+	names := make([]string, len(missingOld))
+	for i, idx := range missingOld {
+		names[i] = plan.Pairs[idx].New.Name
+	}
+	live, err := cluster.GetCRDs(ctx, names)
+	if err != nil {
+		return fmt.Errorf("fetching live CRDs: %w", err)
+	}
+	for _, idx := range missingOld {
+		plan.Pairs[idx].Old = live[plan.Pairs[idx].New.Name]
+	}
+	return nil
+}
+
+// IsCRD reports whether res is an apiextensions.k8s.io/v1 CustomResourceDefinition.
+func IsCRD(res ctlres.Resource) bool {
+	return res.APIVersion() == CRDGroupVersionKind.GroupVersion().String() && res.Kind() == CRDGroupVersionKind.Kind
+}
+
+// CRDFromResource converts a kapp resource to a typed CRD.
+func CRDFromResource(res ctlres.Resource) (*apiextv1.CustomResourceDefinition, error) {
+	crd := &apiextv1.CustomResourceDefinition{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(res.UnstructuredObject(), crd); err != nil {
+		return nil, fmt.Errorf("decoding CRD %s: %w", res.Name(), err)
+	}
+	return crd, nil
+}
