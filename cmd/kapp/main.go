@@ -1,28 +1,37 @@
+// Command kapp is Carvel kapp with the CRDUpgradeSafety preflight check
+// and `kapp tools crd-upgrade-safety`.
 package main
 
 import (
 	"os"
 
-	"carvel.dev/kapp/pkg/kapp/cmd"
-	cmdapp "carvel.dev/kapp/pkg/kapp/cmd/app"
+	"github.com/cppforlife/cobrautil"
+	uierrs "github.com/cppforlife/go-cli-ui/errors"
 	"github.com/cppforlife/go-cli-ui/ui"
-	_ "github.com/spf13/cobra"
-	_ "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	_ "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
-	_ "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
-	_ "k8s.io/client-go/dynamic"
+	"github.com/crdsafety/kapp/pkg/kapp/cmd"
+
+	// Import to initialize client auth plugins.
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
-	_ "sigs.k8s.io/yaml"
-	_ "github.com/stretchr/testify/require"
 )
 
 func main() {
+	os.Exit(cmd.ExitStatus(nonExitingMain()))
+}
+
+// nonExitingMain does not use os.Exit to make sure Go runs defers (the UI
+// flush prints --json output).
+func nonExitingMain() error {
 	confUI := ui.NewConfUI(ui.NewNoopLogger())
 	defer confUI.Flush()
-	if err := cmd.NewDefaultKappCmd(confUI).Execute(); err != nil {
-		if e, ok := err.(cmdapp.ExitStatus); ok {
-			os.Exit(e.ExitStatus())
-		}
-		os.Exit(1)
+
+	err := cmd.NewDefaultKappCmd(confUI).Execute()
+	if err != nil {
+		confUI.ErrorLinef("kapp: Error: %v", uierrs.NewMultiLineError(err))
+		return err
 	}
+
+	if !cobrautil.IsCobraManagedCommand(os.Args) {
+		confUI.PrintLinef("Succeeded")
+	}
+	return nil
 }

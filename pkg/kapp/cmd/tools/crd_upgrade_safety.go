@@ -1,0 +1,231 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+
+	cmdapp "carvel.dev/kapp/pkg/kapp/cmd/app"
+	cmdcore "carvel.dev/kapp/pkg/kapp/cmd/core"
+	ctlconf "carvel.dev/kapp/pkg/kapp/config"
+	ctlres "carvel.dev/kapp/pkg/kapp/resources"
+	"github.com/cppforlife/go-cli-ui/ui"
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/preflight"
+	"github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety"
+	"github.com/spf13/cobra"
+)
+
+// UnsafeExitStatus is the exit status when a CRD change has an error finding.
+const UnsafeExitStatus = 3
+
+// UnsafeCRDUpgradeError is returned when any finding is an error. Its exit
+// status is UnsafeExitStatus; it unwraps to preflight.ErrUnsafeUpgrade.
+type UnsafeCRDUpgradeError struct {
+	Errors, Warnings int
+}
+
+func (e UnsafeCRDUpgradeError) Error() string {
+	noun := "findings"
+	if e.Errors == 1 {
+		noun = "finding"
+	}
+	return fmt.Sprintf("%s: %d error %s", preflight.ErrUnsafeUpgrade, e.Errors, noun)
+}
+
+// ExitStatus implements kapp's cmd/app.ExitStatus.
+func (e UnsafeCRDUpgradeError) ExitStatus() int { return UnsafeExitStatus }
+
+func (e UnsafeCRDUpgradeError) Unwrap() error { return preflight.ErrUnsafeUpgrade }
+
+// CRDUpgradeSafetyFileFlags are the inputs: old CRDs (--file, optional) and
+// new CRDs (--file2). kapp's tools.FileFlags is not reused: its --sort flag
+// means nothing here and its help text does not say which side is which.
+type CRDUpgradeSafetyFileFlags struct {
+	OldFiles []string
+	NewFiles []string
+}
+
+func (s *CRDUpgradeSafetyFileFlags) Set(cmd *cobra.Command) {
+	cmd.Flags().StringSliceVarP(&s.OldFiles, "file", "f", nil,
+		"Set file with the old CRDs (format: /tmp/foo, https://..., -) (can repeat); without it the old CRDs are read from the cluster")
+	cmd.Flags().StringSliceVar(&s.NewFiles, "file2", nil,
+		"Set file with the new CRDs and any kapp Config (format: /tmp/foo, https://..., -) (can repeat)")
+}
+
+type CRDUpgradeSafetyOptions struct {
+	ui          ui.UI
+	depsFactory cmdcore.DepsFactory
+
+	FileFlags CRDUpgradeSafetyFileFlags
+
+	// Cluster reaches the live cluster when no --file is given; nil uses
+	// the dynamic client of depsFactory.
+	Cluster func() (preflight.Cluster, error)
+}
+
+func NewCRDUpgradeSafetyOptions(ui ui.UI, depsFactory cmdcore.DepsFactory) *CRDUpgradeSafetyOptions {
+	return &CRDUpgradeSafetyOptions{ui: ui, depsFactory: depsFactory}
+}
+
+func NewCRDUpgradeSafetyCmd(o *CRDUpgradeSafetyOptions, _ cmdcore.FlagsFactory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "crd-upgrade-safety",
+		Short: "Check that CRD changes are safe for existing data and clients",
+		Long: `Check that CRD changes are safe for existing data and clients, the way the
+CRDUpgradeSafety preflight check of 'kapp deploy --preflight=CRDUpgradeSafety' does,
+without deploying anything.
+
+Old CRDs come from --file, or from the cluster when no --file is given (then the
+live checks run too: existing custom resources must stay valid under the new
+schema). New CRDs come from --file2. Inputs may be whole manifests: documents
+that are not CustomResourceDefinitions are ignored, CRDs only in the old inputs
+are ignored, CRDs only in the new inputs are new (nothing to compare).
+
+A kapp Config (apiVersion: kapp.k14s.io/v1alpha1, kind: Config) among the new
+inputs configures the check through its preflightRules entry named
+CRDUpgradeSafety, as it does for 'kapp deploy'; Config documents among the old
+inputs are ignored.
+
+Exit status:
+  0  no error findings (warnings allowed)
+  1  the check could not run (bad input or config, cluster not reachable)
+  3  at least one error finding: the upgrade is unsafe`,
+		RunE: func(_ *cobra.Command, _ []string) error { return o.Run() },
+		// Human-readable output (title, headers, summary) by default, as for
+		// deploy: the command mostly runs in CI logs. --tty=false prints the
+		// rows only; --json is for machines.
+		Annotations: map[string]string{cmdapp.TTYByDefaultKey: ""},
+		Example: `
+  # Compare two releases of an operator's CRDs, no cluster needed
+  kapp tools crd-upgrade-safety -f release-1.0/crds/ --file2 release-1.1/crds/
+
+  # Compare new CRDs with the ones on the cluster (and check existing resources)
+  kapp tools crd-upgrade-safety --file2 release-1.1/crds/
+
+  # Machine-readable findings
+  kapp tools crd-upgrade-safety -f old.yaml --file2 new.yaml --json`,
+	}
+	o.FileFlags.Set(cmd)
+	return cmd
+}
+
+func (o *CRDUpgradeSafetyOptions) Run() error {
+	ctx := context.Background()
+	if len(o.FileFlags.NewFiles) == 0 {
+		return fmt.Errorf("expected at least one --file2 with the new CRDs")
+	}
+	if stdinCount(o.FileFlags.OldFiles)+stdinCount(o.FileFlags.NewFiles) > 1 {
+		return fmt.Errorf("expected standard input (-) at most once among --file and --file2")
+	}
+
+	newSet, oldSet, err := o.load()
+	if err != nil {
+		return err
+	}
+	cfg, err := o.config(newSet.configs)
+	if err != nil {
+		return err
+	}
+
+	plan := preflight.Plan{Pairs: make([]preflight.Pair, len(newSet.crds))}
+	for i, c := range newSet.crds {
+		plan.Pairs[i].New = c.crd
+	}
+
+	var cluster preflight.Cluster
+	if len(o.FileFlags.OldFiles) > 0 {
+		oldByName := make(map[string]crdDoc, len(oldSet.crds))
+		for _, c := range oldSet.crds {
+			oldByName[c.crd.Name] = c
+		}
+		for i := range plan.Pairs {
+			if old, ok := oldByName[plan.Pairs[i].New.Name]; ok {
+				plan.Pairs[i].Old = old.crd
+			}
+		}
+	} else if len(plan.Pairs) > 0 {
+		if cluster, err = o.cluster(); err != nil {
+			return err
+		}
+		names := make([]string, len(plan.Pairs))
+		for i, p := range plan.Pairs {
+			names[i] = p.New.Name
+		}
+		live, err := cluster.GetCRDs(ctx, names)
+		if err != nil {
+			return fmt.Errorf("fetching live CRDs: %w", err)
+		}
+		for i := range plan.Pairs {
+			plan.Pairs[i].Old = live[plan.Pairs[i].New.Name]
+		}
+	}
+
+	findings, err := preflight.Evaluate(ctx, plan, &cfg, cluster)
+	if err != nil {
+		return err
+	}
+
+	kept, omitted := crdupgradesafety.Bound(findings, cfg.MaxFindingsPerCRD)
+	o.ui.PrintTable(preflight.FindingsTable(kept, omitted))
+	o.ui.PrintLinef("%s", preflight.Summary(findings, len(plan.Pairs)))
+
+	if errs, warns := preflight.Count(findings); errs > 0 {
+		return UnsafeCRDUpgradeError{Errors: errs, Warnings: warns}
+	}
+	return nil
+}
+
+// load reads the new and (if given) old inputs concurrently: parsing
+// dominates the cost of the command, and a single huge document on each
+// side would otherwise be parsed one after the other.
+func (o *CRDUpgradeSafetyOptions) load() (newSet, oldSet inputSet, err error) {
+	var oldErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if len(o.FileFlags.OldFiles) > 0 {
+			oldSet, oldErr = loadInputs(o.FileFlags.OldFiles, "old", false)
+		}
+	}()
+	newSet, err = loadInputs(o.FileFlags.NewFiles, "new", true)
+	<-done
+	switch {
+	case oldErr != nil:
+		return inputSet{}, inputSet{}, fmt.Errorf("old CRDs: %w", oldErr)
+	case err != nil:
+		return inputSet{}, inputSet{}, fmt.Errorf("new CRDs: %w", err)
+	}
+	return newSet, oldSet, nil
+}
+
+// config applies the kapp Config resources as `kapp deploy` does: through
+// a preflight registry, so unknown or duplicate preflightRules entries fail
+// the same way and the CRDUpgradeSafety entry is decoded by the check.
+func (o *CRDUpgradeSafetyOptions) config(configRs []ctlres.Resource) (config.CRDUpgradeSafety, error) {
+	_, conf, err := ctlconf.NewConfFromResources(configRs)
+	if err != nil {
+		return config.CRDUpgradeSafety{}, fmt.Errorf("reading kapp config: %w", err)
+	}
+	check := preflight.NewCRDUpgradeSafety(o.ui, nil, true)
+	if err := preflight.NewRegistryWith(o.depsFactory, check).SetConfig(conf.PreflightRules()); err != nil {
+		return config.CRDUpgradeSafety{}, fmt.Errorf("preflight configuration settings failed: %w", err)
+	}
+	return check.Config(), nil
+}
+
+func (o *CRDUpgradeSafetyOptions) cluster() (preflight.Cluster, error) {
+	if o.Cluster != nil {
+		return o.Cluster()
+	}
+	return preflight.ClusterFromDeps(o.depsFactory)()
+}
+
+func stdinCount(files []string) int {
+	n := 0
+	for _, f := range files {
+		if f == "-" {
+			n++
+		}
+	}
+	return n
+}

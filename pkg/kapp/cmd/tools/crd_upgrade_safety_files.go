@@ -1,0 +1,349 @@
+package tools
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	ctlres "carvel.dev/kapp/pkg/kapp/resources"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+)
+
+// Inputs of `kapp tools crd-upgrade-safety`: YAML or JSON files, dirs, URLs
+// or stdin, as `kapp deploy -f` takes them. Every document is read once:
+// YAML is converted to JSON and decoded straight into the typed CRD (no
+// intermediate map); documents are decoded in parallel.
+
+var (
+	// ErrInvalidInput is wrapped by every error about the input documents
+	// (not YAML, undecodable or invalid CRD, duplicate CRD name).
+	ErrInvalidInput = errors.New("invalid input")
+
+	fileExts = []string{".json", ".yaml", ".yml"} // as kapp and kubectl
+
+	kappConfigAPIVersion = "kapp.k14s.io/v1alpha1"
+	kappConfigLabelKey   = "kapp.k14s.io/config"
+	crdV1APIVersion      = apiextv1.SchemeGroupVersion.String()
+	crdV1beta1APIVersion = "apiextensions.k8s.io/v1beta1"
+)
+
+// crdDoc is one CRD with where it came from.
+type crdDoc struct {
+	crd    *apiextv1.CustomResourceDefinition
+	origin string // "file 'crds/a.yaml' doc 2"
+}
+
+// inputSet is what a set of files holds: CRDs (in input order) and kapp
+// Config resources (documents of kapp's config apiVersion or ConfigMaps
+// labeled as kapp config).
+type inputSet struct {
+	crds    []crdDoc
+	configs []ctlres.Resource
+}
+
+type rawDoc struct {
+	origin string
+	data   []byte
+}
+
+// loadInputs reads files (in order) and decodes their documents. With
+// validate, every CRD's schema is checked to be a valid structural schema.
+// Duplicate CRD names are errors; which names "old" or "new" in the error.
+func loadInputs(files []string, which string, validate bool) (inputSet, error) {
+	var docs []rawDoc
+	for _, file := range files {
+		srcs, err := fileSources(file)
+		if err != nil {
+			return inputSet{}, err
+		}
+		for _, src := range srcs {
+			data, err := src.Bytes()
+			if err != nil {
+				return inputSet{}, fmt.Errorf("reading %s: %w", src.Description(), err)
+			}
+			split, err := ctlres.NewYAMLFile(ctlres.NewBytesSource(data)).Docs()
+			if err != nil {
+				return inputSet{}, fmt.Errorf("%s: splitting YAML documents: %w: %w", src.Description(), ErrInvalidInput, err)
+			}
+			for i, d := range split {
+				docs = append(docs, rawDoc{origin: fmt.Sprintf("%s doc %d", src.Description(), i+1), data: d})
+			}
+		}
+	}
+
+	type result struct {
+		crds    []crdDoc
+		configs []ctlres.Resource
+		err     error
+	}
+	results := make([]result, len(docs))
+	parallel(len(docs), func(i int) {
+		r := &results[i]
+		r.crds, r.configs, r.err = decodeDoc(docs[i], validate)
+	})
+
+	var set inputSet
+	seen := map[string]string{}
+	for _, r := range results {
+		if r.err != nil {
+			return inputSet{}, r.err
+		}
+		for _, c := range r.crds {
+			if prev, dup := seen[c.crd.Name]; dup {
+				return inputSet{}, fmt.Errorf("%w: duplicate CustomResourceDefinition %s in %s files: %s and %s",
+					ErrInvalidInput, c.crd.Name, which, prev, c.origin)
+			}
+			seen[c.crd.Name] = c.origin
+			set.crds = append(set.crds, c)
+		}
+		set.configs = append(set.configs, r.configs...)
+	}
+	return set, nil
+}
+
+// fileSources expands one --file/--file2 value like kapp does: "-" is
+// stdin, http(s) URLs are fetched, directories are walked recursively for
+// .json/.yaml/.yml files in sorted order. Paths keep their directory so
+// errors name the real file.
+func fileSources(file string) ([]ctlres.FileSource, error) {
+	switch {
+	case file == "-":
+		return []ctlres.FileSource{ctlres.NewStdinSource()}, nil
+	case strings.HasPrefix(file, "http://") || strings.HasPrefix(file, "https://"):
+		return []ctlres.FileSource{ctlres.NewHTTPFileSource(file)}, nil
+	}
+	info, err := os.Stat(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading file '%s': %w", file, err)
+	}
+	if !info.IsDir() {
+		return []ctlres.FileSource{ctlres.NewLocalFileSource(nil, file)}, nil
+	}
+	var paths []string
+	err = filepath.WalkDir(file, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		for _, ext := range fileExts {
+			if filepath.Ext(path) == ext {
+				paths = append(paths, path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing directory '%s': %w", file, err)
+	}
+	sort.Strings(paths)
+	srcs := make([]ctlres.FileSource, len(paths))
+	for i, p := range paths {
+		srcs[i] = ctlres.NewLocalFileSource(nil, p)
+	}
+	return srcs, nil
+}
+
+// docHead is what identifies a document.
+type docHead struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name   string            `json:"name"`
+		Labels map[string]string `json:"labels"`
+	} `json:"metadata"`
+}
+
+func decodeDoc(doc rawDoc, validate bool) ([]crdDoc, []ctlres.Resource, error) {
+	js, err := toJSON(doc.data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w: not valid YAML: %w", doc.origin, ErrInvalidInput, err)
+	}
+	if isJSONNull(js) {
+		return nil, nil, nil // empty document, or only comments
+	}
+	return decodeObject(js, doc.origin, validate)
+}
+
+func decodeObject(js []byte, origin string, validate bool) ([]crdDoc, []ctlres.Resource, error) {
+	// Most documents of a CRD check are CRDs: decode straight into the type
+	// and look at its TypeMeta; only on failure look at the head alone.
+	crd := &apiextv1.CustomResourceDefinition{}
+	crdErr := json.Unmarshal(js, crd)
+	head := docHead{APIVersion: crd.APIVersion, Kind: crd.Kind}
+	head.Metadata.Name, head.Metadata.Labels = crd.Name, crd.Labels
+	if crdErr != nil {
+		head = docHead{}
+		if err := json.Unmarshal(js, &head); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w: expected a YAML object (a Kubernetes resource): %w", origin, ErrInvalidInput, err)
+		}
+	}
+
+	switch {
+	case head.Kind == "CustomResourceDefinition" && head.APIVersion == crdV1APIVersion:
+		if crdErr != nil {
+			return nil, nil, fmt.Errorf("%s: %w: decoding CustomResourceDefinition %s: %w", origin, ErrInvalidInput, head.Metadata.Name, crdErr)
+		}
+		if validate {
+			if errs := validateCRD(crd); len(errs) > 0 {
+				return nil, nil, fmt.Errorf("%s: %w: CustomResourceDefinition %s is invalid: %w",
+					origin, ErrInvalidInput, crd.Name, errs.ToAggregate())
+			}
+		}
+		return []crdDoc{{crd: crd, origin: origin}}, nil, nil
+
+	case head.Kind == "CustomResourceDefinition" && head.APIVersion == crdV1beta1APIVersion:
+		return nil, nil, fmt.Errorf("%s: %w: CustomResourceDefinition %s is %s, which Kubernetes no longer serves; only %s is supported",
+			origin, ErrInvalidInput, head.Metadata.Name, crdV1beta1APIVersion, crdV1APIVersion)
+
+	case head.APIVersion == kappConfigAPIVersion || hasKey(head.Metadata.Labels, kappConfigLabelKey):
+		res, err := ctlres.NewResourceFromBytes(js)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w: decoding kapp config: %w", origin, ErrInvalidInput, err)
+		}
+		res.SetOrigin(origin)
+		return nil, []ctlres.Resource{res}, nil
+
+	case strings.HasSuffix(head.Kind, "List"):
+		var list struct {
+			Items []json.RawMessage `json:"items"`
+		}
+		if err := json.Unmarshal(js, &list); err != nil || list.Items == nil {
+			return nil, nil, nil // some other kind named *List, not a list of resources
+		}
+		var crds []crdDoc
+		var configs []ctlres.Resource
+		for i, item := range list.Items {
+			c, cf, err := decodeObject(item, fmt.Sprintf("%s item %d", origin, i+1), validate)
+			if err != nil {
+				return nil, nil, err
+			}
+			crds, configs = append(crds, c...), append(configs, cf...)
+		}
+		return crds, configs, nil
+	}
+	return nil, nil, nil // not a CRD: a CRD check receives whole manifests
+}
+
+// toJSON converts a YAML document to JSON; a document that is JSON already
+// is used as is.
+func toJSON(doc []byte) ([]byte, error) {
+	trimmed := bytes.TrimSpace(doc)
+	if len(trimmed) > 0 && trimmed[0] == '{' && json.Valid(trimmed) {
+		return trimmed, nil
+	}
+	return yaml.YAMLToJSON(doc)
+}
+
+func isJSONNull(js []byte) bool {
+	t := bytes.TrimSpace(js)
+	return len(t) == 0 || string(t) == "null"
+}
+
+func hasKey(m map[string]string, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// validateCRD checks what the API server would reject in a new CRD and the
+// comparison relies on: names, versions (unique, exactly one storage) and
+// that every version's schema is a valid structural schema. It uses the
+// API server's own structural-schema code (schema.NewStructural and
+// schema.ValidateStructural) rather than the full CRD validation, which
+// also compiles CEL rules and costs about twice as much on large CRDs.
+func validateCRD(crd *apiextv1.CustomResourceDefinition) field.ErrorList {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	names := spec.Child("names")
+	if crd.Spec.Group == "" {
+		errs = append(errs, field.Required(spec.Child("group"), ""))
+	}
+	if crd.Spec.Names.Plural == "" {
+		errs = append(errs, field.Required(names.Child("plural"), ""))
+	}
+	if crd.Spec.Names.Kind == "" {
+		errs = append(errs, field.Required(names.Child("kind"), ""))
+	}
+	if want := crd.Spec.Names.Plural + "." + crd.Spec.Group; crd.Name != want {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), crd.Name,
+			fmt.Sprintf("must be spec.names.plural+\".\"+spec.group: %q", want)))
+	}
+	if s := crd.Spec.Scope; s != apiextv1.NamespaceScoped && s != apiextv1.ClusterScoped {
+		errs = append(errs, field.NotSupported(spec.Child("scope"), s,
+			[]string{string(apiextv1.ClusterScoped), string(apiextv1.NamespaceScoped)}))
+	}
+
+	versions := spec.Child("versions")
+	if len(crd.Spec.Versions) == 0 {
+		errs = append(errs, field.Required(versions, "must have at least one version"))
+	}
+	seen := map[string]bool{}
+	storage := 0
+	for i := range crd.Spec.Versions {
+		v := &crd.Spec.Versions[i]
+		vPath := versions.Index(i)
+		if v.Name == "" {
+			errs = append(errs, field.Required(vPath.Child("name"), ""))
+		} else if seen[v.Name] {
+			errs = append(errs, field.Duplicate(vPath.Child("name"), v.Name))
+		}
+		seen[v.Name] = true
+		if v.Storage {
+			storage++
+		}
+		errs = append(errs, validateVersionSchema(v, vPath.Child("schema", "openAPIV3Schema"))...)
+	}
+	if len(crd.Spec.Versions) > 0 && storage != 1 {
+		errs = append(errs, field.Invalid(versions, storage, "must have exactly one version marked as storage version"))
+	}
+	return errs
+}
+
+func validateVersionSchema(v *apiextv1.CustomResourceDefinitionVersion, path *field.Path) field.ErrorList {
+	if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+		return field.ErrorList{field.Required(path, "schemas are required")}
+	}
+	internal := &apiextensions.JSONSchemaProps{}
+	if err := apiextv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v.Schema.OpenAPIV3Schema, internal, nil); err != nil {
+		return field.ErrorList{field.Invalid(path, "", err.Error())}
+	}
+	s, err := schema.NewStructural(internal)
+	if err != nil {
+		return field.ErrorList{field.Invalid(path, "", err.Error())}
+	}
+	return schema.ValidateStructural(path, s)
+}
+
+// parallel runs fn(i) for i in [0, n) on GOMAXPROCS goroutines.
+func parallel(n int, fn func(i int)) {
+	workers := runtime.GOMAXPROCS(0)
+	if workers > n {
+		workers = n
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				fn(i)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
