@@ -1,0 +1,196 @@
+package crdupgradesafety
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// policyPair returns an old and a new CRD with findings of several checks,
+// at the CRD level and in two versions.
+func policyPair(t *testing.T) (old, new *apiextv1.CustomResourceDefinition) {
+	old = newCRD(t,
+		testVersion{"v1alpha1", true, false, `{type: object, properties: {a: {type: string}}}`},
+		testVersion{"v1", true, true, `{type: object, properties: {a: {type: string}, b: {type: string, maxLength: 9}, c: {type: string}}}`},
+	)
+	new = with(newCRD(t,
+		testVersion{"v1", true, true, `{type: object, properties: {a: {type: integer}, b: {type: string, maxLength: 3}}}`},
+	), withScope(apiextv1.ClusterScoped))
+	return old, new
+}
+
+func TestPolicy(t *testing.T) {
+	all := []string{
+		"error scope  : scope changed: Namespaced -> Cluster",
+		`error type v1 ^.spec.a: type changed: "string" -> "integer"`,
+		"error maxLength v1 ^.spec.b: maxLength decreased: 9 -> 3",
+		"error existingFieldRemoval v1 ^.spec.c: existing field removed (was string)",
+		`error servedVersionRemoval v1alpha1 : served version "v1alpha1" removed without first being set served: false`,
+	}
+	exempt := func(e ...config.Exemption) func(*config.CRDUpgradeSafety) {
+		return func(c *config.CRDUpgradeSafety) { c.Exemptions = e }
+	}
+	cases := []struct {
+		name   string
+		config func(*config.CRDUpgradeSafety)
+		want   []string
+	}{
+		{name: "defaults: every finding, sorted by version, field, check, message", want: all},
+		{name: "mode error", config: func(c *config.CRDUpgradeSafety) { c.Mode = config.ModeError }, want: all},
+		{name: "mode warn", config: func(c *config.CRDUpgradeSafety) { c.Mode = config.ModeWarn }, want: []string{
+			"warning scope  : scope changed: Namespaced -> Cluster",
+			`warning type v1 ^.spec.a: type changed: "string" -> "integer"`,
+			"warning maxLength v1 ^.spec.b: maxLength decreased: 9 -> 3",
+			"warning existingFieldRemoval v1 ^.spec.c: existing field removed (was string)",
+			`warning servedVersionRemoval v1alpha1 : served version "v1alpha1" removed without first being set served: false`,
+		}},
+		{name: "CRD exempted from all checks, with a reason", config: exempt(config.Exemption{CRD: testCRDName, Reason: "reviewed in JIRA-1"}), want: []string{
+			"warning scope  : scope changed: Namespaced -> Cluster (exempted: reviewed in JIRA-1)",
+			`warning type v1 ^.spec.a: type changed: "string" -> "integer" (exempted: reviewed in JIRA-1)`,
+			"warning maxLength v1 ^.spec.b: maxLength decreased: 9 -> 3 (exempted: reviewed in JIRA-1)",
+			"warning existingFieldRemoval v1 ^.spec.c: existing field removed (was string) (exempted: reviewed in JIRA-1)",
+			`warning servedVersionRemoval v1alpha1 : served version "v1alpha1" removed without first being set served: false (exempted: reviewed in JIRA-1)`,
+		}},
+		{name: "CRD exempted from some checks", config: exempt(config.Exemption{CRD: testCRDName, Checks: []string{config.CheckScope, config.CheckMaxLength}, Reason: "no objects yet"}), want: []string{
+			"warning scope  : scope changed: Namespaced -> Cluster (exempted: no objects yet)",
+			`error type v1 ^.spec.a: type changed: "string" -> "integer"`,
+			"warning maxLength v1 ^.spec.b: maxLength decreased: 9 -> 3 (exempted: no objects yet)",
+			"error existingFieldRemoval v1 ^.spec.c: existing field removed (was string)",
+			`error servedVersionRemoval v1alpha1 : served version "v1alpha1" removed without first being set served: false`,
+		}},
+		{name: "exemption without a reason", config: exempt(config.Exemption{CRD: testCRDName, Checks: []string{config.CheckType}}), want: []string{
+			"error scope  : scope changed: Namespaced -> Cluster",
+			`warning type v1 ^.spec.a: type changed: "string" -> "integer" (exempted)`,
+			"error maxLength v1 ^.spec.b: maxLength decreased: 9 -> 3",
+			"error existingFieldRemoval v1 ^.spec.c: existing field removed (was string)",
+			`error servedVersionRemoval v1alpha1 : served version "v1alpha1" removed without first being set served: false`,
+		}},
+		{name: "exemption of another CRD", config: exempt(config.Exemption{CRD: "gadgets.example.com", Reason: "other"}), want: all},
+		{name: "several exemptions of the same CRD", config: exempt(
+			config.Exemption{CRD: "gadgets.example.com"},
+			config.Exemption{CRD: testCRDName, Checks: []string{config.CheckExistingFieldRemoval}, Reason: "field unused"},
+		), want: []string{
+			"error scope  : scope changed: Namespaced -> Cluster",
+			`error type v1 ^.spec.a: type changed: "string" -> "integer"`,
+			"error maxLength v1 ^.spec.b: maxLength decreased: 9 -> 3",
+			"warning existingFieldRemoval v1 ^.spec.c: existing field removed (was string) (exempted: field unused)",
+			`error servedVersionRemoval v1alpha1 : served version "v1alpha1" removed without first being set served: false`,
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Default()
+			if tc.config != nil {
+				tc.config(&cfg)
+			}
+			old, new := policyPair(t)
+			fs := Compare(old, new, &cfg)
+			if got := render(fs); !equalLines(got, tc.want) {
+				t.Fatalf("findings differ\n got: %q\nwant: %q", got, tc.want)
+			}
+			for _, f := range fs {
+				if f.CRD != testCRDName {
+					t.Errorf("finding names CRD %q, want %q", f.CRD, testCRDName)
+				}
+			}
+		})
+	}
+
+	t.Run("nil config uses the defaults", func(t *testing.T) {
+		old, new := policyPair(t)
+		if got := render(Compare(old, new, nil)); !equalLines(got, all) {
+			t.Fatalf("findings differ\n got: %q\nwant: %q", got, all)
+		}
+	})
+	t.Run("exempted unhandled change", func(t *testing.T) {
+		cfg := config.Default()
+		cfg.Exemptions = []config.Exemption{{CRD: testCRDName, Checks: []string{config.CheckUnhandled}, Reason: "embedding is fine"}}
+		old := newCRD(t, testVersion{"v1", true, true, `{type: object, properties: {e: {type: object, x-kubernetes-preserve-unknown-fields: true}}}`})
+		new := newCRD(t, testVersion{"v1", true, true, `{type: object, properties: {e: {type: object, x-kubernetes-preserve-unknown-fields: true, x-kubernetes-embedded-resource: true}}}`})
+		want := []string{"warning unhandled v1 ^.spec.e: unable to determine if the change to x-kubernetes-embedded-resource is safe: (none) -> true (exempted: embedding is fine)"}
+		if got := render(Compare(old, new, &cfg)); !equalLines(got, want) {
+			t.Fatalf("findings differ\n got: %q\nwant: %q", got, want)
+		}
+	})
+}
+
+func TestFindingsSorted(t *testing.T) {
+	old := newCRD(t,
+		testVersion{"v2", true, true, `{type: object, properties: {b: {type: string}, a: {type: string, enum: [x, z]}}}`},
+		testVersion{"v1", true, false, `{type: object, properties: {b: {type: string}, a: {type: string}}}`},
+	)
+	new := newCRD(t,
+		testVersion{"v2", true, true, `{type: object, properties: {a: {type: string, enum: [z], pattern: "^z", default: z}}}`},
+		testVersion{"v1", true, false, `{type: object, properties: {a: {type: integer}}}`},
+	)
+	new.Spec.Conversion = &apiextv1.CustomResourceConversion{Strategy: apiextv1.WebhookConverter}
+	want := []string{
+		`error type v1 ^.spec.a: type changed: "string" -> "integer"`,
+		"error existingFieldRemoval v1 ^.spec.b: existing field removed (was string)",
+		`error default v2 ^.spec.a: default added: (none) -> "z"`,
+		`error enum v2 ^.spec.a: enum values removed: ["x"]`,
+		`error pattern v2 ^.spec.a: pattern added: (none) -> "^z"`,
+		"error existingFieldRemoval v2 ^.spec.b: existing field removed (was string)",
+	}
+	if got := render(Compare(old, new, nil)); !equalLines(got, want) {
+		t.Fatalf("findings differ\n got: %q\nwant: %q", got, want)
+	}
+}
+
+func TestHasErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		fs   []Finding
+		want bool
+	}{
+		{name: "none", fs: nil, want: false},
+		{name: "warnings only", fs: []Finding{{Severity: SeverityWarning}, {Severity: SeverityWarning}}, want: false},
+		{name: "an error", fs: []Finding{{Severity: SeverityWarning}, {Severity: SeverityError}}, want: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := HasErrors(tc.fs); got != tc.want {
+				t.Fatalf("HasErrors = %v, want %v", got, tc.want)
+			}
+		})
+	}
+
+	t.Run("warn mode leaves no errors", func(t *testing.T) {
+		cfg := config.Default()
+		old, new := policyPair(t)
+		if !HasErrors(Compare(old, new, &cfg)) {
+			t.Fatal("mode error: want errors")
+		}
+		cfg.Mode = config.ModeWarn
+		if HasErrors(Compare(old, new, &cfg)) {
+			t.Fatal("mode warn: want no errors")
+		}
+	})
+}
+
+func TestBound(t *testing.T) {
+	f := func(crd, field string) Finding { return Finding{CRD: crd, Field: field} }
+	fs := []Finding{f("a", "1"), f("a", "2"), f("a", "3"), f("b", "1"), f("c", "1"), f("c", "2")}
+	cases := []struct {
+		name        string
+		max         int
+		wantKept    []Finding
+		wantOmitted map[string]int
+	}{
+		{name: "0 keeps all", max: 0, wantKept: fs, wantOmitted: map[string]int{}},
+		{name: "negative keeps all", max: -1, wantKept: fs, wantOmitted: map[string]int{}},
+		{name: "1 per CRD", max: 1, wantKept: []Finding{f("a", "1"), f("b", "1"), f("c", "1")}, wantOmitted: map[string]int{"a": 2, "c": 1}},
+		{name: "2 per CRD", max: 2, wantKept: []Finding{f("a", "1"), f("a", "2"), f("b", "1"), f("c", "1"), f("c", "2")}, wantOmitted: map[string]int{"a": 1}},
+		{name: "more than any CRD has", max: 3, wantKept: fs, wantOmitted: map[string]int{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			kept, omitted := Bound(fs, tc.max)
+			if !reflect.DeepEqual(kept, tc.wantKept) || !reflect.DeepEqual(omitted, tc.wantOmitted) {
+				t.Fatalf("Bound(%d) = %v, %v; want %v, %v", tc.max, kept, omitted, tc.wantKept, tc.wantOmitted)
+			}
+		})
+	}
+}
