@@ -1,0 +1,171 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// configCase deploys testdata/base, creates custom resources, then deploys
+// newCRD with the given config (a testdata/configs file, "" for none) and
+// kapp flags, and checks whether it was blocked.
+type configCase struct {
+	name   string
+	newCRD string // template under testdata
+	config string // template under testdata/configs, "" for none
+	// configInline puts the Config in the same YAML file as the CRD instead
+	// of a separate -f file.
+	configInline bool
+	flags        []string
+
+	blocked bool
+	// finding is the check ID that must be printed (with the CRD name and
+	// field), "" for none; noFinding must not be printed.
+	finding, field, noFinding string
+	// applied is a string the new CRD's v1 schema JSON contains once the
+	// change is applied, gone one it no longer contains.
+	applied, gone string
+	// contains are further strings the output must contain.
+	contains []string
+}
+
+func runConfigCases(t *testing.T, cases []configCase) {
+	e := setup(t)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			n := newNames(t)
+			e.cleanupApp(t, n.App)
+			oldCRD := "base/crd.yaml"
+			crs := "base/crs.yaml"
+			if strings.HasPrefix(c.newCRD, "unhandled/") {
+				oldCRD, crs = "unhandled/old.yaml", "unhandled/crs.yaml"
+			}
+			e.deployOK(t, n.App, []string{crdDir(t, n, oldCRD)})
+			e.createCRs(t, n, crs)
+			before := e.snapshot(t, n)
+
+			files := map[string][]byte{"crd.yaml": n.render(t, c.newCRD), "marker.yaml": n.marker()}
+			var extraDirs []string
+			if c.config != "" {
+				cfg := n.render(t, "configs/"+c.config)
+				if c.configInline {
+					files["crd.yaml"] = append(append(files["crd.yaml"], []byte("\n---\n")...), cfg...)
+				} else {
+					extraDirs = append(extraDirs, dir(t, map[string][]byte{"config.yaml": cfg}))
+				}
+			}
+			r := e.deploy(t, n.App, append([]string{dir(t, files)}, extraDirs...), c.flags...)
+
+			if c.blocked {
+				require.NotEqualf(t, 0, r.exitCode, "kapp was expected to fail:\n%s", r.out)
+				e.requireUnchanged(t, n, before)
+			} else {
+				require.Equalf(t, 0, r.exitCode, "kapp was expected to succeed:\n%s", r.out)
+				require.NotContains(t, r.out, blockedError)
+				require.NotEmpty(t, c.applied+c.gone, "a case that passes must say how to see the change")
+				v1 := e.crdSchemaJSON(t, n, "v1")
+				if c.applied != "" {
+					require.Contains(t, v1, c.applied, "the change was not applied")
+				}
+				if c.gone != "" {
+					require.NotContains(t, v1, c.gone, "the change was not applied")
+				}
+			}
+			if c.finding != "" {
+				requireFinding(t, r.out, c.finding, n.CRD, c.field)
+			}
+			if c.noFinding != "" {
+				requireNoFinding(t, r.out, c.noFinding, n.CRD)
+			}
+			for _, s := range c.contains {
+				require.Contains(t, r.out, s)
+			}
+		})
+	}
+}
+
+const preflightFlag = "--preflight=CRDUpgradeSafety"
+
+// TestFailMode toggles x-kubernetes-embedded-resource on an object field, a
+// change the check does not understand (unhandled): failMode closed (the
+// default) blocks it, open lets it through.
+func TestFailMode(t *testing.T) {
+	runConfigCases(t, []configCase{{
+		name: "default-is-closed", newCRD: "unhandled/new.yaml", flags: []string{preflightFlag},
+		blocked: true, finding: "unhandled", field: "^.spec.template", contains: []string{blockedError},
+	}, {
+		name: "closed", newCRD: "unhandled/new.yaml", config: "failmode-closed.yaml",
+		blocked: true, finding: "unhandled", field: "^.spec.template", contains: []string{blockedError},
+	}, {
+		name: "open", newCRD: "unhandled/new.yaml", config: "failmode-open.yaml",
+		noFinding: "unhandled", applied: `"x-kubernetes-embedded-resource":true`,
+	}})
+}
+
+// TestPerCheckConfig: per-check enforcement and exemptions change what an
+// enum value removal does.
+func TestPerCheckConfig(t *testing.T) {
+	enumRemoved := "unsafe/enum-value-removed/new.yaml"
+	applied := `"enum":["red","blue"]`
+	runConfigCases(t, []configCase{{
+		name: "enum-removal-enforcement-none", newCRD: enumRemoved, config: "enum-removal-none.yaml",
+		noFinding: "enum", applied: applied,
+	}, {
+		name: "exemption-for-enum", newCRD: enumRemoved, config: "exempt-enum.yaml",
+		applied: applied, finding: "enum", field: "^.spec.color",
+		contains: []string{"reviewed in e2e, no resource uses the removed value"},
+	}, {
+		name: "exemption-for-another-check", newCRD: enumRemoved, config: "exempt-default.yaml",
+		blocked: true, finding: "enum", field: "^.spec.color", contains: []string{blockedError},
+	}})
+}
+
+// TestPreflightSelection: which of --preflight and preflightRules enables
+// the check (kapp's registry semantics: the flag wins), and a Config given as
+// a separate -f file or inside the deployed manifests.
+func TestPreflightSelection(t *testing.T) {
+	unsafe := "unsafe/field-removed/new.yaml"
+	field := "^.spec.pollInterval"
+	gone := `"pollInterval"`
+	runConfigCases(t, []configCase{{
+		name: "neither", newCRD: unsafe, gone: gone, noFinding: "existingFieldRemoval",
+	}, {
+		name: "flag-alone", newCRD: unsafe, flags: []string{preflightFlag},
+		blocked: true, finding: "existingFieldRemoval", field: field, contains: []string{blockedError},
+	}, {
+		name: "config-alone-separate-file", newCRD: unsafe, config: "enabled.yaml",
+		blocked: true, finding: "existingFieldRemoval", field: field, contains: []string{blockedError},
+	}, {
+		name: "config-alone-in-manifests", newCRD: unsafe, config: "enabled.yaml", configInline: true,
+		blocked: true, finding: "existingFieldRemoval", field: field, contains: []string{blockedError},
+	}, {
+		name: "flag-and-config-uses-config", newCRD: unsafe, config: "warn.yaml", flags: []string{preflightFlag},
+		gone: gone, finding: "existingFieldRemoval", field: field,
+	}, {
+		name: "flag-without-check-wins-over-config", newCRD: unsafe, config: "enabled.yaml",
+		flags: []string{"--preflight=PermissionValidation"},
+		gone:  gone, noFinding: "existingFieldRemoval",
+	}})
+}
+
+// TestInvalidPreflightSettings: an unknown check name or a malformed config
+// fails the deploy with a clear error and applies nothing, even for a change
+// that is safe.
+func TestInvalidPreflightSettings(t *testing.T) {
+	safe := "safe/new.yaml"
+	runConfigCases(t, []configCase{{
+		name: "unknown-check-flag", newCRD: safe, flags: []string{"--preflight=NoSuchCheck"},
+		blocked: true, contains: []string{`unknown preflight check "NoSuchCheck"`},
+	}, {
+		name: "unknown-check-config", newCRD: safe, config: "unknown-check.yaml",
+		blocked: true, contains: []string{`unknown preflight check in configuration: "NoSuchCheck"`},
+	}, {
+		name: "malformed-mode", newCRD: safe, config: "malformed-mode.yaml",
+		blocked: true, contains: []string{"preflight configuration settings failed", "CRDUpgradeSafety", "mode", "loud"},
+	}, {
+		name: "malformed-key", newCRD: safe, config: "malformed-key.yaml", configInline: true,
+		blocked: true, contains: []string{"preflight configuration settings failed", "CRDUpgradeSafety", "removalEnforcment"},
+	}})
+}

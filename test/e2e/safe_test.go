@@ -1,0 +1,87 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestFirstDeployAndSafeUpgradePass deploys a new CRD with the check on (a
+// create has nothing to compare with), then an upgrade made only of safe
+// changes (testdata/safe/new.yaml): both pass and the upgrade is applied.
+func TestFirstDeployAndSafeUpgradePass(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	n := newNames(t)
+	e.cleanupApp(t, n.App)
+
+	e.deployOK(t, n.App, []string{crdDir(t, n, "base/crd.yaml")}, "--preflight=CRDUpgradeSafety")
+	require.NotNil(t, e.getCRD(t, n), "the first deploy did not create the CRD")
+	e.createCRs(t, n, "base/crs.yaml")
+	before := e.snapshot(t, n)
+
+	r := e.deployOK(t, n.App, []string{crdDir(t, n, "safe/new.yaml")}, "--preflight=CRDUpgradeSafety")
+	require.NotContains(t, r.out, blockedError)
+
+	spec, _ := e.crdVersions(t, n)
+	require.Equal(t, []string{"v1", "v2"}, spec, "the new version v2 was not applied")
+	v1 := e.crdSchemaJSON(t, n, "v1")
+	for _, want := range []string{`"priority"`, `"yellow"`, `"maximum":20`, `"maxLength":40`, `"maxItems":10`} {
+		require.Containsf(t, v1, want, "the safe change %s was not applied", want)
+	}
+	after := e.snapshot(t, n)
+	require.Equal(t, before.CRs, after.CRs, "custom resources changed")
+}
+
+// TestStoredVersionOnlyInStatusCannotBeDropped switches the storage version
+// from v1 to v2 (v1 no longer served), which leaves v1 only in the live
+// CRD's status.storedVersions, then drops v1 from the CRD: the check must
+// block it from the live status alone.
+func TestStoredVersionOnlyInStatusCannotBeDropped(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	n := newNames(t)
+	e.cleanupApp(t, n.App)
+	flag := "--preflight=CRDUpgradeSafety"
+
+	e.deployOK(t, n.App, []string{crdDir(t, n, "storedversion/1-v1.yaml")}, flag)
+	e.createCRs(t, n, "storedversion/crs.yaml")
+
+	e.deployOK(t, n.App, []string{crdDir(t, n, "storedversion/2-v1-unserved-v2-stored.yaml")}, flag)
+	spec, stored := e.crdVersions(t, n)
+	require.Equal(t, []string{"v1", "v2"}, spec)
+	require.Equal(t, []string{"v1", "v2"}, stored, "precondition: v1 must still be a stored version")
+	v1 := e.getCRD(t, n).Object["spec"].(map[string]any)["versions"].([]any)[0].(map[string]any)
+	require.Equal(t, "v1", v1["name"])
+	require.Equal(t, false, v1["served"], "precondition: v1 is not served")
+	require.Equal(t, false, v1["storage"], "precondition: v1 is not the storage version")
+	before := e.snapshot(t, n)
+
+	r := e.deploy(t, n.App, []string{crdDir(t, n, "storedversion/3-v2-only.yaml", n.marker())}, flag)
+	requireBlocked(t, r)
+	requireFinding(t, r.out, "storedVersionRemoval", n.CRD, "v1")
+	e.requireUnchanged(t, n, before)
+	_, stored = e.crdVersions(t, n)
+	require.Equal(t, []string{"v1", "v2"}, stored)
+}
+
+// TestWarnModeAppliesWithWarnings deploys an unsafe change (an enum value
+// removed) with mode warn: the finding is printed and the change applied.
+func TestWarnModeAppliesWithWarnings(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	n := newNames(t)
+	e.cleanupApp(t, n.App)
+	e.deployOK(t, n.App, []string{crdDir(t, n, "base/crd.yaml")})
+	e.createCRs(t, n, "base/crs.yaml")
+
+	r := e.deployOK(t, n.App, []string{
+		crdDir(t, n, "unsafe/enum-value-removed/new.yaml"),
+		crdDir(t, n, "configs/warn.yaml"),
+	})
+	requireFinding(t, r.out, "enum", n.CRD, "v1", "^.spec.color")
+	require.Contains(t, strings.ToLower(r.out), "warn", "findings are not marked as warnings")
+	require.NotContains(t, r.out, blockedError)
+	require.Contains(t, e.crdSchemaJSON(t, n, "v1"), `"enum":["red","blue"]`, "the change was not applied")
+}
