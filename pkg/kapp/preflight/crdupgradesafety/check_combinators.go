@@ -10,8 +10,8 @@ import (
 
 // walkCombinators compares allOf, anyOf, oneOf and not. A combinator added
 // where none was tightens. Branches of equal-length lists are compared one
-// by one at path.allOf[i] (etc.), with every property check; a reordering
-// alone is not a finding. allOf losing branches and anyOf gaining branches
+// by one at path.allOf[i] (etc.), with every property check, after pairing
+// identical branches; a reordering alone is not a finding. allOf losing branches and anyOf gaining branches
 // relax; other length changes are reported.
 func (r *pairRun) walkCombinators(n *node) {
 	// allOf relaxes when it only lost branches (new within old), anyOf when
@@ -50,11 +50,32 @@ func (r *pairRun) combinatorList(n *node, id string, o, nw []apiextv1.JSONSchema
 			n.report(id, "%s added with %d sub-schemas", id, len(nw))
 		}
 	case len(o) == len(nw):
-		if isSubset(o, nw) && isSubset(nw, o) {
-			return // same branches, maybe reordered
+		// Pair each new branch with an identical old one; compare the
+		// branches left over in order, at their new index, so that a
+		// reordering beside a change is not reported as changes between
+		// unrelated branches.
+		used := make([]bool, len(o))
+		var newLeft []int
+		for j := range nw {
+			matched := false
+			for i := range o {
+				if !used[i] && sameSchema(&o[i], &nw[j]) {
+					used[i], matched = true, true
+					break
+				}
+			}
+			if !matched {
+				newLeft = append(newLeft, j)
+			}
 		}
+		k := 0
 		for i := range o {
-			r.walk(fmt.Sprintf("%s.%s[%d]", n.path, id, i), id, &o[i], &nw[i])
+			if used[i] {
+				continue
+			}
+			j := newLeft[k]
+			k++
+			r.walk(fmt.Sprintf("%s.%s[%d]", n.path, id, j), id, &o[i], &nw[j])
 		}
 	default:
 		if relaxes != nil && relaxes(o, nw) {
