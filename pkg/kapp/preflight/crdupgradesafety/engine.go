@@ -26,10 +26,21 @@ func compare(old, new *apiextv1.CustomResourceDefinition, cfg *config.CRDUpgrade
 }
 
 // checkSameVersions compares each version present in both CRDs with itself.
+// existingFieldRemoval is a CRD-level check (checks.crd): it still runs when
+// the sameVersion property checks are disabled.
 func checkSameVersions(p *policy, old, new *apiextv1.CustomResourceDefinition) {
 	vc := &p.cfg.Checks.SameVersion
-	if !vc.Enabled {
+	fieldRemoval := p.cfg.Checks.CRD.ExistingFieldRemoval.Enabled
+	if !vc.Enabled && !fieldRemoval {
 		return
+	}
+	emit := p.add
+	if !vc.Enabled {
+		emit = func(version, field, check, message string) {
+			if check == config.CheckExistingFieldRemoval {
+				p.add(version, field, check, message)
+			}
+		}
 	}
 	newByName := versionsByName(new)
 	for i := range old.Spec.Versions {
@@ -40,9 +51,9 @@ func checkSameVersions(p *policy, old, new *apiextv1.CustomResourceDefinition) {
 		}
 		pr := &pairRun{
 			vc: vc, version: ov.Name,
-			fieldRemoval: p.cfg.Checks.CRD.ExistingFieldRemoval.Enabled,
+			fieldRemoval: fieldRemoval,
 			failMode:     effectiveFailMode(p.cfg, vc),
-			emit:         p.add,
+			emit:         emit,
 		}
 		pr.compareSchemas(versionSchema(ov), versionSchema(nv))
 	}
