@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# THE test command: static checks, unit tests, then the end-to-end tests
+# against a real kube-apiserver and etcd built from source (hack/test-e2e.sh).
+#
+# Usage: hack/test.sh
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+start=$SECONDS
+
+section() { printf '\n==> %s\n' "$*"; }
+
+section "gofmt"
+unformatted="$(gofmt -l cmd pkg test hack 2>/dev/null || true)"
+if [[ -n "$unformatted" ]]; then
+  echo "not gofmt-ed:" >&2
+  echo "$unformatted" >&2
+  exit 1
+fi
+
+section "go vet"
+go vet ./...
+(cd hack/cluster && go vet ./clusterutil/...)
+
+section "unit tests"
+# test/e2e needs the cluster; it runs below.
+mapfile -t pkgs < <(go list ./... | grep -v '/test/e2e')
+go test -count=1 "${pkgs[@]}"
+
+section "end-to-end tests"
+hack/test-e2e.sh
+
+printf '\n==> all tests passed in %ss\n' "$((SECONDS - start))"
