@@ -197,12 +197,19 @@ func TestWalkVersionSchemas(t *testing.T) {
 // spec/crd-diff-validations.md "Global validations"): switching the
 // sameVersion property checks off should not switch it off.
 func TestWalkFieldRemovalWithSameVersionDisabled(t *testing.T) {
-	t.Skip("engine bug: checkSameVersions (engine.go) returns early when checks.sameVersion.enabled is false, which also skips the existingFieldRemoval pass run inside the pair walk")
 	runSpecCases(t, []specCase{
 		{name: "field removed",
 			old:    `{type: object, properties: {a: {type: string}, b: {type: string}}}`,
 			new:    `{type: object, properties: {b: {type: integer}}}`,
 			config: func(c *config.CRDUpgradeSafety) { c.Checks.SameVersion.Enabled = false },
 			want:   []string{"error existingFieldRemoval v1 ^.spec.a: existing field removed (was string)"}},
+		{name: "field removed, both disabled",
+			old: `{type: object, properties: {a: {type: string}, b: {type: string}}}`,
+			new: `{type: object, properties: {b: {type: integer}}}`,
+			config: func(c *config.CRDUpgradeSafety) {
+				c.Checks.SameVersion.Enabled = false
+				c.Checks.CRD.ExistingFieldRemoval.Enabled = false
+			},
+			want: []string{}},
 	})
 }
