@@ -150,6 +150,8 @@ func (r *pairRun) walkAdditionalProperties(n *node) {
 	allows := func(a *apiextv1.JSONSchemaPropsOrBool) bool { return a != nil && (a.Allows || a.Schema != nil) }
 	enabled := n.run.vc.ToggleEnabled(config.CheckAdditionalProperties)
 	switch {
+	case o != nil && isTrue(n.new.XPreserveUnknownFields) && (nw == nil || nw.Schema == nil):
+		// The new object keeps every entry and validates none: it relaxes.
 	case o != nil && o.Schema != nil && nw != nil && nw.Schema != nil:
 		r.walk(n.path+"{*}", n.combinator, o.Schema, nw.Schema)
 	case o != nil && o.Schema != nil && !allows(nw):

@@ -213,3 +213,18 @@ func TestWalkFieldRemovalWithSameVersionDisabled(t *testing.T) {
 			want: []string{}},
 	})
 }
+
+func TestWalkAdditionalPropertiesToPreserveUnknownFields(t *testing.T) {
+	runSchemaCases(t, []schemaCase{
+		{name: "value schema replaced by preserve-unknown-fields relaxes",
+			old: `{type: object, additionalProperties: {type: string}}`,
+			new: `{type: object, x-kubernetes-preserve-unknown-fields: true}`, want: []string{}},
+		{name: "additionalProperties true replaced by preserve-unknown-fields relaxes",
+			old: `{type: object, additionalProperties: true}`,
+			new: `{type: object, x-kubernetes-preserve-unknown-fields: true}`, want: []string{}},
+		{name: "value schema removed without preserve-unknown-fields prunes",
+			old: `{type: object, additionalProperties: {type: string}}`,
+			new: `{type: object}`,
+			want: []string{"error additionalProperties v1 ^.spec.x: map value schema removed: existing map entries would be pruned"}},
+	})
+}
