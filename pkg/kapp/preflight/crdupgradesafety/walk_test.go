@@ -223,8 +223,8 @@ func TestWalkAdditionalPropertiesToPreserveUnknownFields(t *testing.T) {
 			old: `{type: object, additionalProperties: true}`,
 			new: `{type: object, x-kubernetes-preserve-unknown-fields: true}`, want: []string{}},
 		{name: "value schema removed without preserve-unknown-fields prunes",
-			old: `{type: object, additionalProperties: {type: string}}`,
-			new: `{type: object}`,
+			old:  `{type: object, additionalProperties: {type: string}}`,
+			new:  `{type: object}`,
 			want: []string{"error additionalProperties v1 ^.spec.x: map value schema removed: existing map entries would be pruned"}},
 	})
 }
