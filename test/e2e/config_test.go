@@ -20,9 +20,10 @@ type configCase struct {
 	flags        []string
 
 	blocked bool
-	// finding is the check ID that must be printed (with the CRD name and
-	// field), "" for none; noFinding must not be printed.
-	finding, field, noFinding string
+	// finding is the check ID that must be printed on a line with the CRD
+	// name and detail (a field path, an object name), "" for none;
+	// noFinding must not be printed.
+	finding, detail, noFinding string
 	// applied is a string the new CRD's v1 schema JSON contains once the
 	// change is applied, gone one it no longer contains.
 	applied, gone string
@@ -74,7 +75,7 @@ func runConfigCases(t *testing.T, cases []configCase) {
 				}
 			}
 			if c.finding != "" {
-				requireFinding(t, r.out, c.finding, n.CRD, c.field)
+				requireFinding(t, r.out, c.finding, n.CRD, c.detail)
 			}
 			if c.noFinding != "" {
 				requireNoFinding(t, r.out, c.noFinding, n.CRD)
@@ -94,10 +95,10 @@ const preflightFlag = "--preflight=CRDUpgradeSafety"
 func TestFailMode(t *testing.T) {
 	runConfigCases(t, []configCase{{
 		name: "default-is-closed", newCRD: "unhandled/new.yaml", flags: []string{preflightFlag},
-		blocked: true, finding: "unhandled", field: "^.spec.template", contains: []string{blockedError},
+		blocked: true, finding: "unhandled", detail: "^.spec.template", contains: []string{blockedError},
 	}, {
 		name: "closed", newCRD: "unhandled/new.yaml", config: "failmode-closed.yaml",
-		blocked: true, finding: "unhandled", field: "^.spec.template", contains: []string{blockedError},
+		blocked: true, finding: "unhandled", detail: "^.spec.template", contains: []string{blockedError},
 	}, {
 		name: "open", newCRD: "unhandled/new.yaml", config: "failmode-open.yaml",
 		noFinding: "unhandled", applied: `"x-kubernetes-embedded-resource":true`,
@@ -114,11 +115,11 @@ func TestPerCheckConfig(t *testing.T) {
 		noFinding: "enum", applied: applied,
 	}, {
 		name: "exemption-for-enum", newCRD: enumRemoved, config: "exempt-enum.yaml",
-		applied: applied, finding: "enum", field: "^.spec.color",
+		applied: applied, finding: "enum", detail: "^.spec.color",
 		contains: []string{"reviewed in e2e, no resource uses the removed value"},
 	}, {
 		name: "exemption-for-another-check", newCRD: enumRemoved, config: "exempt-default.yaml",
-		blocked: true, finding: "enum", field: "^.spec.color", contains: []string{blockedError},
+		blocked: true, finding: "enum", detail: "^.spec.color", contains: []string{blockedError},
 	}})
 }
 
@@ -133,16 +134,16 @@ func TestPreflightSelection(t *testing.T) {
 		name: "neither", newCRD: unsafe, gone: gone, noFinding: "existingFieldRemoval",
 	}, {
 		name: "flag-alone", newCRD: unsafe, flags: []string{preflightFlag},
-		blocked: true, finding: "existingFieldRemoval", field: field, contains: []string{blockedError},
+		blocked: true, finding: "existingFieldRemoval", detail: field, contains: []string{blockedError},
 	}, {
 		name: "config-alone-separate-file", newCRD: unsafe, config: "enabled.yaml",
-		blocked: true, finding: "existingFieldRemoval", field: field, contains: []string{blockedError},
+		blocked: true, finding: "existingFieldRemoval", detail: field, contains: []string{blockedError},
 	}, {
 		name: "config-alone-in-manifests", newCRD: unsafe, config: "enabled.yaml", configInline: true,
-		blocked: true, finding: "existingFieldRemoval", field: field, contains: []string{blockedError},
+		blocked: true, finding: "existingFieldRemoval", detail: field, contains: []string{blockedError},
 	}, {
 		name: "flag-and-config-uses-config", newCRD: unsafe, config: "warn.yaml", flags: []string{preflightFlag},
-		gone: gone, finding: "existingFieldRemoval", field: field,
+		gone: gone, finding: "existingFieldRemoval", detail: field,
 	}, {
 		name: "flag-without-check-wins-over-config", newCRD: unsafe, config: "enabled.yaml",
 		flags: []string{"--preflight=PermissionValidation"},
