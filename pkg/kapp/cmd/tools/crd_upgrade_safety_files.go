@@ -183,9 +183,12 @@ func decodeObject(js []byte, origin string, validate bool) ([]crdDoc, []ctlres.R
 	head := docHead{APIVersion: crd.APIVersion, Kind: crd.Kind}
 	head.Metadata.Name, head.Metadata.Labels = crd.Name, crd.Labels
 	if crdErr != nil {
+		if kind := jsonKind(js); kind != "object" {
+			return nil, nil, fmt.Errorf("%s: %w: expected a YAML object (a Kubernetes resource), got %s", origin, ErrInvalidInput, kind)
+		}
 		head = docHead{}
 		if err := json.Unmarshal(js, &head); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w: expected a YAML object (a Kubernetes resource): %w", origin, ErrInvalidInput, err)
+			return nil, nil, fmt.Errorf("%s: %w: reading apiVersion, kind and metadata: %w", origin, ErrInvalidInput, err)
 		}
 	}
 
@@ -243,6 +246,26 @@ func toJSON(doc []byte) ([]byte, error) {
 		return trimmed, nil
 	}
 	return yaml.YAMLToJSON(doc)
+}
+
+// jsonKind names the type of a JSON value by its first byte.
+func jsonKind(js []byte) string {
+	t := bytes.TrimSpace(js)
+	if len(t) == 0 {
+		return "nothing"
+	}
+	switch t[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "a list"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	default:
+		return "a number"
+	}
 }
 
 func isJSONNull(js []byte) bool {

@@ -1,0 +1,95 @@
+package cmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	cmdapp "carvel.dev/kapp/pkg/kapp/cmd/app"
+	kappversion "carvel.dev/kapp/pkg/kapp/version"
+	"github.com/cppforlife/go-cli-ui/ui"
+	"github.com/crdsafety/kapp/pkg/kapp/preflight"
+	"github.com/stretchr/testify/require"
+)
+
+// execute runs the whole command tree in-process, as main does.
+func execute(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	confUI := ui.NewWrappingConfUI(ui.NewWriterUI(&out, &out, ui.NewNoopLogger()), ui.NewNoopLogger())
+	root := NewDefaultKappCmd(confUI)
+	root.SetArgs(args)
+	err := root.Execute()
+	confUI.Flush()
+	return out.String(), err
+}
+
+const testdata = "tools/testdata/crd-upgrade-safety/"
+
+func TestVersion(t *testing.T) {
+	out, err := execute(t, "version")
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2)
+	// A test binary has no module build info: kapp reports "develop" then.
+	require.Equal(t, "kapp version "+kappversion.Version, lines[0], "upstream's line, unchanged")
+	require.Regexp(t, `^crd-upgrade-safety version \S+$`, lines[1])
+
+	Version = "v9.9.9"
+	defer func() { Version = "" }()
+	out, err = execute(t, "version", "--json")
+	require.NoError(t, err, "global flags reach the replaced command")
+	var resp struct{ Blocks []string }
+	require.NoError(t, json.Unmarshal([]byte(out), &resp), out)
+	require.Equal(t, []string{"kapp version " + kappversion.Version + "\ncrd-upgrade-safety version v9.9.9\n"}, resp.Blocks)
+}
+
+func TestCRDUpgradeSafetyIsWiredLikeKappCommands(t *testing.T) {
+	// --json (a global flag configured per command by kapp's wrappers).
+	out, err := execute(t, "tools", "crd-upgrade-safety", "-f", testdata+"old.yaml", "--file2", testdata+"new-unsafe.yaml", "--json")
+	require.ErrorIs(t, err, preflight.ErrUnsafeUpgrade)
+	require.Equal(t, 3, ExitStatus(err))
+	var resp struct {
+		Tables []struct{ Rows []map[string]string }
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &resp), out)
+	require.Len(t, resp.Tables, 1)
+	require.Equal(t, "enum", resp.Tables[0].Rows[0]["check"])
+
+	// Extra arguments are rejected, as by every kapp leaf command.
+	_, err = execute(t, "tools", "crd-upgrade-safety", "--file2", testdata+"new-safe.yaml", "extra")
+	require.ErrorContains(t, err, "does not accept extra arguments 'extra'")
+	require.Equal(t, 1, ExitStatus(err))
+
+	out, err = execute(t, "tools", "crd-upgrade-safety", "-f", testdata+"old.yaml", "--file2", testdata+"new-safe.yaml")
+	require.NoError(t, err)
+	require.Contains(t, out, "CRD upgrade safety findings")
+	require.Contains(t, out, "No unsafe changes in 2 CRDs")
+}
+
+func TestToolsListsCRDUpgradeSafety(t *testing.T) {
+	root := NewDefaultKappCmd(ui.NewWrappingConfUI(ui.NewNoopUI(), ui.NewNoopLogger()))
+	tools := subcommand(root, "tools")
+	require.NotNil(t, tools)
+	require.Equal(t, "Tools (crd-upgrade-safety, diff, inspect, list-labels)", tools.Short)
+	require.NotNil(t, subcommand(tools, "crd-upgrade-safety"))
+
+	// --tty, added per leaf command by kapp's wrappers, defaults to true
+	// here (human-readable output in CI logs).
+	require.Equal(t, "true", subcommand(tools, "crd-upgrade-safety").Flags().Lookup("tty").DefValue)
+	require.NotNil(t, subcommand(root, "version").Flags().Lookup("tty"))
+
+	deploy := subcommand(root, "deploy")
+	require.NotNil(t, deploy)
+	require.Contains(t, deploy.Flags().Lookup("preflight").Usage, "CRDUpgradeSafety")
+	require.Contains(t, deploy.Flags().Lookup("preflight").Usage, "PermissionValidation")
+}
+
+func TestExitStatus(t *testing.T) {
+	require.Equal(t, 0, ExitStatus(nil))
+	require.Equal(t, 1, ExitStatus(errors.New("x")))
+	require.Equal(t, 3, ExitStatus(cmdapp.DeployDiffExitStatus{}))
+	require.Equal(t, 2, ExitStatus(cmdapp.DeployDiffExitStatus{HasNoChanges: true}))
+}

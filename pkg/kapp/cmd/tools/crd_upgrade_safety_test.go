@@ -1,0 +1,262 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	cmdapp "carvel.dev/kapp/pkg/kapp/cmd/app"
+	"github.com/cppforlife/go-cli-ui/ui"
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/preflight"
+	"github.com/stretchr/testify/require"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+func td(name string) string { return filepath.Join("testdata", "crd-upgrade-safety", name) }
+
+// run runs the command in-process with a JSON UI and returns the decoded
+// JSON UI document and the command's error.
+func run(t *testing.T, old, new []string, cluster preflight.Cluster) (jsonResp, error) {
+	t.Helper()
+	var out bytes.Buffer
+	confUI := ui.NewWrappingConfUI(ui.NewWriterUI(&out, &out, ui.NewNoopLogger()), ui.NewNoopLogger())
+	confUI.EnableJSON()
+	o := NewCRDUpgradeSafetyOptions(confUI, nil)
+	o.FileFlags = CRDUpgradeSafetyFileFlags{OldFiles: old, NewFiles: new}
+	o.Cluster = func() (preflight.Cluster, error) {
+		if cluster == nil {
+			t.Fatalf("cluster contacted although old CRDs came from files")
+		}
+		return cluster, nil
+	}
+	err := o.Run()
+	confUI.Flush()
+	var resp jsonResp
+	if out.Len() > 0 {
+		require.NoError(t, json.Unmarshal(out.Bytes(), &resp), out.String())
+	}
+	return resp, err
+}
+
+type jsonResp struct {
+	Tables []struct {
+		Content string
+		Header  map[string]string
+		Rows    []map[string]string
+		Notes   []string
+	}
+	Lines []string
+}
+
+func (r jsonResp) rows(t *testing.T) []map[string]string {
+	t.Helper()
+	require.Len(t, r.Tables, 1)
+	return r.Tables[0].Rows
+}
+
+func checks(rows []map[string]string) []string {
+	var ids []string
+	for _, r := range rows {
+		ids = append(ids, r["crd"]+" "+r["version"]+" "+r["field"]+" "+r["check"]+" "+r["severity"])
+	}
+	return ids
+}
+
+func TestCRDUpgradeSafetyUnsafe(t *testing.T) {
+	resp, err := run(t, []string{td("old.yaml")}, []string{td("new-unsafe.yaml")}, nil)
+
+	var unsafe UnsafeCRDUpgradeError
+	require.ErrorAs(t, err, &unsafe)
+	require.ErrorIs(t, err, preflight.ErrUnsafeUpgrade)
+	var status cmdapp.ExitStatus
+	require.ErrorAs(t, err, &status)
+	require.Equal(t, 3, status.ExitStatus())
+	require.Equal(t, "unsafe CRD upgrade: 2 error findings", err.Error())
+
+	require.Equal(t, "findings", resp.Tables[0].Content)
+	require.Equal(t, map[string]string{"crd": "CRD", "version": "Version", "field": "Field",
+		"check": "Check", "severity": "Severity", "message": "Message"}, resp.Tables[0].Header)
+	require.Equal(t, []string{
+		"widgets.example.com v1 ^.spec.color enum error",
+		"widgets.example.com v1 ^.spec.size minimum error",
+	}, checks(resp.rows(t)))
+	for _, r := range resp.rows(t) {
+		require.NotEmpty(t, r["message"])
+	}
+	require.Contains(t, resp.Lines, "2 errors, 0 warnings in 1 CRD")
+}
+
+func TestCRDUpgradeSafetySafe(t *testing.T) {
+	// Also: a directory as input, a CRD only in the new files (created).
+	resp, err := run(t, []string{td("old.yaml")}, []string{td("new-safe.yaml")}, nil)
+	require.NoError(t, err)
+	require.Empty(t, resp.rows(t))
+	require.Contains(t, resp.Lines, "No unsafe changes in 2 CRDs")
+}
+
+func TestCRDUpgradeSafetyConfig(t *testing.T) {
+	t.Run("warn mode from a Config among the new files", func(t *testing.T) {
+		resp, err := run(t, []string{td("old.yaml")}, []string{td("new-unsafe.yaml"), td("config-warn.yaml")}, nil)
+		require.NoError(t, err)
+		require.Equal(t, []string{
+			"widgets.example.com v1 ^.spec.color enum warning",
+			"widgets.example.com v1 ^.spec.size minimum warning",
+		}, checks(resp.rows(t)))
+		require.Contains(t, resp.Lines, "0 errors, 2 warnings in 1 CRD")
+	})
+
+	t.Run("Config among the old files is ignored", func(t *testing.T) {
+		_, err := run(t, []string{td("old.yaml"), td("config-warn.yaml")}, []string{td("new-unsafe.yaml")}, nil)
+		require.ErrorIs(t, err, preflight.ErrUnsafeUpgrade)
+	})
+
+	t.Run("maxFindingsPerCRD bounds the table, not the outcome", func(t *testing.T) {
+		resp, err := run(t, []string{td("old.yaml")}, []string{td("new-unsafe.yaml"), td("config-max1.yaml")}, nil)
+		require.ErrorIs(t, err, preflight.ErrUnsafeUpgrade)
+		require.Len(t, resp.rows(t), 1)
+		require.Equal(t, []string{"... and 1 more finding for CRD widgets.example.com"}, resp.Tables[0].Notes)
+		require.Contains(t, resp.Lines, "2 errors, 0 warnings in 1 CRD")
+	})
+
+	t.Run("invalid config value", func(t *testing.T) {
+		_, err := run(t, []string{td("old.yaml")}, []string{td("new-safe.yaml"), td("config-bad.yaml")}, nil)
+		requirePlainError(t, err)
+		require.ErrorIs(t, err, config.ErrInvalidConfig)
+		require.Contains(t, err.Error(), `setting preflight config "CRDUpgradeSafety"`)
+		require.Contains(t, err.Error(), "mode")
+	})
+
+	t.Run("unknown preflight check name, as kapp deploy", func(t *testing.T) {
+		_, err := run(t, []string{td("old.yaml")}, []string{td("new-safe.yaml"), td("config-unknown-check.yaml")}, nil)
+		requirePlainError(t, err)
+		require.Contains(t, err.Error(), `unknown preflight check in configuration: "CRDUpgradeSafty"`)
+	})
+}
+
+func TestCRDUpgradeSafetyBadInput(t *testing.T) {
+	cases := []struct {
+		name     string
+		old, new []string
+		contains []string
+	}{
+		{name: "not YAML", old: []string{td("old.yaml")}, new: []string{td("not-yaml.yaml")},
+			contains: []string{"new CRDs: file '" + td("not-yaml.yaml") + "' doc 1: invalid input: not valid YAML"}},
+		{name: "not an object", old: []string{td("scalar.yaml")}, new: []string{td("new-safe.yaml")},
+			contains: []string{"old CRDs: file '" + td("scalar.yaml") + "' doc 1: invalid input: expected a YAML object (a Kubernetes resource), got a string"}},
+		{name: "duplicate in new", old: []string{td("old.yaml")}, new: []string{td("duplicate.yaml")},
+			contains: []string{"duplicate CustomResourceDefinition widgets.example.com in new files",
+				"'" + td("duplicate.yaml") + "' doc 1 and file '" + td("duplicate.yaml") + "' doc 2"}},
+		{name: "duplicate across old files", old: []string{td("old.yaml"), td("new-safe.yaml")}, new: []string{td("new-safe.yaml")},
+			contains: []string{"duplicate CustomResourceDefinition widgets.example.com in old files"}},
+		{name: "invalid schema", old: []string{td("old.yaml")}, new: []string{td("invalid-schema.yaml")},
+			contains: []string{"CustomResourceDefinition widgets.example.com is invalid",
+				"spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[size].type"}},
+		{name: "undecodable CRD", old: []string{td("undecodable.yaml")}, new: []string{td("new-safe.yaml")},
+			contains: []string{"decoding CustomResourceDefinition widgets.example.com"}},
+		{name: "missing file", old: []string{td("old.yaml")}, new: []string{td("nope.yaml")},
+			contains: []string{"nope.yaml"}},
+		{name: "no --file2", old: []string{td("old.yaml")},
+			contains: []string{"expected at least one --file2"}},
+		{name: "stdin twice", old: []string{"-"}, new: []string{"-"},
+			contains: []string{"standard input (-) at most once"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := run(t, tc.old, tc.new, nil)
+			requirePlainError(t, err)
+			for _, s := range tc.contains {
+				require.Contains(t, err.Error(), s)
+			}
+		})
+	}
+}
+
+func TestCRDUpgradeSafetyOldSchemaNotValidated(t *testing.T) {
+	// Only the new CRDs must be valid: the old ones are what is deployed
+	// (or was), and an invalid old schema is compared like any other.
+	_, err := run(t, []string{td("invalid-schema.yaml")}, []string{td("new-safe.yaml")}, nil)
+	require.NotErrorIs(t, err, ErrInvalidInput)
+}
+
+func TestCRDUpgradeSafetyLive(t *testing.T) {
+	oldSet, err := loadInputs([]string{td("old.yaml")}, "old", false)
+	require.NoError(t, err)
+	live := oldSet.crds[0].crd
+	cluster := &fakeCluster{
+		crds: map[string]*apiextv1.CustomResourceDefinition{live.Name: live},
+		objs: []map[string]any{{
+			"apiVersion": "example.com/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": "blue-one", "namespace": "default"},
+			"spec":     map[string]any{"size": int64(7), "color": "blue"},
+		}},
+	}
+	resp, err := run(t, nil, []string{td("new-unsafe.yaml")}, cluster)
+	require.ErrorIs(t, err, preflight.ErrUnsafeUpgrade)
+	require.Equal(t, [][]string{{"widgets.example.com"}}, cluster.gets, "one batched fetch of the new CRDs' live versions")
+	require.Equal(t, []string{"widgets.example.com v1"}, cluster.lists)
+	require.Contains(t, checks(resp.rows(t)), "widgets.example.com v1  existingResources error")
+	require.Contains(t, resp.Lines, "3 errors, 0 warnings in 1 CRD")
+
+	t.Run("cluster errors fail the run", func(t *testing.T) {
+		failing := &fakeCluster{getErr: errors.New("connection refused")}
+		_, err := run(t, nil, []string{td("new-unsafe.yaml")}, failing)
+		requirePlainError(t, err)
+		require.Contains(t, err.Error(), "connection refused")
+	})
+}
+
+func requirePlainError(t *testing.T, err error) {
+	t.Helper()
+	require.Error(t, err)
+	var status cmdapp.ExitStatus
+	require.False(t, errors.As(err, &status), "expected a plain error (exit status 1), got %T: %v", err, err)
+	require.False(t, errors.Is(err, preflight.ErrUnsafeUpgrade))
+}
+
+type fakeCluster struct {
+	crds   map[string]*apiextv1.CustomResourceDefinition
+	objs   []map[string]any
+	getErr error
+	gets   [][]string
+	lists  []string
+}
+
+func (f *fakeCluster) GetCRDs(_ context.Context, names []string) (map[string]*apiextv1.CustomResourceDefinition, error) {
+	f.gets = append(f.gets, names)
+	if f.getErr != nil {
+		return nil, f.getErr
+	}
+	result := map[string]*apiextv1.CustomResourceDefinition{}
+	for _, n := range names {
+		if crd, ok := f.crds[n]; ok {
+			result[n] = crd
+		}
+	}
+	return result, nil
+}
+
+func (f *fakeCluster) ListCustomResources(_ context.Context, crd *apiextv1.CustomResourceDefinition, version string,
+	fn func([]map[string]any) error) error {
+	f.lists = append(f.lists, crd.Name+" "+version)
+	return fn(f.objs)
+}
+
+func (f *fakeCluster) CountCustomResources(context.Context, *apiextv1.CustomResourceDefinition) (int, error) {
+	return len(f.objs), nil
+}
+
+func TestFileSourcesDirectory(t *testing.T) {
+	srcs, err := fileSources(filepath.Join("testdata", "crd-upgrade-safety"))
+	require.NoError(t, err)
+	var names []string
+	for _, s := range srcs {
+		names = append(names, s.Description())
+	}
+	require.Contains(t, names, "file '"+td("old.yaml")+"'")
+	require.True(t, strings.HasPrefix(names[0], "file '"+td("config-bad.yaml")), "sorted: %v", names)
+}
