@@ -37,6 +37,8 @@ die() {
 
 # ---------------------------------------------------------------- build
 
+# The binaries are rebuilt when this changes: the pins (go.mod, go.sum), the
+# Go toolchain or the build flags.
 stamp_of() { # stamp_of FILE... -> hash of the files, the go version and the build flags
   {
     cat "$@"
@@ -60,11 +62,12 @@ build() {
     log "building kube-apiserver $K8S_VERSION and etcd from the Go module proxy (a few minutes on a cold cache)"
     local start=$SECONDS tmp
     tmp="$(mktemp -d "$BIN_DIR/.build.XXXXXX")"
+    # -mod=readonly: the committed go.sum is the pin. (&& because set -e
+    # does not apply inside the left-hand side of ||.)
     (
-      cd "$MODULE_DIR"
-      # -mod=mod would let go.sum drift; the committed go.sum is the pin.
-      go build -mod=readonly -trimpath -ldflags "$LDFLAGS" -o "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
-      go build -mod=readonly -trimpath -ldflags "$LDFLAGS" -o "$tmp/etcd" go.etcd.io/etcd/server/v3
+      cd "$MODULE_DIR" &&
+        go build -mod=readonly -trimpath -ldflags "$LDFLAGS" -o "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver &&
+        go build -mod=readonly -trimpath -ldflags "$LDFLAGS" -o "$tmp/etcd" go.etcd.io/etcd/server/v3
     ) || {
       rm -rf "$tmp"
       die "build failed"
