@@ -5,6 +5,8 @@ package cmd
 
 import (
 	"errors"
+	"fmt"
+	"sort"
 	"strings"
 
 	kappcmd "carvel.dev/kapp/pkg/kapp/cmd"
@@ -56,7 +58,22 @@ func NewKappCmd(o *kappcmd.KappOptions, confUI *ui.ConfUI, configFactory cmdcore
 	toolsCmd.Short, _, _ = strings.Cut(toolsCmd.Short, " (")
 	cobrautil.ReconfigureCmdWithSubcmd(toolsCmd)
 
+	sortPreflightFlagUsage(root)
 	return root
+}
+
+// sortPreflightFlagUsage rewrites the help of --preflight (deploy, app-group
+// deploy), which kapp's Registry.AddFlags builds by iterating a map, so
+// that help lists the checks in a stable, sorted order.
+func sortPreflightFlagUsage(root *cobra.Command) {
+	names := []string{preflight.CheckName, preflight.PermissionValidationName}
+	sort.Strings(names)
+	usage := fmt.Sprintf("preflight checks to run. Available preflight checks are [%s]", strings.Join(names, ","))
+	cobrautil.VisitCommands(root, func(cmd *cobra.Command) {
+		if f := cmd.Flags().Lookup("preflight"); f != nil {
+			f.Usage = usage
+		}
+	})
 }
 
 // configureAdded gives a command added after kappcmd.NewKappCmd what

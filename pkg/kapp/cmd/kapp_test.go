@@ -83,8 +83,8 @@ func TestToolsListsCRDUpgradeSafety(t *testing.T) {
 
 	deploy := subcommand(root, "deploy")
 	require.NotNil(t, deploy)
-	require.Contains(t, deploy.Flags().Lookup("preflight").Usage, "CRDUpgradeSafety")
-	require.Contains(t, deploy.Flags().Lookup("preflight").Usage, "PermissionValidation")
+	require.Equal(t, "preflight checks to run. Available preflight checks are [CRDUpgradeSafety,PermissionValidation]",
+		deploy.Flags().Lookup("preflight").Usage, "sorted, not in map order")
 }
 
 func TestExitStatus(t *testing.T) {
