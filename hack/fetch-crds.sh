@@ -17,6 +17,8 @@
 # GATEWAY_API_VERSION.
 set -euo pipefail
 
+# The newest versions the module proxy serves that build with this repo's Go
+# (gateway-api v1.7.0 needs go >= 1.27; prometheus-operator v0.86.0 is not served).
 PROMETHEUS_OPERATOR_VERSION="${PROMETHEUS_OPERATOR_VERSION:-v0.85.0}"
 CERT_MANAGER_VERSION="${CERT_MANAGER_VERSION:-v1.21.2}"
 GATEWAY_API_VERSION="${GATEWAY_API_VERSION:-v1.6.3}"
@@ -28,7 +30,9 @@ dest="${root}/.cache/crds"
 # module cache, downloading it first when needed.
 module_dir() {
 	local json dir
-	json="$(cd "${tmp}" && GOFLAGS=-mod=mod go mod download -json "$1")"
+	# On failure go prints the error inside the JSON (and exits non-zero):
+	# keep the output to show it below.
+	json="$(cd "${tmp}" && GOFLAGS=-mod=mod go mod download -json "$1")" || true
 	dir="$(printf '%s\n' "${json}" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
 	if [ -z "${dir}" ] || [ ! -d "${dir}" ]; then
 		echo "fetch-crds: go mod download $1 failed:" >&2
@@ -54,28 +58,32 @@ copy_crds() {
 		echo "fetch-crds: no CRDs found in ${src}" >&2
 		exit 1
 	fi
-	echo "fetch-crds: ${n} CRDs -> ${out#"${root}"/}"
+	echo "fetch-crds: ${n} CRDs from ${src#"$(go env GOMODCACHE)"/}"
 }
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "${tmp}"' EXIT
 
-rm -rf "${dest}"
-mkdir -p "${dest}"
+# Stage everything first: a failed download leaves .cache/crds as it was.
+stage="${tmp}/crds"
+mkdir -p "${stage}"
 
 dir="$(module_dir "github.com/prometheus-operator/prometheus-operator@${PROMETHEUS_OPERATOR_VERSION}")"
-copy_crds "${dir}/example/prometheus-operator-crd" "${dest}/prometheus-operator"
+copy_crds "${dir}/example/prometheus-operator-crd" "${stage}/prometheus-operator"
 
 dir="$(module_dir "github.com/cert-manager/cert-manager@${CERT_MANAGER_VERSION}")"
-copy_crds "${dir}/deploy/crds" "${dest}/cert-manager"
+copy_crds "${dir}/deploy/crds" "${stage}/cert-manager"
 
 dir="$(module_dir "sigs.k8s.io/gateway-api@${GATEWAY_API_VERSION}")"
-copy_crds "${dir}/config/crd/standard" "${dest}/gateway-api/standard"
-copy_crds "${dir}/config/crd/experimental" "${dest}/gateway-api/experimental"
+copy_crds "${dir}/config/crd/standard" "${stage}/gateway-api/standard"
+copy_crds "${dir}/config/crd/experimental" "${stage}/gateway-api/experimental"
 
-cat >"${dest}/VERSIONS" <<EOF
+cat >"${stage}/VERSIONS" <<EOF
 github.com/prometheus-operator/prometheus-operator ${PROMETHEUS_OPERATOR_VERSION}
 github.com/cert-manager/cert-manager ${CERT_MANAGER_VERSION}
 sigs.k8s.io/gateway-api ${GATEWAY_API_VERSION}
 EOF
+rm -rf "${dest}"
+mkdir -p "$(dirname "${dest}")"
+mv "${stage}" "${dest}"
 echo "fetch-crds: done (${dest#"${root}"/})"

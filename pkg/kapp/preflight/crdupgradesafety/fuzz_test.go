@@ -21,6 +21,11 @@ import (
 // compared with itself.
 //
 //	go test -fuzz=FuzzCompare -fuzztime=120s ./pkg/kapp/preflight/crdupgradesafety/
+//
+// The seeds are whole CRDs (1-3 KB per pair), and the fuzzer minimizes
+// every new interesting input for up to -fuzzminimizetime (60s by
+// default), which can take most of a short run; -fuzzminimizetime=5s
+// leaves more time for mutation.
 func FuzzCompare(f *testing.F) {
 	for _, c := range goldenCases(f) {
 		f.Add(c.old, c.new)
