@@ -63,6 +63,15 @@ func TestCRDUpgradeSafetyIsWiredLikeKappCommands(t *testing.T) {
 	require.ErrorContains(t, err, "does not accept extra arguments 'extra'")
 	require.Equal(t, 1, ExitStatus(err))
 
+	// --column (a global flag) selects columns; an unknown one is an error, not a panic.
+	out, err = execute(t, "tools", "crd-upgrade-safety", "-f", testdata+"old.yaml", "--file2", testdata+"new-unsafe.yaml", "--column", "crd,check")
+	require.ErrorIs(t, err, preflight.ErrUnsafeUpgrade)
+	require.Contains(t, out, "widgets.example.com  enum")
+	require.NotContains(t, out, "Severity")
+	_, err = execute(t, "tools", "crd-upgrade-safety", "-f", testdata+"old.yaml", "--file2", testdata+"new-unsafe.yaml", "--column", "bogus")
+	require.ErrorContains(t, err, "printing findings: Failed to find header: bogus (columns: crd, version, field, check, severity, message)")
+	require.Equal(t, 1, ExitStatus(err))
+
 	out, err = execute(t, "tools", "crd-upgrade-safety", "-f", testdata+"old.yaml", "--file2", testdata+"new-safe.yaml")
 	require.NoError(t, err)
 	require.Contains(t, out, "CRD upgrade safety findings")

@@ -3,12 +3,14 @@ package tools
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	cmdapp "carvel.dev/kapp/pkg/kapp/cmd/app"
 	cmdcore "carvel.dev/kapp/pkg/kapp/cmd/core"
 	ctlconf "carvel.dev/kapp/pkg/kapp/config"
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
 	"github.com/cppforlife/go-cli-ui/ui"
+	uitable "github.com/cppforlife/go-cli-ui/ui/table"
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/preflight"
 	"github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety"
@@ -166,7 +168,9 @@ func (o *CRDUpgradeSafetyOptions) Run() error {
 	}
 
 	kept, omitted := crdupgradesafety.Bound(findings, cfg.MaxFindingsPerCRD)
-	o.ui.PrintTable(preflight.FindingsTable(kept, omitted))
+	if err := o.printTable(preflight.FindingsTable(kept, omitted)); err != nil {
+		return err
+	}
 	o.ui.PrintLinef("%s", preflight.Summary(findings, len(plan.Pairs)))
 
 	if errs, warns := preflight.Count(findings); errs > 0 {
@@ -211,6 +215,22 @@ func (o *CRDUpgradeSafetyOptions) config(configRs []ctlres.Resource) (config.CRD
 		return config.CRDUpgradeSafety{}, fmt.Errorf("preflight configuration settings failed: %w", err)
 	}
 	return check.Config(), nil
+}
+
+// printTable prints the findings table. go-cli-ui panics on a --column
+// naming no header; that is bad input, reported as an error here.
+func (o *CRDUpgradeSafetyOptions) printTable(table uitable.Table) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			keys := make([]string, len(table.Header))
+			for i, h := range table.Header {
+				keys[i] = h.Key
+			}
+			err = fmt.Errorf("printing findings: %v (columns: %s)", r, strings.Join(keys, ", "))
+		}
+	}()
+	o.ui.PrintTable(table)
+	return nil
 }
 
 func (o *CRDUpgradeSafetyOptions) cluster() (preflight.Cluster, error) {
