@@ -47,7 +47,7 @@ func (r *pairRun) combinatorList(n *node, id string, o, nw []apiextv1.JSONSchema
 		return // removed or never there: relaxes
 	case len(o) == 0:
 		if enabled {
-			n.report(id, "%s added with %d sub-schemas", id, len(nw))
+			n.report(id, "%s added with %s", id, countNoun(len(nw), "sub-schema"))
 		}
 	case len(o) == len(nw):
 		// Pair each new branch with an identical old one; compare the

@@ -14,7 +14,7 @@ func TestAllOf(t *testing.T) {
 	runSchemaCases(t, []schemaCase{
 		{name: "unchanged", old: `{type: integer, allOf: [{minimum: 1}, {maximum: 9}]}`, new: `{type: integer, allOf: [{minimum: 1}, {maximum: 9}]}`, want: []string{}},
 		{name: "added", old: `{type: integer}`, new: `{type: integer, allOf: [{minimum: 1}]}`,
-			want: []string{"error allOf v1 ^.spec.x: allOf added with 1 sub-schemas"}},
+			want: []string{"error allOf v1 ^.spec.x: allOf added with 1 sub-schema"}},
 		{name: "removed relaxes", old: `{type: integer, allOf: [{minimum: 1}]}`, new: `{type: integer}`, want: []string{}},
 		{name: "branch added", old: `{type: integer, allOf: [{minimum: 1}]}`, new: `{type: integer, allOf: [{minimum: 1}, {maximum: 9}]}`,
 			want: []string{"error allOf v1 ^.spec.x: allOf changed: 1 -> 2 sub-schemas"}},

@@ -19,9 +19,13 @@ func checkServedVersions(p *policy, old, new *apiextv1.CustomResourceDefinition)
 	if !sv.Enabled || (sv.IgnoreConversion && hasWebhookConversion(new)) {
 		return
 	}
+	// Incompatibilities the old CRD already served are not news, unless a
+	// webhook bridged them there and is gone now.
 	already := map[string]struct{}{}
-	for _, f := range servedPairFindings(p.cfg, sv, old) {
-		already[f.key()] = struct{}{}
+	if !hasWebhookConversion(old) || !sv.IgnoreConversion {
+		for _, f := range servedPairFindings(p.cfg, sv, old) {
+			already[f.key()] = struct{}{}
+		}
 	}
 	for _, f := range servedPairFindings(p.cfg, sv, new) {
 		if _, ok := already[f.key()]; !ok {
