@@ -1,6 +1,8 @@
 package crdupgradesafety
 
 import (
+	"bytes"
+
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
@@ -14,6 +16,9 @@ func checkEnum(n *node) {
 	n.old.Enum, n.new.Enum = nil, nil
 	c := n.run.vc.Enum
 	if !c.Enabled || len(nw) == 0 {
+		return
+	}
+	if sameEnum(o, nw) {
 		return
 	}
 	if len(o) == 0 {
@@ -64,4 +69,17 @@ func missingFrom(vals []string, set map[string]struct{}) []string {
 		}
 	}
 	return out
+}
+
+// sameEnum is the fast path: the same values in the same order, byte for byte.
+func sameEnum(a, b []apiextv1.JSON) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal(a[i].Raw, b[i].Raw) {
+			return false
+		}
+	}
+	return true
 }

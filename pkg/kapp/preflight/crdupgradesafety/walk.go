@@ -19,6 +19,10 @@ type pairRun struct {
 	fieldRemoval bool
 	// emit receives every finding of this pair (version, field, check, message).
 	emit func(version, field, check, message string)
+	// nodes is a stack of reusable nodes, one per depth: the walk allocates
+	// none per schema position.
+	nodes []*node
+	depth int
 }
 
 // node is one schema position under comparison. old and new are shallow
@@ -71,7 +75,12 @@ func (r *pairRun) compareSchemas(old, new *apiextv1.JSONSchemaProps) {
 }
 
 func (r *pairRun) walk(path, combinator string, old, new *apiextv1.JSONSchemaProps) {
-	n := &node{run: r, path: path, combinator: combinator, old: *old, new: *new}
+	if r.depth == len(r.nodes) {
+		r.nodes = append(r.nodes, &node{run: r})
+	}
+	n := r.nodes[r.depth]
+	r.depth++
+	n.path, n.combinator, n.old, n.new = path, combinator, *old, *new
 	r.walkProperties(n)
 	r.walkItems(n)
 	r.walkAdditionalProperties(n)
@@ -79,6 +88,7 @@ func (r *pairRun) walk(path, combinator string, old, new *apiextv1.JSONSchemaPro
 	for _, check := range propertyChecks {
 		check(n)
 	}
+	r.depth--
 }
 
 func childPath(parent, name string) string {
