@@ -18,7 +18,7 @@ func checkCELValidation(n *node) {
 	if len(nw) == 0 || !n.run.vc.ToggleEnabled(config.CheckCELValidation) {
 		return
 	}
-	had := make(map[string]struct{}, len(o))
+	had := make(map[celRuleKey]struct{}, len(o))
 	for _, r := range o {
 		had[celKey(r)] = struct{}{}
 	}
@@ -29,6 +29,13 @@ func checkCELValidation(n *node) {
 	}
 }
 
-func celKey(r apiextv1.ValidationRule) string {
-	return strconv.FormatBool(isTrue(r.OptionalOldSelf)) + "\x00" + r.Rule
+// celRuleKey identifies a rule: its text, and optionalOldSelf, which
+// changes when a transition rule runs.
+type celRuleKey struct {
+	rule            string
+	optionalOldSelf bool
+}
+
+func celKey(r apiextv1.ValidationRule) celRuleKey {
+	return celRuleKey{rule: r.Rule, optionalOldSelf: isTrue(r.OptionalOldSelf)}
 }

@@ -94,14 +94,22 @@ func (r *pairRun) combinatorList(n *node, id string, o, nw []apiextv1.JSONSchema
 func intOrStringAnyOf(s *apiextv1.JSONSchemaProps) []apiextv1.JSONSchemaProps {
 	b := s.AnyOf
 	if s.XIntOrString && len(b) == 2 &&
-		(sameSchema(&b[0], &intSchema) && sameSchema(&b[1], &stringSchema) ||
-			sameSchema(&b[0], &stringSchema) && sameSchema(&b[1], &intSchema)) {
+		(onlyType(&b[0], "integer") && onlyType(&b[1], "string") ||
+			onlyType(&b[0], "string") && onlyType(&b[1], "integer")) {
 		return nil
 	}
 	return b
 }
 
-var intSchema, stringSchema = apiextv1.JSONSchemaProps{Type: "integer"}, apiextv1.JSONSchemaProps{Type: "string"}
+// onlyType reports whether s is {type: t}, documentation aside, without
+// copying it.
+func onlyType(s *apiextv1.JSONSchemaProps, t string) bool {
+	if s.Type != t {
+		return false
+	}
+	x := apiextv1.JSONSchemaProps{Type: t, Description: s.Description, Title: s.Title, Example: s.Example, ExternalDocs: s.ExternalDocs}
+	return reflect.DeepEqual(&x, s)
+}
 
 // isSubset reports whether every schema of a equals one of b. Combinator
 // lists are short; this runs only when they differ.
