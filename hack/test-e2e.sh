@@ -45,7 +45,7 @@ fi
 
 section "e2e tests"
 KAPP_E2E_BINARY="$ROOT/bin/kapp" KUBECONFIG="$ROOT/.cache/cluster/kubeconfig" \
-  go test ./test/e2e/... -count=1 -parallel 4 -timeout 20m "$@"
+  go test ./test/e2e/... -count=1 -parallel 8 -timeout 20m "$@"
 
 if ! $started; then
   echo "the cluster is still running"

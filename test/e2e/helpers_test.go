@@ -455,8 +455,8 @@ func (e *env) crdVersions(t *testing.T, n names) (spec, stored []string) {
 	return spec, stored
 }
 
-// crdFile writes a rendered template as the only file of a new directory
-// and returns the directory.
+// crdDir writes a rendered template as crd.yaml into a new directory, with
+// any extra documents as further files, and returns the directory.
 func crdDir(t *testing.T, n names, template string, extra ...[]byte) string {
 	t.Helper()
 	files := map[string][]byte{"crd.yaml": n.render(t, template)}
