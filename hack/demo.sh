@@ -46,7 +46,9 @@ run() { # show, then run, a command
 }
 kapp() { run bin/kapp "$@"; }
 
-# The live CRD as kapp sees it, to show that a blocked deploy changed nothing.
+# The app's live objects (CRD and widgets) and the live CRD alone, as YAML,
+# to show that a blocked deploy changed nothing.
+live_app() { bin/kapp inspect -a "$APP" --raw --tty=false 2>/dev/null; }
 live_crd() {
   bin/kapp inspect -a "$APP" --raw --tty=false --filter-kind CustomResourceDefinition 2>/dev/null
 }
@@ -82,13 +84,13 @@ heading "Release 3: an unsafe upgrade is blocked"
 say "Removes enum value 'small' (used by widget tiny), drops field 'color', makes"
 say "'replicas' required and lowers its maximum to 5 (widget big has 8)."
 run diff -u "$EX/crd-v2-safe.yaml" "$EX/crd-v3-unsafe.yaml" || true
-before="$(live_crd | sha256sum)"
+before="$(live_app | sha256sum)"
 if kapp deploy -a "$APP" -f "$EX/crd-v3-unsafe.yaml" -f "$EX/widgets.yaml" --preflight=CRDUpgradeSafety -y; then
   fail "the unsafe upgrade was applied: expected CRDUpgradeSafety to block it"
 fi
-after="$(live_crd | sha256sum)"
-[[ "$before" == "$after" ]] || fail "the live CRD changed although the deploy was blocked"
-ok "blocked, as expected. The live CRD is byte-for-byte unchanged; size enum: $(live_enum)"
+after="$(live_app | sha256sum)"
+[[ "$before" == "$after" ]] || fail "the live CRD or widgets changed although the deploy was blocked"
+ok "blocked, as expected. The live CRD and widgets are byte-for-byte unchanged; size enum: $(live_enum)"
 
 heading "The same check without deploying: kapp tools crd-upgrade-safety"
 say "Compares new CRD files with the live cluster (exit status 3: unsafe)."
