@@ -48,7 +48,11 @@ kapp() { run bin/kapp "$@"; }
 
 # The app's live objects (CRD and widgets) and the live CRD alone, as YAML,
 # to show that a blocked deploy changed nothing.
-live_app() { bin/kapp inspect -a "$APP" --raw --tty=false 2>/dev/null; }
+live_app() { # one object per line, sorted: kapp lists them in no fixed order
+  bin/kapp inspect -a "$APP" --raw --tty=false 2>/dev/null |
+    awk '/^---$/ { if (d != "") print d; d = ""; next } { d = d (d == "" ? "" : "\\n") $0 } END { if (d != "") print d }' |
+    sort
+}
 live_crd() {
   bin/kapp inspect -a "$APP" --raw --tty=false --filter-kind CustomResourceDefinition 2>/dev/null
 }
