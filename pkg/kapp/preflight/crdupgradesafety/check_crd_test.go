@@ -93,16 +93,7 @@ type crdCase struct {
 func runCRDCases(t *testing.T, cases []crdCase) {
 	t.Helper()
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := config.Default()
-			if tc.config != nil {
-				tc.config(&cfg)
-			}
-			got := render(Compare(tc.old, tc.new, &cfg))
-			if !equalLines(got, tc.want) {
-				t.Fatalf("findings differ\n got: %q\nwant: %q", got, tc.want)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { assertFindings(t, tc.old, tc.new, tc.config, tc.want) })
 	}
 }
 

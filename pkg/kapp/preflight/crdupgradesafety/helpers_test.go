@@ -22,15 +22,21 @@ func runSchemaCases(t *testing.T, cases []schemaCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := config.Default()
-			if tc.config != nil {
-				tc.config(&cfg)
-			}
-			got := render(Compare(crdWithField(t, tc.old), crdWithField(t, tc.new), &cfg))
-			if !equalLines(got, tc.want) {
-				t.Fatalf("findings differ\n got: %q\nwant: %q", got, tc.want)
-			}
+			assertFindings(t, crdWithField(t, tc.old), crdWithField(t, tc.new), tc.config, tc.want)
 		})
+	}
+}
+
+// assertFindings compares old with new under the default config changed by
+// configure (when set) and checks the rendered findings are want.
+func assertFindings(t *testing.T, old, new *apiextv1.CustomResourceDefinition, configure func(*config.CRDUpgradeSafety), want []string) {
+	t.Helper()
+	cfg := config.Default()
+	if configure != nil {
+		configure(&cfg)
+	}
+	if got := render(Compare(old, new, &cfg)); !equalLines(got, want) {
+		t.Fatalf("findings differ\n got: %q\nwant: %q", got, want)
 	}
 }
 

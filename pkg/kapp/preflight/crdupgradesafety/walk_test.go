@@ -20,14 +20,7 @@ func runSpecCases(t *testing.T, cases []specCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := config.Default()
-			if tc.config != nil {
-				tc.config(&cfg)
-			}
-			got := render(Compare(newCRD(t, testVersion{"v1", true, true, tc.old}), newCRD(t, testVersion{"v1", true, true, tc.new}), &cfg))
-			if !equalLines(got, tc.want) {
-				t.Fatalf("findings differ\n got: %q\nwant: %q", got, tc.want)
-			}
+			assertFindings(t, newCRD(t, testVersion{"v1", true, true, tc.old}), newCRD(t, testVersion{"v1", true, true, tc.new}), tc.config, tc.want)
 		})
 	}
 }
