@@ -92,8 +92,12 @@ func newEnv(bin, kc string) (*env, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := core.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil {
-		return nil, fmt.Errorf("cluster of KUBECONFIG %q not usable: %w", kc, err)
+	// kapp keeps app records in the namespace of -n (default: the
+	// kubeconfig's, "default"); the apiserver alone creates both.
+	for _, ns := range []string{"default", "kube-system"} {
+		if _, err := core.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
+			return nil, fmt.Errorf("cluster of KUBECONFIG %q not usable: namespace %s: %w", kc, ns, err)
+		}
 	}
 	return &env{kappBin: abs, kubeconfig: kc, rest: cfg, dyn: dyn, core: core}, nil
 }
