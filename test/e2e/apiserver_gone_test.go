@@ -114,11 +114,7 @@ func (p *cuttingProxy) log() []string {
 // The change itself is safe, so only failing closed can explain a failure.
 func TestApiserverGoneMidCheckFailsClosed(t *testing.T) {
 	t.Parallel()
-	e := setup(t)
-	n := newNames(t)
-	e.cleanupApp(t, n.App)
-	e.deployOK(t, n.App, []string{crdDir(t, n, "base/crd.yaml")})
-	e.createCRs(t, n, "base/crs.yaml")
+	e, n := baseApp(t)
 	before := e.snapshot(t, n)
 
 	// A LIST of the custom resources across namespaces: the existingResources

@@ -469,3 +469,15 @@ func crdDir(t *testing.T, n names, template string, extra ...[]byte) string {
 	}
 	return dir(t, files)
 }
+
+// baseApp starts a test on an app of its own: the base CRD deployed
+// (without the check) and its custom resources created.
+func baseApp(t *testing.T) (*env, names) {
+	t.Helper()
+	e := setup(t)
+	n := newNames(t)
+	e.cleanupApp(t, n.App)
+	e.deployOK(t, n.App, []string{crdDir(t, n, "base/crd.yaml")})
+	e.createCRs(t, n, "base/crs.yaml")
+	return e, n
+}

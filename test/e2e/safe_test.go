@@ -70,11 +70,7 @@ func TestStoredVersionOnlyInStatusCannotBeDropped(t *testing.T) {
 // removed) with mode warn: the finding is printed and the change applied.
 func TestWarnModeAppliesWithWarnings(t *testing.T) {
 	t.Parallel()
-	e := setup(t)
-	n := newNames(t)
-	e.cleanupApp(t, n.App)
-	e.deployOK(t, n.App, []string{crdDir(t, n, "base/crd.yaml")})
-	e.createCRs(t, n, "base/crs.yaml")
+	e, n := baseApp(t)
 
 	r := e.deployOK(t, n.App, []string{
 		crdDir(t, n, "unsafe/enum-value-removed/new.yaml"),

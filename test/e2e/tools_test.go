@@ -19,11 +19,7 @@ import (
 // changes nothing on the cluster.
 func TestToolsCRDUpgradeSafetyLive(t *testing.T) {
 	t.Parallel()
-	e := setup(t)
-	n := newNames(t)
-	e.cleanupApp(t, n.App)
-	e.deployOK(t, n.App, []string{crdDir(t, n, "base/crd.yaml")})
-	e.createCRs(t, n, "base/crs.yaml")
+	e, n := baseApp(t)
 	before := e.snapshot(t, n)
 
 	tools := func(stdin string, args ...string) result {

@@ -62,11 +62,7 @@ func TestUnsafeChangeIsBlocked(t *testing.T) {
 // blocks it.
 func TestNoPreflightAppliesUnsafeChange(t *testing.T) {
 	t.Parallel()
-	e := setup(t)
-	n := newNames(t)
-	e.cleanupApp(t, n.App)
-	e.deployOK(t, n.App, []string{crdDir(t, n, "base/crd.yaml")})
-	e.createCRs(t, n, "base/crs.yaml")
+	e, n := baseApp(t)
 	before := e.crdSchemaJSON(t, n, "v1")
 
 	r := e.deployOK(t, n.App, []string{crdDir(t, n, "unsafe/field-removed/new.yaml")})
