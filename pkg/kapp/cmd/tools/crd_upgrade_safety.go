@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -81,7 +82,8 @@ Old CRDs come from --file, or from the cluster when no --file is given (then the
 live checks run too: existing custom resources must stay valid under the new
 schema). New CRDs come from --file2. Inputs may be whole manifests: documents
 that are not CustomResourceDefinitions are ignored, CRDs only in the old inputs
-are ignored, CRDs only in the new inputs are new (nothing to compare).
+are ignored, CRDs only in the new inputs are new (nothing to compare). New
+inputs that hold no CRD at all are an error (most likely the wrong folder).
 
 A kapp Config (apiVersion: kapp.k14s.io/v1alpha1, kind: Config) among the new
 inputs configures the check through its preflightRules entry named
@@ -111,6 +113,9 @@ Exit status:
 	return cmd
 }
 
+// ErrNoCRDs is returned when the new inputs hold no CRD to check.
+var ErrNoCRDs = errors.New("no CRDs to check")
+
 func (o *CRDUpgradeSafetyOptions) Run() error {
 	ctx := context.Background()
 	if len(o.FileFlags.NewFiles) == 0 {
@@ -123,6 +128,11 @@ func (o *CRDUpgradeSafetyOptions) Run() error {
 	newSet, oldSet, err := o.load()
 	if err != nil {
 		return err
+	}
+	if len(newSet.crds) == 0 {
+		// Most likely the wrong folder: passing would hide it in CI.
+		return fmt.Errorf("%w: the --file2 inputs (%s) hold no apiextensions.k8s.io/v1 CustomResourceDefinition",
+			ErrNoCRDs, strings.Join(o.FileFlags.NewFiles, ", "))
 	}
 	cfg, err := o.config(newSet.configs)
 	if err != nil {

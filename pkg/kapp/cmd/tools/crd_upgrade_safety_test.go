@@ -162,6 +162,8 @@ func TestCRDUpgradeSafetyBadInput(t *testing.T) {
 			contains: []string{"nope.yaml"}},
 		{name: "no --file2", old: []string{td("old.yaml")},
 			contains: []string{"expected at least one --file2"}},
+		{name: "no CRD in the new files", old: []string{td("old.yaml")}, new: []string{td("config-warn.yaml")},
+			contains: []string{"no CRDs to check: the --file2 inputs (" + td("config-warn.yaml") + ") hold no apiextensions.k8s.io/v1 CustomResourceDefinition"}},
 		{name: "stdin twice", old: []string{"-"}, new: []string{"-"},
 			contains: []string{"standard input (-) at most once"}},
 	}
