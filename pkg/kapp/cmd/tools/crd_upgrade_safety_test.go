@@ -70,12 +70,7 @@ func checks(rows []map[string]string) []string {
 func TestCRDUpgradeSafetyUnsafe(t *testing.T) {
 	resp, err := run(t, []string{td("old.yaml")}, []string{td("new-unsafe.yaml")}, nil)
 
-	var unsafe UnsafeCRDUpgradeError
-	require.ErrorAs(t, err, &unsafe)
-	require.ErrorIs(t, err, preflight.ErrUnsafeUpgrade)
-	var status cmdapp.ExitStatus
-	require.ErrorAs(t, err, &status)
-	require.Equal(t, 3, status.ExitStatus())
+	requireUnsafe(t, err)
 	require.Equal(t, "unsafe CRD upgrade: 2 error findings", err.Error())
 
 	require.Equal(t, "findings", resp.Tables[0].Content)
@@ -210,6 +205,17 @@ func TestCRDUpgradeSafetyLive(t *testing.T) {
 		requirePlainError(t, err)
 		require.Contains(t, err.Error(), "connection refused")
 	})
+}
+
+// requireUnsafe checks err is the unsafe-upgrade error, exit status 3.
+func requireUnsafe(t *testing.T, err error) {
+	t.Helper()
+	var unsafe UnsafeCRDUpgradeError
+	require.ErrorAs(t, err, &unsafe)
+	require.ErrorIs(t, err, preflight.ErrUnsafeUpgrade)
+	var status cmdapp.ExitStatus
+	require.ErrorAs(t, err, &status)
+	require.Equal(t, 3, status.ExitStatus())
 }
 
 func requirePlainError(t *testing.T, err error) {
