@@ -3,8 +3,8 @@ package preflight
 import (
 	"context"
 	"fmt"
-	"sync"
 
+	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,7 +51,7 @@ var _ Cluster = &DynamicCluster{}
 // without the cost of LISTing every CRD of the cluster.
 func (c *DynamicCluster) GetCRDs(ctx context.Context, names []string) (map[string]*apiextv1.CustomResourceDefinition, error) {
 	crds := make([]*apiextv1.CustomResourceDefinition, len(names))
-	err := forEachLimit(ctx, len(names), c.concurrency(), func(ctx context.Context, i int) error {
+	err := parallel.ForEach(ctx, len(names), c.concurrency(), func(ctx context.Context, i int) error {
 		u, err := c.Client.Resource(crdGVR).Get(ctx, names[i], metav1.GetOptions{})
 		if err != nil {
 			if apierrors.IsNotFound(err) {
@@ -172,54 +172,4 @@ func listVersion(crd *apiextv1.CustomResourceDefinition) string {
 		}
 	}
 	return first
-}
-
-// forEachLimit runs fn(ctx, i) for i in [0, n) with at most limit calls at
-// once. The first failure cancels the context of the others; of several
-// failures the one with the lowest index is returned, so errors do not
-// depend on scheduling.
-func forEachLimit(ctx context.Context, n, limit int, fn func(ctx context.Context, i int) error) error {
-	if n == 0 {
-		return nil
-	}
-	if limit < 1 {
-		limit = 1
-	}
-	if limit > n {
-		limit = n
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
-	errs := make([]error, n)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < limit; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if err := fn(ctx, i); err != nil {
-					errs[i] = err
-					cancel()
-				}
-			}
-		}()
-	}
-feed:
-	for i := 0; i < n; i++ {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(next)
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return ctx.Err()
 }

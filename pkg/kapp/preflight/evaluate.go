@@ -6,6 +6,7 @@ import (
 	"runtime"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
 	"github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
@@ -50,7 +51,7 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.CRDUpgradeSafety, clus
 
 	// Offline comparison: CPU bound, one CRD per core at a time.
 	perCRD := make([][]crdupgradesafety.Finding, len(updates))
-	err := forEachLimit(ctx, len(updates), runtime.GOMAXPROCS(0), func(_ context.Context, i int) error {
+	err := parallel.ForEach(ctx, len(updates), runtime.GOMAXPROCS(0), func(_ context.Context, i int) error {
 		perCRD[i] = crdupgradesafety.Compare(updates[i].Old, updates[i].New, cfg)
 		return nil
 	})
@@ -98,7 +99,7 @@ func liveFindings(ctx context.Context, updates []Pair, removals []Removal,
 	}
 
 	results := make([][]crdupgradesafety.Finding, len(tasks))
-	err := forEachLimit(ctx, len(tasks), DefaultConcurrency, func(ctx context.Context, i int) error {
+	err := parallel.ForEach(ctx, len(tasks), DefaultConcurrency, func(ctx context.Context, i int) error {
 		var err error
 		if t := tasks[i]; t.pair != nil {
 			results[i], err = existingResourceFindings(ctx, *t.pair, cfg, cluster)

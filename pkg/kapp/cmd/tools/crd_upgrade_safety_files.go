@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,9 +12,9 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
 
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
@@ -89,9 +90,12 @@ func loadInputs(files []string, which string, validate bool) (inputSet, error) {
 		err     error
 	}
 	results := make([]result, len(docs))
-	parallel(len(docs), func(i int) {
+	// Decoding errors are kept per document (reported in input order below),
+	// so the work itself never fails.
+	_ = parallel.ForEach(context.Background(), len(docs), runtime.GOMAXPROCS(0), func(_ context.Context, i int) error {
 		r := &results[i]
 		r.crds, r.configs, r.err = decodeDoc(docs[i], validate)
+		return nil
 	})
 
 	var set inputSet
@@ -345,28 +349,4 @@ func validateVersionSchema(v *apiextv1.CustomResourceDefinitionVersion, path *fi
 		return field.ErrorList{field.Invalid(path, "", err.Error())}
 	}
 	return schema.ValidateStructural(path, s)
-}
-
-// parallel runs fn(i) for i in [0, n) on GOMAXPROCS goroutines.
-func parallel(n int, fn func(i int)) {
-	workers := runtime.GOMAXPROCS(0)
-	if workers > n {
-		workers = n
-	}
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				fn(i)
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
 }
