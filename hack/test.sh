@@ -22,6 +22,7 @@ fi
 section "go vet"
 go vet ./...
 (cd hack/cluster && go vet ./clusterutil/...)
+(cd hack/bench && go vet ./...)
 
 section "unit tests"
 # test/e2e needs the cluster; it runs below.
