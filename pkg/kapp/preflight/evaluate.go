@@ -31,13 +31,13 @@ type Plan struct {
 	Removals []Removal
 }
 
-// crdsPerValidation batches existing custom resources for one
+// objectsPerValidation batches existing custom resources for one
 // crdupgradesafety.ValidateExisting call: large enough that the schema and
 // CEL validators built per call are amortised, small enough to bound memory.
-const crdsPerValidation = 2000
+const objectsPerValidation = 2000
 
 // Evaluate runs the engine over a plan and returns every finding, sorted
-// (see SortFindings). With a nil cluster only the offline comparison runs;
+// (see crdupgradesafety.SortFindings). With a nil cluster only the offline comparison runs;
 // with one, the live checks enabled in cfg run too: existingResources for
 // every updated CRD and crdDeletion for every removal. Any API error fails
 // the evaluation (fail closed), wrapped with the CRD it concerns.
@@ -71,7 +71,7 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.CRDUpgradeSafety, clus
 	for _, fs := range perCRD {
 		all = append(all, fs...)
 	}
-	SortFindings(all)
+	crdupgradesafety.SortFindings(all)
 	return all, nil
 }
 
@@ -139,7 +139,7 @@ func existingResourceFindings(ctx context.Context, pair Pair, cfg *config.CRDUpg
 		}
 		err := cluster.ListCustomResources(ctx, pair.Old, v.Name, func(objs []map[string]any) error {
 			batch = append(batch, objs...)
-			if len(batch) >= crdsPerValidation {
+			if len(batch) >= objectsPerValidation {
 				return flush()
 			}
 			return nil

@@ -15,7 +15,7 @@ import (
 
 // FindingLine renders one finding on one line, e.g.
 //
-//	crd widgets.example.com version v1 field ^.spec.size: [minimum] minimum increased from 1 to 5
+//	crd widgets.example.com version v1 field ^.spec.size: [minimum] minimum increased: 1 -> 5
 //
 // CRD-level findings leave out the version and field parts they lack.
 func FindingLine(f crdupgradesafety.Finding) string {
@@ -53,29 +53,6 @@ func OmittedLines(omitted map[string]int) []string {
 			omitted[name], plural(omitted[name], "finding", "findings"), name))
 	}
 	return lines
-}
-
-// SortFindings sorts findings by CRD, version, field, check, message and
-// severity, so that combined results of several CRDs and of the live checks
-// print in one stable order.
-func SortFindings(findings []crdupgradesafety.Finding) {
-	sort.SliceStable(findings, func(i, j int) bool {
-		a, b := &findings[i], &findings[j]
-		switch {
-		case a.CRD != b.CRD:
-			return a.CRD < b.CRD
-		case a.Version != b.Version:
-			return a.Version < b.Version
-		case a.Field != b.Field:
-			return a.Field < b.Field
-		case a.Check != b.Check:
-			return a.Check < b.Check
-		case a.Message != b.Message:
-			return a.Message < b.Message
-		default:
-			return a.Severity < b.Severity
-		}
-	})
 }
 
 // Table keys double as the JSON keys of the rows under the global --json

@@ -48,7 +48,7 @@ func validateExisting(newCRD *apiextv1.CustomResourceDefinition, objs []map[stri
 				fmt.Sprintf("existing %s %s would be invalid: %s", newCRD.Spec.Names.Kind, objectName(obj), summarize(errs)))
 		}
 	}
-	sortFindings(p.findings)
+	SortFindings(p.findings)
 	return p.findings, nil
 }
 

@@ -21,7 +21,7 @@ func compare(old, new *apiextv1.CustomResourceDefinition, cfg *config.CRDUpgrade
 	checkServedVersionRemoval(p, old, new)
 	checkSameVersions(p, old, new)
 	checkServedVersions(p, old, new)
-	sortFindings(p.findings)
+	SortFindings(p.findings)
 	return p.findings
 }
 
@@ -81,21 +81,25 @@ func effectiveFailMode(cfg *config.CRDUpgradeSafety, vc *config.VersionChecks) c
 	return cfg.FailMode
 }
 
-func sortFindings(fs []Finding) {
+// SortFindings sorts findings by CRD, version, field, check, message and
+// severity: the one stable order of every output, for one CRD or combined
+// results of several CRDs and of the live checks.
+func SortFindings(fs []Finding) {
 	sort.SliceStable(fs, func(i, j int) bool {
-		a, b := fs[i], fs[j]
-		if a.CRD != b.CRD {
+		a, b := &fs[i], &fs[j]
+		switch {
+		case a.CRD != b.CRD:
 			return a.CRD < b.CRD
-		}
-		if a.Version != b.Version {
+		case a.Version != b.Version:
 			return a.Version < b.Version
-		}
-		if a.Field != b.Field {
+		case a.Field != b.Field:
 			return a.Field < b.Field
-		}
-		if a.Check != b.Check {
+		case a.Check != b.Check:
 			return a.Check < b.Check
+		case a.Message != b.Message:
+			return a.Message < b.Message
+		default:
+			return a.Severity < b.Severity
 		}
-		return a.Message < b.Message
 	})
 }

@@ -139,6 +139,30 @@ func TestFindingsSorted(t *testing.T) {
 	}
 }
 
+// TestSortFindings pins the order of combined findings (several CRDs, the
+// live checks), severity last.
+func TestSortFindings(t *testing.T) {
+	fs := []Finding{
+		{CRD: "b", Version: "v1", Field: "^.a", Check: "enum", Message: "x", Severity: SeverityError},
+		{CRD: "a", Version: "v2", Field: "^.a", Check: "enum", Message: "x", Severity: SeverityError},
+		{CRD: "a", Version: "v1", Field: "^.b", Check: "enum", Message: "x", Severity: SeverityError},
+		{CRD: "a", Version: "v1", Field: "^.b", Check: "default", Message: "y", Severity: SeverityError},
+		{CRD: "a", Version: "v1", Field: "^.b", Check: "default", Message: "x", Severity: SeverityWarning},
+		{CRD: "a", Version: "v1", Field: "^.b", Check: "default", Message: "x", Severity: SeverityError},
+	}
+	SortFindings(fs)
+	want := []string{
+		"error default v1 ^.b: x", "warning default v1 ^.b: x", "error default v1 ^.b: y",
+		"error enum v1 ^.b: x", "error enum v2 ^.a: x", "error enum v1 ^.a: x",
+	}
+	if got := render(fs); !equalLines(got, want) {
+		t.Fatalf("order differs\n got: %q\nwant: %q", got, want)
+	}
+	if fs[5].CRD != "b" {
+		t.Fatalf("CRD b sorted before a: %+v", fs)
+	}
+}
+
 func TestHasErrors(t *testing.T) {
 	cases := []struct {
 		name string
