@@ -428,11 +428,8 @@ func (e *env) requireUnchanged(t *testing.T, n names, before snapshot) {
 // crdSchemaJSON returns the JSON of a version's openAPIV3Schema of the live CRD.
 func (e *env) crdSchemaJSON(t *testing.T, n names, version string) string {
 	t.Helper()
-	crd := e.getCRD(t, n)
-	require.NotNil(t, crd)
-	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-	for _, v := range versions {
-		vm, _ := v.(map[string]any)
+	_, versions := e.liveVersions(t, n)
+	for _, vm := range versions {
 		if vm["name"] == version {
 			b, err := json.Marshal(vm["schema"])
 			require.NoError(t, err)
@@ -447,16 +444,27 @@ func (e *env) crdSchemaJSON(t *testing.T, n names, version string) string {
 // status.storedVersions.
 func (e *env) crdVersions(t *testing.T, n names) (spec, stored []string) {
 	t.Helper()
-	crd := e.getCRD(t, n)
-	require.NotNil(t, crd)
-	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-	for _, v := range versions {
-		vm, _ := v.(map[string]any)
+	crd, versions := e.liveVersions(t, n)
+	for _, vm := range versions {
 		name, _ := vm["name"].(string)
 		spec = append(spec, name)
 	}
 	stored, _, _ = unstructured.NestedStringSlice(crd.Object, "status", "storedVersions")
 	return spec, stored
+}
+
+// liveVersions returns the live CRD and its spec.versions entries.
+func (e *env) liveVersions(t *testing.T, n names) (*unstructured.Unstructured, []map[string]any) {
+	t.Helper()
+	crd := e.getCRD(t, n)
+	require.NotNil(t, crd, "CRD %s is not on the cluster", n.CRD)
+	raw, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	versions := make([]map[string]any, 0, len(raw))
+	for _, v := range raw {
+		vm, _ := v.(map[string]any)
+		versions = append(versions, vm)
+	}
+	return crd, versions
 }
 
 // crdDir writes a rendered template as crd.yaml into a new directory, with
