@@ -1,6 +1,6 @@
 // Package cmd builds our kapp command tree: upstream kapp's commands with
-// our preflight registry, our version command and `kapp tools
-// crd-upgrade-safety`.
+// our preflight registry, our version command, `kapp tools
+// crd-upgrade-safety` and `kapp tools crd-migrate-storage`.
 package cmd
 
 import (
@@ -32,7 +32,8 @@ func NewDefaultKappCmd(confUI *ui.ConfUI) *cobra.Command {
 }
 
 // NewKappCmd builds upstream's command tree from o, then replaces the
-// version command and adds crd-upgrade-safety under tools.
+// version command and adds crd-upgrade-safety and crd-migrate-storage under
+// tools.
 func NewKappCmd(o *kappcmd.KappOptions, confUI *ui.ConfUI, configFactory cmdcore.ConfigFactory,
 	depsFactory cmdcore.DepsFactory, flagsFactory cmdcore.FlagsFactory) *cobra.Command {
 
@@ -54,6 +55,9 @@ func NewKappCmd(o *kappcmd.KappOptions, confUI *ui.ConfUI, configFactory cmdcore
 	safetyCmd := tools.NewCRDUpgradeSafetyCmd(tools.NewCRDUpgradeSafetyOptions(confUI, depsFactory), flagsFactory)
 	toolsCmd.AddCommand(safetyCmd)
 	configureAdded(safetyCmd, o, confUI, configFactory, depsFactory)
+	migrateCmd := tools.NewCRDMigrateStorageCmd(tools.NewCRDMigrateStorageOptions(confUI, depsFactory), flagsFactory)
+	toolsCmd.AddCommand(migrateCmd)
+	configureAdded(migrateCmd, o, confUI, configFactory, depsFactory)
 	// Recompute "Tools (inspect, diff, ...)" so the list names the new command.
 	toolsCmd.Short, _, _ = strings.Cut(toolsCmd.Short, " (")
 	cobrautil.ReconfigureCmdWithSubcmd(toolsCmd)

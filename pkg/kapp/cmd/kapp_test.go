@@ -82,7 +82,7 @@ func TestToolsListsCRDUpgradeSafety(t *testing.T) {
 	root := NewDefaultKappCmd(ui.NewWrappingConfUI(ui.NewNoopUI(), ui.NewNoopLogger()))
 	tools := subcommand(root, "tools")
 	require.NotNil(t, tools)
-	require.Equal(t, "Tools (crd-upgrade-safety, diff, inspect, list-labels)", tools.Short)
+	require.Equal(t, "Tools (crd-migrate-storage, crd-upgrade-safety, diff, inspect, list-labels)", tools.Short)
 	require.NotNil(t, subcommand(tools, "crd-upgrade-safety"))
 
 	// --tty, added per leaf command by kapp's wrappers, defaults to true

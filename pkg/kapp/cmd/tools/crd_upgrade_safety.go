@@ -178,7 +178,7 @@ func (o *CRDUpgradeSafetyOptions) Run() error {
 	}
 
 	kept, omitted := crdupgradesafety.Bound(findings, cfg.MaxFindingsPerCRD)
-	if err := o.printTable(preflight.FindingsTable(kept, omitted)); err != nil {
+	if err := printTable(o.ui, preflight.FindingsTable(kept, omitted)); err != nil {
 		return err
 	}
 	o.ui.PrintLinef("%s", preflight.Summary(findings, len(plan.Pairs)))
@@ -227,19 +227,19 @@ func (o *CRDUpgradeSafetyOptions) config(configRs []ctlres.Resource) (config.CRD
 	return check.Config(), nil
 }
 
-// printTable prints the findings table. go-cli-ui panics on a --column
-// naming no header; that is bad input, reported as an error here.
-func (o *CRDUpgradeSafetyOptions) printTable(table uitable.Table) (err error) {
+// printTable prints a table. go-cli-ui panics on a --column naming no
+// header; that is bad input, reported as an error here.
+func printTable(u ui.UI, table uitable.Table) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			keys := make([]string, len(table.Header))
 			for i, h := range table.Header {
 				keys[i] = h.Key
 			}
-			err = fmt.Errorf("printing findings: %v (columns: %s)", r, strings.Join(keys, ", "))
+			err = fmt.Errorf("printing %s: %v (columns: %s)", table.Content, r, strings.Join(keys, ", "))
 		}
 	}()
-	o.ui.PrintTable(table)
+	u.PrintTable(table)
 	return nil
 }
 

@@ -1,0 +1,315 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	cmdapp "carvel.dev/kapp/pkg/kapp/cmd/app"
+	cmdcore "carvel.dev/kapp/pkg/kapp/cmd/core"
+	"github.com/cppforlife/go-cli-ui/ui"
+	uitable "github.com/cppforlife/go-cli-ui/ui/table"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
+	"github.com/crdsafety/kapp/pkg/kapp/preflight"
+	"github.com/spf13/cobra"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// ErrNoCRDsToMigrate is returned when the inputs name no CRD.
+var ErrNoCRDsToMigrate = errors.New("no CRDs to migrate")
+
+// CRDMigrateStorageCRDFlags select the CRDs: by name, or every CRD in files.
+type CRDMigrateStorageCRDFlags struct {
+	Names []string
+	Files []string
+}
+
+func (s *CRDMigrateStorageCRDFlags) Set(cmd *cobra.Command) {
+	cmd.Flags().StringSliceVar(&s.Names, "crd", nil, "Set name of a CRD to migrate (format: plural.group) (can repeat)")
+	cmd.Flags().StringSliceVarP(&s.Files, "file", "f", nil,
+		"Set file whose CRDs to migrate, by name (format: /tmp/foo, https://..., -) (can repeat)")
+}
+
+// CRDMigrateStorageFlags shape the migration.
+type CRDMigrateStorageFlags struct {
+	To          string
+	Concurrency int
+	DryRun      bool
+}
+
+func (s *CRDMigrateStorageFlags) Set(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&s.To, "to", "",
+		"Set the version to migrate to; it must be the CRD's storage version (default: the current storage version)")
+	cmd.Flags().IntVar(&s.Concurrency, "concurrency", DefaultMigrationConcurrency, "Set maximum number of object updates in flight per CRD")
+	cmd.Flags().BoolVar(&s.DryRun, "dry-run", false, "Print what would be migrated without changing anything")
+}
+
+type CRDMigrateStorageOptions struct {
+	ui          ui.UI
+	depsFactory cmdcore.DepsFactory
+
+	CRDFlags     CRDMigrateStorageCRDFlags
+	MigrateFlags CRDMigrateStorageFlags
+
+	// cluster reaches the cluster; nil uses kapp's clients (tests set it).
+	cluster func() (migrationCluster, error)
+	// tune adjusts the migrator before it runs (tests shorten its waits).
+	tune func(*storageMigrator)
+}
+
+func NewCRDMigrateStorageOptions(ui ui.UI, depsFactory cmdcore.DepsFactory) *CRDMigrateStorageOptions {
+	return &CRDMigrateStorageOptions{ui: ui, depsFactory: depsFactory}
+}
+
+func NewCRDMigrateStorageCmd(o *CRDMigrateStorageOptions, _ cmdcore.FlagsFactory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "crd-migrate-storage",
+		Short: "Rewrite stored custom resources at their CRD's storage version and trim status.storedVersions",
+		Long: `Rewrite every stored custom resource of the given CRDs at the CRD's storage
+version, then set the CRD's status.storedVersions to the storage version alone.
+This is the step that makes removing an old version of a CRD safe: the
+CRDUpgradeSafety check blocks the removal (storedVersionRemoval) while the
+version is in status.storedVersions. See docs/migrate.md for the whole path.
+
+For each CRD: its storage version must be --to (when given) and served. Every
+custom resource (all namespaces) is listed at the storage version and written
+back unchanged; the apiserver re-encodes it at the storage version, and skips
+the write for objects already stored at it. Only when every object is written
+is status.storedVersions trimmed, through the status subresource, and only if
+the CRD did not change meanwhile. Nothing is written when any CRD cannot be
+migrated.
+
+An interrupted run changes no status.storedVersions; running the command again
+finishes the job (objects already rewritten cost no write).
+
+Exit status:
+  0  migrated (or nothing to do, or --dry-run)
+  1  not migrated: bad input, a CRD that cannot be migrated, cluster errors,
+     objects that could not be rewritten`,
+		RunE:        func(_ *cobra.Command, _ []string) error { return o.Run() },
+		Annotations: map[string]string{cmdapp.TTYByDefaultKey: ""},
+		Example: `
+  # Migrate the stored objects of a CRD to its storage version
+  kapp tools crd-migrate-storage --crd widgets.example.com
+
+  # The same, asserting that v1 is the storage version, without asking
+  kapp tools crd-migrate-storage --crd widgets.example.com --to v1 -y
+
+  # Every CRD of a release, first without changing anything
+  kapp tools crd-migrate-storage -f release-1.1/crds/ --dry-run`,
+	}
+	o.CRDFlags.Set(cmd)
+	o.MigrateFlags.Set(cmd)
+	return cmd
+}
+
+func (o *CRDMigrateStorageOptions) Run() error {
+	ctx := context.Background()
+	if o.MigrateFlags.Concurrency < 1 {
+		return fmt.Errorf("expected --concurrency to be at least 1, got %d", o.MigrateFlags.Concurrency)
+	}
+	names, err := o.crdNames()
+	if err != nil {
+		return err
+	}
+	cluster, err := o.migrationCluster()
+	if err != nil {
+		return err
+	}
+
+	plans, err := o.plan(ctx, cluster, names)
+	if err != nil {
+		return err
+	}
+	if err := printTable(o.ui, migrationTable(plans)); err != nil {
+		return err
+	}
+	pending := 0
+	for _, p := range plans {
+		if !p.done() {
+			pending++
+		}
+	}
+	if pending == 0 {
+		o.ui.PrintLinef("Nothing to migrate: status.storedVersions of %s is the storage version alone", countNoun(len(plans), "CRD", "CRDs"))
+		return nil
+	}
+	if o.MigrateFlags.DryRun {
+		o.ui.PrintLinef("Dry run: nothing changed. Would rewrite the objects of %s at the storage version (objects already stored at it cost no write) and trim status.storedVersions",
+			countNoun(pending, "CRD", "CRDs"))
+		return nil
+	}
+	if err := o.ui.AskForConfirmation(); err != nil {
+		return err
+	}
+
+	m := &storageMigrator{
+		cluster:         cluster,
+		msgs:            cmdcore.NewPlainMessagesUI(o.ui),
+		concurrency:     o.MigrateFlags.Concurrency,
+		pageSize:        preflight.DefaultPageSize,
+		storageWait:     time.Minute,
+		pollInterval:    500 * time.Millisecond,
+		progressEvery:   5 * time.Second,
+		progressByCount: 10,
+	}
+	if o.tune != nil {
+		o.tune(m)
+	}
+	var total migrationCounts
+	done := 0
+	for _, p := range plans {
+		if p.done() {
+			done++
+			continue
+		}
+		m.msgs.NotifySection("crd %s: rewriting %s at %s [%d/%d CRDs done]",
+			p.name, countNoun(p.objects, "object", "objects"), p.storage, done, pending)
+		counts, err := m.migrate(ctx, p)
+		total.add(counts)
+		if err != nil {
+			return err
+		}
+		done++
+		m.msgs.Notify([]string{fmt.Sprintf("crd %s: status.storedVersions %s", p.name, p.storedVersionsChange())})
+	}
+	m.msgs.NotifySection("migration complete [%d/%d CRDs done]: %s", done, len(plans), total.describe("the storage version"))
+	return nil
+}
+
+// crdNames returns the names of --crd, then of the CRDs in --file, in
+// order and without repeats.
+func (o *CRDMigrateStorageOptions) crdNames() ([]string, error) {
+	if len(o.CRDFlags.Names) == 0 && len(o.CRDFlags.Files) == 0 {
+		return nil, fmt.Errorf("expected at least one --crd or --file naming the CRDs to migrate")
+	}
+	if stdinCount(o.CRDFlags.Files) > 1 {
+		return nil, fmt.Errorf("expected standard input (-) at most once among --file")
+	}
+	var names []string
+	seen := map[string]bool{}
+	add := func(name string) {
+		if !seen[name] {
+			seen[name] = true
+			names = append(names, name)
+		}
+	}
+	for _, name := range o.CRDFlags.Names {
+		if name = strings.TrimSpace(name); name == "" {
+			return nil, fmt.Errorf("expected --crd to name a CRD (plural.group), got an empty name")
+		}
+		add(name)
+	}
+	if len(o.CRDFlags.Files) > 0 {
+		set, err := loadInputs(o.CRDFlags.Files, "input", false)
+		if err != nil {
+			return nil, fmt.Errorf("reading CRDs: %w", err)
+		}
+		if len(set.crds) == 0 {
+			return nil, fmt.Errorf("%w: the --file inputs (%s) hold no apiextensions.k8s.io/v1 CustomResourceDefinition",
+				ErrNoCRDsToMigrate, strings.Join(o.CRDFlags.Files, ", "))
+		}
+		for _, c := range set.crds {
+			add(c.crd.Name)
+		}
+	}
+	return names, nil
+}
+
+// plan reads every CRD and checks it can be migrated, before anything is
+// written: all reasons that stop the migration are reported together.
+// Then it counts the objects of the CRDs to migrate.
+func (o *CRDMigrateStorageOptions) plan(ctx context.Context, cluster migrationCluster, names []string) ([]*migrationPlan, error) {
+	plans := make([]*migrationPlan, len(names))
+	cannot := make([]error, len(names))
+	err := parallel.ForEach(ctx, len(names), preflight.DefaultConcurrency, func(ctx context.Context, i int) error {
+		u, err := cluster.GetCRD(ctx, names[i])
+		switch {
+		case apierrors.IsNotFound(err):
+			cannot[i] = cannotMigrate(names[i], errCRDNotFound, "no such CustomResourceDefinition on the cluster")
+			return nil
+		case err != nil:
+			return fmt.Errorf("getting crd %s: %w", names[i], err)
+		}
+		p, err := planMigration(u, o.MigrateFlags.To)
+		if errors.Is(err, ErrCannotMigrate) {
+			cannot[i] = err
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !p.done() {
+			crd := &apiextv1.CustomResourceDefinition{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, crd); err != nil {
+				return fmt.Errorf("decoding crd %s: %w", names[i], err)
+			}
+			if p.objects, err = cluster.CountObjects(ctx, crd); err != nil {
+				return err
+			}
+		}
+		plans[i] = p
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := errors.Join(cannot...); err != nil {
+		return nil, fmt.Errorf("nothing changed: %w", err)
+	}
+	return plans, nil
+}
+
+func (o *CRDMigrateStorageOptions) migrationCluster() (migrationCluster, error) {
+	if o.cluster != nil {
+		return o.cluster()
+	}
+	return migrationClusterFromDeps(o.depsFactory)
+}
+
+// migrationTable lists what will happen to each CRD. Its keys are the JSON
+// keys of the rows under --json.
+func migrationTable(plans []*migrationPlan) uitable.Table {
+	table := uitable.Table{
+		Title:   "CRD storage migration",
+		Content: "CRDs",
+		Header: []uitable.Header{
+			{Key: "crd", Title: "CRD"},
+			{Key: "storage_version", Title: "Storage version"},
+			{Key: "stored_versions", Title: "status.storedVersions"},
+			{Key: "objects", Title: "Objects"},
+		},
+		SortBy: []uitable.ColumnSort{{Column: 0, Asc: true}},
+	}
+	for _, p := range plans {
+		objects := strconv.Itoa(p.objects)
+		if p.done() {
+			objects = "-" // not counted: nothing to rewrite
+		}
+		table.Rows = append(table.Rows, []uitable.Value{
+			uitable.NewValueString(p.name),
+			uitable.NewValueString(p.storage),
+			uitable.NewValueString(p.storedVersionsChange()),
+			uitable.NewValueString(objects),
+		})
+	}
+	return table
+}
+
+func countNoun(n int, one, many string) string {
+	return strconv.Itoa(n) + " " + plural(n, one, many)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func joinSpace(s []string) string { return strings.Join(s, " ") }

@@ -1,0 +1,273 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// fakeMigrationCluster is a small in-memory migrationCluster for the unit
+// tests: it keeps, per object, the version it is "stored" at and behaves
+// like the apiserver on the points the migration relies on (an update of
+// an object already stored at the version it is written at changes
+// nothing, a stale resourceVersion is a conflict). The e2e tests run the
+// real thing.
+type fakeMigrationCluster struct {
+	mu      sync.Mutex
+	crds    map[string]*unstructured.Unstructured
+	objects map[string]*fakeObject // "namespace/name"
+	rv      int
+
+	// behaviour
+	conflicts   map[string]int   // object -> conflicts to answer before accepting
+	failUpdates map[string]error // object -> error every update returns
+	deleteFirst map[string]bool  // object -> deleted just before its first update
+	expireOnce  bool             // the first LIST with a continue token answers 410
+	hashes      []string         // StorageVersionHash answers in turn, the last repeats
+	statusConf  int              // conflicts UpdateCRDStatus answers before accepting
+	afterList   func()           // runs after every LIST (changes during a run)
+
+	// records
+	writes        int      // object writes that changed what is stored
+	statusUpdates []string // CRD names whose status was written
+	lists         []string // continue tokens of the LISTs
+	gets          int      // object GETs
+}
+
+type fakeObject struct {
+	u        *unstructured.Unstructured
+	storedAt string
+}
+
+func newFakeMigrationCluster(crds ...*unstructured.Unstructured) *fakeMigrationCluster {
+	f := &fakeMigrationCluster{crds: map[string]*unstructured.Unstructured{}, objects: map[string]*fakeObject{},
+		conflicts: map[string]int{}, failUpdates: map[string]error{}, deleteFirst: map[string]bool{}, rv: 100}
+	for _, c := range crds {
+		f.crds[c.GetName()] = c
+	}
+	return f
+}
+
+// addObjects adds n objects obj-000... in namespace ns, stored at version.
+func (f *fakeMigrationCluster) addObjects(ns string, n int, version string) {
+	for i := 0; i < n; i++ {
+		f.rv++
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "example.com/" + version, "kind": "Widget",
+			"metadata": map[string]any{"name": fmt.Sprintf("obj-%03d", i), "namespace": ns,
+				"resourceVersion": strconv.Itoa(f.rv)},
+		}}
+		f.objects[objectName(ns, u.GetName())] = &fakeObject{u: u, storedAt: version}
+	}
+}
+
+func (f *fakeMigrationCluster) storedAt() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := map[string]int{}
+	for _, o := range f.objects {
+		m[o.storedAt]++
+	}
+	return m
+}
+
+var widgetsGR = schema.GroupResource{Group: "example.com", Resource: "widgets"}
+
+func (f *fakeMigrationCluster) GetCRD(_ context.Context, name string) (*unstructured.Unstructured, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.crds[name]
+	if !ok {
+		return nil, apierrors.NewNotFound(apiextv1.Resource("customresourcedefinitions"), name)
+	}
+	return c.DeepCopy(), nil
+}
+
+func (f *fakeMigrationCluster) UpdateCRDStatus(_ context.Context, crd *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	live := f.crds[crd.GetName()]
+	if f.statusConf > 0 {
+		f.statusConf--
+		live.SetResourceVersion(live.GetResourceVersion() + "x") // someone else wrote it
+	}
+	if live.GetResourceVersion() != crd.GetResourceVersion() {
+		return nil, apierrors.NewConflict(apiextv1.Resource("customresourcedefinitions"), crd.GetName(), fmt.Errorf("stale"))
+	}
+	stored, _, _ := unstructured.NestedStringSlice(crd.Object, "status", "storedVersions")
+	_ = unstructured.SetNestedStringSlice(live.Object, stored, "status", "storedVersions")
+	live.SetResourceVersion(live.GetResourceVersion() + "s")
+	f.statusUpdates = append(f.statusUpdates, crd.GetName())
+	return live.DeepCopy(), nil
+}
+
+func (f *fakeMigrationCluster) StorageVersionHash(context.Context, schema.GroupVersionResource) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.hashes) == 0 {
+		return "", nil
+	}
+	h := f.hashes[0]
+	if len(f.hashes) > 1 {
+		f.hashes = f.hashes[1:]
+	}
+	return h, nil
+}
+
+func (f *fakeMigrationCluster) CountObjects(context.Context, *apiextv1.CustomResourceDefinition) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.objects), nil
+}
+
+func (f *fakeMigrationCluster) Objects(gvr schema.GroupVersionResource) objectClient {
+	return fakeObjects{f: f, version: gvr.Version}
+}
+
+type fakeObjects struct {
+	f       *fakeMigrationCluster
+	version string
+}
+
+// List pages through the objects sorted by key; the continue token is the
+// key to start at.
+func (o fakeObjects) List(_ context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	f := o.f
+	defer func() {
+		if f.afterList != nil {
+			f.afterList()
+		}
+	}()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lists = append(f.lists, opts.Continue)
+	if opts.Continue != "" && f.expireOnce {
+		f.expireOnce = false
+		err := apierrors.NewResourceExpired("continue token expired")
+		err.ErrStatus.ListMeta.Continue = opts.Continue
+		return nil, err
+	}
+	keys := make([]string, 0, len(f.objects))
+	for k := range f.objects {
+		if k >= opts.Continue {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	list := &unstructured.UnstructuredList{}
+	for i, k := range keys {
+		if opts.Limit > 0 && int64(i) == opts.Limit {
+			list.SetContinue(k)
+			break
+		}
+		u := f.objects[k].u.DeepCopy()
+		u.SetAPIVersion("example.com/" + o.version) // read at the version listed
+		list.Items = append(list.Items, *u)
+	}
+	return list, nil
+}
+
+func (o fakeObjects) Get(_ context.Context, namespace, name string) (*unstructured.Unstructured, error) {
+	f := o.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gets++
+	obj, ok := f.objects[objectName(namespace, name)]
+	if !ok {
+		return nil, apierrors.NewNotFound(widgetsGR, name)
+	}
+	return obj.u.DeepCopy(), nil
+}
+
+func (o fakeObjects) Update(_ context.Context, u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	f := o.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	key := objectName(u.GetNamespace(), u.GetName())
+	if f.deleteFirst[key] {
+		delete(f.deleteFirst, key)
+		delete(f.objects, key)
+	}
+	if err := f.failUpdates[key]; err != nil {
+		return nil, err
+	}
+	obj, ok := f.objects[key]
+	if !ok {
+		return nil, apierrors.NewNotFound(widgetsGR, u.GetName())
+	}
+	if f.conflicts[key] > 0 {
+		f.conflicts[key]--
+		f.rv++ // a concurrent writer (at the storage version)
+		obj.u.SetResourceVersion(strconv.Itoa(f.rv))
+		obj.storedAt = o.version
+	}
+	if obj.u.GetResourceVersion() != u.GetResourceVersion() {
+		return nil, apierrors.NewConflict(widgetsGR, u.GetName(), fmt.Errorf("the object has been modified"))
+	}
+	if obj.storedAt != o.version { // the encoded bytes differ: a write
+		f.rv++
+		obj.u.SetResourceVersion(strconv.Itoa(f.rv))
+		obj.storedAt = o.version
+		f.writes++
+	}
+	return obj.u.DeepCopy(), nil
+}
+
+// ---------------------------------------------------------------- CRDs
+
+type fakeVersion struct {
+	name            string
+	served, storage bool
+}
+
+// fakeCRD returns a live widgets.example.com CRD, established.
+func fakeCRD(stored []string, versions ...fakeVersion) *unstructured.Unstructured {
+	crd := &apiextv1.CustomResourceDefinition{
+		TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com", UID: types.UID("uid-1"), Generation: 3,
+			ResourceVersion: "7"},
+		Spec: apiextv1.CustomResourceDefinitionSpec{
+			Group: "example.com", Scope: apiextv1.NamespaceScoped,
+			Names: apiextv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+		},
+		Status: apiextv1.CustomResourceDefinitionStatus{
+			StoredVersions: stored,
+			Conditions: []apiextv1.CustomResourceDefinitionCondition{
+				{Type: apiextv1.Established, Status: apiextv1.ConditionTrue},
+			},
+		},
+	}
+	for _, v := range versions {
+		crd.Spec.Versions = append(crd.Spec.Versions, apiextv1.CustomResourceDefinitionVersion{
+			Name: v.name, Served: v.served, Storage: v.storage,
+			Schema: &apiextv1.CustomResourceValidation{OpenAPIV3Schema: &apiextv1.JSONSchemaProps{Type: "object"}},
+		})
+	}
+	return toUnstructured(crd)
+}
+
+func toUnstructured(crd *apiextv1.CustomResourceDefinition) *unstructured.Unstructured {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
+	if err != nil {
+		panic(err)
+	}
+	return &unstructured.Unstructured{Object: m}
+}
+
+// renamed returns crd as plural.example.com.
+func renamed(crd *unstructured.Unstructured, plural string) *unstructured.Unstructured {
+	c := crd.DeepCopy()
+	c.SetName(plural + ".example.com")
+	_ = unstructured.SetNestedField(c.Object, plural, "spec", "names", "plural")
+	return c
+}

@@ -1,0 +1,360 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	cmdcore "carvel.dev/kapp/pkg/kapp/cmd/core"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// How one CRD is migrated, after kube-storage-version-migrator:
+//
+//  1. Wait until API discovery reports the storage version as the
+//     resource's storageVersionHash: right after a deploy switched the
+//     storage version, the apiserver may not have picked up the switch yet
+//     and would still write the old version.
+//  2. LIST every custom resource at the storage version, page by page, in
+//     all namespaces, and write each back unchanged with an update that
+//     carries its resourceVersion (at most `concurrency` at once). The
+//     apiserver decodes the stored object, encodes the update at the
+//     storage version and compares the bytes with what is stored: an
+//     object already stored at the storage version encodes to the same
+//     bytes, so the apiserver skips the write and the resourceVersion stays
+//     (counted as "already at" the version); an object stored at another
+//     version differs, at least in apiVersion, and is rewritten. A conflict
+//     (the object changed since it was read) re-reads it and tries again;
+//     an object deleted meanwhile needs nothing.
+//  3. Only when every object was written: set status.storedVersions to the
+//     storage version alone, through the status subresource, with the
+//     resourceVersion of a fresh read, and only if the CRD's spec did not
+//     change since the plan was made (its generation).
+//
+// Resumable by construction: an interrupted run leaves status.storedVersions
+// as it was (so the check keeps blocking the version's removal), and a
+// second run repeats steps 1-3. The objects the first run rewrote are no-op
+// writes for the apiserver the second time, so the second run writes only
+// the objects the first did not reach; no progress file is needed.
+
+const (
+	// DefaultMigrationConcurrency bounds the object updates in flight per CRD.
+	DefaultMigrationConcurrency = 8
+
+	// maxWriteAttempts bounds the writes of one object (or of a CRD's
+	// status) that keep conflicting with concurrent changes.
+	maxWriteAttempts = 10
+	// maxReportedFailures bounds the objects named in an error.
+	maxReportedFailures = 10
+)
+
+// ErrCRDChanged is returned when a CRD's spec changed while its objects
+// were being rewritten: status.storedVersions is then left as it was.
+var ErrCRDChanged = errors.New("crd changed during the migration")
+
+// storageMigrator rewrites the objects of planned CRDs and trims their
+// status.storedVersions.
+type storageMigrator struct {
+	cluster     migrationCluster
+	msgs        cmdcore.MessagesUI
+	concurrency int
+	pageSize    int64
+
+	storageWait     time.Duration // how long to wait for the storage version to take effect
+	pollInterval    time.Duration // between discovery reads while waiting
+	progressEvery   time.Duration // a progress line at least this often while objects are rewritten
+	progressByCount int           // a progress line every total/progressByCount objects
+}
+
+// migrationCounts counts the objects of one CRD by outcome.
+type migrationCounts struct {
+	Rewritten int // written again at the storage version
+	Current   int // already stored at the storage version: the apiserver wrote nothing
+	Gone      int // deleted since they were listed
+	Failed    int
+}
+
+func (c migrationCounts) done() int { return c.Rewritten + c.Current + c.Gone + c.Failed }
+
+func (c *migrationCounts) add(o migrationCounts) {
+	c.Rewritten += o.Rewritten
+	c.Current += o.Current
+	c.Gone += o.Gone
+	c.Failed += o.Failed
+}
+
+// migrate runs steps 1-3 for one CRD.
+func (m *storageMigrator) migrate(ctx context.Context, p *migrationPlan) (migrationCounts, error) {
+	if err := m.waitForStorageVersion(ctx, p); err != nil {
+		return migrationCounts{}, err
+	}
+	counts, err := m.rewriteObjects(ctx, p)
+	if err != nil {
+		return counts, err
+	}
+	return counts, m.trimStoredVersions(ctx, p)
+}
+
+func (m *storageMigrator) waitForStorageVersion(ctx context.Context, p *migrationPlan) error {
+	want := storageVersionHash(p.group, p.storage, p.kind)
+	deadline := time.Now().Add(m.storageWait)
+	for {
+		got, err := m.cluster.StorageVersionHash(ctx, p.gvr())
+		if err == nil && (got == want || got == "") { // "": the server does not tell
+			return nil
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				return fmt.Errorf("crd %s: checking that the apiserver stores %s at %s: %w", p.name, p.plural, p.storage, err)
+			}
+			return fmt.Errorf("crd %s: the apiserver still stores %s at a version other than %s after %s "+
+				"(API discovery reports storageVersionHash %q, %s is %q): the storage version switch has not taken effect",
+				p.name, p.plural, p.storage, m.storageWait, got, p.storage, want)
+		}
+		if err := sleep(ctx, m.pollInterval); err != nil {
+			return err
+		}
+	}
+}
+
+// rewriteObjects is step 2. Objects that fail do not stop the others; the
+// error names the first of them (sorted) and how many failed.
+func (m *storageMigrator) rewriteObjects(ctx context.Context, p *migrationPlan) (migrationCounts, error) {
+	objs := m.cluster.Objects(p.gvr())
+	prog := m.newProgress(p)
+	var (
+		mu       sync.Mutex
+		failures []error
+	)
+	opts := metav1.ListOptions{Limit: m.pageSize}
+	for {
+		list, err := objs.List(ctx, opts)
+		if err != nil {
+			// A continue token outlives etcd's compaction (about 5 minutes)
+			// on a long migration: go on from the same key at the latest
+			// state, as the apiserver offers. Objects created since are
+			// written at the storage version anyway.
+			if token, ok := expiredListContinue(err); ok && opts.Continue != "" {
+				opts.Continue = token
+				continue
+			}
+			return prog.counts(), fmt.Errorf("crd %s: listing %s at %s: %w", p.name, p.plural, p.storage, err)
+		}
+		items := list.Items
+		// Failures are recorded per object, so the work itself never fails.
+		_ = parallel.ForEach(ctx, len(items), m.concurrency, func(ctx context.Context, i int) error {
+			out, err := rewriteObject(ctx, objs, &items[i])
+			if err != nil {
+				mu.Lock()
+				if len(failures) < maxReportedFailures {
+					failures = append(failures, err)
+				}
+				mu.Unlock()
+			}
+			prog.add(out, err)
+			return nil
+		})
+		if opts.Continue = list.GetContinue(); opts.Continue == "" {
+			break
+		}
+	}
+	prog.finish()
+
+	counts := prog.counts()
+	if counts.Failed > 0 {
+		sort.Slice(failures, func(i, j int) bool { return failures[i].Error() < failures[j].Error() })
+		return counts, fmt.Errorf("crd %s: %d of %d %s could not be rewritten at %s; status.storedVersions left as %s (fix them and run the command again): %w",
+			p.name, counts.Failed, counts.done(), plural(counts.done(), "object", "objects"), p.storage,
+			"["+joinSpace(p.stored)+"]", errors.Join(failures...))
+	}
+	return counts, nil
+}
+
+// outcome is what rewriting one object came to.
+type outcome int
+
+const (
+	outcomeRewritten outcome = iota
+	outcomeCurrent
+	outcomeGone
+)
+
+// rewriteObject writes obj back unchanged (with its resourceVersion). On a
+// conflict it re-reads the object and tries again.
+func rewriteObject(ctx context.Context, c objectClient, obj *unstructured.Unstructured) (outcome, error) {
+	ns, name := obj.GetNamespace(), obj.GetName()
+	for attempt := 1; ; attempt++ {
+		rv := obj.GetResourceVersion()
+		updated, err := c.Update(ctx, obj)
+		switch {
+		case err == nil:
+			if updated.GetResourceVersion() == rv {
+				return outcomeCurrent, nil
+			}
+			return outcomeRewritten, nil
+		case apierrors.IsNotFound(err):
+			return outcomeGone, nil
+		case !apierrors.IsConflict(err):
+			return 0, fmt.Errorf("rewriting %s: %w", objectName(ns, name), err)
+		case attempt == maxWriteAttempts:
+			return 0, fmt.Errorf("rewriting %s: still conflicting after %d attempts: %w", objectName(ns, name), attempt, err)
+		}
+		if obj, err = c.Get(ctx, ns, name); err != nil {
+			if apierrors.IsNotFound(err) {
+				return outcomeGone, nil
+			}
+			return 0, fmt.Errorf("re-reading %s after a conflict: %w", objectName(ns, name), err)
+		}
+	}
+}
+
+// trimStoredVersions is step 3.
+func (m *storageMigrator) trimStoredVersions(ctx context.Context, p *migrationPlan) error {
+	for attempt := 1; ; attempt++ {
+		u, err := m.cluster.GetCRD(ctx, p.name)
+		if err != nil {
+			return fmt.Errorf("crd %s: reading it to trim status.storedVersions: %w", p.name, err)
+		}
+		if u.GetUID() != p.uid || u.GetGeneration() != p.generation {
+			return fmt.Errorf("crd %s: %w: its spec changed while objects were rewritten (generation %d -> %d, uid %s -> %s); "+
+				"status.storedVersions left unchanged, run the command again", p.name, ErrCRDChanged,
+				p.generation, u.GetGeneration(), p.uid, u.GetUID())
+		}
+		want := []string{p.storage}
+		stored, _, _ := unstructured.NestedStringSlice(u.Object, "status", "storedVersions")
+		if slices.Equal(stored, want) {
+			return nil
+		}
+		if err := unstructured.SetNestedStringSlice(u.Object, want, "status", "storedVersions"); err != nil {
+			return fmt.Errorf("crd %s: setting status.storedVersions: %w", p.name, err)
+		}
+		_, err = m.cluster.UpdateCRDStatus(ctx, u)
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsConflict(err) || attempt == maxWriteAttempts {
+			return fmt.Errorf("crd %s: setting status.storedVersions to [%s]: %w", p.name, p.storage, err)
+		}
+	}
+}
+
+// expiredListContinue returns the continue token that an "expired" (410)
+// LIST error offers to go on inconsistently.
+func expiredListContinue(err error) (string, bool) {
+	var status apierrors.APIStatus
+	if !apierrors.IsResourceExpired(err) || !errors.As(err, &status) {
+		return "", false
+	}
+	token := status.Status().ListMeta.Continue
+	return token, token != ""
+}
+
+func objectName(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// ---------------------------------------------------------------- progress
+
+// migrationProgress counts the objects of one CRD and prints a progress
+// line through kapp's messages UI: about every tenth of the objects and at
+// least every progressEvery, never one line per object.
+type migrationProgress struct {
+	mu       sync.Mutex
+	msgs     cmdcore.MessagesUI
+	plan     *migrationPlan
+	c        migrationCounts
+	step     int // objects between count-driven lines
+	next     int // done count of the next count-driven line
+	every    time.Duration
+	lastLine time.Time
+	printed  int // done count of the last line
+}
+
+func (m *storageMigrator) newProgress(p *migrationPlan) *migrationProgress {
+	parts := max(m.progressByCount, 1)
+	step := max((p.objects+parts-1)/parts, 1)
+	return &migrationProgress{msgs: m.msgs, plan: p, step: step, next: step, every: m.progressEvery,
+		lastLine: time.Now(), printed: -1}
+}
+
+func (pr *migrationProgress) add(o outcome, err error) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	switch {
+	case err != nil:
+		pr.c.Failed++
+	case o == outcomeRewritten:
+		pr.c.Rewritten++
+	case o == outcomeCurrent:
+		pr.c.Current++
+	case o == outcomeGone:
+		pr.c.Gone++
+	}
+	done := pr.c.done()
+	byCount := done >= pr.next
+	for pr.next <= done {
+		pr.next += pr.step
+	}
+	if byCount || (pr.every > 0 && time.Since(pr.lastLine) >= pr.every) {
+		pr.line()
+	}
+}
+
+// finish prints the final line unless the last line said the same.
+func (pr *migrationProgress) finish() {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if pr.printed != pr.c.done() {
+		pr.line()
+	}
+}
+
+func (pr *migrationProgress) counts() migrationCounts {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return pr.c
+}
+
+// line prints e.g. "crd widgets.example.com: 120/400 objects done (100
+// rewritten, 20 already at v1)". The total is the count made before the
+// run; objects created since may make done exceed it.
+func (pr *migrationProgress) line() {
+	done := pr.c.done()
+	pr.msgs.Notify([]string{fmt.Sprintf("crd %s: %d/%d objects done (%s)",
+		pr.plan.name, done, max(pr.plan.objects, done), pr.c.describe(pr.plan.storage))})
+	pr.printed = done
+	pr.lastLine = time.Now()
+}
+
+// describe renders the counts, e.g. "100 rewritten, 20 already at v1".
+func (c migrationCounts) describe(storage string) string {
+	s := fmt.Sprintf("%d rewritten, %d already at %s", c.Rewritten, c.Current, storage)
+	if c.Gone > 0 {
+		s += fmt.Sprintf(", %d deleted meanwhile", c.Gone)
+	}
+	if c.Failed > 0 {
+		s += fmt.Sprintf(", %d failed", c.Failed)
+	}
+	return s
+}

@@ -1,0 +1,154 @@
+package tools
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Reasons a CRD cannot be migrated, found before anything is written.
+var (
+	// ErrCannotMigrate is wrapped by every error that stops a migration
+	// before any write: a CRD that is missing, not ready, or whose
+	// versions are not what the migration needs.
+	ErrCannotMigrate = errors.New("cannot migrate stored versions")
+	// ErrStorageVersionMismatch: the storage version is not --to.
+	ErrStorageVersionMismatch = errors.New("unexpected storage version")
+	// ErrStorageVersionNotServed: the storage version has served: false.
+	ErrStorageVersionNotServed = errors.New("storage version not served")
+)
+
+// migrationPlan is what migrating one CRD means, decided from the live CRD
+// before anything is written.
+type migrationPlan struct {
+	name       string
+	uid        types.UID
+	generation int64 // of the CRD the plan was made from: a spec change during the run stops the trim
+	group      string
+	kind       string
+	plural     string
+	storage    string   // the version every object is rewritten at
+	stored     []string // status.storedVersions before the migration
+	objects    int      // custom resources at planning time (all namespaces)
+}
+
+// done reports whether status.storedVersions is already the storage
+// version alone: the apiserver then holds no object in any other version.
+func (p *migrationPlan) done() bool {
+	return len(p.stored) == 1 && p.stored[0] == p.storage
+}
+
+func (p *migrationPlan) gvr() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: p.group, Version: p.storage, Resource: p.plural}
+}
+
+// planMigration checks that the live CRD u can be migrated to the version
+// to (its storage version when to is empty) and returns the plan. Errors
+// wrap ErrCannotMigrate and name the CRD, the version and why.
+func planMigration(u *unstructured.Unstructured, to string) (*migrationPlan, error) {
+	crd := &apiextv1.CustomResourceDefinition{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, crd); err != nil {
+		return nil, fmt.Errorf("decoding crd %s: %w", u.GetName(), err)
+	}
+	fail := func(reason error, format string, args ...any) error {
+		return cannotMigrate(crd.Name, reason, format, args...)
+	}
+
+	if crd.DeletionTimestamp != nil {
+		return nil, fail(errCRDNotReady, "it is being deleted")
+	}
+	if cond := crdCondition(crd, apiextv1.Established); cond == nil || cond.Status != apiextv1.ConditionTrue {
+		why := "no Established condition"
+		if cond != nil {
+			why = fmt.Sprintf("condition Established is %s: %s", cond.Status, cond.Message)
+		}
+		return nil, fail(errCRDNotReady, "its API is not served yet (%s)", why)
+	}
+
+	var storage *apiextv1.CustomResourceDefinitionVersion
+	names := make([]string, len(crd.Spec.Versions))
+	for i := range crd.Spec.Versions {
+		v := &crd.Spec.Versions[i]
+		names[i] = v.Name
+		if v.Storage {
+			storage = v
+		}
+	}
+	if storage == nil { // the apiserver does not accept such a CRD
+		return nil, fail(errCRDNotReady, "no version is marked storage: true")
+	}
+	if to != "" && to != storage.Name {
+		if !slices.Contains(names, to) {
+			return nil, fail(ErrStorageVersionMismatch, "it has no version %s (--to); its versions: %s, storage version %s",
+				to, strings.Join(names, ", "), storage.Name)
+		}
+		return nil, fail(ErrStorageVersionMismatch,
+			"the storage version is %s, not %s (--to): deploy the CRD with storage: true on %s first, then migrate",
+			storage.Name, to, to)
+	}
+	if !storage.Served {
+		return nil, fail(ErrStorageVersionNotServed,
+			"storage version %s has served: false: objects are read and rewritten through the API at the storage version, so %s must be served during the migration",
+			storage.Name, storage.Name)
+	}
+
+	return &migrationPlan{
+		name:       crd.Name,
+		uid:        crd.UID,
+		generation: crd.Generation,
+		group:      crd.Spec.Group,
+		kind:       crd.Spec.Names.Kind,
+		plural:     crd.Spec.Names.Plural,
+		storage:    storage.Name,
+		stored:     crd.Status.StoredVersions,
+	}, nil
+}
+
+var (
+	errCRDNotReady = errors.New("crd not ready")
+	errCRDNotFound = errors.New("crd not found")
+)
+
+// cannotMigrateError says why a CRD cannot be migrated; it wraps
+// ErrCannotMigrate and the reason's sentinel.
+type cannotMigrateError struct {
+	crd    string
+	reason error
+	msg    string
+}
+
+func (e *cannotMigrateError) Error() string {
+	return fmt.Sprintf("crd %s: %s: %s", e.crd, ErrCannotMigrate, e.msg)
+}
+
+func (e *cannotMigrateError) Unwrap() []error { return []error{ErrCannotMigrate, e.reason} }
+
+func cannotMigrate(crd string, reason error, format string, args ...any) error {
+	return &cannotMigrateError{crd: crd, reason: reason, msg: fmt.Sprintf(format, args...)}
+}
+
+func crdCondition(crd *apiextv1.CustomResourceDefinition, t apiextv1.CustomResourceDefinitionConditionType) *apiextv1.CustomResourceDefinitionCondition {
+	for i := range crd.Status.Conditions {
+		if crd.Status.Conditions[i].Type == t {
+			return &crd.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// storedVersionsChange renders the change of status.storedVersions, e.g.
+// "[v1alpha1 v1] -> [v1]", or "[v1] (unchanged)".
+func (p *migrationPlan) storedVersionsChange() string {
+	before := "[" + strings.Join(p.stored, " ") + "]"
+	if p.done() {
+		return before + " (unchanged)"
+	}
+	return before + " -> [" + p.storage + "]"
+}
