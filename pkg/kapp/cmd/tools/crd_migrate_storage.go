@@ -140,8 +140,13 @@ func (o *CRDMigrateStorageOptions) Run() error {
 		return nil
 	}
 	if o.MigrateFlags.DryRun {
-		o.ui.PrintLinef("Dry run: nothing changed. Would rewrite the objects of %s at the storage version (objects already stored at it cost no write) and trim status.storedVersions",
-			countNoun(pending, "CRD", "CRDs"))
+		for _, p := range plans {
+			if !p.done() {
+				o.ui.PrintLinef("Would rewrite the %s of crd %s at %s (those already stored at %s cost no write), then set status.storedVersions %s",
+					countNoun(p.objects, "object", "objects"), p.name, p.storage, p.storage, p.storedVersionsChange())
+			}
+		}
+		o.ui.PrintLinef("Dry run: nothing changed")
 		return nil
 	}
 	if err := o.ui.AskForConfirmation(); err != nil {
