@@ -36,8 +36,18 @@ func checkStoredVersionRemoval(p *policy, old, new *apiextv1.CustomResourceDefin
 	newVersions := versionsByName(new)
 	for _, name := range storedVersions(old) {
 		if _, ok := newVersions[name]; !ok {
+			// Name the command that makes the removal safe (docs/migrate.md),
+			// with the new storage version as its --to.
+			to := ""
+			for _, v := range new.Spec.Versions {
+				if v.Storage {
+					to = " --to " + v.Name
+				}
+			}
 			p.crdLevel(name, config.CheckStoredVersionRemoval,
-				"stored version %q removed: objects stored in it must be migrated and status.storedVersions trimmed first", name)
+				"stored version %q removed: objects stored in it must be migrated first: keep %q, deploy the new storage version, "+
+					"run 'kapp tools crd-migrate-storage --crd %s%s', then remove %q",
+				name, name, p.crd, to, name)
 		}
 	}
 }
