@@ -346,6 +346,7 @@ func crdFields(c *CRDChecks) fields {
 		CheckExistingFieldRemoval: toggle(&c.ExistingFieldRemoval),
 		CheckExistingResources:    toggle(&c.ExistingResources),
 		CheckCRDDeletion:          toggle(&c.CRDDeletion),
+		CheckAPIServerRejects:     toggle(&c.ApiserverRejects),
 	}
 }
 
@@ -418,9 +419,21 @@ func servedVersionFields(s *ServedVersionChecks) fields {
 	return fs
 }
 
+// exemptableCheckIDs are the check IDs an exemption may name: every one but
+// apiserverRejects (the apiserver refuses the change whatever the config says).
+func exemptableCheckIDs() []string {
+	var ids []string
+	for _, id := range AllCheckIDs() {
+		if id != CheckAPIServerRejects {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
 func exemptions(p *[]Exemption) fieldFunc {
 	known := map[string]bool{}
-	for _, id := range AllCheckIDs() {
+	for _, id := range exemptableCheckIDs() {
 		known[id] = true
 	}
 	return func(d *decoder, l loc, v any) {
@@ -442,8 +455,11 @@ func exemptions(p *[]Exemption) fieldFunc {
 						id, ok := parseString(d, l, v)
 						switch {
 						case !ok:
+						case id == CheckAPIServerRejects:
+							d.fail(l, ErrInvalidValue, "%s cannot be exempted: the apiserver refuses the change whatever the config says "+
+								"(to stop checking, set checks.crd.%s.enabled: false)", id, id)
 						case !known[id]:
-							d.fail(l, ErrInvalidValue, "unknown check ID %q (allowed: %s)", id, strings.Join(AllCheckIDs(), ", "))
+							d.fail(l, ErrInvalidValue, "unknown check ID %q (allowed: %s)", id, strings.Join(exemptableCheckIDs(), ", "))
 						default:
 							e.Checks = append(e.Checks, id)
 						}

@@ -115,8 +115,8 @@ func TestDefaultPolicy(t *testing.T) {
 			assert.Equal(t, want, config.Enforcement(f.String()), path)
 		}
 	})
-	// 6 CRD checks + 2 x (pair switch + 12 property checks with options).
-	assert.Equal(t, 6+2*(1+12), enabled)
+	// 7 CRD checks + 2 x (pair switch + 12 property checks with options).
+	assert.Equal(t, 7+2*(1+12), enabled)
 	assert.Equal(t, 2*(2+3+1+1+8*2), enforcements)
 
 	// Default returns fresh maps: changing one result leaves the next alone.
@@ -382,9 +382,9 @@ func TestDecodeEveryOption(t *testing.T) {
 		}})
 	}
 
-	// 6 CRD toggles; per spelling of each pair: enabled, unhandledFailureMode, the
+	// 7 CRD toggles; per spelling of each pair: enabled, unhandledFailureMode, the
 	// fields of the 12 checks with options, the 17 toggles; 3 ignoreConversion.
-	require.Len(t, opts, 6+3*2*(2+(3+4+2+2+8*3)+(len(config.PropertyCheckIDs)-12))+3)
+	require.Len(t, opts, 7+3*2*(2+(3+4+2+2+8*3)+(len(config.PropertyCheckIDs)-12))+3)
 
 	// Every enforcement option rejects unknown values, and only
 	// enum.additionEnforcement accepts IfPreviouslyConstrained.
@@ -478,7 +478,8 @@ func TestDecodeErrors(t *testing.T) {
 		"exclusiveMaximum, exclusiveMinimum, format, ignoreConversion, intOrString, listType, mapType, maxItems, maxLength, " +
 		"maxProperties, maximum, minItems, minLength, minProperties, minimum, multipleOf, not, nullable, " +
 		"oneOf, pattern, preserveUnknownFields, required, type, unhandledFailureMode, uniqueItems"
-	allIDs := strings.Join(config.AllCheckIDs(), ", ")
+	// Every ID but apiserverRejects, which cannot be exempted.
+	allIDs := strings.Replace(strings.Join(config.AllCheckIDs(), ", "), "apiserverRejects, ", "", 1)
 
 	cases := []struct {
 		name string
@@ -519,7 +520,7 @@ func TestDecodeErrors(t *testing.T) {
 		{name: "unknown checks key", in: `checks: {enum: {enabled: false}}`, kind: config.ErrUnknownKey,
 			want: []string{`checks.enum: unknown key (allowed: crd, sameVersion, servedVersion, version, versions)`}},
 		{name: "unknown crd check", in: `checks: {crd: {scopee: {enabled: false}}}`, kind: config.ErrUnknownKey,
-			want: []string{`checks.crd.scopee: unknown key (allowed: crdDeletion, existingFieldRemoval, existingResources, scope, servedVersionRemoval, storedVersionRemoval)`}},
+			want: []string{`checks.crd.scopee: unknown key (allowed: apiserverRejects, crdDeletion, existingFieldRemoval, existingResources, scope, servedVersionRemoval, storedVersionRemoval)`}},
 		{name: "crd check not a map", in: `checks: {crd: {scope: false}}`, kind: config.ErrInvalidType,
 			want: []string{`checks.crd.scope: must be a map, got bool`}},
 		{name: "toggle key", in: `checks: {crd: {scope: {enable: false}}}`, kind: config.ErrUnknownKey,
@@ -617,6 +618,9 @@ checks:
 			want: []string{`exemptions[0].checks[1]: unknown check ID "enumm" (allowed: ` + allIDs + `)`}},
 		{name: "exemption check IDs are case-sensitive", in: `exemptions: [{crd: a.example.com, checks: [Enum]}]`, kind: config.ErrInvalidValue,
 			want: []string{`exemptions[0].checks[0]: unknown check ID "Enum" (allowed: ` + allIDs + `)`}},
+		{name: "apiserverRejects cannot be exempted", in: `exemptions: [{crd: a.example.com, checks: [apiserverRejects]}]`, kind: config.ErrInvalidValue,
+			want: []string{`exemptions[0].checks[0]: apiserverRejects cannot be exempted: the apiserver refuses the change whatever the config says ` +
+				`(to stop checking, set checks.crd.apiserverRejects.enabled: false)`}},
 		{name: "exemption checks not a list", in: `exemptions: [{crd: a.example.com, checks: enum}]`, kind: config.ErrInvalidType,
 			want: []string{`exemptions[0].checks: must be a list, got string`}},
 		{name: "exemption check ID type", in: `exemptions: [{crd: a.example.com, checks: [{enum: true}]}]`, kind: config.ErrInvalidType,

@@ -14,6 +14,7 @@ const (
 	CheckExistingFieldRemoval = "existingFieldRemoval"
 	CheckExistingResources    = "existingResources"
 	CheckCRDDeletion          = "crdDeletion"
+	CheckAPIServerRejects     = "apiserverRejects"
 
 	// Property checks (checks.sameVersion.* and checks.servedVersion.*).
 	CheckRequired              = "required"
@@ -53,7 +54,7 @@ const (
 
 // CRDCheckIDs are the checks configured under checks.crd, sorted.
 var CRDCheckIDs = []string{
-	CheckCRDDeletion, CheckExistingFieldRemoval, CheckExistingResources,
+	CheckAPIServerRejects, CheckCRDDeletion, CheckExistingFieldRemoval, CheckExistingResources,
 	CheckScope, CheckServedVersionRemoval, CheckStoredVersionRemoval,
 }
 
@@ -127,6 +128,9 @@ type CRDChecks struct {
 	// Live-cluster checks, run only where a cluster is at hand.
 	ExistingResources Toggle
 	CRDDeletion       Toggle
+	// ApiserverRejects: the apiserver would refuse the new CRD. Its
+	// findings are errors in every mode and cannot be exempted.
+	ApiserverRejects Toggle
 }
 
 // VersionChecks configures the property checks run over a pair of schemas:
@@ -223,6 +227,7 @@ func Default() CRDUpgradeSafety {
 			CRD: CRDChecks{
 				Scope: on, StoredVersionRemoval: on, ServedVersionRemoval: on,
 				ExistingFieldRemoval: on, ExistingResources: on, CRDDeletion: on,
+				ApiserverRejects: on,
 			},
 			SameVersion:   defaultVersionChecks(),
 			ServedVersion: ServedVersionChecks{VersionChecks: defaultVersionChecks(), IgnoreConversion: true},
