@@ -47,7 +47,16 @@ func ValidateExisting(newCRD *apiextv1.CustomResourceDefinition, objs []map[stri
 // Deletion returns the crdDeletion finding for deleting a CRD that still has
 // count custom resources (none when count is 0 or the check is disabled).
 func Deletion(crdName string, count int, cfg *config.CRDUpgradeSafety) []Finding {
-	return deletion(crdName, count, cfg)
+	return deletion(crdName, count, "", cfg)
+}
+
+// Replacement returns the crdDeletion finding for an update that kapp
+// carries out as a replace (it deletes the CRD and creates it again), which
+// deletes the count custom resources the CRD still has; cause says why kapp
+// replaces, e.g. "update strategy always-replace". None when count is 0 or
+// the check is disabled.
+func Replacement(crdName string, count int, cause string, cfg *config.CRDUpgradeSafety) []Finding {
+	return deletion(crdName, count, cause, cfg)
 }
 
 // HasErrors reports whether any finding has severity error.

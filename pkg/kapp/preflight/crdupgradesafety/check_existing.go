@@ -121,8 +121,10 @@ func summarize(errs field.ErrorList) string {
 	return strings.Join(msgs, "; ")
 }
 
-// deletion is the crdDeletion live check.
-func deletion(crdName string, count int, cfg *config.CRDUpgradeSafety) []Finding {
+// deletion is the crdDeletion live check. replaceCause is "" for a CRD
+// deleted by the change set, or why kapp replaces it (deletes and creates
+// it again) instead of updating it.
+func deletion(crdName string, count int, replaceCause string, cfg *config.CRDUpgradeSafety) []Finding {
 	if cfg == nil {
 		def := config.Default()
 		cfg = &def
@@ -135,6 +137,11 @@ func deletion(crdName string, count int, cfg *config.CRDUpgradeSafety) []Finding
 	if count == 1 {
 		noun = "custom resource"
 	}
-	p.crdLevel("", config.CheckCRDDeletion, "deleting the CRD would delete its %d existing %s", count, noun)
+	if replaceCause == "" {
+		p.crdLevel("", config.CheckCRDDeletion, "deleting the CRD would delete its %d existing %s", count, noun)
+	} else {
+		p.crdLevel("", config.CheckCRDDeletion, "%s: kapp would delete and recreate the CRD, deleting its %d existing %s",
+			replaceCause, count, noun)
+	}
 	return p.findings
 }

@@ -108,9 +108,11 @@ func TestValidateExisting(t *testing.T) {
 }
 
 func TestDeletion(t *testing.T) {
+	const replace = "update strategy always-replace"
 	cases := []struct {
 		name   string
 		count  int
+		cause  string // a replace (Replacement) rather than a deletion
 		config func(*config.CRDUpgradeSafety)
 		want   []string
 	}{
@@ -123,6 +125,15 @@ func TestDeletion(t *testing.T) {
 		{name: "exempted", count: 2, config: func(c *config.CRDUpgradeSafety) {
 			c.Exemptions = []config.Exemption{{CRD: testCRDName, Checks: []string{config.CheckCRDDeletion}, Reason: "data migrated"}}
 		}, want: []string{"warning crdDeletion  : deleting the CRD would delete its 2 existing custom resources (exempted: data migrated)"}},
+		{name: "replace, no custom resources: nothing is lost", cause: replace, count: 0, want: []string{}},
+		{name: "replace, one custom resource", cause: replace, count: 1,
+			want: []string{"error crdDeletion  : update strategy always-replace: kapp would delete and recreate the CRD, deleting its 1 existing custom resource"}},
+		{name: "replace, several custom resources", cause: replace, count: 3,
+			want: []string{"error crdDeletion  : update strategy always-replace: kapp would delete and recreate the CRD, deleting its 3 existing custom resources"}},
+		{name: "replace, crdDeletion disabled", cause: replace, count: 3,
+			config: func(c *config.CRDUpgradeSafety) { c.Checks.CRD.CRDDeletion.Enabled = false }, want: []string{}},
+		{name: "replace, warn mode", cause: replace, count: 3, config: func(c *config.CRDUpgradeSafety) { c.Mode = config.ModeWarn },
+			want: []string{"warning crdDeletion  : update strategy always-replace: kapp would delete and recreate the CRD, deleting its 3 existing custom resources"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -131,6 +142,9 @@ func TestDeletion(t *testing.T) {
 				tc.config(&cfg)
 			}
 			fs := Deletion(testCRDName, tc.count, &cfg)
+			if tc.cause != "" {
+				fs = Replacement(testCRDName, tc.count, tc.cause, &cfg)
+			}
 			if got := render(fs); !equalLines(got, tc.want) {
 				t.Fatalf("findings differ\n got: %q\nwant: %q", got, tc.want)
 			}

@@ -1,0 +1,236 @@
+package crdupgradesafety
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// The apiserverRejects check: the apiserver's own validation of a CRD
+// create or update, run offline with the apiextensions-apiserver library.
+// A CRD the apiserver refuses would make a deploy fail half way, after the
+// changes ordered before it were applied.
+
+// scheme decodes CRDs the way the apiserver does: v1 defaulting functions,
+// then conversion to the internal type the validation is written for.
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	install.Install(s)
+	return s
+}()
+
+// ValidateCRD runs the apiserver's validation of a CRD create (old nil) or
+// of the update of old to new, and returns what it would refuse (nil when
+// it accepts).
+//
+// Both CRDs go through the apiserver's steps before validation: defaulting
+// with the v1 scheme's defaulters (which also records the storage version as
+// stored when the status names none) and conversion to the internal type;
+// then the registry's preparation (on create: status cleared, the storage
+// version stored; on update: the old status kept, the new storage version
+// added to status.storedVersions, generation and system metadata carried
+// over); then validation.ValidateCustomResourceDefinition or
+// ValidateCustomResourceDefinitionUpdate: names, versions, structural
+// schemas, defaults, CEL compilation and cost budget, list and map types,
+// stored versions, and on update the immutable fields and the ratcheting of
+// rules the old CRD already broke.
+//
+// An old CRD without status (read from a file) stands for the CRD as the
+// cluster holds it after it was created: established, its storage version
+// stored.
+func ValidateCRD(ctx context.Context, old, new *apiextv1.CustomResourceDefinition) field.ErrorList {
+	newInternal, err := toInternal(new)
+	if err != nil {
+		return field.ErrorList{field.InternalError(nil, fmt.Errorf("decoding the new CRD: %w", err))}
+	}
+	if old == nil {
+		prepareForCreate(newInternal)
+		return validation.ValidateCustomResourceDefinition(ctx, newInternal)
+	}
+	oldInternal, err := toInternal(old)
+	if err != nil {
+		return field.ErrorList{field.InternalError(nil, fmt.Errorf("decoding the old CRD: %w", err))}
+	}
+	if len(oldInternal.Status.Conditions) == 0 {
+		oldInternal.Status.Conditions = []apiextensions.CustomResourceDefinitionCondition{
+			{Type: apiextensions.Established, Status: apiextensions.ConditionTrue},
+		}
+	}
+	prepareForUpdate(newInternal, oldInternal)
+	return validation.ValidateCustomResourceDefinitionUpdate(ctx, newInternal, oldInternal)
+}
+
+func toInternal(crd *apiextv1.CustomResourceDefinition) (*apiextensions.CustomResourceDefinition, error) {
+	v1 := crd.DeepCopy()
+	scheme.Default(v1)
+	internal := &apiextensions.CustomResourceDefinition{}
+	if err := scheme.Convert(v1, internal, nil); err != nil {
+		return nil, err
+	}
+	return internal, nil
+}
+
+// prepareForCreate is what the CRD registry does to a created CRD before
+// validating it (the registry's PrepareForCreate; its feature-gated field
+// drops are no-ops with the gates' defaults).
+func prepareForCreate(crd *apiextensions.CustomResourceDefinition) {
+	crd.Status = apiextensions.CustomResourceDefinitionStatus{}
+	crd.Generation = 1
+	addStorageVersion(crd)
+}
+
+// prepareForUpdate is what the apiserver does to an updated CRD before
+// validating it: rest.BeforeUpdate's carried-over system metadata and the
+// registry's PrepareForUpdate.
+func prepareForUpdate(crd, old *apiextensions.CustomResourceDefinition) {
+	crd.Generation = old.Generation
+	crd.Status = *old.Status.DeepCopy()
+	if !apiequality.Semantic.DeepEqual(old.Spec, crd.Spec) {
+		crd.Generation = old.Generation + 1
+	}
+	addStorageVersion(crd)
+	if crd.ResourceVersion == "" {
+		// kapp sends the new CRD with the live resourceVersion (its rebase
+		// rules copy the live metadata); offline any version stands for it.
+		crd.ResourceVersion = old.ResourceVersion
+		if crd.ResourceVersion == "" {
+			crd.ResourceVersion = "1"
+		}
+	}
+	if crd.UID == "" {
+		crd.UID = old.UID
+	}
+	if !old.CreationTimestamp.IsZero() {
+		crd.CreationTimestamp = old.CreationTimestamp
+	}
+	if old.DeletionTimestamp != nil {
+		crd.DeletionTimestamp = old.DeletionTimestamp
+	}
+	if old.DeletionGracePeriodSeconds != nil && crd.DeletionGracePeriodSeconds == nil {
+		crd.DeletionGracePeriodSeconds = old.DeletionGracePeriodSeconds
+	}
+}
+
+func addStorageVersion(crd *apiextensions.CustomResourceDefinition) {
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			if !apiextensions.IsStoredVersion(crd, v.Name) {
+				crd.Status.StoredVersions = append(crd.Status.StoredVersions, v.Name)
+			}
+			return
+		}
+	}
+}
+
+// Rejection is one reason the apiserver refuses a request: the field path
+// it names ("" when none) and its message.
+type Rejection struct {
+	Field   string
+	Message string
+}
+
+// Rejections turns validation errors into rejections.
+func Rejections(errs field.ErrorList) []Rejection {
+	rs := make([]Rejection, len(errs))
+	for i, e := range errs {
+		rs[i] = Rejection{Field: e.Field, Message: e.ErrorBody()}
+	}
+	return rs
+}
+
+// internalFields are the fields the internal CRD type holds once for all
+// versions when every version has the same value: the apiserver's messages
+// name them by their internal path.
+var internalFields = []struct{ internal, v1 string }{
+	{"spec.validation", "spec.versions[*].schema"},
+	{"spec.subresources", "spec.versions[*].subresources"},
+	{"spec.additionalPrinterColumns", "spec.versions[*].additionalPrinterColumns"},
+	{"spec.selectableFields", "spec.versions[*].selectableFields"},
+}
+
+// V1FieldPath names a field path of an apiserver message as it is written
+// in a v1 CRD: the apiserver validates the internal type, which holds a
+// schema (subresources, printer columns, selectable fields) shared by every
+// version once under spec.validation (spec.subresources, ...).
+func V1FieldPath(path string) string {
+	for _, f := range internalFields {
+		if rest, ok := strings.CutPrefix(path, f.internal); ok && (rest == "" || rest[0] == '.' || rest[0] == '[') {
+			return f.v1 + rest
+		}
+	}
+	return path
+}
+
+// Rejected returns one apiserverRejects finding per rejection of a request
+// (verb: "create", "update", "delete", with how it was learnt) about the
+// named CRD; nil when the check is disabled. These findings are errors in
+// every mode and cannot be exempted: the apiserver refuses the change
+// whatever the configuration says, and going on would apply the rest of the
+// change set and then fail half way.
+func Rejected(crdName, verb string, rs []Rejection, cfg *config.CRDUpgradeSafety) []Finding {
+	if len(rs) == 0 || !enabledAPIServerRejects(cfg) {
+		return nil
+	}
+	findings := make([]Finding, len(rs))
+	for i, r := range rs {
+		findings[i] = Finding{
+			CRD: crdName, Field: V1FieldPath(r.Field), Check: config.CheckAPIServerRejects, Severity: SeverityError,
+			Message: boundMessage(fmt.Sprintf("the apiserver refuses the %s: %s", verb, r.Message)),
+		}
+	}
+	SortFindings(findings)
+	return findings
+}
+
+// InvalidOld returns an apiserverRejects warning for an old CRD (read from
+// a file) that the apiserver would itself refuse to create: the comparison
+// still runs, but its old side may not be what a cluster holds. nil when
+// errs is empty or the check is disabled.
+func InvalidOld(crdName string, errs field.ErrorList, cfg *config.CRDUpgradeSafety) []Finding {
+	if len(errs) == 0 || !enabledAPIServerRejects(cfg) {
+		return nil
+	}
+	return []Finding{{
+		CRD: crdName, Check: config.CheckAPIServerRejects, Severity: SeverityWarning,
+		Message: boundMessage("the old CRD is itself invalid, the apiserver would refuse to create it: " + summarize(v1Paths(errs))),
+	}}
+}
+
+func v1Paths(errs field.ErrorList) field.ErrorList {
+	out := make(field.ErrorList, len(errs))
+	for i, e := range errs {
+		c := *e
+		c.Field = V1FieldPath(c.Field)
+		out[i] = &c
+	}
+	return out
+}
+
+func enabledAPIServerRejects(cfg *config.CRDUpgradeSafety) bool {
+	return cfg == nil || cfg.Checks.CRD.ApiserverRejects.Enabled
+}
+
+// maxRejectionMessage bounds one rejection message: validation errors quote
+// the offending value, which may be a whole schema.
+const maxRejectionMessage = 2000
+
+func boundMessage(s string) string {
+	if len(s) <= maxRejectionMessage {
+		return s
+	}
+	cut := maxRejectionMessage
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d more bytes)", s[:cut], len(s)-cut)
+}
