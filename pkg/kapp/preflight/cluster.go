@@ -8,6 +8,7 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -26,7 +27,21 @@ type Cluster interface {
 	// CountCustomResources returns how many custom resources of crd exist
 	// (in all namespaces).
 	CountCustomResources(ctx context.Context, crd *apiextv1.CustomResourceDefinition) (int, error)
+	// DryRun sends one CRD request as a server-side dry run (dryRun=All):
+	// the apiserver validates and admits it (webhooks and policies
+	// included) and persists nothing. obj is the CRD to create or update,
+	// or the one to delete. A nil error means the apiserver would accept it.
+	DryRun(ctx context.Context, verb Verb, obj *unstructured.Unstructured) error
 }
+
+// Verb is the request a change of a CRD makes.
+type Verb string
+
+const (
+	VerbCreate Verb = "create"
+	VerbUpdate Verb = "update"
+	VerbDelete Verb = "delete"
+)
 
 const (
 	// DefaultConcurrency bounds the API requests in flight at once.
@@ -136,6 +151,31 @@ func (c *DynamicCluster) CountCustomResources(ctx context.Context, crd *apiextv1
 		opts.Continue = list.GetContinue()
 	}
 	return n, nil
+}
+
+// DryRun sends the request as kapp's clusterapply would (a POST, a PUT of
+// the whole object, a DELETE with background propagation and the UID as
+// precondition), with dryRun=All.
+func (c *DynamicCluster) DryRun(ctx context.Context, verb Verb, obj *unstructured.Unstructured) error {
+	ri := c.Client.Resource(crdGVR)
+	dryRun := []string{metav1.DryRunAll}
+	var err error
+	switch verb {
+	case VerbCreate:
+		_, err = ri.Create(ctx, obj, metav1.CreateOptions{DryRun: dryRun})
+	case VerbUpdate:
+		_, err = ri.Update(ctx, obj, metav1.UpdateOptions{DryRun: dryRun})
+	case VerbDelete:
+		background := metav1.DeletePropagationBackground
+		opts := metav1.DeleteOptions{DryRun: dryRun, PropagationPolicy: &background}
+		if uid := obj.GetUID(); uid != "" {
+			opts.Preconditions = &metav1.Preconditions{UID: &uid}
+		}
+		err = ri.Delete(ctx, obj.GetName(), opts)
+	default:
+		return fmt.Errorf("dry run of CRD %s: unknown verb %q", obj.GetName(), verb)
+	}
+	return err
 }
 
 func (c *DynamicCluster) concurrency() int {

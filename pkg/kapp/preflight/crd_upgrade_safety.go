@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"carvel.dev/kapp/pkg/kapp/clusterapply"
 	cmdcore "carvel.dev/kapp/pkg/kapp/cmd/core"
 	ctldgraph "carvel.dev/kapp/pkg/kapp/diffgraph"
 	kpreflight "carvel.dev/kapp/pkg/kapp/preflight"
@@ -14,6 +15,7 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -56,6 +58,15 @@ func (e *UnsafeUpgradeError) Unwrap() error { return ErrUnsafeUpgrade }
 // kapp fetched to compute its diff (nil when the object does not exist).
 type clusterOriginal interface {
 	ClusterOriginalResource() ctlres.Resource
+}
+
+// kappChange is implemented by kapp's cluster changes: what kapp will do
+// with the change (create, update, only wait for it to exist) and how: the
+// apply strategy, which for an update is the resource's
+// kapp.k14s.io/update-strategy or else --apply-default-update-strategy.
+type kappChange interface {
+	ApplyOp() clusterapply.ClusterChangeApplyOp
+	ApplyStrategyOp() (clusterapply.ClusterChangeApplyStrategyOp, error)
 }
 
 // CRDUpgradeSafety is the kapp preflight check: it feeds the CRD changes of
@@ -116,7 +127,7 @@ func (c *CRDUpgradeSafety) Run(ctx context.Context, changeGraph *ctldgraph.Chang
 	}
 
 	var cluster Cluster
-	if len(missingOld) > 0 || c.needsCluster(plan) {
+	if len(missingOld) > 0 || NeedsCluster(plan, &c.cfg) {
 		if cluster, err = c.cluster(); err != nil {
 			return err
 		}
@@ -132,20 +143,6 @@ func (c *CRDUpgradeSafety) Run(ctx context.Context, changeGraph *ctldgraph.Chang
 		return err
 	}
 	return c.report(findings)
-}
-
-func (c *CRDUpgradeSafety) needsCluster(plan Plan) bool {
-	if c.cfg.Checks.CRD.CRDDeletion.Enabled && len(plan.Removals) > 0 {
-		return true
-	}
-	if c.cfg.Checks.CRD.ExistingResources.Enabled {
-		for _, p := range plan.Pairs {
-			if p.Old != nil {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // report prints warnings and the bound notes, and returns an
@@ -175,9 +172,11 @@ func (c *CRDUpgradeSafety) report(findings []crdupgradesafety.Finding) error {
 	return unsafe
 }
 
-// planFromGraph collects the CRD changes of the graph. Upserts whose change
-// does not carry the live object kapp fetched are returned as indexes into
-// plan.Pairs, for fillOld.
+// planFromGraph collects the CRD changes of the graph: every create and
+// update kapp will send, with the update strategy kapp will use and the
+// object it will send (for the dry run), and every delete. Upserts whose
+// change does not carry the live object kapp fetched are returned as
+// indexes into plan.Pairs, for fillOld.
 func planFromGraph(graph *ctldgraph.ChangeGraph) (Plan, []int, error) {
 	var plan Plan
 	var missingOld []int
@@ -195,15 +194,29 @@ func planFromGraph(graph *ctldgraph.ChangeGraph) (Plan, []int, error) {
 		}
 		switch op {
 		case ctldgraph.ActualChangeOpUpsert:
+			strategy, send, err := applyOf(ac)
+			if err != nil {
+				return Plan{}, nil, err
+			}
+			if !send {
+				continue
+			}
 			newCRD, err := CRDFromResource(res)
 			if err != nil {
 				return Plan{}, nil, err
 			}
-			pair := Pair{New: newCRD}
+			pair := Pair{New: newCRD, Strategy: strategy}
+			if pair.Send, err = sentObject(res); err != nil {
+				return Plan{}, nil, err
+			}
 			if orig, ok := ac.(clusterOriginal); ok {
 				if live := orig.ClusterOriginalResource(); live != nil {
 					if pair.Old, err = CRDFromResource(live); err != nil {
 						return Plan{}, nil, fmt.Errorf("live %w", err)
+					}
+					if strategy == StrategyAlwaysReplace {
+						// kapp deletes the live CRD first.
+						pair.Send = &unstructured.Unstructured{Object: live.DeepCopyRaw()}
 					}
 				}
 			} else {
@@ -221,10 +234,54 @@ func planFromGraph(graph *ctldgraph.ChangeGraph) (Plan, []int, error) {
 	}
 
 	for i := range plan.Removals {
-		spec := plan.Removals[i].CRD.Spec
-		plan.Removals[i].AlsoDeleted = deletedPerGK[schema.GroupKind{Group: spec.Group, Kind: spec.Names.Kind}]
+		plan.Removals[i].AlsoDeleted = deletedPerGK[crdGroupKind(plan.Removals[i].CRD)]
+	}
+	for i := range plan.Pairs {
+		if old := plan.Pairs[i].Old; old != nil {
+			plan.Pairs[i].AlsoDeleted = deletedPerGK[crdGroupKind(old)]
+		}
 	}
 	return plan, missingOld, nil
+}
+
+// applyOf says how kapp applies an upsert of a CRD: the update strategy
+// (for an update), and whether kapp sends anything at all (not for a
+// resource it only waits for, kapp.k14s.io/exists, nor for an update with
+// strategy skip). Changes that are not kapp's cluster changes fall back to
+// the resource's annotation. An unknown strategy is kapp's own error, which
+// kapp would otherwise report half way through the deploy.
+func applyOf(ac ctldgraph.ActualChange) (strategy string, send bool, err error) {
+	kc, ok := ac.(kappChange)
+	if !ok {
+		return ac.Resource().Annotations()[UpdateStrategyAnnotation], true, nil
+	}
+	applyOp := kc.ApplyOp()
+	if applyOp != clusterapply.ClusterChangeApplyOpAdd && applyOp != clusterapply.ClusterChangeApplyOpUpdate {
+		return "", false, nil
+	}
+	op, err := kc.ApplyStrategyOp()
+	if err != nil {
+		return "", false, fmt.Errorf("CRD %s: %w", ac.Resource().Name(), err)
+	}
+	if applyOp == clusterapply.ClusterChangeApplyOpAdd {
+		return "", true, nil // create strategies all start with a create
+	}
+	return string(op), string(op) != StrategySkip, nil
+}
+
+// sentObject is the object kapp sends to create or update res: the
+// resource of the change (for an update, rebased on the live object: its
+// resourceVersion, uid, ...) with kapp's identity annotation.
+func sentObject(res ctlres.Resource) (*unstructured.Unstructured, error) {
+	sent := res.DeepCopy()
+	if err := ctlres.NewIdentityAnnotation(sent).AddMod().Apply(sent); err != nil {
+		return nil, fmt.Errorf("CRD %s: adding kapp's identity annotation: %w", res.Name(), err)
+	}
+	return &unstructured.Unstructured{Object: sent.UnstructuredObject()}, nil
+}
+
+func crdGroupKind(crd *apiextv1.CustomResourceDefinition) schema.GroupKind {
+	return schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}
 }
 
 // fillOld fetches the live CRDs of upserts whose change did not carry them,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // crdYAML is a Widget CRD whose spec.color enum and spec.size minimum vary.
@@ -99,6 +101,34 @@ type fakeCluster struct {
 	lists    []string
 	counts   []string
 	contacts int
+
+	// dryRunErr answers dry runs by "verb name" ("update widgets.example.com").
+	dryRunErr map[string]error
+	dryRuns   []dryRun
+}
+
+type dryRun struct {
+	verb Verb
+	obj  *unstructured.Unstructured
+}
+
+func (f *fakeCluster) DryRun(_ context.Context, verb Verb, obj *unstructured.Unstructured) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dryRuns = append(f.dryRuns, dryRun{verb: verb, obj: obj.DeepCopy()})
+	return f.dryRunErr[string(verb)+" "+obj.GetName()]
+}
+
+// dryRunVerbs returns "verb name" of every dry run, sorted.
+func (f *fakeCluster) dryRunVerbs() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := []string{}
+	for _, d := range f.dryRuns {
+		out = append(out, string(d.verb)+" "+d.obj.GetName())
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (f *fakeCluster) GetCRDs(_ context.Context, names []string) (map[string]*apiextv1.CustomResourceDefinition, error) {
@@ -151,12 +181,18 @@ func newCheck(t *testing.T, cluster *fakeCluster, raw map[string]any) (*CRDUpgra
 	return check, out
 }
 
-func TestRunCreateIsSkipped(t *testing.T) {
-	check, out := newCheck(t, nil, nil)
+func TestRunCreate(t *testing.T) {
+	// A new CRD has nothing to compare: it is only validated, offline and
+	// by a server-side dry run of its create.
+	cluster := &fakeCluster{}
+	check, out := newCheck(t, cluster, nil)
 	err := check.Run(context.Background(), graph(t,
 		change{res: res(t, unsafeCRD), op: ctldgraph.ActualChangeOpUpsert}))
 	require.NoError(t, err)
 	require.Empty(t, out.String())
+	require.Equal(t, []string{"create widgets.example.com"}, cluster.dryRunVerbs())
+	require.Empty(t, cluster.lists)
+	require.Empty(t, cluster.counts)
 }
 
 func TestRunCreateMustDecode(t *testing.T) {
@@ -226,11 +262,14 @@ func TestRunNoopIsSkipped(t *testing.T) {
 }
 
 func TestRunClusterOnlyWhenNeeded(t *testing.T) {
-	// existingResources off and no deletion: the offline comparison needs
-	// nothing from the cluster.
+	// existingResources and apiserverRejects (its dry run) off and no
+	// deletion: the offline comparison needs nothing from the cluster.
 	cluster := &fakeCluster{}
 	check, _ := newCheck(t, cluster, map[string]any{
-		"checks": map[string]any{"crd": map[string]any{"existingResources": map[string]any{"enabled": false}}},
+		"checks": map[string]any{"crd": map[string]any{
+			"existingResources": map[string]any{"enabled": false},
+			"apiserverRejects":  map[string]any{"enabled": false},
+		}},
 	})
 	err := check.Run(context.Background(), graph(t,
 		change{res: res(t, unsafeCRD), orig: res(t, oldCRD), op: ctldgraph.ActualChangeOpUpsert}))

@@ -2,19 +2,71 @@ package preflight
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
 	"github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // Pair is one CRD to check: Old is the CRD on the cluster (or in the old
 // files), nil for a CRD that does not exist yet.
 type Pair struct {
 	Old, New *apiextv1.CustomResourceDefinition
+	// Strategy is how kapp applies the update of Old to New: one of the
+	// Strategy* constants (kapp.k14s.io/update-strategy, or kapp's
+	// --apply-default-update-strategy). It means nothing for a create.
+	Strategy string
+	// AlsoDeleted is how many custom resources of Old the same change set
+	// deletes explicitly; a replace loses only the others.
+	AlsoDeleted int
+	// Send is the object kapp sends to create or update the CRD (for an
+	// always-replace update: the live CRD it deletes). When set, the change
+	// is sent to the apiserver as a server-side dry run; nil: no dry run
+	// (the tools command).
+	Send *unstructured.Unstructured
+}
+
+// kapp's update strategies (kapp.k14s.io/update-strategy), as kapp's
+// clusterapply carries them out.
+const (
+	UpdateStrategyAnnotation = "kapp.k14s.io/update-strategy"
+	// StrategyUpdate: a plain update (PUT).
+	StrategyUpdate = ""
+	// StrategyFallbackOnReplace: an update; when the apiserver refuses it
+	// as invalid (status 422), kapp deletes the CRD and creates it again.
+	StrategyFallbackOnReplace = "fallback-on-replace"
+	// StrategyAlwaysReplace: kapp deletes the CRD and creates it again.
+	StrategyAlwaysReplace = "always-replace"
+	// StrategySkip: kapp leaves the CRD as it is.
+	StrategySkip = "skip"
+)
+
+// updateStrategies are the values kapp accepts for an update strategy.
+var updateStrategies = []string{StrategyAlwaysReplace, StrategyFallbackOnReplace, StrategySkip}
+
+// UpdateStrategyOf is the update strategy kapp uses for an update of crd:
+// its kapp.k14s.io/update-strategy annotation, else def (kapp deploy's
+// --apply-default-update-strategy). An unknown strategy is an error, as it
+// is for kapp.
+func UpdateStrategyOf(crd *apiextv1.CustomResourceDefinition, def string) (string, error) {
+	strategy, ok := crd.Annotations[UpdateStrategyAnnotation]
+	source := "annotation " + UpdateStrategyAnnotation
+	if !ok {
+		strategy, source = def, "default update strategy"
+	}
+	if strategy == StrategyUpdate || slices.Contains(updateStrategies, strategy) {
+		return strategy, nil
+	}
+	return "", fmt.Errorf("CRD %s: unknown update strategy %q in %s (allowed: %s, or empty for a plain update)",
+		crd.Name, strategy, source, strings.Join(updateStrategies, ", "))
 }
 
 // Removal is a CRD about to be deleted. AlsoDeleted is how many of its
@@ -29,6 +81,10 @@ type Removal struct {
 type Plan struct {
 	Pairs    []Pair
 	Removals []Removal
+	// OldFromFiles says the old CRDs were read from files (not from the
+	// cluster): an old CRD the apiserver would itself refuse gives a
+	// warning.
+	OldFromFiles bool
 }
 
 // objectsPerValidation batches existing custom resources for one
@@ -36,79 +92,296 @@ type Plan struct {
 // CEL validators built per call are amortised, small enough to bound memory.
 const objectsPerValidation = 2000
 
+// pairOutcome is what the offline pass learnt about one pair and the live
+// pass goes on from.
+type pairOutcome struct {
+	findings []crdupgradesafety.Finding
+	// rejected: the apiserver would refuse the change (apiserverRejects
+	// enabled), so the CRD stays as it is: no request is dry-run and the
+	// existing custom resources are not checked against the new schema.
+	rejected bool
+	// replace says why kapp deletes and recreates the CRD instead of
+	// updating it; "" when it does not (or the dry run has yet to tell).
+	replace string
+}
+
 // Evaluate runs the engine over a plan and returns every finding, sorted
-// (see crdupgradesafety.SortFindings). With a nil cluster only the offline comparison runs;
-// with one, the live checks enabled in cfg run too: existingResources for
-// every updated CRD and crdDeletion for every removal. Any API error fails
-// the evaluation (fail closed), wrapped with the CRD it concerns.
+// (see crdupgradesafety.SortFindings).
+//
+// Offline, for every pair: the comparison of an update, and the apiserver's
+// own validation of the create or update (apiserverRejects; for a replace,
+// of the create that follows the delete). With a cluster, the live checks
+// enabled in cfg run too: the server-side dry run of pairs with Send,
+// existingResources for every update, and crdDeletion for every removal and
+// every update kapp carries out as a replace. Any API error fails the
+// evaluation (fail closed), wrapped with the CRD it concerns.
 func Evaluate(ctx context.Context, plan Plan, cfg *config.CRDUpgradeSafety, cluster Cluster) ([]crdupgradesafety.Finding, error) {
-	var updates []Pair
+	var pairs []Pair
 	for _, p := range plan.Pairs {
-		if p.Old != nil {
-			updates = append(updates, p)
+		if p.Old != nil && p.Strategy == StrategySkip {
+			continue // kapp leaves the CRD alone
 		}
+		pairs = append(pairs, p)
 	}
 
-	// Offline comparison: CPU bound, one CRD per core at a time.
-	perCRD := make([][]crdupgradesafety.Finding, len(updates))
-	err := parallel.ForEach(ctx, len(updates), runtime.GOMAXPROCS(0), func(_ context.Context, i int) error {
-		perCRD[i] = crdupgradesafety.Compare(updates[i].Old, updates[i].New, cfg)
+	// Offline: CPU bound, one CRD per core at a time.
+	outcomes := make([]pairOutcome, len(pairs))
+	err := parallel.ForEach(ctx, len(pairs), runtime.GOMAXPROCS(0), func(ctx context.Context, i int) error {
+		outcomes[i] = offlineFindings(ctx, pairs[i], plan.OldFromFiles, cfg)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 
+	var live [][]crdupgradesafety.Finding
 	if cluster != nil {
-		live, err := liveFindings(ctx, updates, plan.Removals, cfg, cluster)
-		if err != nil {
+		if live, err = liveFindings(ctx, pairs, outcomes, plan.Removals, cfg, cluster); err != nil {
 			return nil, err
 		}
-		perCRD = append(perCRD, live...)
 	}
 
 	var all []crdupgradesafety.Finding
-	for _, fs := range perCRD {
+	for _, o := range outcomes {
+		all = append(all, o.findings...)
+	}
+	for _, fs := range live {
 		all = append(all, fs...)
 	}
 	crdupgradesafety.SortFindings(all)
 	return all, nil
 }
 
-// liveFindings runs the checks that read custom resources, one CRD per
-// worker, DefaultConcurrency CRDs at a time.
-func liveFindings(ctx context.Context, updates []Pair, removals []Removal,
+// NeedsCluster reports whether evaluating plan under cfg reads the cluster.
+func NeedsCluster(plan Plan, cfg *config.CRDUpgradeSafety) bool {
+	crd := &cfg.Checks.CRD
+	if crd.CRDDeletion.Enabled && len(plan.Removals) > 0 {
+		return true
+	}
+	for _, p := range plan.Pairs {
+		if p.Old != nil && p.Strategy == StrategySkip {
+			continue
+		}
+		switch {
+		case p.Send != nil && needsDryRun(p, cfg):
+			return true
+		case p.Old != nil && crd.ExistingResources.Enabled:
+			return true
+		case p.Old != nil && crd.CRDDeletion.Enabled &&
+			(p.Strategy == StrategyAlwaysReplace || p.Strategy == StrategyFallbackOnReplace):
+			return true
+		}
+	}
+	return false
+}
+
+// needsDryRun: the dry run reports what the apiserver refuses
+// (apiserverRejects), and it tells whether fallback-on-replace falls back
+// to a replace (crdDeletion).
+func needsDryRun(p Pair, cfg *config.CRDUpgradeSafety) bool {
+	return cfg.Checks.CRD.ApiserverRejects.Enabled ||
+		(p.Old != nil && p.Strategy == StrategyFallbackOnReplace && cfg.Checks.CRD.CRDDeletion.Enabled)
+}
+
+// offlineFindings compares an update and validates the change as the
+// apiserver does. For fallback-on-replace it decides whether kapp falls
+// back to a replace: the apiserver refuses an update its own validation
+// rejects with status 422 Invalid, which is the only error kapp falls back
+// on. A replace ends with a create, validated as such.
+func offlineFindings(ctx context.Context, p Pair, oldFromFiles bool, cfg *config.CRDUpgradeSafety) pairOutcome {
+	var o pairOutcome
+	name := p.New.Name
+	if p.Old != nil {
+		o.findings = crdupgradesafety.Compare(p.Old, p.New, cfg)
+		if oldFromFiles && cfg.Checks.CRD.ApiserverRejects.Enabled {
+			o.findings = append(o.findings,
+				crdupgradesafety.InvalidOld(name, crdupgradesafety.ValidateCRD(ctx, nil, p.Old), cfg)...)
+		}
+	}
+
+	validate := cfg.Checks.CRD.ApiserverRejects.Enabled
+	var verb string
+	var errs []crdupgradesafety.Rejection
+	switch {
+	case p.Old == nil:
+		if validate {
+			verb, errs = "create", rejections(ctx, nil, p.New)
+		}
+	case p.Strategy == StrategyAlwaysReplace:
+		o.replace = "update strategy " + StrategyAlwaysReplace
+		if validate {
+			verb, errs = "create that follows the delete ("+o.replace+")", rejections(ctx, nil, p.New)
+		}
+	case p.Strategy == StrategyFallbackOnReplace && (validate || cfg.Checks.CRD.CRDDeletion.Enabled):
+		if refused := rejections(ctx, p.Old, p.New); len(refused) > 0 {
+			o.replace = fmt.Sprintf("update strategy %s, and the apiserver refuses the update (%s)",
+				StrategyFallbackOnReplace, describe(refused))
+			if validate {
+				verb, errs = "create that follows the delete ("+StrategyFallbackOnReplace+")", rejections(ctx, nil, p.New)
+			}
+		}
+	default:
+		if validate {
+			verb, errs = "update", rejections(ctx, p.Old, p.New)
+		}
+	}
+	if len(errs) > 0 {
+		o.findings = append(o.findings, crdupgradesafety.Rejected(name, verb, errs, cfg)...)
+		o.rejected = true
+	}
+	return o
+}
+
+func rejections(ctx context.Context, old, new *apiextv1.CustomResourceDefinition) []crdupgradesafety.Rejection {
+	return crdupgradesafety.Rejections(crdupgradesafety.ValidateCRD(ctx, old, new))
+}
+
+// describe renders the first rejection, and how many more there are.
+func describe(rs []crdupgradesafety.Rejection) string {
+	s := rs[0].Message
+	if f := crdupgradesafety.V1FieldPath(rs[0].Field); f != "" {
+		s = f + ": " + s
+	}
+	if len(rs) > 1 {
+		s += fmt.Sprintf("; and %d more", len(rs)-1)
+	}
+	return s
+}
+
+// liveFindings runs the checks that need the cluster, one CRD per worker,
+// DefaultConcurrency CRDs at a time: for each pair the dry run, then either
+// the count of the custom resources a replace deletes or the validation of
+// the existing ones; for each removal the count of its custom resources.
+func liveFindings(ctx context.Context, pairs []Pair, outcomes []pairOutcome, removals []Removal,
 	cfg *config.CRDUpgradeSafety, cluster Cluster) ([][]crdupgradesafety.Finding, error) {
 
-	existing := cfg.Checks.CRD.ExistingResources.Enabled
-	deletion := cfg.Checks.CRD.CRDDeletion.Enabled
-	type task struct {
-		pair    *Pair
-		removal *Removal
+	n := len(pairs)
+	if cfg.Checks.CRD.CRDDeletion.Enabled {
+		n += len(removals)
 	}
-	var tasks []task
-	if existing {
-		for i := range updates {
-			tasks = append(tasks, task{pair: &updates[i]})
-		}
-	}
-	if deletion {
-		for i := range removals {
-			tasks = append(tasks, task{removal: &removals[i]})
-		}
-	}
-
-	results := make([][]crdupgradesafety.Finding, len(tasks))
-	err := parallel.ForEach(ctx, len(tasks), DefaultConcurrency, func(ctx context.Context, i int) error {
+	results := make([][]crdupgradesafety.Finding, n)
+	err := parallel.ForEach(ctx, n, DefaultConcurrency, func(ctx context.Context, i int) error {
 		var err error
-		if t := tasks[i]; t.pair != nil {
-			results[i], err = existingResourceFindings(ctx, *t.pair, cfg, cluster)
+		if i < len(pairs) {
+			results[i], err = livePairFindings(ctx, pairs[i], outcomes[i], cfg, cluster)
 		} else {
-			results[i], err = removalFindings(ctx, *t.removal, cfg, cluster)
+			results[i], err = removalFindings(ctx, removals[i-len(pairs)], cfg, cluster)
 		}
 		return err
 	})
 	return results, err
+}
+
+func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.CRDUpgradeSafety,
+	cluster Cluster) ([]crdupgradesafety.Finding, error) {
+
+	var findings []crdupgradesafety.Finding
+	crd := &cfg.Checks.CRD
+	// A fallback-on-replace update the validation already refused needs no
+	// dry run: the apiserver stops at the same validation.
+	decided := p.Strategy == StrategyFallbackOnReplace && o.replace != ""
+	if p.Send != nil && !o.rejected && !decided && needsDryRun(p, cfg) {
+		fs, replace, err := dryRunFindings(ctx, p, cfg, cluster)
+		if err != nil {
+			return nil, err
+		}
+		if len(fs) > 0 {
+			findings = append(findings, fs...)
+			o.rejected = true
+			if p.Strategy == StrategyAlwaysReplace {
+				o.replace = "" // the delete is refused: nothing is lost
+			}
+		}
+		if replace != "" {
+			o.replace = replace
+		}
+	}
+	switch {
+	case p.Old == nil:
+	case o.replace != "":
+		if crd.CRDDeletion.Enabled {
+			count, err := cluster.CountCustomResources(ctx, p.Old)
+			if err != nil {
+				return nil, fmt.Errorf("checking replace of CRD %s: %w", p.New.Name, err)
+			}
+			findings = append(findings, crdupgradesafety.Replacement(p.New.Name, count-p.AlsoDeleted, o.replace, cfg)...)
+		}
+	case crd.ExistingResources.Enabled && !o.rejected:
+		fs, err := existingResourceFindings(ctx, p, cfg, cluster)
+		if err != nil {
+			return nil, err
+		}
+		findings = append(findings, fs...)
+	}
+	return findings, nil
+}
+
+// dryRunFindings sends the request kapp would send first for the pair as a
+// server-side dry run: a create for a new CRD, the delete of an
+// always-replace, an update otherwise. A refusal is an apiserverRejects
+// finding, except that an update with fallback-on-replace that is refused
+// as invalid (422) is not refused for kapp: it replaces the CRD, and the
+// returned replace says why. Any other error (the apiserver did not answer,
+// a conflict, 5xx) is returned, naming the CRD.
+func dryRunFindings(ctx context.Context, p Pair, cfg *config.CRDUpgradeSafety,
+	cluster Cluster) (findings []crdupgradesafety.Finding, replace string, err error) {
+
+	verb := VerbUpdate
+	switch {
+	case p.Old == nil:
+		verb = VerbCreate
+	case p.Strategy == StrategyAlwaysReplace:
+		verb = VerbDelete
+	}
+	sendErr := cluster.DryRun(ctx, verb, p.Send)
+	if sendErr == nil {
+		return nil, "", nil
+	}
+	rs, ok := refusal(sendErr)
+	if !ok {
+		return nil, "", fmt.Errorf("server-side dry run of the %s of CRD %s: %w", verb, p.New.Name, sendErr)
+	}
+	if verb == VerbUpdate && p.Strategy == StrategyFallbackOnReplace && apierrors.IsInvalid(sendErr) {
+		return nil, fmt.Sprintf("update strategy %s, and the apiserver refuses the update (server-side dry run: %s)",
+			StrategyFallbackOnReplace, describe(rs)), nil
+	}
+	return crdupgradesafety.Rejected(p.New.Name, string(verb)+" (server-side dry run)", rs, cfg), "", nil
+}
+
+// refusal reports whether err is the apiserver refusing a request it
+// understood (validation, admission webhooks and policies, authorization:
+// status 400, 403, 413 or 422), as opposed to failing to answer it or a
+// state that may pass on a retry (conflict, not found, too many requests,
+// 5xx), and returns its reasons: the status causes when they carry a
+// message, else the status message.
+func refusal(err error) ([]crdupgradesafety.Rejection, bool) {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return nil, false
+	}
+	s := st.Status()
+	switch s.Code {
+	case 400, 403, 413, 422:
+	default:
+		return nil, false
+	}
+	// A webhook that cannot run without side effects makes the dry run
+	// fail, not the request: the dry run cannot tell.
+	if strings.Contains(s.Message, "does not support dry run") {
+		return nil, false
+	}
+	var rs []crdupgradesafety.Rejection
+	if s.Details != nil {
+		for _, c := range s.Details.Causes {
+			if c.Message != "" {
+				rs = append(rs, crdupgradesafety.Rejection{Field: c.Field, Message: c.Message})
+			}
+		}
+	}
+	if len(rs) == 0 {
+		rs = []crdupgradesafety.Rejection{{Message: s.Message}}
+	}
+	return rs, true
 }
 
 // existingResourceFindings validates the existing custom resources of an

@@ -211,7 +211,7 @@ func (o *CRDMigrateStorageOptions) crdNames() ([]string, error) {
 		add(name)
 	}
 	if len(o.CRDFlags.Files) > 0 {
-		set, err := loadInputs(o.CRDFlags.Files, "input", false)
+		set, err := loadInputs(o.CRDFlags.Files, "input")
 		if err != nil {
 			return nil, fmt.Errorf("reading CRDs: %w", err)
 		}

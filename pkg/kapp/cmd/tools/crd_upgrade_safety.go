@@ -60,6 +60,10 @@ type CRDUpgradeSafetyOptions struct {
 	depsFactory cmdcore.DepsFactory
 
 	FileFlags CRDUpgradeSafetyFileFlags
+	// DefaultUpdateStrategy is the update strategy of CRDs without a
+	// kapp.k14s.io/update-strategy annotation, as kapp deploy's
+	// --apply-default-update-strategy.
+	DefaultUpdateStrategy string
 
 	// Cluster reaches the live cluster when no --file is given; nil uses
 	// the dynamic client of depsFactory.
@@ -80,7 +84,10 @@ without deploying anything.
 
 Old CRDs come from --file, or from the cluster when no --file is given (then the
 live checks run too: existing custom resources must stay valid under the new
-schema). New CRDs come from --file2. Inputs may be whole manifests: documents
+schema, and a CRD kapp would replace, per its kapp.k14s.io/update-strategy or
+--apply-default-update-strategy, must have none to lose). New CRDs come from
+--file2; each is validated as the apiserver would validate it (apiserverRejects),
+and an old CRD from --file that the apiserver would refuse gives a warning. Inputs may be whole manifests: documents
 that are not CustomResourceDefinitions are ignored, CRDs only in the old inputs
 are ignored, CRDs only in the new inputs are new (nothing to compare). New
 inputs that hold no CRD at all are an error (most likely the wrong folder).
@@ -110,6 +117,9 @@ Exit status:
   kapp tools crd-upgrade-safety -f old.yaml --file2 new.yaml --json`,
 	}
 	o.FileFlags.Set(cmd)
+	cmd.Flags().StringVar(&o.DefaultUpdateStrategy, "apply-default-update-strategy", "",
+		"Set the update strategy kapp deploy uses for CRDs without a kapp.k14s.io/update-strategy annotation, as its flag of the same name "+
+			"(always-replace and fallback-on-replace delete and recreate CRDs)")
 	return cmd
 }
 
@@ -139,9 +149,12 @@ func (o *CRDUpgradeSafetyOptions) Run() error {
 		return err
 	}
 
-	plan := preflight.Plan{Pairs: make([]preflight.Pair, len(newSet.crds))}
+	plan := preflight.Plan{Pairs: make([]preflight.Pair, len(newSet.crds)), OldFromFiles: len(o.FileFlags.OldFiles) > 0}
 	for i, c := range newSet.crds {
 		plan.Pairs[i].New = c.crd
+		if plan.Pairs[i].Strategy, err = preflight.UpdateStrategyOf(c.crd, o.DefaultUpdateStrategy); err != nil {
+			return fmt.Errorf("%s: %w", c.origin, err)
+		}
 	}
 
 	var cluster preflight.Cluster
@@ -198,10 +211,10 @@ func (o *CRDUpgradeSafetyOptions) load() (newSet, oldSet inputSet, err error) {
 	go func() {
 		defer close(done)
 		if len(o.FileFlags.OldFiles) > 0 {
-			oldSet, oldErr = loadInputs(o.FileFlags.OldFiles, "old", false)
+			oldSet, oldErr = loadInputs(o.FileFlags.OldFiles, "old")
 		}
 	}()
-	newSet, err = loadInputs(o.FileFlags.NewFiles, "new", true)
+	newSet, err = loadInputs(o.FileFlags.NewFiles, "new")
 	<-done
 	switch {
 	case oldErr != nil:

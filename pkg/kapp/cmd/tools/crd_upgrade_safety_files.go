@@ -15,10 +15,7 @@ import (
 
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
-	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 )
 
@@ -59,10 +56,11 @@ type rawDoc struct {
 	data   []byte
 }
 
-// loadInputs reads files (in order) and decodes their documents. With
-// validate, every CRD's schema is checked to be a valid structural schema.
-// Duplicate CRD names are errors; which names "old" or "new" in the error.
-func loadInputs(files []string, which string, validate bool) (inputSet, error) {
+// loadInputs reads files (in order) and decodes their documents. Duplicate
+// CRD names are errors; which names "old" or "new" in the error. Whether the
+// apiserver would accept the CRDs is the apiserverRejects check's question,
+// not an input error.
+func loadInputs(files []string, which string) (inputSet, error) {
 	var docs []rawDoc
 	for _, file := range files {
 		srcs, err := fileSources(file)
@@ -94,7 +92,7 @@ func loadInputs(files []string, which string, validate bool) (inputSet, error) {
 	// so the work itself never fails.
 	_ = parallel.ForEach(context.Background(), len(docs), runtime.GOMAXPROCS(0), func(_ context.Context, i int) error {
 		r := &results[i]
-		r.crds, r.configs, r.err = decodeDoc(docs[i], validate)
+		r.crds, r.configs, r.err = decodeDoc(docs[i])
 		return nil
 	})
 
@@ -168,7 +166,7 @@ type docHead struct {
 	} `json:"metadata"`
 }
 
-func decodeDoc(doc rawDoc, validate bool) ([]crdDoc, []ctlres.Resource, error) {
+func decodeDoc(doc rawDoc) ([]crdDoc, []ctlres.Resource, error) {
 	js, err := toJSON(doc.data)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w: not valid YAML: %w", doc.origin, ErrInvalidInput, err)
@@ -176,10 +174,10 @@ func decodeDoc(doc rawDoc, validate bool) ([]crdDoc, []ctlres.Resource, error) {
 	if isJSONNull(js) {
 		return nil, nil, nil // empty document, or only comments
 	}
-	return decodeObject(js, doc.origin, validate)
+	return decodeObject(js, doc.origin)
 }
 
-func decodeObject(js []byte, origin string, validate bool) ([]crdDoc, []ctlres.Resource, error) {
+func decodeObject(js []byte, origin string) ([]crdDoc, []ctlres.Resource, error) {
 	// Most documents of a CRD check are CRDs: decode straight into the type
 	// and look at its TypeMeta; only on failure look at the head alone.
 	crd := &apiextv1.CustomResourceDefinition{}
@@ -200,12 +198,6 @@ func decodeObject(js []byte, origin string, validate bool) ([]crdDoc, []ctlres.R
 	case head.Kind == "CustomResourceDefinition" && head.APIVersion == crdV1APIVersion:
 		if crdErr != nil {
 			return nil, nil, fmt.Errorf("%s: %w: decoding CustomResourceDefinition %s: %w", origin, ErrInvalidInput, head.Metadata.Name, crdErr)
-		}
-		if validate {
-			if errs := validateCRD(crd); len(errs) > 0 {
-				return nil, nil, fmt.Errorf("%s: %w: CustomResourceDefinition %s is invalid: %w",
-					origin, ErrInvalidInput, crd.Name, errs.ToAggregate())
-			}
 		}
 		return []crdDoc{{crd: crd, origin: origin}}, nil, nil
 
@@ -231,7 +223,7 @@ func decodeObject(js []byte, origin string, validate bool) ([]crdDoc, []ctlres.R
 		var crds []crdDoc
 		var configs []ctlres.Resource
 		for i, item := range list.Items {
-			c, cf, err := decodeObject(item, fmt.Sprintf("%s item %d", origin, i+1), validate)
+			c, cf, err := decodeObject(item, fmt.Sprintf("%s item %d", origin, i+1))
 			if err != nil {
 				return nil, nil, err
 			}
@@ -280,73 +272,4 @@ func isJSONNull(js []byte) bool {
 func hasKey(m map[string]string, k string) bool {
 	_, ok := m[k]
 	return ok
-}
-
-// validateCRD checks what the API server would reject in a new CRD and the
-// comparison relies on: names, versions (unique, exactly one storage) and
-// that every version's schema is a valid structural schema. It uses the
-// API server's own structural-schema code (schema.NewStructural and
-// schema.ValidateStructural) rather than the full CRD validation, which
-// also compiles CEL rules and costs about twice as much on large CRDs.
-func validateCRD(crd *apiextv1.CustomResourceDefinition) field.ErrorList {
-	var errs field.ErrorList
-	spec := field.NewPath("spec")
-	names := spec.Child("names")
-	if crd.Spec.Group == "" {
-		errs = append(errs, field.Required(spec.Child("group"), ""))
-	}
-	if crd.Spec.Names.Plural == "" {
-		errs = append(errs, field.Required(names.Child("plural"), ""))
-	}
-	if crd.Spec.Names.Kind == "" {
-		errs = append(errs, field.Required(names.Child("kind"), ""))
-	}
-	if want := crd.Spec.Names.Plural + "." + crd.Spec.Group; crd.Name != want {
-		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), crd.Name,
-			fmt.Sprintf("must be spec.names.plural+\".\"+spec.group: %q", want)))
-	}
-	if s := crd.Spec.Scope; s != apiextv1.NamespaceScoped && s != apiextv1.ClusterScoped {
-		errs = append(errs, field.NotSupported(spec.Child("scope"), s,
-			[]string{string(apiextv1.ClusterScoped), string(apiextv1.NamespaceScoped)}))
-	}
-
-	versions := spec.Child("versions")
-	if len(crd.Spec.Versions) == 0 {
-		errs = append(errs, field.Required(versions, "must have at least one version"))
-	}
-	seen := map[string]bool{}
-	storage := 0
-	for i := range crd.Spec.Versions {
-		v := &crd.Spec.Versions[i]
-		vPath := versions.Index(i)
-		if v.Name == "" {
-			errs = append(errs, field.Required(vPath.Child("name"), ""))
-		} else if seen[v.Name] {
-			errs = append(errs, field.Duplicate(vPath.Child("name"), v.Name))
-		}
-		seen[v.Name] = true
-		if v.Storage {
-			storage++
-		}
-		errs = append(errs, validateVersionSchema(v, vPath.Child("schema", "openAPIV3Schema"))...)
-	}
-	if len(crd.Spec.Versions) > 0 && storage != 1 {
-		errs = append(errs, field.Invalid(versions, storage, "must have exactly one version marked as storage version"))
-	}
-	return errs
-}
-
-func validateVersionSchema(v *apiextv1.CustomResourceDefinitionVersion, path *field.Path) field.ErrorList {
-	if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
-		return field.ErrorList{field.Required(path, "schemas are required")}
-	}
-	internal := &apiextensions.JSONSchemaProps{}
-	if err := apiextv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v.Schema.OpenAPIV3Schema, internal, nil); err != nil {
-		return field.ErrorList{field.Invalid(path, "", err.Error())}
-	}
-	s, err := schema.NewStructural(internal)
-	if err != nil {
-		return field.ErrorList{field.Invalid(path, "", err.Error())}
-	}
-	return schema.ValidateStructural(path, s)
 }
