@@ -169,8 +169,10 @@ start_once() {
   fi
 
   log "starting kube-apiserver on 127.0.0.1:$api_port"
-  # Lean: no admission plugin but NamespaceLifecycle, no priority & fairness,
-  # no endpoint reconciler. RBAC with the admin in system:masters.
+  # Lean: no admission plugin but NamespaceLifecycle and
+  # ValidatingAdmissionPolicy (the e2e tests prove the check's server-side dry
+  # run sees policies), no priority & fairness, no endpoint reconciler. RBAC
+  # with the admin in system:masters.
   "$BIN_DIR/kube-apiserver" \
     --etcd-servers="http://127.0.0.1:$etcd_client" \
     --bind-address=127.0.0.1 \
@@ -185,7 +187,7 @@ start_once() {
     --service-account-key-file="$tmp/pki/sa.pub" \
     --service-account-signing-key-file="$tmp/pki/sa.key" \
     --service-cluster-ip-range=10.96.0.0/24 \
-    --enable-admission-plugins=NamespaceLifecycle \
+    --enable-admission-plugins=NamespaceLifecycle,ValidatingAdmissionPolicy \
     --disable-admission-plugins="$DISABLED_ADMISSION" \
     --enable-priority-and-fairness=false \
     --endpoint-reconciler-type=none \
@@ -210,8 +212,7 @@ DISABLED_ADMISSION="$(
     LimitRanger ServiceAccount TaintNodesByCondition PodSecurity Priority DefaultTolerationSeconds
     DefaultStorageClass StorageObjectInUseProtection PersistentVolumeClaimResize RuntimeClass
     CertificateApproval CertificateSigning ClusterTrustBundleAttest CertificateSubjectRestriction
-    DefaultIngressClass MutatingAdmissionWebhook ValidatingAdmissionWebhook ValidatingAdmissionPolicy
-    ResourceQuota
+    DefaultIngressClass MutatingAdmissionWebhook ValidatingAdmissionWebhook ResourceQuota
   )
   echo "${a[*]}"
 )"
