@@ -11,7 +11,6 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -91,13 +90,12 @@ func prepareForCreate(crd *apiextensions.CustomResourceDefinition) {
 
 // prepareForUpdate is what the apiserver does to an updated CRD before
 // validating it: rest.BeforeUpdate's carried-over system metadata and the
-// registry's PrepareForUpdate.
+// registry's PrepareForUpdate. The registry bumps the generation when the
+// spec changed; the validation only requires it to be >= 0, so the costly
+// comparison of the specs is left out and the old generation kept.
 func prepareForUpdate(crd, old *apiextensions.CustomResourceDefinition) {
 	crd.Generation = old.Generation
 	crd.Status = *old.Status.DeepCopy()
-	if !apiequality.Semantic.DeepEqual(old.Spec, crd.Spec) {
-		crd.Generation = old.Generation + 1
-	}
 	addStorageVersion(crd)
 	if crd.ResourceVersion == "" {
 		// kapp sends the new CRD with the live resourceVersion (its rebase

@@ -2,6 +2,8 @@ package crdupgradesafety
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -243,4 +245,42 @@ func TestRejectedMessageIsBounded(t *testing.T) {
 	if !strings.HasPrefix(msg, "the apiserver refuses the create: éé") {
 		t.Fatalf("message lost its start: %q", msg[:50])
 	}
+}
+
+// TestRealCRDsAreAccepted: the real CRDs of hack/fetch-crds.sh, which the
+// apiserver accepts, are accepted on create and on an update to themselves:
+// no false alarm.
+func TestRealCRDsAreAccepted(t *testing.T) {
+	root := realCRDDir(t)
+	for _, rel := range realCRDFiles(t) {
+		b, err := os.ReadFile(filepath.Join(root, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		crd := parseRealCRD(t, rel, b)
+		if errs := ValidateCRD(context.Background(), nil, crd); len(errs) > 0 {
+			t.Errorf("%s: create refused: %v", rel, errs.ToAggregate())
+		}
+		if errs := ValidateCRD(context.Background(), crd, crd); len(errs) > 0 {
+			t.Errorf("%s: update to itself refused: %v", rel, errs.ToAggregate())
+		}
+	}
+}
+
+// BenchmarkValidateCRD validates prometheuses (786 KB), the largest real
+// CRD, on create and on an update to itself. Compare with BenchmarkCompare.
+func BenchmarkValidateCRD(b *testing.B) {
+	_, crd := readRealCRD(b, prometheusesCRD)
+	b.Run("create", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			ValidateCRD(context.Background(), nil, crd)
+		}
+	})
+	b.Run("update", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			ValidateCRD(context.Background(), crd, crd)
+		}
+	})
 }
