@@ -26,9 +26,14 @@ func NewDefaultKappCmd(confUI *ui.ConfUI) *cobra.Command {
 	configFactory := cmdcore.NewConfigFactoryImpl()
 	depsFactory := cmdcore.NewDepsFactoryImpl(configFactory, confUI)
 	registry := preflight.NewRegistry(depsFactory, confUI)
-	o := kappcmd.NewKappOptions(confUI, configFactory, depsFactory, registry)
+	o := kappcmd.NewKappOptions(confUI, configFactory, depsFactory, registry.Registry)
 	flagsFactory := cmdcore.NewFlagsFactory(configFactory, depsFactory)
-	return NewKappCmd(o, confUI, configFactory, depsFactory, flagsFactory)
+	root := NewKappCmd(o, confUI, configFactory, depsFactory, flagsFactory)
+	// --preflight must reach our registry so that it knows when the command
+	// line chose the checks ($KAPP_CRD_UPGRADE_SAFETY_CONFIG then only
+	// configures CRDUpgradeSafety).
+	registry.BindFlags(root)
+	return root
 }
 
 // NewKappCmd builds upstream's command tree from o, then replaces the

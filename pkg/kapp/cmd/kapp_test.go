@@ -11,6 +11,7 @@ import (
 	kappversion "carvel.dev/kapp/pkg/kapp/version"
 	"github.com/cppforlife/go-cli-ui/ui"
 	"github.com/crdsafety/kapp/pkg/kapp/preflight"
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 )
 
@@ -101,4 +102,18 @@ func TestExitStatus(t *testing.T) {
 	require.Equal(t, 1, ExitStatus(errors.New("x")))
 	require.Equal(t, 3, ExitStatus(cmdapp.DeployDiffExitStatus{}))
 	require.Equal(t, 2, ExitStatus(cmdapp.DeployDiffExitStatus{HasNoChanges: true}))
+}
+
+// Both deploy commands route --preflight through our registry, which must
+// see the flag for $KAPP_CRD_UPGRADE_SAFETY_CONFIG (pkg/kapp/preflight/env.go).
+func TestPreflightFlagsReachOurRegistry(t *testing.T) {
+	root := NewDefaultKappCmd(ui.NewWrappingConfUI(ui.NewNoopUI(), ui.NewNoopLogger()))
+	appGroup := subcommand(root, "app-group")
+	require.NotNil(t, appGroup)
+	for _, cmd := range []*cobra.Command{subcommand(root, "deploy"), subcommand(appGroup, "deploy")} {
+		require.NotNil(t, cmd)
+		f := cmd.Flags().Lookup("preflight")
+		require.NotNilf(t, f, "%s has no --preflight", cmd.CommandPath())
+		require.IsTypef(t, &preflight.Registry{}, f.Value, "%s --preflight goes to kapp's registry (same type name), not ours", cmd.CommandPath())
+	}
 }
