@@ -1,0 +1,327 @@
+#!/usr/bin/env bash
+# kapp-controller for the end-to-end tests: kapp-controller v0.51.0, ytt and
+# vendir built from source through the Go module proxy (module hack/kappctrl),
+# run out of cluster as two local processes (the controller and its
+# --sidecarexec, which runs vendir and ytt) against the cluster of
+# hack/cluster.sh, with our bin/kapp first on PATH: every App is deployed by
+# this distribution's kapp.
+#
+# Usage: hack/kapp-controller.sh build              build the binaries if the pins changed
+#        hack/kapp-controller.sh start              build, install what the cluster needs, start, wait until ready
+#        hack/kapp-controller.sh stop               stop the controller and its sidecar
+#        hack/kapp-controller.sh status             say whether it runs
+#        hack/kapp-controller.sh run CMD [ARG...]   start, run CMD, always stop
+#
+# The cluster must be running (hack/cluster.sh start) and bin/kapp built
+# (hack/build.sh). Delete your Apps before stop: kapp-controller removes an
+# App's finalizer only after it has deleted what the App deployed.
+#
+# Environment:
+#   CLUSTER_STATE_DIR     the cluster to use (default .cache/cluster; its kubeconfig)
+#   KAPPCTRL_STATE_DIR    (default .cache/kappctrl) pids, logs of the running controller
+#   KAPP_CRD_UPGRADE_SAFETY_CONFIG
+#                         passed to the controller only (and so to every kapp it
+#                         runs); not to CMD of run
+#
+# Files (all under .cache/, git-ignored):
+#   .cache/kappctrl/bin/    kapp-controller, ytt, vendir, kappctrlutil and their stamps
+#   $KAPPCTRL_STATE_DIR/logs/controller.log, sidecar.log
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+MODULE_DIR="$ROOT/hack/kappctrl"
+BIN_DIR="$ROOT/.cache/kappctrl/bin"
+STATE_DIR="${KAPPCTRL_STATE_DIR:-$ROOT/.cache/kappctrl}"
+RUN_FILE="$STATE_DIR/controller.env" # pids and temp dir of the running controller
+LOG_DIR="$STATE_DIR/logs"
+CLUSTER_KUBECONFIG="${CLUSTER_STATE_DIR:-$ROOT/.cache/cluster}/kubeconfig"
+KAPP="$ROOT/bin/kapp"
+
+SYSTEM_NAMESPACE="kapp-controller" # hack/kappctrl/cluster.yaml creates it
+SETUP_APP="kapp-controller-e2e-setup"
+PROBE_APP="kapp-controller-e2e-probe"
+
+# The settings file is the controller's, not the caller's: kapp run by CMD
+# (the tests) must not see it.
+SAFETY_CONFIG="${KAPP_CRD_UPGRADE_SAFETY_CONFIG:-}"
+unset KAPP_CRD_UPGRADE_SAFETY_CONFIG
+
+# The builds, as their own release builds do them: static, trimmed, with
+# the versions (from go.mod) that the binaries report.
+BUILD_FLAGS=(-mod=readonly -trimpath)
+export CGO_ENABLED=0
+ldflags() {
+  printf -- '-s -w -X main.Version=v%s -X carvel.dev/ytt/pkg/version.Version=%s -X carvel.dev/vendir/pkg/vendir/version.Version=%s' \
+    "$(module_version github.com/vmware-tanzu/carvel-kapp-controller)" "$(module_version carvel.dev/ytt)" "$(module_version carvel.dev/vendir)"
+}
+module_version() { # module_version MODULE -> its version in hack/kappctrl, without the v
+  (cd "$MODULE_DIR" && go list -mod=readonly -m -f '{{.Version}}' "$1") | sed 's/^v//'
+}
+
+START=$SECONDS
+log() { printf '[kapp-controller] %s (%ss)\n' "$*" "$((SECONDS - START))" >&2; }
+die() {
+  log "error: $*"
+  exit 1
+}
+
+# ---------------------------------------------------------------- build
+
+# The binaries are rebuilt when this changes: the pins (go.mod, go.sum), the
+# Go toolchain or the build flags.
+stamp_of() { # stamp_of FILE... -> hash of the files, the go version and the build flags
+  {
+    cat "$@"
+    go env GOVERSION GOOS GOARCH
+    echo "${BUILD_FLAGS[*]} CGO_ENABLED=$CGO_ENABLED"
+    declare -f ldflags
+  } | sha256sum | cut -d' ' -f1
+}
+
+build() {
+  mkdir -p "$BIN_DIR"
+  # One build at a time (two test runs may race on a fresh clone).
+  exec 9>"$BIN_DIR/.build.lock"
+  flock 9
+
+  local want have
+  want="$(stamp_of "$MODULE_DIR/go.mod" "$MODULE_DIR/go.sum")"
+  have="$(cat "$BIN_DIR/.stamp" 2>/dev/null || true)"
+  if [[ "$want" == "$have" && -x "$BIN_DIR/kapp-controller" && -x "$BIN_DIR/ytt" && -x "$BIN_DIR/vendir" ]]; then
+    log "kapp-controller, ytt and vendir are up to date ($BIN_DIR)"
+  else
+    log "building kapp-controller, ytt and vendir from the Go module proxy (a few minutes on a cold cache)"
+    local start=$SECONDS tmp flags
+    flags="$(ldflags)"
+    tmp="$(mktemp -d "$BIN_DIR/.build.XXXXXX")"
+    # -mod=readonly: the committed go.sum is the pin. One go build for the
+    # three shares the work of their common dependencies. (&& because set -e
+    # does not apply inside the left-hand side of ||.)
+    (
+      cd "$MODULE_DIR" &&
+        go build "${BUILD_FLAGS[@]}" -ldflags "$flags" -o "$tmp/" \
+          github.com/vmware-tanzu/carvel-kapp-controller/cmd/controller carvel.dev/ytt/cmd/ytt carvel.dev/vendir/cmd/vendir
+    ) || {
+      rm -rf "$tmp"
+      die "build failed"
+    }
+    mv -f "$tmp/controller" "$BIN_DIR/kapp-controller"
+    mv -f "$tmp/ytt" "$tmp/vendir" "$BIN_DIR/"
+    rm -rf "$tmp"
+    echo "$want" >"$BIN_DIR/.stamp"
+    log "built in $((SECONDS - start))s"
+  fi
+
+  want="$(stamp_of "$MODULE_DIR/go.mod" "$MODULE_DIR/go.sum" "$MODULE_DIR"/kappctrlutil/*.go)"
+  have="$(cat "$BIN_DIR/.stamp-kappctrlutil" 2>/dev/null || true)"
+  if [[ "$want" != "$have" || ! -x "$BIN_DIR/kappctrlutil" ]]; then
+    (cd "$MODULE_DIR" && go build "${BUILD_FLAGS[@]}" -ldflags "-s -w" -o "$BIN_DIR/kappctrlutil" ./kappctrlutil)
+    echo "$want" >"$BIN_DIR/.stamp-kappctrlutil"
+  fi
+  flock -u 9
+}
+
+# ---------------------------------------------------------------- start / stop
+
+is_running() {
+  [[ -f "$RUN_FILE" ]] || return 1
+  # shellcheck disable=SC1090
+  (source "$RUN_FILE" && kill -0 "$CONTROLLER_PID" 2>/dev/null && kill -0 "$SIDECAR_PID" 2>/dev/null)
+}
+
+stop_pid() { # stop_pid PID NAME: SIGTERM, wait up to 15s, then SIGKILL
+  local pid="$1" name="$2" i
+  [[ -n "$pid" ]] || return 0
+  kill -0 "$pid" 2>/dev/null || return 0
+  # Only ever signal our own binary: a stale pid file may name a reused pid.
+  local exe
+  exe="$(readlink "/proc/$pid/exe" 2>/dev/null || true)"
+  [[ "${exe% (deleted)}" == "$BIN_DIR/kapp-controller" ]] || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 150; i++)); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  log "$name ($pid) did not stop on SIGTERM; killing it"
+  kill -KILL "$pid" 2>/dev/null || true
+}
+
+stop() {
+  if [[ ! -f "$RUN_FILE" ]]; then
+    log "no kapp-controller recorded in $STATE_DIR"
+    return 0
+  fi
+  local CONTROLLER_PID="" SIDECAR_PID="" TMP_DIR=""
+  # shellcheck disable=SC1090
+  source "$RUN_FILE"
+  # The controller first: it runs kapp and talks to the sidecar.
+  stop_pid "$CONTROLLER_PID" controller
+  stop_pid "$SIDECAR_PID" sidecar
+  if [[ -n "$TMP_DIR" && -d "$TMP_DIR" ]]; then
+    rm -rf "$TMP_DIR"
+  fi
+  rm -f "$RUN_FILE"
+  log "stopped"
+}
+
+show_logs() {
+  local f
+  for f in sidecar controller; do
+    if [[ -s "$LOG_DIR/$f.log" ]]; then
+      echo "--- last lines of $LOG_DIR/$f.log ---" >&2
+      tail -n 30 "$LOG_DIR/$f.log" >&2 || true
+    fi
+  done
+}
+
+# install puts on the cluster what kapp-controller needs: its CRDs (from
+# the module it is built from), its namespace and the CRD standing in for
+# its aggregated Package API.
+install() {
+  local crds
+  crds="$(cd "$MODULE_DIR" && go list -mod=readonly -m -f '{{.Dir}}' github.com/vmware-tanzu/carvel-kapp-controller)/config/config/crds.yml"
+  [[ -f "$crds" ]] || die "$crds not found"
+  "$KAPP" deploy --kubeconfig "$CLUSTER_KUBECONFIG" -n default -a "$SETUP_APP" -y --tty=false \
+    -f "$crds" -f "$MODULE_DIR/cluster.yaml" >"$LOG_DIR/install.log" 2>&1 || {
+    cat "$LOG_DIR/install.log" >&2
+    die "installing kapp-controller's CRDs failed"
+  }
+}
+
+# wait_ready waits until both processes run, the sidecar listens and the
+# App controller has started its workers (its caches are synced).
+wait_ready() {
+  local controller_pid="$1" sidecar_pid="$2" sock="$3" i
+  for ((i = 0; i < 1200; i++)); do # 120s
+    kill -0 "$controller_pid" 2>/dev/null || die "the controller exited; see $LOG_DIR/controller.log"
+    kill -0 "$sidecar_pid" 2>/dev/null || die "the sidecar exited; see $LOG_DIR/sidecar.log"
+    if [[ -S "$sock" ]] && grep -q '"Starting workers".*"controller":"app"' "$LOG_DIR/controller.log"; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  die "the App controller did not start its workers within 120s"
+}
+
+# probe deploys a trivial App (inline fetch, ytt, kapp through a service
+# account) and waits until it is reconciled: proof that the whole chain works before tests
+# rely on it. It is deleted again so that a later start probes anew.
+probe() {
+  local kc=(--kubeconfig "$CLUSTER_KUBECONFIG" -n "$SYSTEM_NAMESPACE" --tty=false -y --wait-timeout=2m)
+  # A probe left by an interrupted start goes first (the controller must
+  # run to delete an App).
+  "$KAPP" delete "${kc[@]}" -a "$PROBE_APP" >"$LOG_DIR/probe.log" 2>&1 || {
+    cat "$LOG_DIR/probe.log" >&2
+    die "deleting the probe App of an earlier start failed"
+  }
+  # kapp waits for an App to reconcile, and fails with its status.
+  "$KAPP" deploy "${kc[@]}" -a "$PROBE_APP" -f "$MODULE_DIR/probe.yaml" >>"$LOG_DIR/probe.log" 2>&1 || {
+    cat "$LOG_DIR/probe.log" >&2
+    die "kapp-controller did not reconcile the probe App (hack/kappctrl/probe.yaml)"
+  }
+  "$KAPP" delete "${kc[@]}" -a "$PROBE_APP" >>"$LOG_DIR/probe.log" 2>&1 || {
+    cat "$LOG_DIR/probe.log" >&2
+    die "deleting the probe App failed"
+  }
+}
+
+start() {
+  if is_running; then
+    log "already running (hack/kapp-controller.sh stop to stop it)"
+    return 0
+  fi
+  [[ -s "$CLUSTER_KUBECONFIG" ]] || die "no cluster: $CLUSTER_KUBECONFIG does not exist (hack/cluster.sh start)"
+  [[ -x "$KAPP" ]] || die "$KAPP does not exist (hack/build.sh)"
+  if [[ -n "$SAFETY_CONFIG" ]]; then
+    [[ -f "$SAFETY_CONFIG" ]] || die "KAPP_CRD_UPGRADE_SAFETY_CONFIG=$SAFETY_CONFIG: no such file"
+    SAFETY_CONFIG="$(cd "$(dirname "$SAFETY_CONFIG")" && pwd)/$(basename "$SAFETY_CONFIG")"
+  fi
+  build
+  mkdir -p "$STATE_DIR" "$LOG_DIR"
+  stop >/dev/null 2>&1 || true # leftovers of a crashed run
+  rm -f "$LOG_DIR"/*.log
+
+  # On any failure from here on: show the logs, stop what was started. (run
+  # has a trap of its own, restored once started.)
+  local outer_trap
+  outer_trap="$(trap -p EXIT)"
+  trap 'rc=$?; if [[ $rc -ne 0 ]]; then show_logs; stop; fi' EXIT
+  install
+  log "installed kapp-controller's CRDs and namespace"
+
+  local tmp
+  tmp="$(mktemp -d "${TMPDIR:-/tmp}/kapp-e2e-kappctrl.XXXXXX")"
+  mkdir "$tmp/mem"
+  # Record what exists as soon as it exists, so stop can clean up after any failure.
+  printf 'TMP_DIR=%q\n' "$tmp" >"$RUN_FILE"
+
+  # What the Deployment of config/config/deployment.yml gives both
+  # containers, plus what an out-of-cluster run needs: the cluster's
+  # kubeconfig, and for Apps with spec.serviceAccountName the apiserver and
+  # its CA (in a pod: the service environment and the mounted CA).
+  local KUBERNETES_SERVICE_HOST KUBERNETES_SERVICE_PORT KAPPCTRL_KUBERNETES_CA_DATA cluster_env
+  cluster_env="$("$BIN_DIR/kappctrlutil" env "$CLUSTER_KUBECONFIG")" || die "reading $CLUSTER_KUBECONFIG"
+  eval "$cluster_env" # three assignments, quoted by kappctrlutil
+  local -a env=(
+    "PATH=$ROOT/bin:$BIN_DIR:$PATH"
+    "KUBECONFIG=$CLUSTER_KUBECONFIG"
+    "KAPPCTRL_SYSTEM_NAMESPACE=$SYSTEM_NAMESPACE"
+    "KAPPCTRL_MEM_TMP_DIR=$tmp/mem"
+    "KAPPCTRL_SIDECAREXEC_SOCK=$tmp/sidecarexec.sock"
+    "KUBERNETES_SERVICE_HOST=$KUBERNETES_SERVICE_HOST"
+    "KUBERNETES_SERVICE_PORT=$KUBERNETES_SERVICE_PORT"
+    "KAPPCTRL_KUBERNETES_CA_DATA=$KAPPCTRL_KUBERNETES_CA_DATA"
+  )
+  if [[ -n "$SAFETY_CONFIG" ]]; then
+    env+=("KAPP_CRD_UPGRADE_SAFETY_CONFIG=$SAFETY_CONFIG")
+    log "every kapp deploy of the controller runs CRDUpgradeSafety with $SAFETY_CONFIG"
+  fi
+
+  env "${env[@]}" "$BIN_DIR/kapp-controller" --sidecarexec >"$LOG_DIR/sidecar.log" 2>&1 &
+  local sidecar_pid=$!
+  printf 'SIDECAR_PID=%q\n' "$sidecar_pid" >>"$RUN_FILE"
+  env "${env[@]}" "$BIN_DIR/kapp-controller" \
+    --start-api-server=false \
+    --metrics-bind-address=0 \
+    >"$LOG_DIR/controller.log" 2>&1 &
+  local controller_pid=$!
+  printf 'CONTROLLER_PID=%q\n' "$controller_pid" >>"$RUN_FILE"
+
+  wait_ready "$controller_pid" "$sidecar_pid" "$tmp/sidecarexec.sock"
+  log "controller $controller_pid and sidecar $sidecar_pid started; probing with an App"
+  probe
+  eval "${outer_trap:-trap - EXIT}"
+  log "ready; logs in $LOG_DIR"
+}
+
+status() {
+  if is_running; then
+    # shellcheck disable=SC1090
+    (source "$RUN_FILE" && log "running (controller pid $CONTROLLER_PID, sidecar pid $SIDECAR_PID); logs in $LOG_DIR")
+  else
+    log "not running"
+    return 1
+  fi
+}
+
+run() {
+  [[ $# -gt 0 ]] || die "run needs a command"
+  trap 'rc=$?; if [[ $rc -ne 0 ]]; then show_logs; fi; stop' EXIT
+  start
+  "$@"
+}
+
+case "${1:-}" in
+build) build ;;
+start) start ;;
+stop) stop ;;
+status) status ;;
+run)
+  shift
+  run "$@"
+  ;;
+*)
+  sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
+  exit 2
+  ;;
+esac
