@@ -11,6 +11,9 @@
 #        hack/kapp-controller.sh stop               stop the controller and its sidecar
 #        hack/kapp-controller.sh status             say whether it runs
 #        hack/kapp-controller.sh run CMD [ARG...]   start, run CMD, always stop
+#        hack/kapp-controller.sh test-env           print, as KEY=value lines, what test/e2e reads
+#                                                   of the running controller (KAPPCTRL_E2E_LOGS,
+#                                                   KAPPCTRL_E2E_SAFETY_CONFIG)
 #
 # The cluster must be running (hack/cluster.sh start) and bin/kapp built
 # (hack/build.sh). Delete your Apps before stop: kapp-controller removes an
@@ -151,7 +154,7 @@ stop() {
     log "no kapp-controller recorded in $STATE_DIR"
     return 0
   fi
-  local CONTROLLER_PID="" SIDECAR_PID="" TMP_DIR=""
+  local CONTROLLER_PID="" SIDECAR_PID="" TMP_DIR="" SAFETY_CONFIG=""
   # shellcheck disable=SC1090
   source "$RUN_FILE"
   # The controller first: it runs kapp and talks to the sidecar.
@@ -272,6 +275,7 @@ start() {
     "KUBERNETES_SERVICE_PORT=$KUBERNETES_SERVICE_PORT"
     "KAPPCTRL_KUBERNETES_CA_DATA=$KAPPCTRL_KUBERNETES_CA_DATA"
   )
+  printf 'SAFETY_CONFIG=%q\n' "$SAFETY_CONFIG" >>"$RUN_FILE"
   if [[ -n "$SAFETY_CONFIG" ]]; then
     env+=("KAPP_CRD_UPGRADE_SAFETY_CONFIG=$SAFETY_CONFIG")
     log "every kapp deploy of the controller runs CRDUpgradeSafety with $SAFETY_CONFIG"
@@ -304,6 +308,13 @@ status() {
   fi
 }
 
+test_env() {
+  is_running || die "not running (hack/kapp-controller.sh start)"
+  # shellcheck disable=SC1090
+  source "$RUN_FILE"
+  printf 'KAPPCTRL_E2E_LOGS=%s\nKAPPCTRL_E2E_SAFETY_CONFIG=%s\n' "$LOG_DIR" "$SAFETY_CONFIG"
+}
+
 run() {
   [[ $# -gt 0 ]] || die "run needs a command"
   trap 'rc=$?; if [[ $rc -ne 0 ]]; then show_logs; fi; stop' EXIT
@@ -316,6 +327,7 @@ build) build ;;
 start) start ;;
 stop) stop ;;
 status) status ;;
+test-env) test_env ;;
 run)
   shift
   run "$@"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # THE test command: static checks, unit tests, then the end-to-end tests
-# against a real kube-apiserver and etcd built from source (hack/test-e2e.sh).
+# against a real kube-apiserver and etcd built from source, and a real
+# kapp-controller (hack/test-e2e.sh --kapp-controller).
 #
 # Usage: hack/test.sh
 set -euo pipefail
@@ -23,6 +24,7 @@ section "go vet"
 go vet ./...
 (cd hack/cluster && go vet ./clusterutil/...)
 (cd hack/bench && go vet ./...)
+(cd hack/kappctrl && go vet ./...)
 
 section "unit tests"
 # test/e2e needs the cluster; it runs below.
@@ -30,6 +32,8 @@ mapfile -t pkgs < <(go list ./... | grep -v '/test/e2e')
 go test -count=1 "${pkgs[@]}"
 
 section "end-to-end tests"
-hack/test-e2e.sh
+# With kapp-controller (built from source like the cluster) for the
+# TestKappController* tests.
+hack/test-e2e.sh --kapp-controller
 
 printf '\n==> all tests passed in %ss\n' "$((SECONDS - start))"

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -191,6 +192,12 @@ type result struct {
 // name one) and stdin, and returns what it printed and its exit status.
 func (e *env) kapp(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
+	return e.kappEnv(t, nil, stdin, args...)
+}
+
+// kappEnv is kapp with extra environment variables (NAME=value).
+func (e *env) kappEnv(t *testing.T, extraEnv []string, stdin string, args ...string) result {
+	t.Helper()
 	full := append([]string{}, args...)
 	hasKC := false
 	for _, a := range args {
@@ -213,7 +220,12 @@ func (e *env) kapp(t *testing.T, stdin string, args ...string) result {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.kubeconfig)
+	// The settings file of a developer's shell would enable the check for
+	// every deploy: only tests that ask for it get it.
+	environ := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "KAPP_CRD_UPGRADE_SAFETY_CONFIG=")
+	})
+	cmd.Env = append(append(environ, "KUBECONFIG="+e.kubeconfig), extraEnv...)
 	start := time.Now()
 	err := cmd.Run()
 	res := result{args: full, stdout: stdout.String(), stderr: stderr.String()}
@@ -232,8 +244,15 @@ func (e *env) kapp(t *testing.T, stdin string, args ...string) result {
 	if ctx.Err() != nil {
 		t.Fatalf("kapp %s timed out:\n%s", strings.Join(full, " "), res.out)
 	}
-	t.Logf("$ kapp %s  # exit %d in %s\n%s", strings.Join(args, " "), res.exitCode, time.Since(start).Round(time.Millisecond), indent(res.out))
+	t.Logf("$ %skapp %s  # exit %d in %s\n%s", envPrefix(extraEnv), strings.Join(args, " "), res.exitCode, time.Since(start).Round(time.Millisecond), indent(res.out))
 	return res
+}
+
+func envPrefix(env []string) string {
+	if len(env) == 0 {
+		return ""
+	}
+	return strings.Join(env, " ") + " "
 }
 
 func indent(s string) string {
