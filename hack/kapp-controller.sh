@@ -12,8 +12,7 @@
 #        hack/kapp-controller.sh status             say whether it runs
 #        hack/kapp-controller.sh run CMD [ARG...]   start, run CMD, always stop
 #        hack/kapp-controller.sh test-env           print, as KEY=value lines, what test/e2e reads
-#                                                   of the running controller (KAPPCTRL_E2E_LOGS,
-#                                                   KAPPCTRL_E2E_SAFETY_CONFIG)
+#                                                   of the running controller (KAPPCTRL_E2E_*)
 #
 # The cluster must be running (hack/cluster.sh start) and bin/kapp built
 # (hack/build.sh). Delete your Apps before stop: kapp-controller removes an
@@ -177,12 +176,18 @@ show_logs() {
   done
 }
 
+# kapp_controller_dir prints the directory of the kapp-controller module
+# (in the module cache).
+kapp_controller_dir() {
+  (cd "$MODULE_DIR" && go list -mod=readonly -m -f '{{.Dir}}' github.com/vmware-tanzu/carvel-kapp-controller)
+}
+
 # install puts on the cluster what kapp-controller needs: its CRDs (from
 # the module it is built from), its namespace and the CRD standing in for
 # its aggregated Package API.
 install() {
   local crds
-  crds="$(cd "$MODULE_DIR" && go list -mod=readonly -m -f '{{.Dir}}' github.com/vmware-tanzu/carvel-kapp-controller)/config/config/crds.yml"
+  crds="$(kapp_controller_dir)/config/config/crds.yml"
   [[ -f "$crds" ]] || die "$crds not found"
   "$KAPP" deploy --kubeconfig "$CLUSTER_KUBECONFIG" -n default -a "$SETUP_APP" -y --tty=false \
     -f "$crds" -f "$MODULE_DIR/cluster.yaml" >"$LOG_DIR/install.log" 2>&1 || {
@@ -312,7 +317,8 @@ test_env() {
   is_running || die "not running (hack/kapp-controller.sh start)"
   # shellcheck disable=SC1090
   source "$RUN_FILE"
-  printf 'KAPPCTRL_E2E_LOGS=%s\nKAPPCTRL_E2E_SAFETY_CONFIG=%s\n' "$LOG_DIR" "$SAFETY_CONFIG"
+  printf 'KAPPCTRL_E2E_LOGS=%s\nKAPPCTRL_E2E_SAFETY_CONFIG=%s\nKAPPCTRL_E2E_YTT=%s\nKAPPCTRL_E2E_RELEASE_CONFIG=%s\n' \
+    "$LOG_DIR" "$SAFETY_CONFIG" "$BIN_DIR/ytt" "$(kapp_controller_dir)/config"
 }
 
 run() {

@@ -73,7 +73,7 @@ if $kapp_controller; then
     KAPP_CRD_UPGRADE_SAFETY_CONFIG="$ROOT/test/e2e/testdata/kappctrl/controller-settings.yaml" \
       hack/kapp-controller.sh start
   fi
-  # KAPPCTRL_E2E_LOGS, KAPPCTRL_E2E_SAFETY_CONFIG: what the tests need to know of it.
+  # KAPPCTRL_E2E_*: what the tests need to know of it.
   mapfile -t controller_env < <(hack/kapp-controller.sh test-env)
   test_env+=("${controller_env[@]}")
 fi

@@ -28,9 +28,13 @@ import (
 //
 //	KAPPCTRL_E2E_LOGS            the directory of its logs (shown when a test fails)
 //	KAPPCTRL_E2E_SAFETY_CONFIG   the file it was given as KAPP_CRD_UPGRADE_SAFETY_CONFIG
+//	KAPPCTRL_E2E_YTT             the ytt it runs
+//	KAPPCTRL_E2E_RELEASE_CONFIG  config/ of the kapp-controller module: its release templates
 const (
 	kcLogsVar            = "KAPPCTRL_E2E_LOGS"
 	kcSafetyConfigVar    = "KAPPCTRL_E2E_SAFETY_CONFIG"
+	kcYttVar             = "KAPPCTRL_E2E_YTT"
+	kcReleaseConfigVar   = "KAPPCTRL_E2E_RELEASE_CONFIG"
 	kcNamespace          = "default"
 	kcServiceAccount     = "kappctrl-e2e"
 	kcReconcileTimeout   = 2 * time.Minute

@@ -1,13 +1,22 @@
 package e2e
 
 import (
+	"bytes"
+	"errors"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
 
@@ -68,6 +77,7 @@ func TestKappControllerApp(t *testing.T) {
 	k.updateApp(t, kcNamespace, n.App, unsafe)
 	st := k.requireReconciled(t, kcNamespace, n.App, kcConditionFailed)
 	requireBlockedApp(t, st, "enum", n.CRD, "v1", "^.spec.color", `["green"]`)
+	t.Logf("status of the blocked App:\n%s", indent(st.String()))
 	k.requireUnchanged(t, n, before)
 
 	k.updateApp(t, kcNamespace, n.App, appFiles(t, n, "safe/new.yaml", config))
@@ -178,7 +188,7 @@ func TestKappControllerRawOptionsPreflight(t *testing.T) {
 	st := k.requireReconciled(t, kcNamespace, n.App, kcConditionFailed)
 	const rejected = "Unexpected flag '--preflight' specified (either forbidden or unknown)"
 	require.Containsf(t, st.UsefulErrorMessage, rejected, "status:\n%s", st)
-	t.Logf("status.usefulErrorMessage: %s", st.UsefulErrorMessage)
+	t.Logf("status of the App:\n%s", indent(st.String()))
 	require.Nil(t, k.getCRD(t, n), "kapp ran although its flags were rejected")
 }
 
@@ -205,7 +215,7 @@ func TestKappControllerExample(t *testing.T) {
 			t.Errorf("cleanup: kapp delete -a %s failed:\n%s%s", kappApp, r.out, k.logTail(name))
 		}
 	})
-	r := k.deploy(t, kappApp, []string{example})
+	r := k.deploy(t, kappApp, []string{filepath.Join(example, "app.yaml"), filepath.Join(example, "rbac.yaml")})
 	require.Equalf(t, 0, r.exitCode, "deploying %s failed:\n%s%s", example, r.out, k.diagnostics(t, ns, name))
 	k.requireReconciled(t, ns, name, kcConditionSucceeded)
 	crd := names{CRD: "widgets.demo.example.com"}
@@ -224,5 +234,89 @@ func TestKappControllerExample(t *testing.T) {
 	st := k.requireReconciled(t, ns, name, kcConditionFailed)
 	requireBlockedApp(t, st, "enum", crd.CRD, "v1", "^.spec.size", `["medium"]`)
 	requireBlockedApp(t, st, "existingResources", crd.CRD, "Widget default/first")
+	t.Logf("status of the blocked App:\n%s", indent(st.String()))
 	require.Equal(t, schemaBefore, k.crdSchemaJSON(t, crd, "v1"), "the blocked change reached the cluster")
+}
+
+// TestKappControllerReleaseOverlay: examples/kapp-controller/controller's ytt overlay,
+// applied to the release templates of the kapp-controller version the
+// tests run, gives the kapp-controller container (where kapp runs)
+// KAPP_CRD_UPGRADE_SAFETY_CONFIG naming a file of the ConfigMap of
+// controller/settings.yaml, whose settings are valid.
+func TestKappControllerReleaseOverlay(t *testing.T) {
+	t.Parallel()
+	kcSetup(t)
+	ytt, release := os.Getenv(kcYttVar), os.Getenv(kcReleaseConfigVar)
+	require.NotEmptyf(t, ytt, "%s is not set", kcYttVar)
+	require.NotEmptyf(t, release, "%s is not set", kcReleaseConfigVar)
+	example := filepath.Join("..", "..", "examples", "kapp-controller")
+
+	out, err := exec.Command(ytt, "-f", filepath.Join(release, "config"), "-f", filepath.Join(release, "values-schema.yml"),
+		"-f", filepath.Join(example, "controller", "overlay.yaml")).CombinedOutput()
+	require.NoErrorf(t, err, "ytt:\n%s", out)
+	var deployment *appsv1.Deployment
+	for _, doc := range yamlDocs(t, out) {
+		if doc.GetKind() == "Deployment" && doc.GetName() == "kapp-controller" {
+			deployment = &appsv1.Deployment{}
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(doc.Object, deployment))
+		}
+	}
+	require.NotNil(t, deployment, "no Deployment kapp-controller in the release templates")
+
+	settingsYAML, err := os.ReadFile(filepath.Join(example, "controller", "settings.yaml"))
+	require.NoError(t, err)
+	var cm corev1.ConfigMap
+	require.NoError(t, yaml.UnmarshalStrict(settingsYAML, &cm))
+	require.Equal(t, deployment.Namespace, cm.Namespace, "the ConfigMap must be in kapp-controller's namespace")
+
+	spec := deployment.Spec.Template.Spec
+	var path string
+	for _, c := range spec.Containers {
+		for _, env := range c.Env {
+			if env.Name == "KAPP_CRD_UPGRADE_SAFETY_CONFIG" {
+				require.Equal(t, "kapp-controller", c.Name, "kapp runs in the kapp-controller container, not in %s", c.Name)
+				path = env.Value
+			}
+		}
+	}
+	require.NotEmpty(t, path, "no container has KAPP_CRD_UPGRADE_SAFETY_CONFIG")
+	mountedFrom := map[string]string{} // volume -> ConfigMap
+	for _, v := range spec.Volumes {
+		if v.ConfigMap != nil {
+			mountedFrom[v.Name] = v.ConfigMap.Name
+		}
+	}
+	found := false
+	for _, c := range spec.Containers {
+		for _, m := range c.VolumeMounts {
+			if c.Name == "kapp-controller" && mountedFrom[m.Name] == cm.Name && filepath.Join(m.MountPath, filepath.Base(path)) == path {
+				found = true
+			}
+		}
+	}
+	require.Truef(t, found, "%s is not a file of ConfigMap %s mounted in the kapp-controller container", path, cm.Name)
+	settings, ok := cm.Data[filepath.Base(path)]
+	require.Truef(t, ok, "ConfigMap %s has no key %s", cm.Name, filepath.Base(path))
+	var raw map[string]any
+	require.NoError(t, yaml.Unmarshal([]byte(settings), &raw))
+	_, err = config.Decode(raw)
+	require.NoError(t, err, "the settings of controller/settings.yaml")
+}
+
+// yamlDocs decodes a multi-document YAML stream.
+func yamlDocs(t *testing.T, data []byte) []*unstructured.Unstructured {
+	t.Helper()
+	var docs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		var obj map[string]any
+		err := dec.Decode(&obj)
+		if errors.Is(err, io.EOF) {
+			return docs
+		}
+		require.NoError(t, err)
+		if obj != nil {
+			docs = append(docs, &unstructured.Unstructured{Object: obj})
+		}
+	}
 }

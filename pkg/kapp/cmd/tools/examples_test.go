@@ -3,6 +3,7 @@ package tools
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -10,8 +11,10 @@ import (
 )
 
 // TestExamples keeps the shipped examples runnable: the Widget releases
-// compare as examples/crd-upgrade/README.md says, and the inline documents
-// of the kapp-controller App are a valid CRD and Config.
+// compare as examples/crd-upgrade/README.md says, and the kapp-controller
+// App holds a valid CRD and a Config that blocks an unsafe release, uses no
+// flag kapp-controller rejects, and deploys with the service account of
+// rbac.yaml. (test/e2e's TestKappControllerExample runs it on kapp-controller.)
 func TestExamples(t *testing.T) {
 	ex := func(p string) string { return filepath.Join("..", "..", "..", "..", "examples", p) }
 
@@ -39,31 +42,69 @@ func TestExamples(t *testing.T) {
 			require.Equal(t, "warning", r["severity"])
 		}
 	})
-	t.Run("kapp-controller App inline documents", func(t *testing.T) {
+	t.Run("kapp-controller App", func(t *testing.T) {
 		raw, err := os.ReadFile(ex("kapp-controller/app.yaml"))
 		require.NoError(t, err)
 		var app struct {
-			Spec struct {
-				Fetch []struct {
+			Metadata struct{ Namespace string }
+			Spec     struct {
+				ServiceAccountName string `json:"serviceAccountName"`
+				Fetch              []struct {
 					Inline struct {
 						Paths map[string]string `json:"paths"`
 					} `json:"inline"`
 				} `json:"fetch"`
+				Deploy []struct {
+					Kapp struct {
+						RawOptions []string `json:"rawOptions"`
+					} `json:"kapp"`
+				} `json:"deploy"`
 			} `json:"spec"`
 		}
 		require.NoError(t, yaml.Unmarshal(raw, &app))
 		require.Len(t, app.Spec.Fetch, 1)
-		dir := t.TempDir()
-		var files []string
-		for name, content := range app.Spec.Fetch[0].Inline.Paths {
-			p := filepath.Join(dir, name)
-			require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
-			files = append(files, p)
+
+		// kapp-controller rejects kapp flags off its allowlist, --preflight
+		// among them (docs/kapp-controller.md): the Config enables the check.
+		for _, d := range app.Spec.Deploy {
+			for _, o := range d.Kapp.RawOptions {
+				require.NotContains(t, o, "--preflight", "kapp-controller fails every reconcile of an App with rawOptions --preflight")
+			}
 		}
-		require.Len(t, files, 2)
+
+		// The service account the App deploys with is in rbac.yaml.
+		rbac, err := os.ReadFile(ex("kapp-controller/rbac.yaml"))
+		require.NoError(t, err)
+		require.Contains(t, string(rbac), "kind: ServiceAccount\nmetadata:\n  name: "+app.Spec.ServiceAccountName+"\n  namespace: "+app.Metadata.Namespace+"\n")
+
+		write := func(edit func(name, content string) string) []string {
+			dir := t.TempDir()
+			var files []string
+			for name, content := range app.Spec.Fetch[0].Inline.Paths {
+				p := filepath.Join(dir, name)
+				require.NoError(t, os.WriteFile(p, []byte(edit(name, content)), 0o600))
+				files = append(files, p)
+			}
+			return files
+		}
+		same := write(func(_, c string) string { return c })
 		// Compared with itself: the CRD and the Config decode, nothing is unsafe.
-		resp, err := run(t, files, files, nil)
+		resp, err := run(t, same, same, nil)
 		require.NoError(t, err)
 		require.Empty(t, resp.rows(t))
+
+		// The inline Config turns the check on in mode error: a release that
+		// drops an enum value is unsafe.
+		const enum = "enum: [small, medium, large]"
+		dropped := write(func(name, c string) string {
+			if name == "crd.yml" {
+				require.Contains(t, c, enum)
+				return strings.Replace(c, enum, "enum: [small, medium]", 1)
+			}
+			return c
+		})
+		resp, err = run(t, same, dropped, nil)
+		requireUnsafe(t, err)
+		require.Equal(t, []string{"widgets.demo.example.com v1 ^.spec.size enum error"}, checks(resp.rows(t)))
 	})
 }
