@@ -131,22 +131,8 @@ is_running() {
   (source "$RUN_FILE" && kill -0 "$CONTROLLER_PID" 2>/dev/null && kill -0 "$SIDECAR_PID" 2>/dev/null)
 }
 
-stop_pid() { # stop_pid PID NAME: SIGTERM, wait up to 15s, then SIGKILL
-  local pid="$1" name="$2" i
-  [[ -n "$pid" ]] || return 0
-  kill -0 "$pid" 2>/dev/null || return 0
-  # Only ever signal our own binary: a stale pid file may name a reused pid.
-  local exe
-  exe="$(readlink "/proc/$pid/exe" 2>/dev/null || true)"
-  [[ "${exe% (deleted)}" == "$BIN_DIR/kapp-controller" ]] || return 0
-  kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < 150; i++)); do
-    kill -0 "$pid" 2>/dev/null || return 0
-    sleep 0.1
-  done
-  log "$name ($pid) did not stop on SIGTERM; killing it"
-  kill -KILL "$pid" 2>/dev/null || true
-}
+# shellcheck source=hack/lib/process.sh
+source "$ROOT/hack/lib/process.sh" # stop_pid
 
 stop() {
   if [[ ! -f "$RUN_FILE" ]]; then
@@ -157,8 +143,8 @@ stop() {
   # shellcheck disable=SC1090
   source "$RUN_FILE"
   # The controller first: it runs kapp and talks to the sidecar.
-  stop_pid "$CONTROLLER_PID" controller
-  stop_pid "$SIDECAR_PID" sidecar
+  stop_pid "$CONTROLLER_PID" controller "$BIN_DIR/kapp-controller"
+  stop_pid "$SIDECAR_PID" sidecar "$BIN_DIR/kapp-controller"
   if [[ -n "$TMP_DIR" && -d "$TMP_DIR" ]]; then
     rm -rf "$TMP_DIR"
   fi
