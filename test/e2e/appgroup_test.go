@@ -10,6 +10,46 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// appGroup is the kapp app group of a test: each subdirectory of root is
+// an app. It is deleted when the test ends.
+type appGroup struct {
+	e          *env
+	name, root string
+}
+
+func newAppGroup(t *testing.T, e *env) *appGroup {
+	t.Helper()
+	b := make([]byte, 3)
+	_, err := rand.Read(b)
+	require.NoError(t, err)
+	g := &appGroup{e: e, name: fmt.Sprintf("e2e-group-%x", b), root: t.TempDir()}
+	t.Cleanup(func() {
+		r := e.kapp(t, "", "app-group", "delete", "-g", g.name, "-y")
+		if r.exitCode != 0 {
+			t.Errorf("cleanup: kapp app-group delete failed:\n%s", r.out)
+		}
+	})
+	return g
+}
+
+// write replaces the files of app with data.
+func (g *appGroup) write(t *testing.T, app string, data ...[]byte) {
+	t.Helper()
+	d := filepath.Join(g.root, app)
+	require.NoError(t, os.RemoveAll(d))
+	require.NoError(t, os.MkdirAll(d, 0o755))
+	for i, x := range data {
+		require.NoError(t, os.WriteFile(filepath.Join(d, fmt.Sprintf("%d.yaml", i)), x, 0o644))
+	}
+}
+
+// deploy runs `kapp app-group deploy` with extra environment and flags.
+func (g *appGroup) deploy(t *testing.T, extraEnv []string, extra ...string) result {
+	t.Helper()
+	args := append([]string{"app-group", "deploy", "-g", g.name, "--directory", g.root, "-y"}, extra...)
+	return g.e.kappEnv(t, extraEnv, "", args...)
+}
+
 // TestAppGroupDeploy: `kapp app-group deploy` deploys each subdirectory as an
 // app, and the check runs for each: a safe upgrade of app a is applied, an
 // unsafe upgrade of app b is blocked and leaves b's CRD as it was.
@@ -17,29 +57,9 @@ func TestAppGroupDeploy(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	na, nb := newNames(t), newNames(t)
-	b := make([]byte, 3)
-	_, err := rand.Read(b)
-	require.NoError(t, err)
-	groupName := fmt.Sprintf("e2e-group-%x", b)
-	t.Cleanup(func() {
-		r := e.kapp(t, "", "app-group", "delete", "-g", groupName, "-y")
-		if r.exitCode != 0 {
-			t.Errorf("cleanup: kapp app-group delete failed:\n%s", r.out)
-		}
-	})
-
-	root := t.TempDir()
-	write := func(app string, data ...[]byte) {
-		d := filepath.Join(root, app)
-		require.NoError(t, os.RemoveAll(d))
-		require.NoError(t, os.MkdirAll(d, 0o755))
-		for i, x := range data {
-			require.NoError(t, os.WriteFile(filepath.Join(d, fmt.Sprintf("%d.yaml", i)), x, 0o644))
-		}
-	}
-	deploy := func() result {
-		return e.kapp(t, "", "app-group", "deploy", "-g", groupName, "--directory", root, "-y", preflightFlag)
-	}
+	g := newAppGroup(t, e)
+	write := func(app string, data ...[]byte) { g.write(t, app, data...) }
+	deploy := func() result { return g.deploy(t, nil, preflightFlag) }
 
 	write("a", na.render(t, "base/crd.yaml"))
 	write("b", nb.render(t, "base/crd.yaml"))

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"crypto/rand"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -62,34 +61,17 @@ func TestEnvConfigAppGroup(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	n := newNames(t)
-	b := make([]byte, 3)
-	_, err := rand.Read(b)
-	require.NoError(t, err)
-	group := fmt.Sprintf("e2e-envgroup-%x", b)
-	t.Cleanup(func() {
-		if r := e.kapp(t, "", "app-group", "delete", "-g", group, "-y"); r.exitCode != 0 {
-			t.Errorf("cleanup: kapp app-group delete failed:\n%s", r.out)
-		}
-	})
-	root := t.TempDir()
-	write := func(data ...[]byte) {
-		d := filepath.Join(root, "a")
-		require.NoError(t, os.RemoveAll(d))
-		require.NoError(t, os.MkdirAll(d, 0o755))
-		for i, x := range data {
-			require.NoError(t, os.WriteFile(filepath.Join(d, fmt.Sprintf("%d.yaml", i)), x, 0o644))
-		}
-	}
+	g := newAppGroup(t, e)
 
-	write(n.render(t, "base/crd.yaml"))
-	r := e.kapp(t, "", "app-group", "deploy", "-g", group, "--directory", root, "-y")
+	g.write(t, "a", n.render(t, "base/crd.yaml"))
+	r := g.deploy(t, nil)
 	require.Equalf(t, 0, r.exitCode, "first app-group deploy failed:\n%s", r.out)
 	e.createCRs(t, n, "base/crs.yaml")
 	before := e.snapshot(t, n)
 
-	write(n.render(t, "unsafe/enum-value-removed/new.yaml"), n.marker())
+	g.write(t, "a", n.render(t, "unsafe/enum-value-removed/new.yaml"), n.marker())
 	env, _ := settingsEnv(t, "mode: error\n")
-	r = e.kappEnv(t, env, "", "app-group", "deploy", "-g", group, "--directory", root, "-y")
+	r = g.deploy(t, env)
 	requireBlocked(t, r)
 	requireFinding(t, r.out, "enum", n.CRD, "v1", "^.spec.color")
 	e.requireUnchanged(t, n, before)

@@ -38,6 +38,14 @@ func appFiles(t *testing.T, n names, crdTemplate string, extra map[string][]byte
 	return files
 }
 
+// startApp starts a test on an App of its own: base/crd.yaml, base/crs.yaml
+// and extra, reconciled.
+func (k *kcEnv) startApp(t *testing.T, n names, extra map[string][]byte) {
+	t.Helper()
+	k.createApp(t, newApp(n, appFiles(t, n, "base/crd.yaml", extra)))
+	k.requireReconciled(t, kcNamespace, n.App, kcConditionSucceeded)
+}
+
 // requireBlockedApp asserts that the App's reconcile failed because
 // CRDUpgradeSafety blocked its deploy, and that the status fields a user
 // reads name the check and the finding.
@@ -67,8 +75,7 @@ func TestKappControllerApp(t *testing.T) {
 	n := newNames(t)
 	config := map[string][]byte{"config.yaml": n.render(t, "configs/enabled.yaml")}
 
-	k.createApp(t, newApp(n, appFiles(t, n, "base/crd.yaml", config)))
-	k.requireReconciled(t, kcNamespace, n.App, kcConditionSucceeded)
+	k.startApp(t, n, config)
 	before := k.snapshot(t, n)
 	require.Len(t, before.CRs, 2, "the App's custom resources")
 
@@ -97,8 +104,7 @@ func TestKappControllerWarnMode(t *testing.T) {
 	n := newNames(t)
 	config := map[string][]byte{"config.yaml": n.render(t, "configs/warn.yaml")}
 
-	k.createApp(t, newApp(n, appFiles(t, n, "base/crd.yaml", config)))
-	k.requireReconciled(t, kcNamespace, n.App, kcConditionSucceeded)
+	k.startApp(t, n, config)
 
 	k.updateApp(t, kcNamespace, n.App, appFiles(t, n, "unsafe/enum-value-removed/new.yaml", config))
 	st := k.requireReconciled(t, kcNamespace, n.App, kcConditionSucceeded)
@@ -121,8 +127,7 @@ func TestKappControllerEnvConfig(t *testing.T) {
 	t.Run("blocked", func(t *testing.T) {
 		t.Parallel()
 		n := newNames(t)
-		k.createApp(t, newApp(n, appFiles(t, n, "base/crd.yaml", nil)))
-		k.requireReconciled(t, kcNamespace, n.App, kcConditionSucceeded)
+		k.startApp(t, n, nil)
 		before := k.snapshot(t, n)
 
 		unsafe := appFiles(t, n, "unsafe/enum-value-removed/new.yaml", map[string][]byte{"marker.yaml": n.marker()})
@@ -134,8 +139,7 @@ func TestKappControllerEnvConfig(t *testing.T) {
 	t.Run("exempted by the file", func(t *testing.T) {
 		t.Parallel()
 		n := exempt
-		k.createApp(t, newApp(n, appFiles(t, n, "base/crd.yaml", nil)))
-		k.requireReconciled(t, kcNamespace, n.App, kcConditionSucceeded)
+		k.startApp(t, n, nil)
 
 		k.updateApp(t, kcNamespace, n.App, appFiles(t, n, "unsafe/enum-value-removed/new.yaml", nil))
 		k.requireReconciled(t, kcNamespace, n.App, kcConditionSucceeded)
