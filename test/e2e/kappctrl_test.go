@@ -139,6 +139,7 @@ func TestKappControllerEnvConfig(t *testing.T) {
 	t.Run("exempted by the file", func(t *testing.T) {
 		t.Parallel()
 		n := exempt
+		k.deleteApp(t, kcNamespace, n.App) // a fixed name: left over by an interrupted run on a reused cluster?
 		k.startApp(t, n, nil)
 
 		k.updateApp(t, kcNamespace, n.App, appFiles(t, n, "unsafe/enum-value-removed/new.yaml", nil))
