@@ -110,11 +110,14 @@ type pairOutcome struct {
 //
 // Offline, for every pair: the comparison of an update, and the apiserver's
 // own validation of the create or update (apiserverRejects; for a replace,
-// of the create that follows the delete). With a cluster, the live checks
+// of the create that follows the delete); and without a cluster, each
+// removal is a crdDeletion finding whose custom resources cannot be counted
+// (a CRD missing from the new inputs). With a cluster, the live checks
 // enabled in cfg run too: the server-side dry run of pairs with Send,
-// existingResources for every update, and crdDeletion for every removal and
-// every update kapp carries out as a replace. Any API error fails the
-// evaluation (fail closed), wrapped with the CRD it concerns.
+// existingResources for every update, and crdDeletion, with the count, for
+// every removal and every update kapp carries out as a replace. Any API
+// error fails the evaluation (fail closed), wrapped with the CRD it
+// concerns.
 func Evaluate(ctx context.Context, plan Plan, cfg *config.CRDUpgradeSafety, cluster Cluster) ([]crdupgradesafety.Finding, error) {
 	var pairs []Pair
 	for _, p := range plan.Pairs {
@@ -147,6 +150,12 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.CRDUpgradeSafety, clus
 	}
 	for _, fs := range live {
 		all = append(all, fs...)
+	}
+	if cluster == nil {
+		// No cluster to count the custom resources a removal loses.
+		for _, r := range plan.Removals {
+			all = append(all, crdupgradesafety.Dropped(r.CRD.Name, cfg)...)
+		}
 	}
 	crdupgradesafety.SortFindings(all)
 	return all, nil

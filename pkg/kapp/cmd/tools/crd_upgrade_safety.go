@@ -16,6 +16,7 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/preflight"
 	"github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety"
 	"github.com/spf13/cobra"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
 // UnsafeExitStatus is the exit status when a CRD change has an error finding.
@@ -87,10 +88,14 @@ live checks run too: existing custom resources must stay valid under the new
 schema, and a CRD kapp would replace, per its kapp.k14s.io/update-strategy or
 --apply-default-update-strategy, must have none to lose). New CRDs come from
 --file2; each is validated as the apiserver would validate it (apiserverRejects),
-and an old CRD from --file that the apiserver would refuse gives a warning. Inputs may be whole manifests: documents
-that are not CustomResourceDefinitions are ignored, CRDs only in the old inputs
-are ignored, CRDs only in the new inputs are new (nothing to compare). New
-inputs that hold no CRD at all are an error (most likely the wrong folder).
+and an old CRD from --file that the apiserver would refuse gives a warning.
+
+Inputs may be whole manifests: documents that are not CustomResourceDefinitions
+are ignored, CRDs only in the new inputs are new (nothing to compare). A CRD only
+in the old inputs is a crdDeletion finding: the new release no longer ships it,
+so deploying it with kapp would delete the CRD with all its custom resources.
+Old or new inputs that hold no CRD at all are an error (most likely the wrong
+folder).
 
 A kapp Config (apiVersion: kapp.k14s.io/v1alpha1, kind: Config) among the new
 inputs configures the check through its preflightRules entry named
@@ -123,7 +128,8 @@ Exit status:
 	return cmd
 }
 
-// ErrNoCRDs is returned when the new inputs hold no CRD to check.
+// ErrNoCRDs is returned when the old (--file) or new (--file2) inputs hold
+// no CRD to check.
 var ErrNoCRDs = errors.New("no CRDs to check")
 
 func (o *CRDUpgradeSafetyOptions) Run() error {
@@ -139,10 +145,13 @@ func (o *CRDUpgradeSafetyOptions) Run() error {
 	if err != nil {
 		return err
 	}
+	// No CRD on a side is most likely the wrong folder or an empty file:
+	// passing would hide it in CI.
 	if len(newSet.crds) == 0 {
-		// Most likely the wrong folder: passing would hide it in CI.
-		return fmt.Errorf("%w: the --file2 inputs (%s) hold no apiextensions.k8s.io/v1 CustomResourceDefinition",
-			ErrNoCRDs, strings.Join(o.FileFlags.NewFiles, ", "))
+		return noCRDsError("--file2", o.FileFlags.NewFiles)
+	}
+	if len(o.FileFlags.OldFiles) > 0 && len(oldSet.crds) == 0 {
+		return noCRDsError("--file", o.FileFlags.OldFiles)
 	}
 	cfg, err := o.config(newSet.configs)
 	if err != nil {
@@ -159,16 +168,8 @@ func (o *CRDUpgradeSafetyOptions) Run() error {
 
 	var cluster preflight.Cluster
 	if len(o.FileFlags.OldFiles) > 0 {
-		oldByName := make(map[string]crdDoc, len(oldSet.crds))
-		for _, c := range oldSet.crds {
-			oldByName[c.crd.Name] = c
-		}
-		for i := range plan.Pairs {
-			if old, ok := oldByName[plan.Pairs[i].New.Name]; ok {
-				plan.Pairs[i].Old = old.crd
-			}
-		}
-	} else if len(plan.Pairs) > 0 {
+		pairFiles(&plan, oldSet.crds)
+	} else {
 		if cluster, err = o.cluster(); err != nil {
 			return err
 		}
@@ -194,12 +195,37 @@ func (o *CRDUpgradeSafetyOptions) Run() error {
 	if err := printTable(o.ui, preflight.FindingsTable(kept, omitted)); err != nil {
 		return err
 	}
-	o.ui.PrintLinef("%s", preflight.Summary(findings, len(plan.Pairs)))
+	o.ui.PrintLinef("%s", preflight.Summary(findings, len(plan.Pairs)+len(plan.Removals)))
 
 	if errs, warns := preflight.Count(findings); errs > 0 {
 		return UnsafeCRDUpgradeError{Errors: errs, Warnings: warns}
 	}
 	return nil
+}
+
+func noCRDsError(flag string, files []string) error {
+	return fmt.Errorf("%w: the %s inputs (%s) hold no %s CustomResourceDefinition",
+		ErrNoCRDs, flag, strings.Join(files, ", "), crdV1APIVersion)
+}
+
+// pairFiles gives each new CRD of the plan its old CRD from the old files,
+// and makes every old CRD that no new one replaces a removal: kapp deletes
+// the resources a release no longer ships.
+func pairFiles(plan *preflight.Plan, old []crdDoc) {
+	oldByName := make(map[string]*apiextv1.CustomResourceDefinition, len(old))
+	for _, c := range old {
+		oldByName[c.crd.Name] = c.crd
+	}
+	for i := range plan.Pairs {
+		name := plan.Pairs[i].New.Name
+		plan.Pairs[i].Old = oldByName[name]
+		delete(oldByName, name)
+	}
+	for _, c := range old { // input order
+		if crd, ok := oldByName[c.crd.Name]; ok {
+			plan.Removals = append(plan.Removals, preflight.Removal{CRD: crd})
+		}
+	}
 }
 
 // load reads the new and (if given) old inputs concurrently: parsing

@@ -180,6 +180,66 @@ func TestCRDUpgradeSafetyBadInput(t *testing.T) {
 	}
 }
 
+// TestCRDUpgradeSafetyNoOldCRDs: old inputs that hold no CRD (the wrong
+// folder, an empty file) are an error naming them, as for --file2; they
+// used to pass with "No unsafe changes".
+func TestCRDUpgradeSafetyNoOldCRDs(t *testing.T) {
+	emptyDir := t.TempDir()
+	cases := []struct {
+		name string
+		old  []string
+	}{
+		{name: "only a kapp Config", old: []string{td("config-warn.yaml")}},
+		{name: "an empty file", old: []string{td("empty.yaml")}},
+		{name: "a folder without manifests", old: []string{emptyDir}},
+		{name: "several inputs, none with a CRD", old: []string{td("empty.yaml"), td("config-warn.yaml")}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := run(t, tc.old, []string{td("new-safe.yaml")}, nil)
+			requirePlainError(t, err)
+			require.ErrorIs(t, err, ErrNoCRDs)
+			require.EqualError(t, err, "no CRDs to check: the --file inputs ("+strings.Join(tc.old, ", ")+
+				") hold no apiextensions.k8s.io/v1 CustomResourceDefinition")
+		})
+	}
+	t.Run("one old input without CRDs among others is fine", func(t *testing.T) {
+		_, err := run(t, []string{td("old.yaml"), td("empty.yaml")}, []string{td("new-safe.yaml")}, nil)
+		require.NoError(t, err)
+	})
+}
+
+// TestCRDUpgradeSafetyRemovedCRD: a CRD in the old inputs and missing from
+// the new ones is a crdDeletion finding (kapp would delete it), under the
+// policy like any other finding.
+func TestCRDUpgradeSafetyRemovedCRD(t *testing.T) {
+	const message = "missing from the new inputs: kapp would delete the CRD with all its custom resources"
+	old := []string{td("old.yaml"), td("sprockets.yaml")}
+
+	resp, err := run(t, old, []string{td("new-safe.yaml")}, nil)
+	requireUnsafe(t, err)
+	require.Equal(t, []string{"sprockets.example.com   crdDeletion error"}, checks(resp.rows(t)))
+	require.Equal(t, message, resp.rows(t)[0]["message"])
+	require.Contains(t, resp.Lines, "1 error, 0 warnings in 3 CRDs")
+
+	t.Run("warn mode", func(t *testing.T) {
+		resp, err := run(t, old, []string{td("new-safe.yaml"), td("config-warn.yaml")}, nil)
+		require.NoError(t, err)
+		require.Equal(t, []string{"sprockets.example.com   crdDeletion warning"}, checks(resp.rows(t)))
+	})
+	t.Run("crdDeletion disabled", func(t *testing.T) {
+		resp, err := run(t, old, []string{td("new-safe.yaml"), td("config-no-deletion.yaml")}, nil)
+		require.NoError(t, err)
+		require.Empty(t, resp.rows(t))
+		require.Contains(t, resp.Lines, "No unsafe changes in 3 CRDs")
+	})
+	t.Run("new inputs of another release entirely", func(t *testing.T) {
+		resp, err := run(t, []string{td("old.yaml")}, []string{td("sprockets.yaml")}, nil)
+		requireUnsafe(t, err)
+		require.Equal(t, []string{"widgets.example.com   crdDeletion error"}, checks(resp.rows(t)))
+	})
+}
+
 func TestCRDUpgradeSafetyLive(t *testing.T) {
 	oldSet, err := loadInputs([]string{td("old.yaml")}, "old")
 	require.NoError(t, err)

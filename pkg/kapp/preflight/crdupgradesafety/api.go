@@ -59,6 +59,14 @@ func Replacement(crdName string, count int, cause string, cfg *config.CRDUpgrade
 	return deletion(crdName, count, cause, cfg)
 }
 
+// Dropped returns the crdDeletion finding for a CRD that the old inputs
+// hold and the new ones lack, when no cluster is at hand to count its
+// custom resources: deploying the new inputs with kapp deletes the CRD, and
+// with it every custom resource it has (none when the check is disabled).
+func Dropped(crdName string, cfg *config.CRDUpgradeSafety) []Finding {
+	return dropped(crdName, cfg)
+}
+
 // HasErrors reports whether any finding has severity error.
 func HasErrors(findings []Finding) bool {
 	for _, f := range findings {

@@ -145,3 +145,18 @@ func deletion(crdName string, count int, replaceCause string, cfg *config.CRDUpg
 	}
 	return p.findings
 }
+
+// dropped is the crdDeletion check without a cluster: a CRD missing from the
+// new inputs, whose custom resources cannot be counted.
+func dropped(crdName string, cfg *config.CRDUpgradeSafety) []Finding {
+	if cfg == nil {
+		def := config.Default()
+		cfg = &def
+	}
+	if !cfg.Checks.CRD.CRDDeletion.Enabled {
+		return nil
+	}
+	p := &policy{cfg: cfg, crd: crdName}
+	p.crdLevel("", config.CheckCRDDeletion, "missing from the new inputs: kapp would delete the CRD with all its custom resources")
+	return p.findings
+}

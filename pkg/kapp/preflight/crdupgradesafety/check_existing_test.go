@@ -159,3 +159,42 @@ func TestDeletion(t *testing.T) {
 		t.Fatalf("nil config: got %q", got)
 	}
 }
+
+func TestDropped(t *testing.T) {
+	const msg = "crdDeletion  : missing from the new inputs: kapp would delete the CRD with all its custom resources"
+	cases := []struct {
+		name   string
+		config func(*config.CRDUpgradeSafety)
+		want   []string
+	}{
+		{name: "default: an error", want: []string{"error " + msg}},
+		{name: "crdDeletion disabled", config: func(c *config.CRDUpgradeSafety) { c.Checks.CRD.CRDDeletion.Enabled = false }, want: []string{}},
+		{name: "warn mode", config: func(c *config.CRDUpgradeSafety) { c.Mode = config.ModeWarn }, want: []string{"warning " + msg}},
+		{name: "exempted", config: func(c *config.CRDUpgradeSafety) {
+			c.Exemptions = []config.Exemption{{CRD: testCRDName, Checks: []string{config.CheckCRDDeletion}, Reason: "moved to another operator"}}
+		}, want: []string{"warning " + msg + " (exempted: moved to another operator)"}},
+		{name: "exemption of another check", config: func(c *config.CRDUpgradeSafety) {
+			c.Exemptions = []config.Exemption{{CRD: testCRDName, Checks: []string{config.CheckEnum}}}
+		}, want: []string{"error " + msg}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Default()
+			if tc.config != nil {
+				tc.config(&cfg)
+			}
+			fs := Dropped(testCRDName, &cfg)
+			if got := render(fs); !equalLines(got, tc.want) {
+				t.Fatalf("findings differ\n got: %q\nwant: %q", got, tc.want)
+			}
+			for _, f := range fs {
+				if f.CRD != testCRDName {
+					t.Errorf("finding names CRD %q, want %q", f.CRD, testCRDName)
+				}
+			}
+		})
+	}
+	if got := render(Dropped(testCRDName, nil)); len(got) != 1 || got[0] != "error "+msg {
+		t.Fatalf("nil config: got %q", got)
+	}
+}
