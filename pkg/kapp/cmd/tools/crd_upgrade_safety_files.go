@@ -16,6 +16,7 @@ import (
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -23,6 +24,12 @@ import (
 // or stdin, as `kapp deploy -f` takes them. Every document is read once:
 // YAML is converted to JSON and decoded straight into the typed CRD (no
 // intermediate map); documents are decoded in parallel.
+//
+// JSON is decoded as the apiserver decodes it (sigs.k8s.io/json): keys
+// match case-sensitively, so "MAXLENGTH" or "maxlength" is an unknown field
+// the apiserver drops, not a second spelling of maxLength. This is also
+// what a deploy judges: kapp reads its files into unstructured objects and
+// our check converts them to typed CRDs with case-sensitive keys.
 
 var (
 	// ErrInvalidInput is wrapped by every error about the input documents
@@ -167,21 +174,32 @@ type docHead struct {
 }
 
 func decodeDoc(doc rawDoc) ([]crdDoc, []ctlres.Resource, error) {
-	js, err := toJSON(doc.data)
+	js, asWritten, err := toJSON(doc.data)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w: not valid YAML: %w", doc.origin, ErrInvalidInput, err)
 	}
 	if isJSONNull(js) {
 		return nil, nil, nil // empty document, or only comments
 	}
-	return decodeObject(js, doc.origin)
+	crds, configs, err := decodeObject(js, doc.origin)
+	if err != nil && asWritten {
+		// kapp reads JSON as YAML, which writes numbers anew: 5.0 and 5e0
+		// become 5, which an integer field (maxLength) accepts. Taken as
+		// written, they do not: decode the document as kapp sees it.
+		if js, yerr := yaml.YAMLToJSON(doc.data); yerr == nil {
+			if crds, configs, yerr := decodeObject(js, doc.origin); yerr == nil {
+				return crds, configs, nil
+			}
+		}
+	}
+	return crds, configs, err
 }
 
 func decodeObject(js []byte, origin string) ([]crdDoc, []ctlres.Resource, error) {
 	// Most documents of a CRD check are CRDs: decode straight into the type
 	// and look at its TypeMeta; only on failure look at the head alone.
 	crd := &apiextv1.CustomResourceDefinition{}
-	crdErr := json.Unmarshal(js, crd)
+	crdErr := unmarshal(js, crd)
 	head := docHead{APIVersion: crd.APIVersion, Kind: crd.Kind}
 	head.Metadata.Name, head.Metadata.Labels = crd.Name, crd.Labels
 	if crdErr != nil {
@@ -189,7 +207,7 @@ func decodeObject(js []byte, origin string) ([]crdDoc, []ctlres.Resource, error)
 			return nil, nil, fmt.Errorf("%s: %w: expected a YAML object (a Kubernetes resource), got %s", origin, ErrInvalidInput, kind)
 		}
 		head = docHead{}
-		if err := json.Unmarshal(js, &head); err != nil {
+		if err := unmarshal(js, &head); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w: reading apiVersion, kind and metadata: %w", origin, ErrInvalidInput, err)
 		}
 	}
@@ -217,7 +235,7 @@ func decodeObject(js []byte, origin string) ([]crdDoc, []ctlres.Resource, error)
 		var list struct {
 			Items []json.RawMessage `json:"items"`
 		}
-		if err := json.Unmarshal(js, &list); err != nil || list.Items == nil {
+		if err := unmarshal(js, &list); err != nil || list.Items == nil {
 			return nil, nil, nil // some other kind named *List, not a list of resources
 		}
 		var crds []crdDoc
@@ -234,14 +252,21 @@ func decodeObject(js []byte, origin string) ([]crdDoc, []ctlres.Resource, error)
 	return nil, nil, nil // not a CRD: a CRD check receives whole manifests
 }
 
+// unmarshal decodes JSON as the apiserver does: keys are case-sensitive,
+// integers decoded into interface values stay integers.
+func unmarshal(js []byte, v any) error {
+	return sigsjson.UnmarshalCaseSensitivePreserveInts(js, v)
+}
+
 // toJSON converts a YAML document to JSON; a document that is JSON already
-// is used as is.
-func toJSON(doc []byte) ([]byte, error) {
+// is used as is (asWritten).
+func toJSON(doc []byte) (js []byte, asWritten bool, err error) {
 	trimmed := bytes.TrimSpace(doc)
 	if len(trimmed) > 0 && trimmed[0] == '{' && json.Valid(trimmed) {
-		return trimmed, nil
+		return trimmed, true, nil
 	}
-	return yaml.YAMLToJSON(doc)
+	js, err = yaml.YAMLToJSON(doc)
+	return js, false, err
 }
 
 // jsonKind names the type of a JSON value by its first byte.
