@@ -3,13 +3,24 @@ package parallel
 
 import (
 	"context"
+	"errors"
 	"sync"
 )
 
-// ForEach runs fn(ctx, i) for i in [0, n) with at most limit calls at
-// once. The first failure cancels the context of the others; of several
-// failures the one with the lowest index is returned, so errors do not
-// depend on scheduling.
+// errSiblingFailed is the cause of the context a failure cancels.
+var errSiblingFailed = errors.New("a parallel task failed")
+
+// ForEach runs fn(ctx, i) for i in [0, n) with at most limit calls at once
+// and returns the error that explains the run, nil when every call
+// succeeded.
+//
+// The first failure cancels the context of the other calls and stops
+// handing out calls (one already handed out may still start). Calls that then fail with context.Canceled only echo that
+// failure: their errors are dropped. Of the remaining errors, the one with
+// the lowest index is returned, so the error depends on what failed, not on
+// scheduling. When ctx itself ends (a deadline), the calls in flight fail
+// with it, each with its own message, and these are real errors: the
+// returned error is always one a call returned.
 func ForEach(ctx context.Context, n, limit int, fn func(ctx context.Context, i int) error) error {
 	if n == 0 {
 		return nil
@@ -20,10 +31,12 @@ func ForEach(ctx context.Context, n, limit int, fn func(ctx context.Context, i i
 	if limit > n {
 		limit = n
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 
 	errs := make([]error, n)
+	failed := make(chan struct{})
+	var failOnce sync.Once
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for w := 0; w < limit; w++ {
@@ -33,7 +46,10 @@ func ForEach(ctx context.Context, n, limit int, fn func(ctx context.Context, i i
 			for i := range next {
 				if err := fn(ctx, i); err != nil {
 					errs[i] = err
-					cancel()
+					failOnce.Do(func() {
+						close(failed)
+						cancel(errSiblingFailed)
+					})
 				}
 			}
 		}()
@@ -41,17 +57,38 @@ func ForEach(ctx context.Context, n, limit int, fn func(ctx context.Context, i i
 feed:
 	for i := 0; i < n; i++ {
 		select {
+		case <-failed:
+			break feed
+		default:
+		}
+		select {
 		case next <- i:
-		case <-ctx.Done():
+		case <-failed:
 			break feed
 		}
 	}
 	close(next)
 	wg.Wait()
+	return explain(errs, errors.Is(context.Cause(ctx), errSiblingFailed))
+}
+
+// explain picks the error of a run: the lowest-index error that is not a
+// cancellation caused by a sibling's failure. If every error is such a
+// cancellation (the first failure was itself a context.Canceled), the
+// lowest-index error is returned: a failed run never returns nil.
+func explain(errs []error, cancelledBySibling bool) error {
+	var first error
 	for _, err := range errs {
-		if err != nil {
-			return err
+		if err == nil {
+			continue
 		}
+		if first == nil {
+			first = err
+		}
+		if cancelledBySibling && errors.Is(err, context.Canceled) {
+			continue
+		}
+		return err
 	}
-	return ctx.Err()
+	return first
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -39,4 +40,82 @@ func TestForEachReturnsLowestIndexError(t *testing.T) {
 		return nil
 	})
 	require.EqualError(t, err, "task 3: boom")
+}
+
+// waitForCancel is a call that waits on the cluster until its context
+// ends, then reports it the way an API client does.
+func waitForCancel(ctx context.Context, i int) error {
+	<-ctx.Done()
+	return fmt.Errorf("task %d: %w", i, ctx.Err())
+}
+
+// TestForEachReturnsTheFailureNotItsEcho: a failure cancels the siblings
+// in flight; their "context canceled" errors must not hide it, even when
+// their index is lower.
+func TestForEachReturnsTheFailureNotItsEcho(t *testing.T) {
+	for _, n := range []int{2, 10} {
+		t.Run(fmt.Sprintf("%d tasks", n), func(t *testing.T) {
+			started := make(chan struct{}, n)
+			err := ForEach(context.Background(), n, n, func(ctx context.Context, i int) error {
+				if i == n-1 {
+					for j := 0; j < n-1; j++ {
+						<-started // every sibling is waiting
+					}
+					return errors.New("listing widgets: forbidden")
+				}
+				started <- struct{}{}
+				return waitForCancel(ctx, i)
+			})
+			require.EqualError(t, err, "listing widgets: forbidden")
+		})
+	}
+}
+
+// TestForEachFailureStopsFeeding: after a failure, calls stop being handed
+// out (one handed out at the moment of the failure may still run).
+func TestForEachFailureStopsFeeding(t *testing.T) {
+	var calls int32
+	err := ForEach(context.Background(), 10, 1, func(context.Context, int) error {
+		atomic.AddInt32(&calls, 1)
+		return errors.New("boom")
+	})
+	require.EqualError(t, err, "boom")
+	require.LessOrEqual(t, calls, int32(2))
+}
+
+// TestForEachCanceledFailureIsReturned: a failure that is itself a
+// context.Canceled (the call's own context, not ours) is still an error.
+func TestForEachCanceledFailureIsReturned(t *testing.T) {
+	err := ForEach(context.Background(), 3, 3, func(ctx context.Context, i int) error {
+		if i == 1 {
+			return fmt.Errorf("task 1: %w", context.Canceled)
+		}
+		return waitForCancel(ctx, i)
+	})
+	require.Error(t, err)
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+// TestForEachParentEnds: when the caller's context ends (a deadline, a
+// cancellation), the errors of the calls in flight are real ones, not
+// echoes: the lowest index wins, naming what it waited for.
+func TestForEachParentEnds(t *testing.T) {
+	t.Run("deadline", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		err := ForEach(ctx, 5, 2, waitForCancel)
+		require.EqualError(t, err, "task 0: context deadline exceeded")
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+	})
+	t.Run("cancellation", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		err := ForEach(ctx, 3, 3, waitForCancel)
+		require.EqualError(t, err, "task 0: context canceled")
+	})
+	t.Run("calls that finish anyway", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		require.NoError(t, ForEach(ctx, 3, 1, func(context.Context, int) error { return nil }))
+	})
 }
