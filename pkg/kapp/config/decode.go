@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Sentinel errors. Every error Decode reports is a *FieldError that wraps
@@ -264,6 +265,29 @@ func nonNegativeInt(p *int) fieldFunc {
 	}, func(n int) { *p = n })
 }
 
+// positiveDuration accepts a Go duration string greater than zero (30s,
+// 5m, 1h30m). A bare number is refused: its unit would be a guess.
+func positiveDuration(p *time.Duration) fieldFunc {
+	const format = "a Go duration such as 30s, 5m or 1h30m (units: ns, us, ms, s, m, h)"
+	return leaf(func(d *decoder, l loc, v any) (time.Duration, bool) {
+		s, ok := v.(string)
+		if !ok {
+			d.fail(l, ErrInvalidType, "must be a string, %s; got %s", format, typeName(v))
+			return 0, false
+		}
+		dur, err := time.ParseDuration(s)
+		switch {
+		case err != nil:
+			d.fail(l, ErrInvalidValue, "invalid duration %q: must be %s", s, format)
+		case dur <= 0:
+			d.fail(l, ErrInvalidValue, "must be greater than 0, got %q", s)
+		default:
+			return dur, true
+		}
+		return 0, false
+	}, func(dur time.Duration) { *p = dur })
+}
+
 // choice accepts one of the names in opts, matched case-insensitively, and
 // stores the value it maps to.
 func choice[T any](p *T, opts map[string]T) fieldFunc {
@@ -312,6 +336,7 @@ func rootFields(c *CRDUpgradeSafety) fields {
 		"mode":              choice(&c.Mode, modes),
 		"failMode":          choice(&c.FailMode, failModes),
 		"maxFindingsPerCRD": nonNegativeInt(&c.MaxFindingsPerCRD),
+		"liveChecksTimeout": positiveDuration(&c.LiveChecksTimeout),
 		"checks":            nested(checksFields(&c.Checks)),
 		"exemptions":        exemptions(&c.Exemptions),
 	}

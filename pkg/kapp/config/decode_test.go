@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 
 	"github.com/stretchr/testify/assert"
@@ -49,6 +50,7 @@ func TestDecodeDefaults(t *testing.T) {
 mode: ~
 failMode: null
 maxFindingsPerCRD:
+liveChecksTimeout:
 checks:
 exemptions:
 `,
@@ -159,6 +161,9 @@ func TestDecode(t *testing.T) {
 		{"maxFindingsPerCRD zero is unbounded", `maxFindingsPerCRD: 0`, func(c *cfg) { c.MaxFindingsPerCRD = 0 }},
 		{"maxFindingsPerCRD integral float", `maxFindingsPerCRD: 12.0`, func(c *cfg) { c.MaxFindingsPerCRD = 12 }},
 		{"maxFindingsPerCRD large", `maxFindingsPerCRD: 1000000`, func(c *cfg) { c.MaxFindingsPerCRD = 1000000 }},
+		{"liveChecksTimeout", `liveChecksTimeout: 90s`, func(c *cfg) { c.LiveChecksTimeout = 90 * time.Second }},
+		{"liveChecksTimeout compound", `liveChecksTimeout: 1h30m`, func(c *cfg) { c.LiveChecksTimeout = 90 * time.Minute }},
+		{"liveChecksTimeout short", `liveChecksTimeout: 250ms`, func(c *cfg) { c.LiveChecksTimeout = 250 * time.Millisecond }},
 
 		{"sameVersion disabled", `checks: {sameVersion: {enabled: false}}`,
 			func(c *cfg) { c.Checks.SameVersion.Enabled = false }},
@@ -489,9 +494,9 @@ func TestDecodeErrors(t *testing.T) {
 		kind error
 	}{
 		{name: "unknown top-level key", in: `mod: warn`, kind: config.ErrUnknownKey,
-			want: []string{`mod: unknown key (allowed: checks, exemptions, failMode, maxFindingsPerCRD, mode)`}},
+			want: []string{`mod: unknown key (allowed: checks, exemptions, failMode, liveChecksTimeout, maxFindingsPerCRD, mode)`}},
 		{name: "keys are case-sensitive", in: `failmode: open`, kind: config.ErrUnknownKey,
-			want: []string{`failmode: unknown key (allowed: checks, exemptions, failMode, maxFindingsPerCRD, mode)`}},
+			want: []string{`failmode: unknown key (allowed: checks, exemptions, failMode, liveChecksTimeout, maxFindingsPerCRD, mode)`}},
 		{name: "mode type", in: `mode: 5`, kind: config.ErrInvalidType,
 			want: []string{`mode: must be a string, got int`}},
 		{name: "mode type from Go int", raw: map[string]any{"mode": 5}, kind: config.ErrInvalidType,
@@ -512,6 +517,18 @@ func TestDecodeErrors(t *testing.T) {
 			want: []string{`maxFindingsPerCRD: must be an integer, got string`}},
 		{name: "maxFindingsPerCRD list", in: `maxFindingsPerCRD: [1]`, kind: config.ErrInvalidType,
 			want: []string{`maxFindingsPerCRD: must be an integer, got list`}},
+		{name: "liveChecksTimeout without unit", in: `liveChecksTimeout: 300`, kind: config.ErrInvalidType,
+			want: []string{`liveChecksTimeout: must be a string, a Go duration such as 30s, 5m or 1h30m (units: ns, us, ms, s, m, h); got int`}},
+		{name: "liveChecksTimeout words", in: `liveChecksTimeout: 5 minutes`, kind: config.ErrInvalidValue,
+			want: []string{`liveChecksTimeout: invalid duration "5 minutes": must be a Go duration such as 30s, 5m or 1h30m (units: ns, us, ms, s, m, h)`}},
+		{name: "liveChecksTimeout unit only as a number string", in: `liveChecksTimeout: "300"`, kind: config.ErrInvalidValue,
+			want: []string{`liveChecksTimeout: invalid duration "300": must be a Go duration such as 30s, 5m or 1h30m (units: ns, us, ms, s, m, h)`}},
+		{name: "liveChecksTimeout zero", in: `liveChecksTimeout: 0s`, kind: config.ErrInvalidValue,
+			want: []string{`liveChecksTimeout: must be greater than 0, got "0s"`}},
+		{name: "liveChecksTimeout negative", in: `liveChecksTimeout: -1m`, kind: config.ErrInvalidValue,
+			want: []string{`liveChecksTimeout: must be greater than 0, got "-1m"`}},
+		{name: "liveChecksTimeout map", in: `liveChecksTimeout: {minutes: 5}`, kind: config.ErrInvalidType,
+			want: []string{`liveChecksTimeout: must be a string, a Go duration such as 30s, 5m or 1h30m (units: ns, us, ms, s, m, h); got map`}},
 		{name: "maxFindingsPerCRD Go int64 negative", raw: map[string]any{"maxFindingsPerCRD": int64(-3)}, kind: config.ErrInvalidValue,
 			want: []string{`maxFindingsPerCRD: must be an integer >= 0, got -3`}},
 
@@ -754,6 +771,7 @@ func TestFullConfig(t *testing.T) {
 	want.Mode = config.ModeWarn
 	want.FailMode = config.FailModeOpen
 	want.MaxFindingsPerCRD = 0
+	want.LiveChecksTimeout = 90 * time.Second
 	want.Checks.CRD.ExistingResources.Enabled = false
 	want.Checks.CRD.CRDDeletion.Enabled = false
 	sv := &want.Checks.SameVersion

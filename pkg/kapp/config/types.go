@@ -3,6 +3,8 @@
 // Config, decoded strictly, with defaults.
 package config
 
+import "time"
+
 // Check IDs. They name findings in messages and JSON and key the
 // configuration. They live here, beside the configuration they key, so that
 // the decoder can validate exemption lists without importing the engine.
@@ -102,6 +104,10 @@ type CRDUpgradeSafety struct {
 	// MaxFindingsPerCRD bounds how many findings are printed per CRD; the
 	// rest are counted. 0 means unbounded.
 	MaxFindingsPerCRD int
+	// LiveChecksTimeout bounds how long one run waits on the cluster
+	// (fetching live CRDs, listing and counting custom resources); when it
+	// passes, the run fails.
+	LiveChecksTimeout time.Duration
 	Checks            Checks
 	// Exemptions waive findings of named CRDs after a human review.
 	Exemptions []Exemption
@@ -215,6 +221,11 @@ type Exemption struct {
 	Reason string
 }
 
+// DefaultLiveChecksTimeout is the default of liveChecksTimeout: long enough
+// to page through hundreds of thousands of custom resources, short enough
+// that a hung apiserver connection does not hold a deploy or a CI job.
+const DefaultLiveChecksTimeout = 5 * time.Minute
+
 // Default returns the default policy of design.md: every check on, mode
 // error, failMode closed.
 func Default() CRDUpgradeSafety {
@@ -223,6 +234,7 @@ func Default() CRDUpgradeSafety {
 		Mode:              ModeError,
 		FailMode:          FailModeClosed,
 		MaxFindingsPerCRD: 50,
+		LiveChecksTimeout: DefaultLiveChecksTimeout,
 		Checks: Checks{
 			CRD: CRDChecks{
 				Scope: on, StoredVersionRemoval: on, ServedVersionRemoval: on,

@@ -72,6 +72,9 @@ func (c *DynamicCluster) GetCRDs(ctx context.Context, names []string) (map[strin
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
+			if de := deadlineError(ctx, err, ""); de != nil {
+				return fmt.Errorf("getting CRD %s: %w", names[i], de)
+			}
 			return fmt.Errorf("getting CRD %s: %w", names[i], err)
 		}
 		crd := &apiextv1.CustomResourceDefinition{}

@@ -126,6 +126,8 @@ func (c *CRDUpgradeSafety) Run(ctx context.Context, changeGraph *ctldgraph.Chang
 		return nil
 	}
 
+	ctx, cancel := WithLiveDeadline(ctx, c.cfg.LiveChecksTimeout)
+	defer cancel()
 	var cluster Cluster
 	if len(missingOld) > 0 || NeedsCluster(plan, &c.cfg) {
 		if cluster, err = c.cluster(); err != nil {

@@ -310,6 +310,9 @@ func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.CR
 	case o.replace != "":
 		if crd.CRDDeletion.Enabled {
 			count, err := cluster.CountCustomResources(ctx, p.Old)
+			if de := deadlineError(ctx, err, ""); de != nil {
+				return nil, fmt.Errorf("counting custom resources of CRD %s: %w", p.New.Name, de)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("checking replace of CRD %s: %w", p.New.Name, err)
 			}
@@ -348,6 +351,9 @@ func dryRunFindings(ctx context.Context, p Pair, cfg *config.CRDUpgradeSafety,
 	}
 	rs, ok := refusal(sendErr)
 	if !ok {
+		if de := deadlineError(ctx, sendErr, ""); de != nil {
+			sendErr = de
+		}
 		return nil, "", fmt.Errorf("server-side dry run of the %s of CRD %s: %w", verb, p.New.Name, sendErr)
 	}
 	if verb == VerbUpdate && p.Strategy == StrategyFallbackOnReplace && apierrors.IsInvalid(sendErr) {
@@ -410,6 +416,7 @@ func existingResourceFindings(ctx context.Context, pair Pair, cfg *config.CRDUpg
 			continue
 		}
 		var batch []map[string]any
+		pages, objects := 0, 0
 		flush := func() error {
 			fs, err := crdupgradesafety.ValidateExisting(pair.New, batch, cfg)
 			if err != nil {
@@ -420,12 +427,16 @@ func existingResourceFindings(ctx context.Context, pair Pair, cfg *config.CRDUpg
 			return nil
 		}
 		err := cluster.ListCustomResources(ctx, pair.Old, v.Name, func(objs []map[string]any) error {
+			pages, objects = pages+1, objects+len(objs)
 			batch = append(batch, objs...)
 			if len(batch) >= objectsPerValidation {
 				return flush()
 			}
 			return nil
 		})
+		if de := deadlineError(ctx, err, pagesRead(pages, objects)); de != nil {
+			return nil, fmt.Errorf("listing %s of CRD %s at version %s: %w", pair.Old.Spec.Names.Plural, pair.New.Name, v.Name, de)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("checking existing custom resources of CRD %s: %w", pair.New.Name, err)
 		}
@@ -442,6 +453,9 @@ func removalFindings(ctx context.Context, r Removal, cfg *config.CRDUpgradeSafet
 	cluster Cluster) ([]crdupgradesafety.Finding, error) {
 
 	n, err := cluster.CountCustomResources(ctx, r.CRD)
+	if de := deadlineError(ctx, err, ""); de != nil {
+		return nil, fmt.Errorf("counting custom resources of CRD %s: %w", r.CRD.Name, de)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("checking deletion of CRD %s: %w", r.CRD.Name, err)
 	}

@@ -166,6 +166,8 @@ func (o *CRDUpgradeSafetyOptions) Run() error {
 		}
 	}
 
+	ctx, cancel := preflight.WithLiveDeadline(ctx, cfg.LiveChecksTimeout)
+	defer cancel()
 	var cluster preflight.Cluster
 	if len(o.FileFlags.OldFiles) > 0 {
 		pairFiles(&plan, oldSet.crds)

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	cmdapp "carvel.dev/kapp/pkg/kapp/cmd/app"
 	"github.com/cppforlife/go-cli-ui/ui"
@@ -267,6 +269,38 @@ func TestCRDUpgradeSafetyLive(t *testing.T) {
 	})
 }
 
+// TestCRDUpgradeSafetyLiveChecksTimeout: the live comparison waits on the
+// cluster at most liveChecksTimeout (5m by default), then fails (exit
+// status 1) naming what was waiting.
+func TestCRDUpgradeSafetyLiveChecksTimeout(t *testing.T) {
+	oldSet, err := loadInputs([]string{td("old.yaml")}, "old")
+	require.NoError(t, err)
+	live := oldSet.crds[0].crd
+	widget := map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "a", "namespace": "default"}, "spec": map[string]any{"size": int64(7)}}
+
+	t.Run("default", func(t *testing.T) {
+		cluster := &fakeCluster{crds: map[string]*apiextv1.CustomResourceDefinition{live.Name: live}}
+		start := time.Now()
+		_, err := run(t, nil, []string{td("new-safe.yaml")}, cluster)
+		require.NoError(t, err)
+		require.Len(t, cluster.deadlines, 2, "a GET and a LIST")
+		for _, d := range cluster.deadlines {
+			require.WithinRange(t, d, start.Add(config.DefaultLiveChecksTimeout), time.Now().Add(config.DefaultLiveChecksTimeout))
+		}
+	})
+
+	t.Run("expiry", func(t *testing.T) {
+		cluster := &fakeCluster{crds: map[string]*apiextv1.CustomResourceDefinition{live.Name: live},
+			objs: []map[string]any{widget}, stallLists: true}
+		_, err := run(t, nil, []string{td("new-safe.yaml"), td("config-timeout.yaml")}, cluster)
+		requirePlainError(t, err)
+		require.EqualError(t, err, "listing widgets of CRD widgets.example.com at version v1: "+
+			"deadline of 50ms (liveChecksTimeout) exceeded after reading 1 page (1 custom resource)")
+		require.ErrorIs(t, err, preflight.ErrLiveChecksTimeout)
+	})
+}
+
 // requireUnsafe checks err is the unsafe-upgrade error, exit status 3.
 func requireUnsafe(t *testing.T, err error) {
 	t.Helper()
@@ -294,6 +328,10 @@ type fakeCluster struct {
 	lists   []string
 	counts  []string
 	dryRuns int
+	// stallLists: after the objects, the LIST waits until its context ends.
+	stallLists bool
+	// deadlines of the contexts of every call (zero: none)
+	deadlines []time.Time
 }
 
 // DryRun counts: the tools command never dry-runs (read-only credentials
@@ -303,7 +341,13 @@ func (f *fakeCluster) DryRun(context.Context, preflight.Verb, *unstructured.Unst
 	return nil
 }
 
-func (f *fakeCluster) GetCRDs(_ context.Context, names []string) (map[string]*apiextv1.CustomResourceDefinition, error) {
+func (f *fakeCluster) recordDeadline(ctx context.Context) {
+	d, _ := ctx.Deadline()
+	f.deadlines = append(f.deadlines, d)
+}
+
+func (f *fakeCluster) GetCRDs(ctx context.Context, names []string) (map[string]*apiextv1.CustomResourceDefinition, error) {
+	f.recordDeadline(ctx)
 	f.gets = append(f.gets, names)
 	if f.getErr != nil {
 		return nil, f.getErr
@@ -317,10 +361,19 @@ func (f *fakeCluster) GetCRDs(_ context.Context, names []string) (map[string]*ap
 	return result, nil
 }
 
-func (f *fakeCluster) ListCustomResources(_ context.Context, crd *apiextv1.CustomResourceDefinition, version string,
+func (f *fakeCluster) ListCustomResources(ctx context.Context, crd *apiextv1.CustomResourceDefinition, version string,
 	fn func([]map[string]any) error) error {
+	f.recordDeadline(ctx)
 	f.lists = append(f.lists, crd.Name+" "+version)
-	return fn(f.objs)
+	if err := fn(f.objs); err != nil || !f.stallLists {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("Get \"https://127.0.0.1:6443/apis/example.com/v1/widgets\": %w", ctx.Err())
+	case <-time.After(10 * time.Second):
+		return errors.New("fakeCluster: nothing ended the wait (no deadline?)")
+	}
 }
 
 func (f *fakeCluster) CountCustomResources(_ context.Context, crd *apiextv1.CustomResourceDefinition) (int, error) {
