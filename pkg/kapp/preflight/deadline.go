@@ -11,11 +11,18 @@ import (
 // waits on the cluster did not end within liveChecksTimeout.
 var ErrLiveChecksTimeout = errors.New("liveChecksTimeout exceeded")
 
-// liveDeadline is the cause of a context ended by WithLiveDeadline.
+// liveDeadline is the cause of a context ended by WithLiveDeadline. The
+// HTTP client reports a request ended by a context with its cause, so this
+// is also the error that API calls wrap: it matches ErrLiveChecksTimeout
+// and context.DeadlineExceeded.
 type liveDeadline struct{ timeout time.Duration }
 
 func (d *liveDeadline) Error() string {
 	return fmt.Sprintf("deadline of %s (liveChecksTimeout) exceeded", d.timeout)
+}
+
+func (d *liveDeadline) Unwrap() []error {
+	return []error{ErrLiveChecksTimeout, context.DeadlineExceeded}
 }
 
 // WithLiveDeadline bounds every wait of one run on the cluster (fetching

@@ -92,6 +92,10 @@ type Plan struct {
 // CEL validators built per call are amortised, small enough to bound memory.
 const objectsPerValidation = 2000
 
+// validateBatch validates one batch of existing custom resources; tests
+// replace it to watch the batches.
+var validateBatch = crdupgradesafety.ValidateExisting
+
 // pairOutcome is what the offline pass learnt about one pair and the live
 // pass goes on from.
 type pairOutcome struct {
@@ -418,11 +422,12 @@ func existingResourceFindings(ctx context.Context, pair Pair, cfg *config.CRDUpg
 		var batch []map[string]any
 		pages, objects := 0, 0
 		flush := func() error {
-			fs, err := crdupgradesafety.ValidateExisting(pair.New, batch, cfg)
+			fs, err := validateBatch(pair.New, batch, cfg)
 			if err != nil {
 				return fmt.Errorf("validating existing custom resources of CRD %s version %s: %w", pair.New.Name, v.Name, err)
 			}
 			findings = append(findings, fs...)
+			clear(batch) // release the validated objects now, not when overwritten
 			batch = batch[:0]
 			return nil
 		}
