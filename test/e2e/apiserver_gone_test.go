@@ -28,6 +28,9 @@ import (
 type cuttingProxy struct {
 	srv   *httptest.Server
 	cutOn func(*http.Request) bool
+	// stallOn, when set, picks requests that are accepted and never
+	// answered: they wait until the client gives up (newStallingProxy).
+	stallOn func(*http.Request) bool
 
 	cut       atomic.Bool
 	mu        sync.Mutex
@@ -37,6 +40,20 @@ type cuttingProxy struct {
 
 func newCuttingProxy(t *testing.T, e *env, cutOn func(*http.Request) bool) *cuttingProxy {
 	t.Helper()
+	return newProxy(t, e, &cuttingProxy{cutOn: cutOn})
+}
+
+// newStallingProxy is a TLS reverse proxy in front of the real apiserver
+// that forwards every request except those stallOn matches: it accepts them
+// and never answers, an apiserver that hangs. The requests are chosen, not
+// timed, so a test of the client's deadline is deterministic.
+func newStallingProxy(t *testing.T, e *env, stallOn func(*http.Request) bool) *cuttingProxy {
+	t.Helper()
+	return newProxy(t, e, &cuttingProxy{cutOn: func(*http.Request) bool { return false }, stallOn: stallOn})
+}
+
+func newProxy(t *testing.T, e *env, p *cuttingProxy) *cuttingProxy {
+	t.Helper()
 	target, err := url.Parse(e.rest.Host)
 	require.NoError(t, err)
 	tlsCfg, err := rest.TLSConfigFor(e.rest)
@@ -45,11 +62,14 @@ func newCuttingProxy(t *testing.T, e *env, cutOn func(*http.Request) bool) *cutt
 	rp.Transport = &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: false}
 	rp.FlushInterval = -1 // stream watches as they come
 
-	p := &cuttingProxy{cutOn: cutOn}
 	p.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		p.requests = append(p.requests, r.Method+" "+r.URL.String())
 		p.mu.Unlock()
+		if p.stallOn != nil && p.stallOn(r) {
+			<-r.Context().Done() // the client gave up
+			return
+		}
 		if !p.cut.Load() && p.cutOn(r) {
 			p.mu.Lock()
 			p.cutAtPath = r.URL.String()

@@ -138,13 +138,7 @@ func (f *fakeCluster) GetCRDs(_ context.Context, names []string) (map[string]*ap
 	if f.err != nil {
 		return nil, f.err
 	}
-	out := map[string]*apiextv1.CustomResourceDefinition{}
-	for _, n := range names {
-		if c, ok := f.crds[n]; ok {
-			out[n] = c
-		}
-	}
-	return out, nil
+	return crdsNamed(f.crds, names), nil
 }
 
 func (f *fakeCluster) ListCustomResources(_ context.Context, crd *apiextv1.CustomResourceDefinition, version string,

@@ -56,13 +56,18 @@ func (s *slowCluster) GetCRDs(ctx context.Context, names []string) (map[string]*
 	if err := s.wait(ctx, s.stallGets); err != nil {
 		return nil, err
 	}
+	return crdsNamed(s.crds, names), nil
+}
+
+// crdsNamed is what GetCRDs returns on a cluster holding crds.
+func crdsNamed(crds map[string]*apiextv1.CustomResourceDefinition, names []string) map[string]*apiextv1.CustomResourceDefinition {
 	out := map[string]*apiextv1.CustomResourceDefinition{}
 	for _, n := range names {
-		if c, ok := s.crds[n]; ok {
+		if c, ok := crds[n]; ok {
 			out[n] = c
 		}
 	}
-	return out, nil
+	return out
 }
 
 func (s *slowCluster) ListCustomResources(ctx context.Context, crd *apiextv1.CustomResourceDefinition, version string,
