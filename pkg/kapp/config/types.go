@@ -105,8 +105,8 @@ type CRDUpgradeSafety struct {
 	// rest are counted. 0 means unbounded.
 	MaxFindingsPerCRD int
 	// LiveChecksTimeout bounds how long one run waits on the cluster
-	// (fetching live CRDs, listing and counting custom resources); when it
-	// passes, the run fails.
+	// (fetching live CRDs, server-side dry runs, listing and counting
+	// custom resources); when it passes, the run fails.
 	LiveChecksTimeout time.Duration
 	Checks            Checks
 	// Exemptions waive findings of named CRDs after a human review.

@@ -26,7 +26,8 @@ func (d *liveDeadline) Unwrap() []error {
 }
 
 // WithLiveDeadline bounds every wait of one run on the cluster (fetching
-// live CRDs, listing and counting custom resources) by timeout, the
+// live CRDs, server-side dry runs, listing and counting custom resources)
+// by timeout, the
 // configuration's liveChecksTimeout. The waits it ends fail the run (fail
 // closed) with a *DeadlineError naming what was waiting.
 func WithLiveDeadline(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
