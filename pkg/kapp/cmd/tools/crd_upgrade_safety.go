@@ -104,7 +104,8 @@ inputs are ignored.
 
 Exit status:
   0  no error findings (warnings allowed)
-  1  the check could not run (bad input or config, cluster not reachable)
+  1  the check could not run (bad input or config, cluster not reachable or
+     not answering within liveChecksTimeout)
   3  at least one error finding: the upgrade is unsafe`,
 		RunE: func(_ *cobra.Command, _ []string) error { return o.Run() },
 		// Human-readable output (title, headers, summary) by default, as for
