@@ -317,7 +317,7 @@ var (
 	failModes = map[string]FailMode{"closed": FailModeClosed, "open": FailModeOpen}
 	// unhandledFailureMode is spelled as in spec/crd-diff-validations.md.
 	unhandledModes  = map[string]FailMode{"Closed": FailModeClosed, "Open": FailModeOpen}
-	strictOrNone    = enforcements(EnforcementStrict, EnforcementNone)
+	strictWarnNone  = enforcements(EnforcementStrict, EnforcementWarn, EnforcementNone)
 	enumAdditionEnf = enforcements(EnforcementStrict, EnforcementNone, EnforcementIfPreviouslyConstrained)
 )
 
@@ -367,8 +367,13 @@ func crdFields(c *CRDChecks) fields {
 	return fields{
 		CheckScope:                toggle(&c.Scope),
 		CheckStoredVersionRemoval: toggle(&c.StoredVersionRemoval),
-		CheckServedVersionRemoval: toggle(&c.ServedVersionRemoval),
+		CheckServedVersionRemoval: nested(fields{
+			"enabled":             boolean(&c.ServedVersionRemoval.Enabled),
+			"unservedEnforcement": choice(&c.ServedVersionRemoval.UnservedEnforcement, strictWarnNone),
+		}),
 		CheckExistingFieldRemoval: toggle(&c.ExistingFieldRemoval),
+		CheckSubresources:         toggle(&c.Subresources),
+		CheckSelectableFields:     toggle(&c.SelectableFields),
 		CheckExistingResources:    toggle(&c.ExistingResources),
 		CheckCRDDeletion:          toggle(&c.CRDDeletion),
 		CheckAPIServerRejects:     toggle(&c.ApiserverRejects),
@@ -378,16 +383,16 @@ func crdFields(c *CRDChecks) fields {
 func maxCheck(c *MaxCheck) fieldFunc {
 	return nested(fields{
 		"enabled":             boolean(&c.Enabled),
-		"additionEnforcement": choice(&c.AdditionEnforcement, strictOrNone),
-		"decreaseEnforcement": choice(&c.DecreaseEnforcement, strictOrNone),
+		"additionEnforcement": choice(&c.AdditionEnforcement, strictWarnNone),
+		"decreaseEnforcement": choice(&c.DecreaseEnforcement, strictWarnNone),
 	})
 }
 
 func minCheck(c *MinCheck) fieldFunc {
 	return nested(fields{
 		"enabled":             boolean(&c.Enabled),
-		"additionEnforcement": choice(&c.AdditionEnforcement, strictOrNone),
-		"increaseEnforcement": choice(&c.IncreaseEnforcement, strictOrNone),
+		"additionEnforcement": choice(&c.AdditionEnforcement, strictWarnNone),
+		"increaseEnforcement": choice(&c.IncreaseEnforcement, strictWarnNone),
 	})
 }
 
@@ -398,21 +403,21 @@ func versionFields(v *VersionChecks) fields {
 		CheckEnum: nested(fields{
 			"enabled":             boolean(&v.Enum.Enabled),
 			"additionEnforcement": choice(&v.Enum.AdditionEnforcement, enumAdditionEnf),
-			"removalEnforcement":  choice(&v.Enum.RemovalEnforcement, strictOrNone),
+			"removalEnforcement":  choice(&v.Enum.RemovalEnforcement, strictWarnNone),
 		}),
 		CheckDefault: nested(fields{
 			"enabled":             boolean(&v.Default.Enabled),
-			"changeEnforcement":   choice(&v.Default.ChangeEnforcement, strictOrNone),
-			"removalEnforcement":  choice(&v.Default.RemovalEnforcement, strictOrNone),
-			"additionEnforcement": choice(&v.Default.AdditionEnforcement, strictOrNone),
+			"changeEnforcement":   choice(&v.Default.ChangeEnforcement, strictWarnNone),
+			"removalEnforcement":  choice(&v.Default.RemovalEnforcement, strictWarnNone),
+			"additionEnforcement": choice(&v.Default.AdditionEnforcement, strictWarnNone),
 		}),
 		CheckRequired: nested(fields{
 			"enabled":        boolean(&v.Required.Enabled),
-			"newEnforcement": choice(&v.Required.NewEnforcement, strictOrNone),
+			"newEnforcement": choice(&v.Required.NewEnforcement, strictWarnNone),
 		}),
 		CheckType: nested(fields{
 			"enabled":           boolean(&v.Type.Enabled),
-			"changeEnforcement": choice(&v.Type.ChangeEnforcement, strictOrNone),
+			"changeEnforcement": choice(&v.Type.ChangeEnforcement, strictWarnNone),
 		}),
 		CheckMaximum:       maxCheck(&v.Maximum),
 		CheckMaxLength:     maxCheck(&v.MaxLength),
@@ -422,6 +427,15 @@ func versionFields(v *VersionChecks) fields {
 		CheckMinLength:     minCheck(&v.MinLength),
 		CheckMinItems:      minCheck(&v.MinItems),
 		CheckMinProperties: minCheck(&v.MinProperties),
+		CheckListType: nested(fields{
+			"enabled":               boolean(&v.ListType.Enabled),
+			"uniquenessEnforcement": choice(&v.ListType.UniquenessEnforcement, strictWarnNone),
+			"coarseningEnforcement": choice(&v.ListType.CoarseningEnforcement, strictWarnNone),
+		}),
+		CheckMapType: nested(fields{
+			"enabled":           boolean(&v.MapType.Enabled),
+			"changeEnforcement": choice(&v.MapType.ChangeEnforcement, strictWarnNone),
+		}),
 	}
 	// Every other property check is an on/off switch kept in Toggles.
 	for _, id := range PropertyCheckIDs {

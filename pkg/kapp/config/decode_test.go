@@ -101,7 +101,8 @@ func TestDefaultPolicy(t *testing.T) {
 	}
 
 	// Every Enabled/Enforcement field anywhere in the config: every check is
-	// on, and every enforcement Strict except enum additions.
+	// on, and every enforcement Strict except enum additions and the
+	// changes that invalidate no stored object (design.md: warnings).
 	var enabled, enforcements int
 	walkFields(reflect.ValueOf(d), "", func(path string, f reflect.Value) {
 		switch {
@@ -111,15 +112,22 @@ func TestDefaultPolicy(t *testing.T) {
 		case f.Type() == reflect.TypeOf(config.Enforcement("")):
 			enforcements++
 			want := config.EnforcementStrict
-			if strings.HasSuffix(path, ".Enum.AdditionEnforcement") {
+			switch {
+			case strings.HasSuffix(path, ".Enum.AdditionEnforcement"):
 				want = config.EnforcementIfPreviouslyConstrained
+			case strings.HasSuffix(path, ".MapType.ChangeEnforcement"),
+				strings.HasSuffix(path, ".ListType.CoarseningEnforcement"),
+				strings.HasSuffix(path, ".ServedVersionRemoval.UnservedEnforcement"):
+				want = config.EnforcementWarn
 			}
 			assert.Equal(t, want, config.Enforcement(f.String()), path)
 		}
 	})
-	// 7 CRD checks + 2 x (pair switch + 12 property checks with options).
-	assert.Equal(t, 7+2*(1+12), enabled)
-	assert.Equal(t, 2*(2+3+1+1+8*2), enforcements)
+	// 9 CRD checks + 2 x (pair switch + 14 property checks with options).
+	assert.Equal(t, 9+2*(1+14), enabled)
+	// servedVersionRemoval.unservedEnforcement + 2 x (enum 2, default 3,
+	// required 1, type 1, 8 bounds x 2, listType 2, mapType 1).
+	assert.Equal(t, 1+2*(2+3+1+1+8*2+2+1), enforcements)
 
 	// Default returns fresh maps: changing one result leaves the next alone.
 	d.Checks.SameVersion.Toggles[config.CheckPattern] = false
@@ -231,10 +239,10 @@ checks:
 		{"toggles", `
 checks:
   sameVersion: {pattern: {enabled: false}, celValidation: {enabled: true}}
-  servedVersion: {listType: {enabled: false}}
+  servedVersion: {uniqueItems: {enabled: false}}
 `, func(c *cfg) {
 			c.Checks.SameVersion.Toggles = map[string]bool{config.CheckPattern: false, config.CheckCELValidation: true}
-			c.Checks.ServedVersion.Toggles = map[string]bool{config.CheckListType: false}
+			c.Checks.ServedVersion.Toggles = map[string]bool{config.CheckUniqueItems: false}
 		}},
 		{"crd checks", `
 checks:
@@ -315,14 +323,38 @@ func TestDecodeEveryOption(t *testing.T) {
 	}
 	var opts []option
 
+	// setField sets a bool field to false, an enforcement to None (or, for
+	// one that defaults to None, to Strict): a value that differs from the
+	// default.
+	setField := func(fv reflect.Value) {
+		switch {
+		case fv.Kind() == reflect.Bool:
+			fv.SetBool(false)
+		case fv.String() == string(config.EnforcementNone):
+			fv.SetString(string(config.EnforcementStrict))
+		default:
+			fv.SetString(string(config.EnforcementNone))
+		}
+	}
+	optionValue := func(sub reflect.StructField) any {
+		if sub.Type.Kind() == reflect.Bool {
+			return false
+		}
+		return "None"
+	}
+
 	crdType := reflect.TypeOf(config.CRDChecks{})
 	for i := 0; i < crdType.NumField(); i++ {
-		i := i
-		key := lowerCamel(crdType.Field(i).Name)
+		f := crdType.Field(i)
+		key := lowerCamel(f.Name)
 		assert.Contains(t, config.CRDCheckIDs, key)
-		opts = append(opts, option{"checks.crd." + key + ".enabled", false, func(c *config.CRDUpgradeSafety) {
-			reflect.ValueOf(&c.Checks.CRD).Elem().Field(i).FieldByName("Enabled").SetBool(false)
-		}})
+		for j := 0; j < f.Type.NumField(); j++ {
+			i, j := i, j
+			sub := f.Type.Field(j)
+			opts = append(opts, option{"checks.crd." + key + "." + lowerCamel(sub.Name), optionValue(sub), func(c *config.CRDUpgradeSafety) {
+				setField(reflect.ValueOf(&c.Checks.CRD).Elem().Field(i).Field(j))
+			}})
+		}
 	}
 	assert.Equal(t, len(config.CRDCheckIDs), crdType.NumField())
 
@@ -355,17 +387,8 @@ func TestDecodeEveryOption(t *testing.T) {
 				for j := 0; j < f.Type.NumField(); j++ {
 					i, j := i, j
 					sub := f.Type.Field(j)
-					var value any = "None"
-					if sub.Name == "Enabled" {
-						value = false
-					}
-					opts = append(opts, option{prefix + "." + id + "." + lowerCamel(sub.Name), value, func(c *config.CRDUpgradeSafety) {
-						fv := reflect.ValueOf(get(c)).Elem().Field(i).Field(j)
-						if fv.Kind() == reflect.Bool {
-							fv.SetBool(false)
-						} else {
-							fv.SetString(string(config.EnforcementNone))
-						}
+					opts = append(opts, option{prefix + "." + id + "." + lowerCamel(sub.Name), optionValue(sub), func(c *config.CRDUpgradeSafety) {
+						setField(reflect.ValueOf(get(c)).Elem().Field(i).Field(j))
 					}})
 				}
 			}
@@ -378,7 +401,7 @@ func TestDecodeEveryOption(t *testing.T) {
 					get(c).Toggles = map[string]bool{id: false}
 				}})
 			}
-			assert.Len(t, structured, 12, "property checks with options")
+			assert.Len(t, structured, 14, "property checks with options")
 		}
 	}
 	for _, prefix := range []string{"checks.servedVersion", "checks.version.servedVersion", "checks.versions.servedVersion"} {
@@ -387,12 +410,15 @@ func TestDecodeEveryOption(t *testing.T) {
 		}})
 	}
 
-	// 7 CRD toggles; per spelling of each pair: enabled, unhandledFailureMode, the
-	// fields of the 12 checks with options, the 17 toggles; 3 ignoreConversion.
-	require.Len(t, opts, 7+3*2*(2+(3+4+2+2+8*3)+(len(config.PropertyCheckIDs)-12))+3)
+	// 9 CRD checks (enabled, plus servedVersionRemoval.unservedEnforcement);
+	// per spelling of each pair: enabled, unhandledFailureMode, the fields
+	// of the 14 checks with options (enum 3, default 4, required 2, type 2,
+	// 8 bounds x 3, listType 3, mapType 2), the toggles; 3 ignoreConversion.
+	require.Len(t, opts, 9+1+3*2*(2+(3+4+2+2+8*3+3+2)+(len(config.PropertyCheckIDs)-14))+3)
 
-	// Every enforcement option rejects unknown values, and only
-	// enum.additionEnforcement accepts IfPreviouslyConstrained.
+	// Every enforcement option rejects unknown values; each accepts Strict,
+	// Warn and None, except enum.additionEnforcement, which accepts Strict,
+	// IfPreviouslyConstrained and None.
 	enforcementOpts := 0
 	for _, o := range opts {
 		if o.value != "None" {
@@ -402,7 +428,7 @@ func TestDecodeEveryOption(t *testing.T) {
 		_, err := config.Decode(nest(o.path, "Sometimes"))
 		assert.ErrorIs(t, err, config.ErrInvalidValue, o.path)
 		ipc := strings.HasSuffix(o.path, ".enum.additionEnforcement")
-		allowed := "None, Strict"
+		allowed := "None, Strict, Warn"
 		if ipc {
 			allowed = "IfPreviouslyConstrained, None, Strict"
 		}
@@ -411,10 +437,16 @@ func TestDecodeEveryOption(t *testing.T) {
 		if ipc {
 			assert.NoError(t, err, o.path)
 		} else {
-			assert.EqualError(t, err, o.path+`: unknown value "ifPreviouslyConstrained" (allowed: None, Strict)`)
+			assert.EqualError(t, err, o.path+`: unknown value "ifPreviouslyConstrained" (allowed: None, Strict, Warn)`)
+		}
+		_, err = config.Decode(nest(o.path, "warn"))
+		if ipc {
+			assert.EqualError(t, err, o.path+`: unknown value "warn" (allowed: IfPreviouslyConstrained, None, Strict)`)
+		} else {
+			assert.NoError(t, err, o.path)
 		}
 	}
-	assert.Equal(t, 2*3*23, enforcementOpts)
+	assert.Equal(t, 1+2*3*(23+3), enforcementOpts)
 
 	seen := map[string]bool{}
 	for _, o := range opts {
@@ -475,11 +507,11 @@ func TestDecodeGoValues(t *testing.T) {
 }
 
 func TestDecodeErrors(t *testing.T) {
-	const sameVersionKeys = "additionalProperties, allOf, anyOf, celValidation, default, enabled, enum, " +
+	const sameVersionKeys = "additionalProperties, allOf, anyOf, celValidation, default, embeddedResource, enabled, enum, " +
 		"exclusiveMaximum, exclusiveMinimum, format, intOrString, listType, mapType, maxItems, maxLength, " +
 		"maxProperties, maximum, minItems, minLength, minProperties, minimum, multipleOf, not, nullable, " +
 		"oneOf, pattern, preserveUnknownFields, required, type, unhandledFailureMode, uniqueItems"
-	const servedVersionKeys = "additionalProperties, allOf, anyOf, celValidation, default, enabled, enum, " +
+	const servedVersionKeys = "additionalProperties, allOf, anyOf, celValidation, default, embeddedResource, enabled, enum, " +
 		"exclusiveMaximum, exclusiveMinimum, format, ignoreConversion, intOrString, listType, mapType, maxItems, maxLength, " +
 		"maxProperties, maximum, minItems, minLength, minProperties, minimum, multipleOf, not, nullable, " +
 		"oneOf, pattern, preserveUnknownFields, required, type, unhandledFailureMode, uniqueItems"
@@ -537,7 +569,17 @@ func TestDecodeErrors(t *testing.T) {
 		{name: "unknown checks key", in: `checks: {enum: {enabled: false}}`, kind: config.ErrUnknownKey,
 			want: []string{`checks.enum: unknown key (allowed: crd, sameVersion, servedVersion, version, versions)`}},
 		{name: "unknown crd check", in: `checks: {crd: {scopee: {enabled: false}}}`, kind: config.ErrUnknownKey,
-			want: []string{`checks.crd.scopee: unknown key (allowed: apiserverRejects, crdDeletion, existingFieldRemoval, existingResources, scope, servedVersionRemoval, storedVersionRemoval)`}},
+			want: []string{`checks.crd.scopee: unknown key (allowed: apiserverRejects, crdDeletion, existingFieldRemoval, existingResources, scope, selectableFields, servedVersionRemoval, storedVersionRemoval, subresources)`}},
+		{name: "servedVersionRemoval keys", in: `checks: {crd: {servedVersionRemoval: {unserved: Warn}}}`, kind: config.ErrUnknownKey,
+			want: []string{`checks.crd.servedVersionRemoval.unserved: unknown key (allowed: enabled, unservedEnforcement)`}},
+		{name: "servedVersionRemoval unservedEnforcement value", in: `checks: {crd: {servedVersionRemoval: {unservedEnforcement: Loud}}}`, kind: config.ErrInvalidValue,
+			want: []string{`checks.crd.servedVersionRemoval.unservedEnforcement: unknown value "Loud" (allowed: None, Strict, Warn)`}},
+		{name: "listType keys", in: `checks: {sameVersion: {listType: {changeEnforcement: Warn}}}`, kind: config.ErrUnknownKey,
+			want: []string{`checks.sameVersion.listType.changeEnforcement: unknown key (allowed: coarseningEnforcement, enabled, uniquenessEnforcement)`}},
+		{name: "mapType keys", in: `checks: {servedVersion: {mapType: {coarseningEnforcement: Warn}}}`, kind: config.ErrUnknownKey,
+			want: []string{`checks.servedVersion.mapType.coarseningEnforcement: unknown key (allowed: changeEnforcement, enabled)`}},
+		{name: "mapType changeEnforcement value", in: `checks: {sameVersion: {mapType: {changeEnforcement: IfPreviouslyConstrained}}}`, kind: config.ErrInvalidValue,
+			want: []string{`checks.sameVersion.mapType.changeEnforcement: unknown value "IfPreviouslyConstrained" (allowed: None, Strict, Warn)`}},
 		{name: "crd check not a map", in: `checks: {crd: {scope: false}}`, kind: config.ErrInvalidType,
 			want: []string{`checks.crd.scope: must be a map, got bool`}},
 		{name: "toggle key", in: `checks: {crd: {scope: {enable: false}}}`, kind: config.ErrUnknownKey,
@@ -561,11 +603,11 @@ func TestDecodeErrors(t *testing.T) {
 		{name: "enforcement type", in: `checks: {sameVersion: {enum: {additionEnforcement: 1}}}`, kind: config.ErrInvalidType,
 			want: []string{`checks.sameVersion.enum.additionEnforcement: must be a string, got int`}},
 		{name: "IfPreviouslyConstrained only for enum additions", in: `checks: {sameVersion: {enum: {removalEnforcement: IfPreviouslyConstrained}}}`, kind: config.ErrInvalidValue,
-			want: []string{`checks.sameVersion.enum.removalEnforcement: unknown value "IfPreviouslyConstrained" (allowed: None, Strict)`}},
+			want: []string{`checks.sameVersion.enum.removalEnforcement: unknown value "IfPreviouslyConstrained" (allowed: None, Strict, Warn)`}},
 		{name: "IfPreviouslyConstrained not for default", in: `checks: {servedVersion: {default: {additionEnforcement: IfPreviouslyConstrained}}}`, kind: config.ErrInvalidValue,
-			want: []string{`checks.servedVersion.default.additionEnforcement: unknown value "IfPreviouslyConstrained" (allowed: None, Strict)`}},
+			want: []string{`checks.servedVersion.default.additionEnforcement: unknown value "IfPreviouslyConstrained" (allowed: None, Strict, Warn)`}},
 		{name: "no Strict fallback for unknown enforcement", in: `checks: {sameVersion: {type: {changeEnforcement: Lenient}}}`, kind: config.ErrInvalidValue,
-			want: []string{`checks.sameVersion.type.changeEnforcement: unknown value "Lenient" (allowed: None, Strict)`}},
+			want: []string{`checks.sameVersion.type.changeEnforcement: unknown value "Lenient" (allowed: None, Strict, Warn)`}},
 		{name: "max check has no increaseEnforcement", in: `checks: {sameVersion: {maximum: {increaseEnforcement: None}}}`, kind: config.ErrUnknownKey,
 			want: []string{`checks.sameVersion.maximum.increaseEnforcement: unknown key (allowed: additionEnforcement, decreaseEnforcement, enabled)`}},
 		{name: "min check has no decreaseEnforcement", in: `checks: {sameVersion: {minLength: {decreaseEnforcement: None}}}`, kind: config.ErrUnknownKey,
@@ -588,7 +630,7 @@ func TestDecodeErrors(t *testing.T) {
 		{name: "alias not a map", in: `checks: {version: sameVersion}`, kind: config.ErrInvalidType,
 			want: []string{`checks.version: must be a map, got string`}},
 		{name: "errors inside an alias name the written path", in: `checks: {version: {servedVersion: {enum: {removalEnforcement: Sometimes}}}}`, kind: config.ErrInvalidValue,
-			want: []string{`checks.version.servedVersion.enum.removalEnforcement: unknown value "Sometimes" (allowed: None, Strict)`}},
+			want: []string{`checks.version.servedVersion.enum.removalEnforcement: unknown value "Sometimes" (allowed: None, Strict, Warn)`}},
 		{name: "same setting twice: canonical and alias", in: `
 checks:
   sameVersion: {enum: {enabled: false}}
@@ -774,7 +816,11 @@ func TestFullConfig(t *testing.T) {
 	want.LiveChecksTimeout = 90 * time.Second
 	want.Checks.CRD.ExistingResources.Enabled = false
 	want.Checks.CRD.CRDDeletion.Enabled = false
+	want.Checks.CRD.ServedVersionRemoval.UnservedEnforcement = config.EnforcementStrict
+	want.Checks.CRD.Subresources.Enabled = false
 	sv := &want.Checks.SameVersion
+	sv.MapType.ChangeEnforcement = config.EnforcementNone
+	sv.ListType = config.ListTypeCheck{Enabled: true, CoarseningEnforcement: config.EnforcementStrict, UniquenessEnforcement: config.EnforcementWarn}
 	sv.UnhandledFailureMode = config.FailModeClosed
 	sv.Enum = config.EnumCheck{Enabled: true, AdditionEnforcement: config.EnforcementNone, RemovalEnforcement: config.EnforcementStrict}
 	sv.Default.AdditionEnforcement = config.EnforcementNone

@@ -14,6 +14,8 @@ const (
 	CheckStoredVersionRemoval = "storedVersionRemoval"
 	CheckServedVersionRemoval = "servedVersionRemoval"
 	CheckExistingFieldRemoval = "existingFieldRemoval"
+	CheckSubresources         = "subresources"
+	CheckSelectableFields     = "selectableFields"
 	CheckExistingResources    = "existingResources"
 	CheckCRDDeletion          = "crdDeletion"
 	CheckAPIServerRejects     = "apiserverRejects"
@@ -48,6 +50,7 @@ const (
 	CheckAnyOf                 = "anyOf"
 	CheckOneOf                 = "oneOf"
 	CheckNot                   = "not"
+	CheckEmbeddedResource      = "embeddedResource"
 
 	// Version-pair checks (checks.servedVersion) and the final pass.
 	CheckServedVersion = "servedVersion"
@@ -57,14 +60,15 @@ const (
 // CRDCheckIDs are the checks configured under checks.crd, sorted.
 var CRDCheckIDs = []string{
 	CheckAPIServerRejects, CheckCRDDeletion, CheckExistingFieldRemoval, CheckExistingResources,
-	CheckScope, CheckServedVersionRemoval, CheckStoredVersionRemoval,
+	CheckScope, CheckSelectableFields, CheckServedVersionRemoval,
+	CheckStoredVersionRemoval, CheckSubresources,
 }
 
 // PropertyCheckIDs are the checks configured under checks.sameVersion and
 // checks.servedVersion, sorted.
 var PropertyCheckIDs = []string{
 	CheckAdditionalProperties, CheckAllOf, CheckAnyOf, CheckCELValidation,
-	CheckDefault, CheckEnum, CheckExclusiveMaximum, CheckExclusiveMinimum,
+	CheckDefault, CheckEmbeddedResource, CheckEnum, CheckExclusiveMaximum, CheckExclusiveMinimum,
 	CheckFormat, CheckIntOrString, CheckListType, CheckMapType,
 	CheckMaxItems, CheckMaxLength, CheckMaxProperties, CheckMaximum,
 	CheckMinItems, CheckMinLength, CheckMinProperties, CheckMinimum,
@@ -88,14 +92,30 @@ const (
 	FailModeOpen   FailMode = "open"   // an unhandled change is not reported
 )
 
-// Enforcement is a per-check strategy from spec/crd-diff-validations.md.
+// Enforcement is a per-change strategy from spec/crd-diff-validations.md,
+// extended with Warn.
 type Enforcement string
 
 const (
-	EnforcementStrict                  Enforcement = "Strict"
-	EnforcementNone                    Enforcement = "None"
+	// EnforcementStrict reports the change as an error finding (a warning
+	// under mode warn or an exemption).
+	EnforcementStrict Enforcement = "Strict"
+	// EnforcementWarn reports the change as a warning finding, even under
+	// mode error: for changes that invalidate no stored object.
+	EnforcementWarn Enforcement = "Warn"
+	// EnforcementNone does not report the change.
+	EnforcementNone Enforcement = "None"
+	// EnforcementIfPreviouslyConstrained is enum.additionEnforcement only:
+	// an enum added where none was is reported, values added to an
+	// existing enum are not.
 	EnforcementIfPreviouslyConstrained Enforcement = "IfPreviouslyConstrained"
 )
+
+// Reports tells whether a change under enforcement e is reported at all
+// (Strict or Warn; None and the empty value are not).
+func (e Enforcement) Reports() bool {
+	return e == EnforcementStrict || e == EnforcementWarn
+}
 
 // CRDUpgradeSafety is the whole, decoded configuration of the check.
 type CRDUpgradeSafety struct {
@@ -129,8 +149,13 @@ type Toggle struct {
 type CRDChecks struct {
 	Scope                Toggle
 	StoredVersionRemoval Toggle
-	ServedVersionRemoval Toggle
+	ServedVersionRemoval ServedVersionRemovalCheck
 	ExistingFieldRemoval Toggle
+	// Subresources: the status or scale subresource of a version removed,
+	// or its scale paths changed.
+	Subresources Toggle
+	// SelectableFields: a selectable field of a version removed.
+	SelectableFields Toggle
 	// Live-cluster checks, run only where a cluster is at hand.
 	ExistingResources Toggle
 	CRDDeletion       Toggle
@@ -162,6 +187,9 @@ type VersionChecks struct {
 	MinItems      MinCheck
 	MinProperties MinCheck
 
+	ListType ListTypeCheck
+	MapType  MapTypeCheck
+
 	// Toggles holds the on/off switch of every other property check, keyed
 	// by check ID (pattern, format, nullable, ...). A missing key is enabled.
 	Toggles map[string]bool
@@ -173,6 +201,33 @@ type ServedVersionChecks struct {
 	// IgnoreConversion: when true (default) the check is skipped for a CRD
 	// with a webhook conversion; false runs it anyway.
 	IgnoreConversion bool
+}
+
+// ServedVersionRemovalCheck configures checks.crd.servedVersionRemoval: a
+// served version removed without first being unserved is always reported
+// (when enabled); a version that stays but goes served: true -> false is
+// reported under UnservedEnforcement.
+type ServedVersionRemovalCheck struct {
+	Enabled             bool
+	UnservedEnforcement Enforcement // Strict | Warn (default) | None
+}
+
+// ListTypeCheck configures the listType check. A change that adds
+// uniqueness to stored lists (none/atomic -> set or map, set -> map, map
+// keys changed) may invalidate stored objects; a change that only coarsens
+// server-side apply ownership (set or map -> atomic, map -> set)
+// invalidates none.
+type ListTypeCheck struct {
+	Enabled               bool
+	UniquenessEnforcement Enforcement // Strict (default) | Warn | None
+	CoarseningEnforcement Enforcement // Strict | Warn (default) | None
+}
+
+// MapTypeCheck configures the mapType check: a change of
+// x-kubernetes-map-type only changes server-side apply ownership.
+type MapTypeCheck struct {
+	Enabled           bool
+	ChangeEnforcement Enforcement // Strict | Warn (default) | None
 }
 
 type EnumCheck struct {
@@ -227,7 +282,8 @@ type Exemption struct {
 const DefaultLiveChecksTimeout = 5 * time.Minute
 
 // Default returns the default policy of design.md: every check on, mode
-// error, failMode closed.
+// error, failMode closed; changes that invalidate no stored object
+// (server-side apply granularity, a version unserved) are warnings.
 func Default() CRDUpgradeSafety {
 	on := Toggle{Enabled: true}
 	return CRDUpgradeSafety{
@@ -237,8 +293,10 @@ func Default() CRDUpgradeSafety {
 		LiveChecksTimeout: DefaultLiveChecksTimeout,
 		Checks: Checks{
 			CRD: CRDChecks{
-				Scope: on, StoredVersionRemoval: on, ServedVersionRemoval: on,
-				ExistingFieldRemoval: on, ExistingResources: on, CRDDeletion: on,
+				Scope: on, StoredVersionRemoval: on,
+				ServedVersionRemoval: ServedVersionRemovalCheck{Enabled: true, UnservedEnforcement: EnforcementWarn},
+				ExistingFieldRemoval: on, Subresources: on, SelectableFields: on,
+				ExistingResources: on, CRDDeletion: on,
 				ApiserverRejects: on,
 			},
 			SameVersion:   defaultVersionChecks(),
@@ -260,6 +318,9 @@ func defaultVersionChecks() VersionChecks {
 		Type:     TypeCheck{Enabled: true, ChangeEnforcement: EnforcementStrict},
 		Maximum:  maxC, MaxLength: maxC, MaxItems: maxC, MaxProperties: maxC,
 		Minimum: minC, MinLength: minC, MinItems: minC, MinProperties: minC,
+		ListType: ListTypeCheck{Enabled: true,
+			UniquenessEnforcement: EnforcementStrict, CoarseningEnforcement: EnforcementWarn},
+		MapType: MapTypeCheck{Enabled: true, ChangeEnforcement: EnforcementWarn},
 		Toggles: map[string]bool{},
 	}
 }
