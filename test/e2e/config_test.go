@@ -89,19 +89,19 @@ func runConfigCases(t *testing.T, cases []configCase) {
 
 const preflightFlag = "--preflight=CRDUpgradeSafety"
 
-// TestFailMode toggles x-kubernetes-embedded-resource on an object field, a
-// change the check does not understand (unhandled): failMode closed (the
-// default) blocks it, open lets it through.
+// TestFailMode adds an item schema to a string field, a change the check
+// does not understand (unhandled): failMode closed (the default) blocks it,
+// open lets it through.
 func TestFailMode(t *testing.T) {
 	runConfigCases(t, []configCase{{
 		name: "default-is-closed", newCRD: "unhandled/new.yaml", flags: []string{preflightFlag},
-		blocked: true, finding: "unhandled", detail: "^.spec.template", contains: []string{blockedError},
+		blocked: true, finding: "unhandled", detail: "^.spec.color", contains: []string{blockedError},
 	}, {
 		name: "closed", newCRD: "unhandled/new.yaml", config: "failmode-closed.yaml",
-		blocked: true, finding: "unhandled", detail: "^.spec.template", contains: []string{blockedError},
+		blocked: true, finding: "unhandled", detail: "^.spec.color", contains: []string{blockedError},
 	}, {
 		name: "open", newCRD: "unhandled/new.yaml", config: "failmode-open.yaml",
-		noFinding: "unhandled", applied: `"x-kubernetes-embedded-resource":true`,
+		noFinding: "unhandled", applied: `"items":{"type":"string"}`,
 	}})
 }
 

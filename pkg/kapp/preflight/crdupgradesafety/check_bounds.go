@@ -27,8 +27,8 @@ func upper[T int64 | float64](n *node, id string, c config.MaxCheck, o, nw **T) 
 		func(old, new T) bool { return new < old })
 }
 
-// bound clears one bound keyword and reports it when it was added (under
-// addition enforcement) or tightened (under tightening enforcement).
+// bound clears one bound keyword and reports it when it was added (at the
+// addition enforcement) or tightened (at the tightening enforcement).
 func bound[T int64 | float64](n *node, id string, enabled bool, addition, tightening config.Enforcement,
 	verb string, o, nw **T, tighter func(old, new T) bool) {
 
@@ -39,13 +39,9 @@ func bound[T int64 | float64](n *node, id string, enabled bool, addition, tighte
 	}
 	switch {
 	case oldV == nil:
-		if addition == config.EnforcementStrict {
-			n.report(id, "%s added: (none) -> %s", id, renderPtr(newV))
-		}
+		n.reportAt(addition, id, "%s added: (none) -> %s", id, renderPtr(newV))
 	case tighter(*oldV, *newV):
-		if tightening == config.EnforcementStrict {
-			n.report(id, "%s %s: %s -> %s", id, verb, renderPtr(oldV), renderPtr(newV))
-		}
+		n.reportAt(tightening, id, "%s %s: %s -> %s", id, verb, renderPtr(oldV), renderPtr(newV))
 	}
 }
 

@@ -1,90 +1,282 @@
 package crdupgradesafety
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
-// walkCombinators compares allOf, anyOf, oneOf and not. A combinator added
-// where none was tightens. Branches of equal-length lists are compared one
-// by one at path.allOf[i] (etc.), with every property check, after pairing
-// identical branches; a reordering alone is not a finding. allOf losing branches and anyOf gaining branches
-// relax; other length changes are reported.
+// walkCombinators compares allOf, anyOf, oneOf and not, each by its
+// meaning: allOf is a conjunction, anyOf a disjunction, oneOf "exactly one"
+// and not a negation. A combinator added where none was tightens; one
+// removed relaxes. Branches equal but for documentation are paired first,
+// so that a reordering alone is not a finding; what is left is judged by
+// the combinator's semantics below. Changed branches are compared at
+// path.allOf[i] (etc., at their new index) by every property check, which
+// reports what tightened inside them.
 func (r *pairRun) walkCombinators(n *node) {
-	// allOf relaxes when it only lost branches (new within old), anyOf when
-	// it only gained some (old within new).
-	r.combinatorList(n, config.CheckAllOf, n.old.AllOf, n.new.AllOf, func(o, nw []apiextv1.JSONSchemaProps) bool { return isSubset(nw, o) })
-	r.combinatorList(n, config.CheckAnyOf, intOrStringAnyOf(&n.old), intOrStringAnyOf(&n.new), isSubset)
-	r.combinatorList(n, config.CheckOneOf, n.old.OneOf, n.new.OneOf, nil)
+	r.walkAllOf(n, n.old.AllOf, n.new.AllOf)
+	r.walkAnyOf(n, intOrStringAnyOf(&n.old), intOrStringAnyOf(&n.new))
+	r.walkOneOf(n, n.old.OneOf, n.new.OneOf)
+	r.walkNot(n, n.old.Not, n.new.Not)
 	n.old.AllOf, n.new.AllOf = nil, nil
 	n.old.AnyOf, n.new.AnyOf = nil, nil
 	n.old.OneOf, n.new.OneOf = nil, nil
-
-	o, nw := n.old.Not, n.new.Not
 	n.old.Not, n.new.Not = nil, nil
-	if nw == nil || !n.run.vc.ToggleEnabled(config.CheckNot) {
+}
+
+// walkAllOf: a value must match every branch. A new branch that accepts
+// everything some old branch accepted adds no constraint; any other new or
+// changed branch tightens. Old branches removed or loosened relax.
+func (r *pairRun) walkAllOf(n *node, o, nw []apiextv1.JSONSchemaProps) {
+	if !r.combinatorChanged(n, config.CheckAllOf, o, nw) {
 		return
 	}
-	if o == nil {
-		n.report(config.CheckNot, "not added")
-	} else if !sameSchema(o, nw) {
-		// Tightening inside "not" relaxes and vice versa: any change is reported.
-		n.report(config.CheckNot, "not changed")
+	oldLeft, newLeft := matchIdentical(o, nw)
+	var tighter []int // new branches no old branch is contained in
+	covering := make([]bool, len(o))
+	for _, j := range newLeft {
+		if i := r.containedBranch(n, o, &nw[j]); i >= 0 {
+			covering[i] = true
+		} else {
+			tighter = append(tighter, j)
+		}
+	}
+	// Name what tightened by comparing each with an old branch that is
+	// left over (in order); a branch with none left over is reported as
+	// added.
+	spare := unflagged(oldLeft, covering)
+	for k, j := range tighter {
+		if k < len(spare) {
+			r.walk(n.branch(config.CheckAllOf, j), &o[spare[k]], &nw[j])
+		} else if n.run.vc.ToggleEnabled(config.CheckAllOf) {
+			n.reportAtField(branchPath(n.path, config.CheckAllOf, j), config.CheckAllOf,
+				"allOf branch added: every value must match it too")
+		}
 	}
 }
 
-// combinatorList compares one combinator's branches. relaxes, when set,
-// tells whether a length change only relaxes (old, new).
-func (r *pairRun) combinatorList(n *node, id string, o, nw []apiextv1.JSONSchemaProps,
-	relaxes func(old, new []apiextv1.JSONSchemaProps) bool) {
-
-	enabled := n.run.vc.ToggleEnabled(id)
-	switch {
-	case len(nw) == 0:
-		return // removed or never there: relaxes
-	case len(o) == 0:
-		if enabled {
-			n.report(id, "%s added with %s", id, countNoun(len(nw), "sub-schema"))
-		}
-	case len(o) == len(nw):
-		// Pair each new branch with an identical old one; compare the
-		// branches left over in order, at their new index, so that a
-		// reordering beside a change is not reported as changes between
-		// unrelated branches.
-		used := make([]bool, len(o))
-		var newLeft []int
-		for j := range nw {
-			matched := false
-			for i := range o {
-				if !used[i] && sameSchema(&o[i], &nw[j]) {
-					used[i], matched = true, true
-					break
-				}
-			}
-			if !matched {
-				newLeft = append(newLeft, j)
-			}
-		}
-		k := 0
-		for i := range o {
-			if used[i] {
-				continue
-			}
-			j := newLeft[k]
-			k++
-			r.walk(fmt.Sprintf("%s.%s[%d]", n.path, id, j), id, &o[i], &nw[j])
-		}
-	default:
-		if relaxes != nil && relaxes(o, nw) {
-			return
-		}
-		if enabled {
-			n.report(id, "%s changed: %d -> %d sub-schemas", id, len(o), len(nw))
+// walkAnyOf: a value must match some branch. An old branch whose values
+// some new branch accepts (unchanged, loosened, or covered by another)
+// loses nothing; branches added relax. An old branch tightened, or removed
+// with no new branch accepting its values, may reject stored values.
+func (r *pairRun) walkAnyOf(n *node, o, nw []apiextv1.JSONSchemaProps) {
+	if !r.combinatorChanged(n, config.CheckAnyOf, o, nw) {
+		return
+	}
+	oldLeft, newLeft := matchIdentical(o, nw)
+	var lost []int // old branches no new branch contains
+	covering := make([]bool, len(nw))
+	for _, i := range oldLeft {
+		if j := r.containingBranch(n, &o[i], nw); j >= 0 {
+			covering[j] = true
+		} else {
+			lost = append(lost, i)
 		}
 	}
+	// Name what tightened by comparing each with a new branch that is left
+	// over (in order); a branch with none left over is reported as removed.
+	spare := unflagged(newLeft, covering)
+	for k, i := range lost {
+		if k < len(spare) {
+			r.walk(n.branch(config.CheckAnyOf, spare[k]), &o[i], &nw[spare[k]])
+		} else if n.run.vc.ToggleEnabled(config.CheckAnyOf) {
+			n.report(config.CheckAnyOf, "anyOf branch %d removed: values only it accepted are rejected", i)
+		}
+	}
+}
+
+// walkOneOf: a value must match exactly one branch, so a change in either
+// direction may reject stored values: a tightened or removed branch leaves
+// values that matched only it matching none, a loosened or added branch
+// can make a value match two. Changed branches are compared for what
+// tightened (by the property checks) and probed the other way round for
+// what loosened.
+func (r *pairRun) walkOneOf(n *node, o, nw []apiextv1.JSONSchemaProps) {
+	if !r.combinatorChanged(n, config.CheckOneOf, o, nw) {
+		return
+	}
+	enabled := n.run.vc.ToggleEnabled(config.CheckOneOf)
+	oldLeft, newLeft := matchIdentical(o, nw)
+	paired := min(len(oldLeft), len(newLeft))
+	for k := 0; k < paired; k++ {
+		i, j := oldLeft[k], newLeft[k]
+		pos := n.branch(config.CheckOneOf, j)
+		r.walk(pos, &o[i], &nw[j])
+		if enabled {
+			if loosened := r.probe(pos, &nw[j], &o[i]); len(loosened) > 0 {
+				n.reportAtField(pos.path, config.CheckOneOf,
+					"oneOf branch loosened (%s): an object that matched only another branch may now match this one too, and oneOf rejects it",
+					idList(loosened))
+			}
+		}
+	}
+	if !enabled {
+		return
+	}
+	for _, j := range newLeft[paired:] {
+		n.reportAtField(branchPath(n.path, config.CheckOneOf, j), config.CheckOneOf,
+			"oneOf branch added: an object that matched one branch may now match two, and oneOf rejects it")
+	}
+	for _, i := range oldLeft[paired:] {
+		n.report(config.CheckOneOf, "oneOf branch %d removed: objects that matched only it match none", i)
+	}
+}
+
+// walkNot: a value is valid when it does not match the inner schema, so
+// the inner schema works the other way round: tightening it relaxes,
+// loosening it tightens. The change is safe when the new inner schema
+// matches nothing the old one did not (probed with new as the old side);
+// otherwise it is reported with the keywords that loosened.
+func (r *pairRun) walkNot(n *node, o, nw *apiextv1.JSONSchemaProps) {
+	if nw == nil || !n.run.vc.ToggleEnabled(config.CheckNot) {
+		return // removed (or never there): relaxes
+	}
+	if o == nil {
+		n.report(config.CheckNot, "not added")
+		return
+	}
+	if sameSchema(o, nw) {
+		return
+	}
+	pos := n.child(n.path + ".not")
+	pos.combinator = config.CheckNot
+	if loosened := r.probe(pos, nw, o); len(loosened) > 0 {
+		n.report(config.CheckNot, "schema inside not loosened (%s): values it now matches are rejected", idList(loosened))
+	}
+}
+
+// combinatorChanged handles the cases every combinator shares and reports
+// whether branches are left to judge: none when the new schema has no such
+// combinator (removed: relaxes) or the lists are equal; an error finding
+// when the combinator was added.
+func (r *pairRun) combinatorChanged(n *node, id string, o, nw []apiextv1.JSONSchemaProps) bool {
+	switch {
+	case len(nw) == 0:
+		return false
+	case len(o) == 0:
+		if n.run.vc.ToggleEnabled(id) {
+			n.report(id, "%s added with %s", id, countNoun(len(nw), "sub-schema"))
+		}
+		return false
+	}
+	return !sameSchemaList(o, nw)
+}
+
+// containedBranch returns the index of a branch of o contained in b
+// (every value it accepts, b accepts), -1 when there is none.
+func (r *pairRun) containedBranch(n *node, o []apiextv1.JSONSchemaProps, b *apiextv1.JSONSchemaProps) int {
+	for i := range o {
+		if len(r.probe(n.probeAt(config.CheckAllOf), &o[i], b)) == 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// containingBranch returns the index of a branch of nw that contains a
+// (accepts every value a accepts), -1 when there is none.
+func (r *pairRun) containingBranch(n *node, a *apiextv1.JSONSchemaProps, nw []apiextv1.JSONSchemaProps) int {
+	for j := range nw {
+		if len(r.probe(n.probeAt(config.CheckAnyOf), a, &nw[j])) == 0 {
+			return j
+		}
+	}
+	return -1
+}
+
+// unflagged returns the indices of idx whose flag is not set, in order.
+func unflagged(idx []int, flag []bool) []int {
+	var out []int
+	for _, i := range idx {
+		if !flag[i] {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// matchIdentical pairs each new branch with an identical old one (but for
+// documentation), each old branch used once, and returns the indices left
+// unpaired on each side, in order.
+func matchIdentical(o, nw []apiextv1.JSONSchemaProps) (oldLeft, newLeft []int) {
+	used := make([]bool, len(o))
+	for j := range nw {
+		matched := false
+		for i := range o {
+			if !used[i] && sameSchema(&o[i], &nw[j]) {
+				used[i], matched = true, true
+				break
+			}
+		}
+		if !matched {
+			newLeft = append(newLeft, j)
+		}
+	}
+	for i, u := range used {
+		if !u {
+			oldLeft = append(oldLeft, i)
+		}
+	}
+	return oldLeft, newLeft
+}
+
+// branch is the position of branch j of combinator id under n.
+func (n *node) branch(id string, j int) position {
+	pos := n.child(branchPath(n.path, id, j))
+	pos.combinator = id
+	return pos
+}
+
+// probeAt is the position a probe of a branch of combinator id under n
+// runs at: its path is never reported, so it is not built.
+func (n *node) probeAt(id string) position {
+	return position{path: n.path, combinator: id}
+}
+
+func branchPath(parent, id string, j int) string {
+	return fmt.Sprintf("%s.%s[%d]", parent, id, j)
+}
+
+// probeChecks are the checks a probe runs: every check on, every change
+// that may reject a value Strict, and the changes that reject none
+// (server-side apply granularity, defaults) ignored. A probe asks what the
+// schemas mean, whatever the user's policy reports.
+var probeChecks = func() config.VersionChecks {
+	vc := config.Default().Checks.SameVersion
+	vc.UnhandledFailureMode = config.FailModeClosed
+	vc.Default.AdditionEnforcement = config.EnforcementNone
+	vc.Default.ChangeEnforcement = config.EnforcementNone
+	vc.Default.RemovalEnforcement = config.EnforcementNone
+	vc.MapType.ChangeEnforcement = config.EnforcementNone
+	vc.ListType.CoarseningEnforcement = config.EnforcementNone
+	return vc
+}()
+
+// probe compares old with new at pos without reporting, under probeChecks
+// and failMode closed, and returns the IDs of the checks that found a
+// change. None means that every value old accepts, new accepts too, as far
+// as the checks can tell (a change they do not understand counts as one).
+func (r *pairRun) probe(pos position, old, new *apiextv1.JSONSchemaProps) []string {
+	sink, vc, failMode := r.sink, r.vc, r.failMode
+	var ids []string
+	r.sink = func(c change) { ids = append(ids, c.check) }
+	r.vc, r.failMode = &probeChecks, config.FailModeClosed
+	r.walk(pos, old, new)
+	r.sink, r.vc, r.failMode = sink, vc, failMode
+	return ids
+}
+
+// idList renders check IDs sorted, once each: "maximum, required".
+func idList(ids []string) string {
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	return strings.Join(slices.Compact(ids), ", ")
 }
 
 // intOrStringAnyOf returns s.anyOf, or nil when it is the anyOf
@@ -111,54 +303,84 @@ func onlyType(s *apiextv1.JSONSchemaProps, t string) bool {
 	return reflect.DeepEqual(&x, s)
 }
 
-// isSubset reports whether every schema of a equals one of b. Combinator
-// lists are short; this runs only when they differ.
-func isSubset(a, b []apiextv1.JSONSchemaProps) bool {
-	for i := range a {
-		found := false
-		for j := range b {
-			if sameSchema(&a[i], &b[j]) {
-				found = true
-				break
-			}
-		}
-		if !found {
+// sameSchema reports whether two schemas are equal but for documentation
+// (description, title, example, externalDocs) at any depth: documentation
+// edits inside a combinator are never findings, and versions that differ
+// only in documentation serve the same content. It compares field by
+// field without copying or boxing (it runs over whole version schemas);
+// TestSameSchemaSeesEveryKeyword keeps it complete as JSONSchemaProps
+// grows.
+func sameSchema(a, b *apiextv1.JSONSchemaProps) bool {
+	if a == b {
+		return true
+	}
+	if a == nil || b == nil {
+		return false
+	}
+	return a.Type == b.Type && a.Format == b.Format && a.Pattern == b.Pattern &&
+		a.ID == b.ID && a.Schema == b.Schema && equalPtr(a.Ref, b.Ref) &&
+		sameRawJSON(a.Default, b.Default) && slices.EqualFunc(a.Enum, b.Enum, func(x, y apiextv1.JSON) bool { return bytes.Equal(x.Raw, y.Raw) }) &&
+		equalPtr(a.Maximum, b.Maximum) && equalPtr(a.Minimum, b.Minimum) && equalPtr(a.MultipleOf, b.MultipleOf) &&
+		a.ExclusiveMaximum == b.ExclusiveMaximum && a.ExclusiveMinimum == b.ExclusiveMinimum &&
+		equalPtr(a.MaxLength, b.MaxLength) && equalPtr(a.MinLength, b.MinLength) &&
+		equalPtr(a.MaxItems, b.MaxItems) && equalPtr(a.MinItems, b.MinItems) &&
+		equalPtr(a.MaxProperties, b.MaxProperties) && equalPtr(a.MinProperties, b.MinProperties) &&
+		a.UniqueItems == b.UniqueItems && a.Nullable == b.Nullable && slices.Equal(a.Required, b.Required) &&
+		equalPtr(a.XPreserveUnknownFields, b.XPreserveUnknownFields) && a.XEmbeddedResource == b.XEmbeddedResource &&
+		a.XIntOrString == b.XIntOrString && slices.Equal(a.XListMapKeys, b.XListMapKeys) &&
+		equalPtr(a.XListType, b.XListType) && equalPtr(a.XMapType, b.XMapType) &&
+		slices.EqualFunc(a.XValidations, b.XValidations, sameValidationRule) &&
+		sameItems(a.Items, b.Items) && sameSchemaList(a.AllOf, b.AllOf) && sameSchemaList(a.AnyOf, b.AnyOf) &&
+		sameSchemaList(a.OneOf, b.OneOf) && sameSchema(a.Not, b.Not) &&
+		sameSchemaMap(a.Properties, b.Properties) && sameSchemaMap(a.PatternProperties, b.PatternProperties) &&
+		sameSchemaMap(a.Definitions, b.Definitions) && sameOrBool(a.AdditionalProperties, b.AdditionalProperties) &&
+		sameOrBool(a.AdditionalItems, b.AdditionalItems) && sameDependencies(a.Dependencies, b.Dependencies)
+}
+
+func equalPtr[T comparable](a, b *T) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func sameRawJSON(a, b *apiextv1.JSON) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return bytes.Equal(a.Raw, b.Raw)
+}
+
+func sameValidationRule(a, b apiextv1.ValidationRule) bool {
+	return a.Rule == b.Rule && a.Message == b.Message && a.MessageExpression == b.MessageExpression &&
+		equalPtr(a.Reason, b.Reason) && a.FieldPath == b.FieldPath && equalPtr(a.OptionalOldSelf, b.OptionalOldSelf)
+}
+
+func sameItems(a, b *apiextv1.JSONSchemaPropsOrArray) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return sameSchema(a.Schema, b.Schema) && sameSchemaList(a.JSONSchemas, b.JSONSchemas)
+}
+
+func sameOrBool(a, b *apiextv1.JSONSchemaPropsOrBool) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Allows == b.Allows && sameSchema(a.Schema, b.Schema)
+}
+
+func sameDependencies(a, b apiextv1.JSONSchemaDependencies) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, x := range a {
+		y, ok := b[k]
+		if !ok || !sameSchema(x.Schema, y.Schema) || !slices.Equal(x.Property, y.Property) {
 			return false
 		}
 	}
 	return true
-}
-
-// sameSchema reports whether two schemas are equal but for documentation
-// (description, title, example, externalDocs) at any depth: documentation
-// edits inside a combinator are never findings.
-func sameSchema(a, b *apiextv1.JSONSchemaProps) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	x, y := *a, *b
-	for _, s := range []*apiextv1.JSONSchemaProps{&x, &y} {
-		s.Description, s.Title, s.Example, s.ExternalDocs = "", "", nil, nil
-	}
-	if !sameSchemaMap(x.Properties, y.Properties) || !sameSchemaMap(x.PatternProperties, y.PatternProperties) ||
-		!sameSchemaMap(x.Definitions, y.Definitions) || !sameSchemaList(x.AllOf, y.AllOf) ||
-		!sameSchemaList(x.AnyOf, y.AnyOf) || !sameSchemaList(x.OneOf, y.OneOf) || !sameSchema(x.Not, y.Not) {
-		return false
-	}
-	if (x.Items == nil) != (y.Items == nil) ||
-		x.Items != nil && (!sameSchema(x.Items.Schema, y.Items.Schema) || !sameSchemaList(x.Items.JSONSchemas, y.Items.JSONSchemas)) {
-		return false
-	}
-	for _, p := range [][2]*apiextv1.JSONSchemaPropsOrBool{{x.AdditionalProperties, y.AdditionalProperties}, {x.AdditionalItems, y.AdditionalItems}} {
-		if (p[0] == nil) != (p[1] == nil) || p[0] != nil && (p[0].Allows != p[1].Allows || !sameSchema(p[0].Schema, p[1].Schema)) {
-			return false
-		}
-	}
-	x.Properties, y.Properties, x.PatternProperties, y.PatternProperties = nil, nil, nil, nil
-	x.Definitions, y.Definitions, x.Not, y.Not = nil, nil, nil, nil
-	x.AllOf, y.AllOf, x.AnyOf, y.AnyOf, x.OneOf, y.OneOf = nil, nil, nil, nil, nil, nil
-	x.Items, y.Items, x.AdditionalProperties, y.AdditionalProperties, x.AdditionalItems, y.AdditionalItems = nil, nil, nil, nil, nil, nil
-	return reflect.DeepEqual(x, y)
 }
 
 func sameSchemaMap(a, b map[string]apiextv1.JSONSchemaProps) bool {

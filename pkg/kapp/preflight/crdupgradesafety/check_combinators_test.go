@@ -1,9 +1,11 @@
 package crdupgradesafety
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
 func toggleOff(id string) func(*config.CRDUpgradeSafety) {
@@ -17,7 +19,13 @@ func TestAllOf(t *testing.T) {
 			want: []string{"error allOf v1 ^.spec.x: allOf added with 1 sub-schema"}},
 		{name: "removed relaxes", old: `{type: integer, allOf: [{minimum: 1}]}`, new: `{type: integer}`, want: []string{}},
 		{name: "branch added", old: `{type: integer, allOf: [{minimum: 1}]}`, new: `{type: integer, allOf: [{minimum: 1}, {maximum: 9}]}`,
-			want: []string{"error allOf v1 ^.spec.x: allOf changed: 1 -> 2 sub-schemas"}},
+			want: []string{"error allOf v1 ^.spec.x.allOf[1]: allOf branch added: every value must match it too"}},
+		{name: "branch added that an old branch implies", old: `{type: integer, allOf: [{minimum: 1}]}`, new: `{type: integer, allOf: [{minimum: 1}, {minimum: 0}]}`,
+			want: []string{}},
+		{name: "branch replaced by a looser one and another added", old: `{type: integer, allOf: [{minimum: 1}]}`, new: `{type: integer, allOf: [{minimum: 0}, {maximum: 9}]}`,
+			want: []string{"error allOf v1 ^.spec.x.allOf[1]: allOf branch added: every value must match it too"}},
+		{name: "branches reordered and each loosened", old: `{type: integer, allOf: [{minimum: 1}, {maximum: 9}]}`, new: `{type: integer, allOf: [{maximum: 10}, {minimum: 0}]}`,
+			want: []string{}},
 		{name: "branch removed relaxes", old: `{type: integer, allOf: [{minimum: 1}, {maximum: 9}]}`, new: `{type: integer, allOf: [{maximum: 9}]}`, want: []string{}},
 		{name: "branches reordered", old: `{type: integer, allOf: [{minimum: 1}, {maximum: 9}]}`, new: `{type: integer, allOf: [{maximum: 9}, {minimum: 1}]}`, want: []string{}},
 		{name: "branch tightened", old: `{type: integer, allOf: [{minimum: 1}, {maximum: 9}]}`, new: `{type: integer, allOf: [{minimum: 2}, {maximum: 9}]}`,
@@ -45,6 +53,8 @@ func TestAllOf(t *testing.T) {
 			want: []string{}},
 		{name: "allOf toggle off", old: `{type: integer, allOf: [{minimum: 1}]}`, new: `{type: integer, allOf: [{minimum: 1}, {maximum: 9}]}`,
 			config: toggleOff(config.CheckAllOf), want: []string{}},
+		{name: "allOf toggle off leaves the keyword checks inside branches on", old: `{type: integer, allOf: [{minimum: 1}]}`, new: `{type: integer, allOf: [{minimum: 2}]}`,
+			config: toggleOff(config.CheckAllOf), want: []string{"error minimum v1 ^.spec.x.allOf[0]: minimum increased: 1 -> 2"}},
 		{name: "allOf toggle off: added", old: `{type: integer}`, new: `{type: integer, allOf: [{minimum: 1}]}`,
 			config: toggleOff(config.CheckAllOf), want: []string{}},
 		{name: "allOf toggle off: property constrained by a branch",
@@ -62,7 +72,16 @@ func TestAnyOf(t *testing.T) {
 		{name: "branch added relaxes", old: `{type: integer, anyOf: [{minimum: 5}, {maximum: 0}]}`, new: `{type: integer, anyOf: [{minimum: 5}, {maximum: 0}, {multipleOf: 2}]}`,
 			want: []string{}},
 		{name: "branch removed", old: `{type: integer, anyOf: [{minimum: 5}, {maximum: 0}]}`, new: `{type: integer, anyOf: [{minimum: 5}]}`,
-			want: []string{"error anyOf v1 ^.spec.x: anyOf changed: 2 -> 1 sub-schemas"}},
+			want: []string{"error anyOf v1 ^.spec.x: anyOf branch 1 removed: values only it accepted are rejected"}},
+		{name: "branch removed that another branch covers", old: `{type: integer, anyOf: [{minimum: 5}, {minimum: 10}, {maximum: 0}]}`, new: `{type: integer, anyOf: [{minimum: 5}, {maximum: 0}]}`,
+			want: []string{}},
+		{name: "branch loosened", old: `{type: integer, anyOf: [{minimum: 5}, {maximum: 0}]}`, new: `{type: integer, anyOf: [{minimum: 4}, {maximum: 0}]}`,
+			want: []string{}},
+		{name: "branch loosened and another removed that it covers", old: `{type: integer, anyOf: [{minimum: 5}, {minimum: 7}, {maximum: 0}]}`, new: `{type: integer, anyOf: [{minimum: 4}, {maximum: 0}]}`,
+			want: []string{}},
+		{name: "branch required dropped", old: `{type: object, properties: {a: {type: string}, b: {type: string}}, anyOf: [{required: [a, b]}, {required: [b]}]}`,
+			new:  `{type: object, properties: {a: {type: string}, b: {type: string}}, anyOf: [{required: [a]}, {required: [b]}]}`,
+			want: []string{}},
 		{name: "branches reordered", old: `{type: integer, anyOf: [{minimum: 5}, {maximum: 0}]}`, new: `{type: integer, anyOf: [{maximum: 0}, {minimum: 5}]}`, want: []string{}},
 		{name: "branches reordered with a description edit", old: `{type: integer, anyOf: [{minimum: 5, description: high}, {maximum: 0}]}`,
 			new: `{type: integer, anyOf: [{maximum: 0}, {minimum: 5, description: "high values"}]}`, want: []string{}},
@@ -93,14 +112,34 @@ func TestOneOf(t *testing.T) {
 			want: []string{"error oneOf v1 ^.spec.x: oneOf added with 2 sub-schemas"}},
 		{name: "removed relaxes", old: `{type: object, oneOf: [{required: [a]}, {required: [b]}]}`, new: `{type: object}`, want: []string{}},
 		{name: "branch added", old: `{type: object, oneOf: [{required: [a]}, {required: [b]}]}`, new: `{type: object, oneOf: [{required: [a]}, {required: [b]}, {required: [c]}]}`,
-			want: []string{"error oneOf v1 ^.spec.x: oneOf changed: 2 -> 3 sub-schemas"}},
+			want: []string{"error oneOf v1 ^.spec.x.oneOf[2]: oneOf branch added: an object that matched one branch may now match two, and oneOf rejects it"}},
 		{name: "branch removed", old: `{type: object, oneOf: [{required: [a]}, {required: [b]}]}`, new: `{type: object, oneOf: [{required: [a]}]}`,
-			want: []string{"error oneOf v1 ^.spec.x: oneOf changed: 2 -> 1 sub-schemas"}},
+			want: []string{"error oneOf v1 ^.spec.x: oneOf branch 1 removed: objects that matched only it match none"}},
+		{name: "branch bound raised", old: `{type: integer, oneOf: [{maximum: 5}, {minimum: 8}]}`, new: `{type: integer, oneOf: [{maximum: 10}, {minimum: 8}]}`,
+			want: []string{"error oneOf v1 ^.spec.x.oneOf[0]: oneOf branch loosened (maximum): an object that matched only another branch may now match this one too, and oneOf rejects it"}},
+		{name: "branch required dropped", old: `{type: object, oneOf: [{required: [a, c]}, {required: [b]}]}`, new: `{type: object, oneOf: [{required: [a]}, {required: [b]}]}`,
+			want: []string{"error oneOf v1 ^.spec.x.oneOf[0]: oneOf branch loosened (required): an object that matched only another branch may now match this one too, and oneOf rejects it"}},
+		{name: "branch emptied", old: `{type: object, oneOf: [{required: [a]}, {required: [b]}]}`, new: `{type: object, oneOf: [{}, {required: [b]}]}`,
+			want: []string{"error oneOf v1 ^.spec.x.oneOf[0]: oneOf branch loosened (required): an object that matched only another branch may now match this one too, and oneOf rejects it"}},
+		{name: "branch tightened", old: `{type: integer, oneOf: [{maximum: 5}, {minimum: 8}]}`, new: `{type: integer, oneOf: [{maximum: 4}, {minimum: 8}]}`,
+			want: []string{"error maximum v1 ^.spec.x.oneOf[0]: maximum decreased: 5 -> 4"}},
+		{name: "branch tightened and loosened", old: `{type: integer, oneOf: [{maximum: 5, minimum: 0}, {minimum: 8}]}`, new: `{type: integer, oneOf: [{maximum: 6, minimum: 1}, {minimum: 8}]}`,
+			want: []string{
+				"error minimum v1 ^.spec.x.oneOf[0]: minimum increased: 0 -> 1",
+				"error oneOf v1 ^.spec.x.oneOf[0]: oneOf branch loosened (maximum): an object that matched only another branch may now match this one too, and oneOf rejects it",
+			}},
+		{name: "branch documentation edited", old: `{type: integer, oneOf: [{maximum: 5, description: low}, {minimum: 8}]}`, new: `{type: integer, oneOf: [{maximum: 5, description: "low values"}, {minimum: 8}]}`,
+			want: []string{}},
+		{name: "oneOf loosening is found whatever the policy of the keyword", old: `{type: integer, oneOf: [{maximum: 5}, {minimum: 8}]}`, new: `{type: integer, oneOf: [{maximum: 10}, {minimum: 8}]}`,
+			config: func(c *config.CRDUpgradeSafety) { c.Checks.SameVersion.Maximum.Enabled = false },
+			want:   []string{"error oneOf v1 ^.spec.x.oneOf[0]: oneOf branch loosened (maximum): an object that matched only another branch may now match this one too, and oneOf rejects it"}},
 		{name: "branches reordered", old: `{type: object, oneOf: [{required: [a]}, {required: [b]}]}`, new: `{type: object, oneOf: [{required: [b]}, {required: [a]}]}`,
 			want: []string{}},
 		{name: "enum value removed inside a branch", old: `{type: string, oneOf: [{enum: [a, b]}, {pattern: "^z"}]}`, new: `{type: string, oneOf: [{enum: [a]}, {pattern: "^z"}]}`,
 			want: []string{`error enum v1 ^.spec.x.oneOf[0]: enum values removed: ["b"]`}},
 		{name: "oneOf toggle off", old: `{type: object}`, new: `{type: object, oneOf: [{required: [a]}, {required: [b]}]}`,
+			config: toggleOff(config.CheckOneOf), want: []string{}},
+		{name: "oneOf toggle off: branch loosened", old: `{type: integer, oneOf: [{maximum: 5}, {minimum: 8}]}`, new: `{type: integer, oneOf: [{maximum: 10}, {minimum: 8}]}`,
 			config: toggleOff(config.CheckOneOf), want: []string{}},
 	})
 }
@@ -110,14 +149,60 @@ func TestNot(t *testing.T) {
 		{name: "unchanged", old: `{type: string, not: {enum: [x]}}`, new: `{type: string, not: {enum: [x]}}`, want: []string{}},
 		{name: "added", old: `{type: string}`, new: `{type: string, not: {enum: [x]}}`,
 			want: []string{"error not v1 ^.spec.x: not added"}},
-		{name: "changed", old: `{type: string, not: {enum: [x]}}`, new: `{type: string, not: {enum: [x, z]}}`,
-			want: []string{"error not v1 ^.spec.x: not changed"}},
-		{name: "loosened inside is a tightening, still reported", old: `{type: string, not: {pattern: "^a", minLength: 3}}`, new: `{type: string, not: {pattern: "^a"}}`,
-			want: []string{"error not v1 ^.spec.x: not changed"}},
+		{name: "value added inside: a tightening", old: `{type: string, not: {enum: [x]}}`, new: `{type: string, not: {enum: [x, z]}}`,
+			want: []string{"error not v1 ^.spec.x: schema inside not loosened (enum): values it now matches are rejected"}},
+		{name: "value removed inside: a relaxation", old: `{type: string, not: {enum: [x, z]}}`, new: `{type: string, not: {enum: [x]}}`,
+			want: []string{}},
+		{name: "loosened inside: a tightening", old: `{type: string, not: {pattern: "^a", minLength: 3}}`, new: `{type: string, not: {pattern: "^a"}}`,
+			want: []string{"error not v1 ^.spec.x: schema inside not loosened (minLength): values it now matches are rejected"}},
+		{name: "tightened inside: a relaxation", old: `{type: string, not: {pattern: "^a"}}`, new: `{type: string, not: {pattern: "^a", minLength: 3}}`,
+			want: []string{}},
+		{name: "bound raised inside: a tightening", old: `{type: integer, not: {maximum: 5}}`, new: `{type: integer, not: {maximum: 10}}`,
+			want: []string{"error not v1 ^.spec.x: schema inside not loosened (maximum): values it now matches are rejected"}},
+		{name: "bound lowered inside: a relaxation", old: `{type: integer, not: {maximum: 10}}`, new: `{type: integer, not: {maximum: 5}}`,
+			want: []string{}},
+		{name: "required dropped inside: a tightening", old: `{type: object, not: {required: [a, b]}}`, new: `{type: object, not: {required: [a]}}`,
+			want: []string{"error not v1 ^.spec.x: schema inside not loosened (required): values it now matches are rejected"}},
+		{name: "not inside not", old: `{type: integer, not: {not: {maximum: 5}}}`, new: `{type: integer, not: {not: {maximum: 4}}}`,
+			want: []string{"error not v1 ^.spec.x: schema inside not loosened (not): values it now matches are rejected"}},
+		{name: "not inside not, relaxed", old: `{type: integer, not: {not: {maximum: 4}}}`, new: `{type: integer, not: {not: {maximum: 5}}}`,
+			want: []string{}},
 		{name: "removed relaxes", old: `{type: string, not: {enum: [x]}}`, new: `{type: string}`, want: []string{}},
 		{name: "documentation edit inside", old: `{type: string, not: {enum: [x], description: "not x"}}`, new: `{type: string, not: {enum: [x], description: "anything but x", title: X}}`,
 			want: []string{}},
 		{name: "not toggle off", old: `{type: string}`, new: `{type: string, not: {enum: [x]}}`,
 			config: toggleOff(config.CheckNot), want: []string{}},
 	})
+}
+
+// TestSameSchemaSeesEveryKeyword keeps sameSchema complete: a schema with
+// any one keyword set differs from the empty schema, but for the
+// documentation keywords; and a copy is the same at any depth.
+func TestSameSchemaSeesEveryKeyword(t *testing.T) {
+	docs := map[string]bool{"Description": true, "Title": true, "Example": true, "ExternalDocs": true}
+	for _, f := range schemaFields {
+		one := apiextv1.JSONSchemaProps{}
+		fill(reflect.ValueOf(&one).Elem().FieldByIndex(f.Index))
+		if got := sameSchema(&apiextv1.JSONSchemaProps{}, &one); got != docs[f.Name] {
+			t.Errorf("sameSchema(empty, only %s set) = %v, want %v", f.Name, got, docs[f.Name])
+		}
+	}
+	full := apiextv1.JSONSchemaProps{}
+	fill(reflect.ValueOf(&full).Elem())
+	nested := apiextv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextv1.JSONSchemaProps{"a": full}, AllOf: []apiextv1.JSONSchemaProps{full}}
+	cp := nested.DeepCopy()
+	if !sameSchema(&nested, cp) {
+		t.Fatal("a deep copy is not the same schema")
+	}
+	a := cp.Properties["a"]
+	a.Description = "edited"
+	cp.Properties["a"] = a
+	if !sameSchema(&nested, cp) {
+		t.Fatal("a documentation edit at depth makes schemas differ")
+	}
+	a.MaxLength = ptrTo(int64(7))
+	cp.Properties["a"] = a
+	if sameSchema(&nested, cp) {
+		t.Fatal("a keyword changed at depth is not seen")
+	}
 }

@@ -10,7 +10,7 @@ func checkScope(p *policy, old, new *apiextv1.CustomResourceDefinition) {
 	if !p.cfg.Checks.CRD.Scope.Enabled || old.Spec.Scope == new.Spec.Scope {
 		return
 	}
-	p.crdLevel("", config.CheckScope, "scope changed: %s -> %s", old.Spec.Scope, new.Spec.Scope)
+	p.crdLevel(config.EnforcementStrict, "", config.CheckScope, "scope changed: %s -> %s", old.Spec.Scope, new.Spec.Scope)
 }
 
 // storedVersions are the versions objects may be stored in: the live
@@ -44,7 +44,7 @@ func checkStoredVersionRemoval(p *policy, old, new *apiextv1.CustomResourceDefin
 					to = " --to " + v.Name
 				}
 			}
-			p.crdLevel(name, config.CheckStoredVersionRemoval,
+			p.crdLevel(config.EnforcementStrict, name, config.CheckStoredVersionRemoval,
 				"stored version %q removed: objects stored in it must be migrated first: keep %q, deploy the new storage version, "+
 					"run 'kapp tools crd-migrate-storage --crd %s%s', then remove %q",
 				name, name, p.crd, to, name)
@@ -54,15 +54,27 @@ func checkStoredVersionRemoval(p *policy, old, new *apiextv1.CustomResourceDefin
 
 // checkServedVersionRemoval: a served version must first be set
 // served: false before it is removed (spec/olm-v0-crd-upgrade-lifecycle.txt).
+// A version that stays but is no longer served is that documented first
+// step, yet its clients get 404: reported at unservedEnforcement (Warn by
+// default).
 func checkServedVersionRemoval(p *policy, old, new *apiextv1.CustomResourceDefinition) {
-	if !p.cfg.Checks.CRD.ServedVersionRemoval.Enabled {
+	c := p.cfg.Checks.CRD.ServedVersionRemoval
+	if !c.Enabled {
 		return
 	}
 	newVersions := versionsByName(new)
 	for _, v := range old.Spec.Versions {
-		if _, ok := newVersions[v.Name]; !ok && v.Served {
-			p.crdLevel(v.Name, config.CheckServedVersionRemoval,
+		if !v.Served {
+			continue
+		}
+		nv, ok := newVersions[v.Name]
+		switch {
+		case !ok:
+			p.crdLevel(config.EnforcementStrict, v.Name, config.CheckServedVersionRemoval,
 				"served version %q removed without first being set served: false", v.Name)
+		case !nv.Served:
+			p.crdLevel(c.UnservedEnforcement, v.Name, config.CheckServedVersionRemoval,
+				"version %q no longer served (served: true -> false): its clients get 404 Not Found", v.Name)
 		}
 	}
 }

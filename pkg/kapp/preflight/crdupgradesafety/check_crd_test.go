@@ -80,8 +80,6 @@ func webhookConversion(c *apiextv1.CustomResourceDefinition) {
 	}
 }
 
-func ptrTo[T any](v T) *T { return &v }
-
 // crdCase compares two whole CRDs; want lists findings as render does.
 type crdCase struct {
 	name     string
@@ -144,7 +142,22 @@ func TestCRDChecks(t *testing.T) {
 			old:  with(newCRD(t, v1Unserved, v2), withStoredVersions("v2")),
 			new:  newCRD(t, v2),
 			want: []string{}},
-		{name: "setting served: false is not a finding", old: with(newCRD(t, v1NotStored, v2), withStoredVersions("v2")), new: with(newCRD(t, v1Unserved, v2), withStoredVersions("v2")),
+		{name: "setting served: false is a warning", old: with(newCRD(t, v1NotStored, v2), withStoredVersions("v2")), new: with(newCRD(t, v1Unserved, v2), withStoredVersions("v2")),
+			want: []string{`warning servedVersionRemoval v1 : version "v1" no longer served (served: true -> false): its clients get 404 Not Found`}},
+		{name: "served: false under unservedEnforcement Strict", old: with(newCRD(t, v1NotStored, v2), withStoredVersions("v2")), new: with(newCRD(t, v1Unserved, v2), withStoredVersions("v2")),
+			config: func(c *config.CRDUpgradeSafety) {
+				c.Checks.CRD.ServedVersionRemoval.UnservedEnforcement = config.EnforcementStrict
+			},
+			want: []string{`error servedVersionRemoval v1 : version "v1" no longer served (served: true -> false): its clients get 404 Not Found`}},
+		{name: "served: false under unservedEnforcement None", old: with(newCRD(t, v1NotStored, v2), withStoredVersions("v2")), new: with(newCRD(t, v1Unserved, v2), withStoredVersions("v2")),
+			config: func(c *config.CRDUpgradeSafety) {
+				c.Checks.CRD.ServedVersionRemoval.UnservedEnforcement = config.EnforcementNone
+			},
+			want: []string{}},
+		{name: "served: false with servedVersionRemoval disabled", old: with(newCRD(t, v1NotStored, v2), withStoredVersions("v2")), new: with(newCRD(t, v1Unserved, v2), withStoredVersions("v2")),
+			config: func(c *config.CRDUpgradeSafety) { c.Checks.CRD.ServedVersionRemoval.Enabled = false },
+			want:   []string{}},
+		{name: "an unserved version removed is not a finding", old: with(newCRD(t, v1Unserved, v2), withStoredVersions("v2")), new: with(newCRD(t, v2), withStoredVersions("v2")),
 			want: []string{}},
 		{name: "servedVersionRemoval disabled", old: with(newCRD(t, v1NotStored, v2), withStoredVersions("v2")), new: newCRD(t, v2),
 			config: func(c *config.CRDUpgradeSafety) { c.Checks.CRD.ServedVersionRemoval.Enabled = false },

@@ -13,16 +13,10 @@ func checkDefault(n *node) {
 	}
 	switch {
 	case o == nil:
-		if c.AdditionEnforcement == config.EnforcementStrict {
-			n.report(config.CheckDefault, "default added: (none) -> %s", renderJSON(nw))
-		}
+		n.reportAt(c.AdditionEnforcement, config.CheckDefault, "default added: (none) -> %s", renderJSON(nw))
 	case nw == nil:
-		if c.RemovalEnforcement == config.EnforcementStrict {
-			n.report(config.CheckDefault, "default removed: %s -> (none)", renderJSON(o))
-		}
+		n.reportAt(c.RemovalEnforcement, config.CheckDefault, "default removed: %s -> (none)", renderJSON(o))
 	default:
-		if c.ChangeEnforcement == config.EnforcementStrict {
-			n.report(config.CheckDefault, "default changed: %s -> %s", renderJSON(o), renderJSON(nw))
-		}
+		n.reportAt(c.ChangeEnforcement, config.CheckDefault, "default changed: %s -> %s", renderJSON(o), renderJSON(nw))
 	}
 }

@@ -28,9 +28,9 @@ func checkEnum(n *node) {
 		return
 	}
 	oldSet, newSet := enumSet(o), enumSet(nw)
-	if c.RemovalEnforcement == config.EnforcementStrict {
+	if c.RemovalEnforcement.Reports() {
 		if removed := missingFrom(enumValues(o), newSet); len(removed) > 0 {
-			n.report(config.CheckEnum, "enum values removed: %s", valueList(removed))
+			n.reportAt(c.RemovalEnforcement, config.CheckEnum, "enum values removed: %s", valueList(removed))
 		}
 	}
 	if c.AdditionEnforcement == config.EnforcementStrict {

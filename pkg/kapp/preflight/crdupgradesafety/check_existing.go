@@ -44,8 +44,8 @@ func validateExisting(newCRD *apiextv1.CustomResourceDefinition, objs []map[stri
 			continue // version gone: storedVersionRemoval/servedVersionRemoval report it
 		}
 		if errs := v.validate(obj); len(errs) > 0 {
-			p.add(version, "", config.CheckExistingResources,
-				fmt.Sprintf("existing %s %s would be invalid: %s", newCRD.Spec.Names.Kind, objectName(obj), summarize(errs)))
+			p.crdLevel(config.EnforcementStrict, version, config.CheckExistingResources,
+				"existing %s %s would be invalid: %s", newCRD.Spec.Names.Kind, objectName(obj), summarize(errs))
 		}
 	}
 	SortFindings(p.findings)
@@ -138,9 +138,9 @@ func deletion(crdName string, count int, replaceCause string, cfg *config.CRDUpg
 		noun = "custom resource"
 	}
 	if replaceCause == "" {
-		p.crdLevel("", config.CheckCRDDeletion, "deleting the CRD would delete its %d existing %s", count, noun)
+		p.crdLevel(config.EnforcementStrict, "", config.CheckCRDDeletion, "deleting the CRD would delete its %d existing %s", count, noun)
 	} else {
-		p.crdLevel("", config.CheckCRDDeletion, "%s: kapp would delete and recreate the CRD, deleting its %d existing %s",
+		p.crdLevel(config.EnforcementStrict, "", config.CheckCRDDeletion, "%s: kapp would delete and recreate the CRD, deleting its %d existing %s",
 			replaceCause, count, noun)
 	}
 	return p.findings

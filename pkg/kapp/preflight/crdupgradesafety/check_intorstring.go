@@ -19,8 +19,8 @@ func checkIntOrString(n *node) {
 		// From an integer or a string it relaxes; from any other type (or
 		// from an untyped value) it rejects the values stored so far.
 		if t := n.old.Type; t != "integer" && t != "string" {
-			if c := n.run.vc.Type; c.Enabled && c.ChangeEnforcement == config.EnforcementStrict {
-				n.report(config.CheckType, "type changed: %s -> int-or-string", renderString(t))
+			if c := n.run.vc.Type; c.Enabled {
+				n.reportAt(c.ChangeEnforcement, config.CheckType, "type changed: %s -> int-or-string", renderString(t))
 			}
 		}
 		n.old.Type, n.new.Type = "", ""

@@ -8,32 +8,46 @@ import (
 )
 
 // checkListType: x-kubernetes-list-type and x-kubernetes-list-map-keys
-// decide server-side apply ownership and item uniqueness; any change of
-// meaning is reported. An absent list type means atomic.
+// decide item uniqueness and server-side apply ownership. An absent list
+// type means atomic. A change that adds uniqueness (atomic -> set or map,
+// set -> map, map keys changed) may invalidate stored lists: reported at
+// uniquenessEnforcement (Strict by default). A change that only coarsens
+// ownership (set or map -> atomic, map -> set) invalidates no stored list:
+// reported at coarseningEnforcement (Warn by default).
 func checkListType(n *node) {
 	o, nw := orDefault(n.old.XListType, "atomic"), orDefault(n.new.XListType, "atomic")
 	ok, nk := n.old.XListMapKeys, n.new.XListMapKeys
 	n.old.XListType, n.new.XListType = nil, nil
 	n.old.XListMapKeys, n.new.XListMapKeys = nil, nil
-	if !n.run.vc.ToggleEnabled(config.CheckListType) {
+	c := n.run.vc.ListType
+	if !c.Enabled {
 		return
 	}
-	if o != nw {
-		n.report(config.CheckListType, "x-kubernetes-list-type changed: %s -> %s", o, nw)
-		return
-	}
-	if nw == "map" && !sameSet(ok, nk) {
-		n.report(config.CheckListType, "x-kubernetes-list-map-keys changed: [%s] -> [%s]", strings.Join(ok, ", "), strings.Join(nk, ", "))
+	switch {
+	case o == nw && (nw != "map" || sameSet(ok, nk)):
+	case o == nw:
+		n.reportAt(c.UniquenessEnforcement, config.CheckListType,
+			"x-kubernetes-list-map-keys changed: [%s] -> [%s]: stored lists may hold items that are not unique by the new keys",
+			strings.Join(ok, ", "), strings.Join(nk, ", "))
+	case nw == "atomic" || o == "map" && nw == "set":
+		n.reportAt(c.CoarseningEnforcement, config.CheckListType,
+			"x-kubernetes-list-type changed: %s -> %s: no stored list becomes invalid, only server-side apply ownership becomes coarser", o, nw)
+	default:
+		n.reportAt(c.UniquenessEnforcement, config.CheckListType,
+			"x-kubernetes-list-type changed: %s -> %s: stored lists with duplicate items become invalid", o, nw)
 	}
 }
 
 // checkMapType: x-kubernetes-map-type decides server-side apply ownership
-// of map entries. An absent map type means granular.
+// of map entries and nothing else: no stored object becomes invalid. An
+// absent map type means granular. Reported at changeEnforcement (Warn by
+// default).
 func checkMapType(n *node) {
 	o, nw := orDefault(n.old.XMapType, "granular"), orDefault(n.new.XMapType, "granular")
 	n.old.XMapType, n.new.XMapType = nil, nil
-	if o != nw && n.run.vc.ToggleEnabled(config.CheckMapType) {
-		n.report(config.CheckMapType, "x-kubernetes-map-type changed: %s -> %s", o, nw)
+	if c := n.run.vc.MapType; o != nw && c.Enabled {
+		n.reportAt(c.ChangeEnforcement, config.CheckMapType,
+			"x-kubernetes-map-type changed: %s -> %s: no stored object becomes invalid, only server-side apply ownership changes", o, nw)
 	}
 }
 

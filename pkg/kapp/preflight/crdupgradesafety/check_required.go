@@ -14,7 +14,7 @@ func checkRequired(n *node) {
 	o, nw := n.old.Required, n.new.Required
 	n.old.Required, n.new.Required = nil, nil
 	c := n.run.vc.Required
-	if !c.Enabled || c.NewEnforcement == config.EnforcementNone || len(nw) == 0 {
+	if !c.Enabled || !c.NewEnforcement.Reports() || len(nw) == 0 {
 		return
 	}
 	had := make(map[string]struct{}, len(o))
@@ -26,5 +26,5 @@ func checkRequired(n *node) {
 		return
 	}
 	sort.Strings(added)
-	n.report(config.CheckRequired, "new required fields: %s", quoteList(added))
+	n.reportAt(c.NewEnforcement, config.CheckRequired, "new required fields: %s", quoteList(added))
 }

@@ -1,7 +1,6 @@
 package crdupgradesafety
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
@@ -12,39 +11,80 @@ import (
 // checkServedVersions compares every pair of served versions of the new CRD
 // with the property checks: without a conversion webhook the apiserver
 // serves the same stored object under each of them, so they must agree.
-// Skipped under a webhook conversion unless ignoreConversion is false. Only
-// incompatibilities the old CRD did not already have are reported.
+// Skipped under a webhook conversion unless ignoreConversion is false.
+//
+// Only incompatibilities the old CRD did not already have are reported,
+// judged by content, not by version names: a pair of schemas the old CRD
+// already served side by side brings nothing new (so a new version whose
+// schema equals an existing one adds no findings), and two versions with
+// equal schemas are compatible. For a pair with a schema the old CRD did
+// not serve, the findings the old CRD had for the same pair of version
+// names are left out.
 func checkServedVersions(p *policy, old, new *apiextv1.CustomResourceDefinition) {
 	sv := &p.cfg.Checks.ServedVersion
 	if !sv.Enabled || (sv.IgnoreConversion && hasWebhookConversion(new)) {
 		return
 	}
-	// Incompatibilities the old CRD already served are not news, unless a
-	// webhook bridged them there and is gone now.
-	already := map[string]struct{}{}
-	if !hasWebhookConversion(old) || !sv.IgnoreConversion {
-		for _, f := range servedPairFindings(p.cfg, sv, old) {
-			already[f.key()] = struct{}{}
+	newServed := servedByPriority(new)
+	if len(newServed) < 2 {
+		return
+	}
+	var classes schemaClasses
+	newClass := make([]int, len(newServed))
+	for i, v := range newServed {
+		newClass[i] = classes.of(versionSchema(v))
+	}
+	// What the old CRD served side by side is not news, unless a webhook
+	// bridged it there and is gone now.
+	bridged := hasWebhookConversion(old) && sv.IgnoreConversion
+	oldServed := servedByPriority(old)
+	oldHad := map[int]bool{}
+	if !bridged {
+		for _, v := range oldServed {
+			oldHad[classes.of(versionSchema(v))] = true
 		}
 	}
-	for _, f := range servedPairFindings(p.cfg, sv, new) {
-		if _, ok := already[f.key()]; !ok {
-			p.add(f.version, f.field, config.CheckServedVersion, fmt.Sprintf("[%s] %s", f.check, f.message))
+	var already map[string]struct{} // by version names, built when first needed
+	for i := range newServed {
+		for j := i + 1; j < len(newServed); j++ {
+			ci, cj := newClass[i], newClass[j]
+			if ci == cj || oldHad[ci] && oldHad[cj] {
+				continue
+			}
+			changes := servedPairChanges(p.cfg, sv, new, newServed[i], newServed[j])
+			if len(changes) > 0 && already == nil {
+				already = map[string]struct{}{}
+				if !bridged {
+					for a := range oldServed {
+						for b := a + 1; b < len(oldServed); b++ {
+							for _, c := range servedPairChanges(p.cfg, sv, old, oldServed[a], oldServed[b]) {
+								already[pairKey(c)] = struct{}{}
+							}
+						}
+					}
+				}
+			}
+			for _, c := range changes {
+				if _, ok := already[pairKey(c)]; ok {
+					continue
+				}
+				c.message = "[" + c.check + "] " + c.message
+				c.check = config.CheckServedVersion
+				p.add(c)
+			}
 		}
 	}
 }
 
-type pairFinding struct{ version, field, check, message string }
-
-func (f pairFinding) key() string {
-	return f.version + "\x00" + f.field + "\x00" + f.check + "\x00" + f.message
+func pairKey(c change) string {
+	return c.version + "\x00" + c.field + "\x00" + c.check + "\x00" + c.message
 }
 
-// servedPairFindings returns the raw incompatibilities between each pair of
-// served versions of crd, each pair ordered by Kubernetes version priority
-// (v1alpha1 -> v1beta1 -> v1), not by spec order: reordering the versions
-// list must not turn an incompatibility the old CRD had into a new one.
-func servedPairFindings(cfg *config.CRDUpgradeSafety, sv *config.ServedVersionChecks, crd *apiextv1.CustomResourceDefinition) []pairFinding {
+// servedByPriority returns the served versions of crd ordered by Kubernetes
+// version priority (v1alpha1 -> v1beta1 -> v1), not by spec order:
+// reordering the versions list must not turn an incompatibility the old
+// CRD had into a new one.
+func servedByPriority(crd *apiextv1.CustomResourceDefinition) []*apiextv1.CustomResourceDefinitionVersion {
 	var served []*apiextv1.CustomResourceDefinitionVersion
 	for i := range crd.Spec.Versions {
 		if crd.Spec.Versions[i].Served {
@@ -54,21 +94,41 @@ func servedPairFindings(cfg *config.CRDUpgradeSafety, sv *config.ServedVersionCh
 	slices.SortStableFunc(served, func(a, b *apiextv1.CustomResourceDefinitionVersion) int {
 		return version.CompareKubeAwareVersionStrings(a.Name, b.Name)
 	})
-	var out []pairFinding
-	for i := 0; i < len(served); i++ {
-		for j := i + 1; j < len(served); j++ {
-			pr := &pairRun{
-				vc: &sv.VersionChecks, version: served[i].Name + " -> " + served[j].Name,
-				fieldRemoval: true,
-				failMode:     effectiveFailMode(cfg, &sv.VersionChecks),
-				emit: func(version, field, check, message string) {
-					out = append(out, pairFinding{version, field, check, message})
-				},
-			}
-			pr.compareSchemas(versionSchema(served[i]), versionSchema(served[j]))
+	return served
+}
+
+// servedPairChanges returns the incompatibilities between served versions
+// a -> b of crd, each named by the pair ("v1beta1 -> v1") and the property
+// check that found it.
+func servedPairChanges(cfg *config.CRDUpgradeSafety, sv *config.ServedVersionChecks, crd *apiextv1.CustomResourceDefinition,
+	a, b *apiextv1.CustomResourceDefinitionVersion) []change {
+
+	var out []change
+	pr := &pairRun{
+		vc: &sv.VersionChecks, version: a.Name + " -> " + b.Name,
+		fieldRemoval: true,
+		failMode:     effectiveFailMode(cfg, &sv.VersionChecks),
+		oldKeepsAll:  crd.Spec.PreserveUnknownFields,
+		newKeepsAll:  crd.Spec.PreserveUnknownFields,
+		sink:         func(c change) { out = append(out, c) },
+	}
+	pr.compareSchemas(versionSchema(a), versionSchema(b))
+	return out
+}
+
+// schemaClasses numbers schemas by content: schemas equal but for
+// documentation (sameSchema) get the same number. A CRD has a handful of
+// versions, so a linear scan of the representatives is enough.
+type schemaClasses []*apiextv1.JSONSchemaProps
+
+func (c *schemaClasses) of(s *apiextv1.JSONSchemaProps) int {
+	for i, rep := range *c {
+		if rep == s || sameSchema(rep, s) {
+			return i
 		}
 	}
-	return out
+	*c = append(*c, s)
+	return len(*c) - 1
 }
 
 func hasWebhookConversion(crd *apiextv1.CustomResourceDefinition) bool {

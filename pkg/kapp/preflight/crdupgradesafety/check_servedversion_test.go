@@ -14,12 +14,17 @@ func TestServedVersion(t *testing.T) {
 		noB       = `{type: object, properties: {a: {type: string}}}`
 		patternB  = `{type: object, properties: {a: {type: string}, b: {type: string, pattern: "^x"}}}`
 		intAnoB   = `{type: object, properties: {a: {type: integer}}}`
-		embedded  = `{type: object, properties: {a: {type: string}, b: {type: string}, e: {type: object, x-kubernetes-embedded-resource: true, x-kubernetes-preserve-unknown-fields: true}}}`
-		plainE    = `{type: object, properties: {a: {type: string}, b: {type: string}, e: {type: object, x-kubernetes-preserve-unknown-fields: true}}}`
+		withItems = `{type: object, properties: {a: {type: string}, b: {type: string}, e: {type: string, items: {type: string}}}}`
+		plainE    = `{type: object, properties: {a: {type: string}, b: {type: string}, e: {type: string}}}`
 		typeA     = `error servedVersion v1 -> v2 ^.spec.a: [type] type changed: "string" -> "integer"`
 		removedB  = `error servedVersion v1 -> v2 ^.spec.b: [existingFieldRemoval] existing field removed (was string)`
-		unhandleE = `error servedVersion v1 -> v2 ^.spec.e: [unhandled] unable to determine if the change to x-kubernetes-embedded-resource is safe: (none) -> true`
+		unhandleE = `error servedVersion v1 -> v2 ^.spec.e: [unhandled] unable to determine if the change to items is safe: (none) -> {"type":"string"}`
 	)
+	const mapB = `{type: object, properties: {a: {type: string}, b: {type: object, additionalProperties: {type: string}}}}`
+	const mapAtomicB = `{type: object, properties: {a: {type: string}, b: {type: object, x-kubernetes-map-type: atomic, additionalProperties: {type: string}}}}`
+	mapTypeB := func(severity string) string {
+		return severity + " servedVersion v1 -> v2 ^.spec.b: [mapType] x-kubernetes-map-type changed: granular -> atomic: no stored object becomes invalid, only server-side apply ownership changes"
+	}
 	v1 := testVersion{"v1", true, true, str}
 	v1NotStored := testVersion{"v1", true, false, str}
 	v2 := func(spec string) testVersion { return testVersion{"v2", true, true, spec} }
@@ -57,6 +62,29 @@ func TestServedVersion(t *testing.T) {
 		// Only incompatibilities the old CRD did not already have.
 		{name: "incompatibility already in the old CRD", old: newCRD(t, v1NotStored, v2(intA)), new: newCRD(t, v1NotStored, v2(intA)), want: []string{}},
 		{name: "incompatibility already in the old CRD, versions reordered", old: newCRD(t, v1NotStored, v2(intA)), new: newCRD(t, v2(intA), v1NotStored), want: []string{}},
+		{name: "new version with the schema of an existing one brings no old incompatibility",
+			old: newCRD(t, testVersion{"v1alpha1", true, false, intA}, v1),
+			new: newCRD(t, testVersion{"v1alpha1", true, false, intA}, v1, testVersion{"v2", true, false, str}), want: []string{}},
+		{name: "new version with the schema of an existing one, documentation edited",
+			old: newCRD(t, testVersion{"v1alpha1", true, false, intA}, v1),
+			new: newCRD(t, testVersion{"v1alpha1", true, false, intA}, v1,
+				testVersion{"v2", true, false, `{type: object, description: "v2", properties: {a: {type: string, description: "A"}, b: {type: string}}}`}),
+			want: []string{}},
+		{name: "new version with the schema of an existing one, lower priority",
+			old: newCRD(t, testVersion{"v1alpha1", true, false, intA}, v1),
+			new: newCRD(t, testVersion{"v1alpha1", true, false, intA}, v1, testVersion{"v1alpha0", true, false, str}), want: []string{}},
+		{name: "two versions with equal schemas are compatible, whatever the old CRD",
+			old: newCRD(t, testVersion{"v1alpha1", true, false, intA}, v1),
+			new: newCRD(t, testVersion{"v1alpha1", true, false, str}, v1), want: []string{
+				`error type v1alpha1 ^.spec.a: type changed: "integer" -> "string"`,
+			}},
+		{name: "new version with a schema of its own still compared",
+			old: newCRD(t, testVersion{"v1alpha1", true, false, intA}, v1),
+			new: newCRD(t, testVersion{"v1alpha1", true, false, intA}, v1, testVersion{"v2", true, false, noB}), want: []string{
+				removedB,
+				`error servedVersion v1alpha1 -> v2 ^.spec.a: [type] type changed: "integer" -> "string"`,
+				`error servedVersion v1alpha1 -> v2 ^.spec.b: [existingFieldRemoval] existing field removed (was string)`,
+			}},
 		{name: "new incompatibility beside an old one", old: newCRD(t, v1NotStored, v2(intA)), new: newCRD(t, v1NotStored, v2(intAnoB)),
 			want: []string{
 				removedB,
@@ -83,15 +111,23 @@ func TestServedVersion(t *testing.T) {
 			config: func(c *config.CRDUpgradeSafety) { c.Checks.SameVersion.Type.Enabled = false }, want: []string{typeA}},
 		{name: "servedVersion toggle", old: newCRD(t, v1), new: newCRD(t, v1NotStored, v2(patternB)),
 			config: served(func(s *config.ServedVersionChecks) { s.Toggles[config.CheckPattern] = false }), want: []string{}},
+		{name: "servedVersion carries the enforcement of its check: a warning", old: newCRD(t, testVersion{"v1", true, true, mapB}), new: newCRD(t, testVersion{"v1", true, false, mapB}, v2(mapAtomicB)),
+			want: []string{mapTypeB("warning")}},
+		{name: "servedVersion carries the enforcement of its check: Strict", old: newCRD(t, testVersion{"v1", true, true, mapB}), new: newCRD(t, testVersion{"v1", true, false, mapB}, v2(mapAtomicB)),
+			config: served(func(s *config.ServedVersionChecks) { s.MapType.ChangeEnforcement = config.EnforcementStrict }),
+			want:   []string{mapTypeB("error")}},
+		{name: "servedVersion carries the enforcement of its check: None", old: newCRD(t, testVersion{"v1", true, true, mapB}), new: newCRD(t, testVersion{"v1", true, false, mapB}, v2(mapAtomicB)),
+			config: served(func(s *config.ServedVersionChecks) { s.MapType.ChangeEnforcement = config.EnforcementNone }),
+			want:   []string{}},
 		{name: "servedVersion toggle on by default", old: newCRD(t, v1), new: newCRD(t, v1NotStored, v2(patternB)),
 			want: []string{`error servedVersion v1 -> v2 ^.spec.b: [pattern] pattern added: (none) -> "^x"`}},
-		{name: "unhandled change between served versions", old: newCRD(t, testVersion{"v1", true, true, plainE}), new: newCRD(t, testVersion{"v1", true, false, plainE}, v2(embedded)),
+		{name: "unhandled change between served versions", old: newCRD(t, testVersion{"v1", true, true, plainE}), new: newCRD(t, testVersion{"v1", true, false, plainE}, v2(withItems)),
 			want: []string{unhandleE}},
-		{name: "servedVersion unhandledFailureMode Open", old: newCRD(t, testVersion{"v1", true, true, plainE}), new: newCRD(t, testVersion{"v1", true, false, plainE}, v2(embedded)),
+		{name: "servedVersion unhandledFailureMode Open", old: newCRD(t, testVersion{"v1", true, true, plainE}), new: newCRD(t, testVersion{"v1", true, false, plainE}, v2(withItems)),
 			config: served(func(s *config.ServedVersionChecks) { s.UnhandledFailureMode = config.FailModeOpen }), want: []string{}},
-		{name: "failMode open applies to servedVersion", old: newCRD(t, testVersion{"v1", true, true, plainE}), new: newCRD(t, testVersion{"v1", true, false, plainE}, v2(embedded)),
+		{name: "failMode open applies to servedVersion", old: newCRD(t, testVersion{"v1", true, true, plainE}), new: newCRD(t, testVersion{"v1", true, false, plainE}, v2(withItems)),
 			config: func(c *config.CRDUpgradeSafety) { c.FailMode = config.FailModeOpen }, want: []string{}},
-		{name: "servedVersion unhandledFailureMode Closed overrides failMode open", old: newCRD(t, testVersion{"v1", true, true, plainE}), new: newCRD(t, testVersion{"v1", true, false, plainE}, v2(embedded)),
+		{name: "servedVersion unhandledFailureMode Closed overrides failMode open", old: newCRD(t, testVersion{"v1", true, true, plainE}), new: newCRD(t, testVersion{"v1", true, false, plainE}, v2(withItems)),
 			config: func(c *config.CRDUpgradeSafety) {
 				c.FailMode = config.FailModeOpen
 				c.Checks.ServedVersion.UnhandledFailureMode = config.FailModeClosed

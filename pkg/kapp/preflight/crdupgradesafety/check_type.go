@@ -9,8 +9,8 @@ func checkType(n *node) {
 	o, nw := n.old.Type, n.new.Type
 	n.old.Type, n.new.Type = "", ""
 	c := n.run.vc.Type
-	if !c.Enabled || c.ChangeEnforcement == config.EnforcementNone || o == nw || nw == "" {
+	if !c.Enabled || o == nw || nw == "" {
 		return
 	}
-	n.report(config.CheckType, "type changed: %s -> %s", renderString(o), renderString(nw))
+	n.reportAt(c.ChangeEnforcement, config.CheckType, "type changed: %s -> %s", renderString(o), renderString(nw))
 }

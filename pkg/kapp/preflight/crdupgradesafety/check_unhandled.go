@@ -61,5 +61,5 @@ func renderAny(v reflect.Value) string {
 func residualUnset(s *apiextv1.JSONSchemaProps) bool {
 	return s.ID == "" && s.Schema == "" && s.Ref == nil && s.Items == nil &&
 		s.PatternProperties == nil && s.Dependencies == nil && s.AdditionalItems == nil &&
-		s.Definitions == nil && !s.XEmbeddedResource
+		s.Definitions == nil
 }

@@ -19,6 +19,9 @@ func compare(old, new *apiextv1.CustomResourceDefinition, cfg *config.CRDUpgrade
 	checkScope(p, old, new)
 	checkStoredVersionRemoval(p, old, new)
 	checkServedVersionRemoval(p, old, new)
+	checkSubresources(p, old, new)
+	checkSelectableFields(p, old, new)
+	checkCRDPreserveUnknownFields(p, old, new)
 	checkSameVersions(p, old, new)
 	checkServedVersions(p, old, new)
 	SortFindings(p.findings)
@@ -34,28 +37,38 @@ func checkSameVersions(p *policy, old, new *apiextv1.CustomResourceDefinition) {
 	if !vc.Enabled && !fieldRemoval {
 		return
 	}
-	emit := p.add
+	sink := p.add
 	if !vc.Enabled {
-		emit = func(version, field, check, message string) {
-			if check == config.CheckExistingFieldRemoval {
-				p.add(version, field, check, message)
+		sink = func(c change) {
+			if c.check == config.CheckExistingFieldRemoval {
+				p.add(c)
 			}
 		}
 	}
-	newByName := versionsByName(new)
-	for i := range old.Spec.Versions {
-		ov := &old.Spec.Versions[i]
-		nv, ok := newByName[ov.Name]
-		if !ok {
-			continue // covered by storedVersionRemoval / servedVersionRemoval
-		}
+	// Versions missing from new are covered by storedVersionRemoval and
+	// servedVersionRemoval.
+	forVersionsInBoth(old, new, func(ov, nv *apiextv1.CustomResourceDefinitionVersion) {
 		pr := &pairRun{
 			vc: vc, version: ov.Name,
 			fieldRemoval: fieldRemoval,
 			failMode:     effectiveFailMode(p.cfg, vc),
-			emit:         emit,
+			oldKeepsAll:  old.Spec.PreserveUnknownFields,
+			newKeepsAll:  new.Spec.PreserveUnknownFields,
+			sink:         sink,
 		}
 		pr.compareSchemas(versionSchema(ov), versionSchema(nv))
+	})
+}
+
+// forVersionsInBoth calls f with each version of old (in spec order) that
+// new has too, and new's version of the same name.
+func forVersionsInBoth(old, new *apiextv1.CustomResourceDefinition, f func(ov, nv *apiextv1.CustomResourceDefinitionVersion)) {
+	newByName := versionsByName(new)
+	for i := range old.Spec.Versions {
+		ov := &old.Spec.Versions[i]
+		if nv, ok := newByName[ov.Name]; ok {
+			f(ov, nv)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -49,6 +50,7 @@ func crdWithField(t *testing.T, fieldYAML string) *apiextv1.CustomResourceDefini
 		t.Fatalf("parsing schema %q: %v", fieldYAML, err)
 	}
 	return &apiextv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: testCRDName},
 		Spec: apiextv1.CustomResourceDefinitionSpec{
 			Group: "example.com", Scope: apiextv1.NamespaceScoped,
 			Names: apiextv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget"},
@@ -85,4 +87,31 @@ func equalLines(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// oracleCRD is a one-version CRD with the given root schema (YAML).
+func oracleCRD(tb testing.TB, root string, keepAll bool) *apiextv1.CustomResourceDefinition {
+	tb.Helper()
+	var s apiextv1.JSONSchemaProps
+	if err := yaml.UnmarshalStrict([]byte(root), &s); err != nil {
+		tb.Fatalf("parsing schema %q: %v", root, err)
+	}
+	return &apiextv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: testCRDName},
+		Spec: apiextv1.CustomResourceDefinitionSpec{
+			Group: "example.com", Scope: apiextv1.NamespaceScoped,
+			Names:                 apiextv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget"},
+			PreserveUnknownFields: keepAll,
+			Versions: []apiextv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextv1.CustomResourceValidation{OpenAPIV3Schema: &s},
+			}},
+		},
+	}
+}
+
+// specX is a root schema whose spec has the property x with the given
+// schema (YAML).
+func specX(x string) string {
+	return `{type: object, properties: {metadata: {type: object}, spec: {type: object, properties: {x: ` + x + `}}}}`
 }

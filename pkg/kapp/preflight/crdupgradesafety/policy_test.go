@@ -106,10 +106,10 @@ func TestPolicy(t *testing.T) {
 	})
 	t.Run("exempted unhandled change", func(t *testing.T) {
 		cfg := config.Default()
-		cfg.Exemptions = []config.Exemption{{CRD: testCRDName, Checks: []string{config.CheckUnhandled}, Reason: "embedding is fine"}}
-		old := newCRD(t, testVersion{"v1", true, true, `{type: object, properties: {e: {type: object, x-kubernetes-preserve-unknown-fields: true}}}`})
-		new := newCRD(t, testVersion{"v1", true, true, `{type: object, properties: {e: {type: object, x-kubernetes-preserve-unknown-fields: true, x-kubernetes-embedded-resource: true}}}`})
-		want := []string{"warning unhandled v1 ^.spec.e: unable to determine if the change to x-kubernetes-embedded-resource is safe: (none) -> true (exempted: embedding is fine)"}
+		cfg.Exemptions = []config.Exemption{{CRD: testCRDName, Checks: []string{config.CheckUnhandled}, Reason: "items are ignored on strings"}}
+		old := newCRD(t, testVersion{"v1", true, true, `{type: object, properties: {e: {type: string}}}`})
+		new := newCRD(t, testVersion{"v1", true, true, `{type: object, properties: {e: {type: string, items: {type: string}}}}`})
+		want := []string{`warning unhandled v1 ^.spec.e: unable to determine if the change to items is safe: (none) -> {"type":"string"} (exempted: items are ignored on strings)`}
 		if got := render(Compare(old, new, &cfg)); !equalLines(got, want) {
 			t.Fatalf("findings differ\n got: %q\nwant: %q", got, want)
 		}
@@ -216,5 +216,70 @@ func TestBound(t *testing.T) {
 				t.Fatalf("Bound(%d) = %v, %v; want %v, %v", tc.max, kept, omitted, tc.wantKept, tc.wantOmitted)
 			}
 		})
+	}
+}
+
+// TestEnforcementLevels: every enforcement option of the property checks
+// takes Strict (an error finding), Warn (a warning finding, even in mode
+// error) and None (no finding), through the one path from check to policy.
+func TestEnforcementLevels(t *testing.T) {
+	type option struct {
+		name     string
+		old, new string
+		set      func(v *config.VersionChecks, e config.Enforcement)
+	}
+	options := []option{
+		{"enum.removalEnforcement", `{type: string, enum: [a, b]}`, `{type: string, enum: [a]}`,
+			func(v *config.VersionChecks, e config.Enforcement) { v.Enum.RemovalEnforcement = e }},
+		{"default.additionEnforcement", `{type: string}`, `{type: string, default: a}`,
+			func(v *config.VersionChecks, e config.Enforcement) { v.Default.AdditionEnforcement = e }},
+		{"default.changeEnforcement", `{type: string, default: a}`, `{type: string, default: b}`,
+			func(v *config.VersionChecks, e config.Enforcement) { v.Default.ChangeEnforcement = e }},
+		{"default.removalEnforcement", `{type: string, default: a}`, `{type: string}`,
+			func(v *config.VersionChecks, e config.Enforcement) { v.Default.RemovalEnforcement = e }},
+		{"required.newEnforcement", `{type: object, properties: {a: {type: string}}}`, `{type: object, required: [a], properties: {a: {type: string}}}`,
+			func(v *config.VersionChecks, e config.Enforcement) { v.Required.NewEnforcement = e }},
+		{"type.changeEnforcement", `{type: string}`, `{type: integer}`,
+			func(v *config.VersionChecks, e config.Enforcement) { v.Type.ChangeEnforcement = e }},
+		{"type.changeEnforcement (to int-or-string)", `{type: boolean}`, `{x-kubernetes-int-or-string: true}`,
+			func(v *config.VersionChecks, e config.Enforcement) { v.Type.ChangeEnforcement = e }},
+		{"maximum.additionEnforcement", `{type: integer}`, `{type: integer, maximum: 3}`,
+			func(v *config.VersionChecks, e config.Enforcement) { v.Maximum.AdditionEnforcement = e }},
+		{"maxLength.decreaseEnforcement", `{type: string, maxLength: 5}`, `{type: string, maxLength: 3}`,
+			func(v *config.VersionChecks, e config.Enforcement) { v.MaxLength.DecreaseEnforcement = e }},
+		{"minItems.additionEnforcement", `{type: array, items: {type: string}}`, `{type: array, minItems: 1, items: {type: string}}`,
+			func(v *config.VersionChecks, e config.Enforcement) { v.MinItems.AdditionEnforcement = e }},
+		{"minProperties.increaseEnforcement", `{type: object, minProperties: 1}`, `{type: object, minProperties: 2}`,
+			func(v *config.VersionChecks, e config.Enforcement) { v.MinProperties.IncreaseEnforcement = e }},
+		{"listType.uniquenessEnforcement", `{type: array, items: {type: string}}`, `{type: array, x-kubernetes-list-type: set, items: {type: string}}`,
+			func(v *config.VersionChecks, e config.Enforcement) { v.ListType.UniquenessEnforcement = e }},
+		{"listType.coarseningEnforcement", `{type: array, x-kubernetes-list-type: set, items: {type: string}}`, `{type: array, items: {type: string}}`,
+			func(v *config.VersionChecks, e config.Enforcement) { v.ListType.CoarseningEnforcement = e }},
+		{"mapType.changeEnforcement", `{type: object, additionalProperties: {type: string}}`, `{type: object, x-kubernetes-map-type: atomic, additionalProperties: {type: string}}`,
+			func(v *config.VersionChecks, e config.Enforcement) { v.MapType.ChangeEnforcement = e }},
+	}
+	levels := []struct {
+		level config.Enforcement
+		want  []Severity
+	}{
+		{config.EnforcementStrict, []Severity{SeverityError}},
+		{config.EnforcementWarn, []Severity{SeverityWarning}},
+		{config.EnforcementNone, nil},
+	}
+	for _, o := range options {
+		for _, l := range levels {
+			t.Run(o.name+"="+string(l.level), func(t *testing.T) {
+				cfg := config.Default()
+				cfg.Mode = config.ModeError
+				o.set(&cfg.Checks.SameVersion, l.level)
+				var got []Severity
+				for _, f := range Compare(crdWithField(t, o.old), crdWithField(t, o.new), &cfg) {
+					got = append(got, f.Severity)
+				}
+				if !reflect.DeepEqual(got, l.want) {
+					t.Fatalf("severities %v, want %v", got, l.want)
+				}
+			})
+		}
 	}
 }

@@ -3,9 +3,10 @@ package crdupgradesafety
 import (
 	"bytes"
 	"encoding/json"
-	"math/big"
+	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
@@ -34,23 +35,12 @@ func canonicalJSON(raw []byte) string {
 	return string(out)
 }
 
-// normalizeNumbers rewrites every json.Number in v to its shortest exact
-// decimal form: integers without fraction or exponent (1.0, 1e0 -> 1),
-// others as exact decimals.
+// normalizeNumbers rewrites every json.Number in v to its canonical form
+// (canonicalNumber).
 func normalizeNumbers(v any) any {
 	switch t := v.(type) {
 	case json.Number:
-		r, ok := new(big.Rat).SetString(t.String())
-		if !ok {
-			return t
-		}
-		if r.IsInt() {
-			return json.Number(r.Num().String())
-		}
-		if f, exact := r.Float64(); exact {
-			return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
-		}
-		return t
+		return json.Number(canonicalNumber(t.String()))
 	case map[string]any:
 		for k, e := range t {
 			t[k] = normalizeNumbers(e)
@@ -63,6 +53,81 @@ func normalizeNumbers(v any) any {
 	return v
 }
 
+// maxPlainDigits is the longest a canonical number is written without an
+// exponent: 1e3 is 1000, but 1e999990 stays 1e999990 rather than a
+// million digits.
+const maxPlainDigits = 32
+
+// canonicalNumber renders a JSON number exactly, in one form per value, by
+// moving its decimal digits rather than computing with them: 1.0, 1e0 and
+// 1 are 1; 0.50 is 0.5; 1.5e3 is 1500. A value that would take more than
+// maxPlainDigits digits without an exponent is written with one
+// (1e999990, 1.5e-400), so that a huge exponent costs nothing. Text that
+// is not a JSON number, or whose exponent does not fit an int64, is
+// returned as it is.
+func canonicalNumber(s string) string {
+	t := s
+	neg := strings.HasPrefix(t, "-")
+	if neg {
+		t = t[1:]
+	}
+	mant, expText, hasExp := strings.Cut(t, "e")
+	if !hasExp {
+		mant, expText, hasExp = strings.Cut(t, "E")
+	}
+	intPart, fracPart, _ := strings.Cut(mant, ".")
+	if intPart == "" || !allDigits(intPart) || !allDigits(fracPart) {
+		return s
+	}
+	var exp int64
+	if hasExp {
+		e, err := strconv.ParseInt(strings.TrimPrefix(expText, "+"), 10, 64)
+		if err != nil || e > math.MaxInt64/2 || e < math.MinInt64/2 {
+			return s
+		}
+		exp = e
+	}
+	// The value is digits * 10^exp, digits without leading or trailing zeros.
+	digits := strings.TrimLeft(intPart+fracPart, "0")
+	exp -= int64(len(fracPart))
+	trimmed := strings.TrimRight(digits, "0")
+	exp += int64(len(digits) - len(trimmed))
+	digits = trimmed
+	if digits == "" {
+		return "0"
+	}
+	sign := ""
+	if neg {
+		sign = "-"
+	}
+	n := int64(len(digits))
+	switch {
+	case exp >= 0 && n+exp <= maxPlainDigits:
+		return sign + digits + strings.Repeat("0", int(exp))
+	case exp < 0 && -exp <= maxPlainDigits && max(n, -exp+1) <= maxPlainDigits:
+		if -exp < n {
+			point := n + exp
+			return sign + digits[:point] + "." + digits[point:]
+		}
+		return sign + "0." + strings.Repeat("0", int(-exp-n)) + digits
+	}
+	// Scientific: d.ddd e (exponent of the first digit).
+	out := sign + digits[:1]
+	if n > 1 {
+		out += "." + digits[1:]
+	}
+	return out + "e" + strconv.FormatInt(exp+n-1, 10)
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 // sameJSON reports whether two JSON values are equal, without parsing when
 // the bytes already are.
 func sameJSON(a, b *apiextv1.JSON) bool {
@@ -72,25 +137,75 @@ func sameJSON(a, b *apiextv1.JSON) bool {
 	return bytes.Equal(a.Raw, b.Raw) || canonicalJSON(a.Raw) == canonicalJSON(b.Raw)
 }
 
+// Output bounds. A finding's message and field stay short whatever the
+// input: a value, a list or a path longer than its bound is cut in the
+// middle with a count of what was left out.
+const (
+	// maxMessageBytes bounds a whole message (policy.add).
+	maxMessageBytes = 2048
+	// maxFieldBytes bounds a field path and a version name (policy.add).
+	maxFieldBytes = 512
+	// maxValueBytes bounds one rendered value: a default, a pattern, a
+	// CEL rule, one enum value.
+	maxValueBytes = 256
+	// maxListItems is how many items of a list a message names; the rest
+	// are counted.
+	maxListItems = 10
+)
+
+// boundText returns s when it fits max bytes, otherwise its head and tail
+// around a note of how many bytes were left out, cut at UTF-8 boundaries.
+func boundText(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	keep := max - 32 // room for the note
+	head, tail := keep*3/4, keep/4
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	start := len(s) - tail
+	for start < len(s) && !utf8.RuneStart(s[start]) {
+		start++
+	}
+	return s[:head] + "...(" + strconv.Itoa(start-head) + " bytes)..." + s[start:]
+}
+
 func renderJSON(v *apiextv1.JSON) string {
 	if v == nil {
 		return "(none)"
 	}
-	return canonicalJSON(v.Raw)
+	return boundText(canonicalJSON(v.Raw), maxValueBytes)
 }
 
-// quoteList renders names as ["a", "b"].
+// quoteList renders names as ["a", "b"], at most maxListItems of them.
 func quoteList(items []string) string {
-	q := make([]string, len(items))
-	for i, s := range items {
-		q[i] = strconv.Quote(s)
+	n := min(len(items), maxListItems)
+	q := make([]string, n)
+	for i, s := range items[:n] {
+		q[i] = boundText(strconv.Quote(s), maxValueBytes)
 	}
-	return "[" + strings.Join(q, ", ") + "]"
+	return listOf(q, len(items))
 }
 
-// valueList renders canonical JSON values as [a, b].
+// valueList renders canonical JSON values as [a, b], at most maxListItems
+// of them.
 func valueList(items []string) string {
-	return "[" + strings.Join(items, ", ") + "]"
+	n := min(len(items), maxListItems)
+	q := make([]string, n)
+	for i, s := range items[:n] {
+		q[i] = boundText(s, maxValueBytes)
+	}
+	return listOf(q, len(items))
+}
+
+// listOf renders the first items of a list of total items, counting the
+// rest: [a, b, ... (98 more)].
+func listOf(shown []string, total int) string {
+	if total > len(shown) {
+		shown = append(shown, "... ("+strconv.Itoa(total-len(shown))+" more)")
+	}
+	return "[" + strings.Join(shown, ", ") + "]"
 }
 
 func formatFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
@@ -106,7 +221,7 @@ func renderString(s string) string {
 	if s == "" {
 		return "(none)"
 	}
-	return strconv.Quote(s)
+	return boundText(strconv.Quote(s), maxValueBytes)
 }
 
 // countNoun renders "1 sub-schema", "2 sub-schemas".

@@ -10,19 +10,45 @@ import (
 
 // pairRun compares two schemas: the same version of the old and new CRD, or
 // two served versions of the new CRD. It walks both trees at once, keyed by
-// path, once: O(size of the schemas).
+// path, once: O(size of the schemas). Combinator branches that changed are
+// also probed (compared without reporting) to decide what their change
+// means; that work is bounded by the size of the changed branches.
 type pairRun struct {
 	vc       *config.VersionChecks
 	version  string
 	failMode config.FailMode
 	// fieldRemoval reports properties present in old and missing in new.
 	fieldRemoval bool
-	// emit receives every finding of this pair (version, field, check, message).
-	emit func(version, field, check, message string)
+	// oldKeepsAll and newKeepsAll are the CRD-level
+	// spec.preserveUnknownFields of each side: when true, the apiserver
+	// prunes nothing, and objects may hold any field at any level.
+	oldKeepsAll, newKeepsAll bool
+	// sink receives every change of this pair.
+	sink func(change)
 	// nodes is a stack of reusable nodes, one per depth: the walk allocates
 	// none per schema position.
 	nodes []*node
 	depth int
+}
+
+// position is where a node sits and what surrounds it.
+type position struct {
+	path string
+	// combinator is the kind of the closest enclosing allOf/anyOf/oneOf/not
+	// branch, "" outside of them: there, properties are constraints, not fields.
+	combinator string
+	// root is the schema root: a resource, with apiVersion, kind and
+	// metadata whatever its schema declares.
+	root bool
+	// oldMeta and newMeta: the node is the metadata of a resource (the
+	// root or an embedded resource) on that side. Every stored object has
+	// metadata fields, whatever the schema declares.
+	oldMeta, newMeta bool
+	// note is appended to the messages of findings at and below a field
+	// that one side does not declare although stored data sits there
+	// (see implicitSchema): the reason at the topmost such field; ""
+	// elsewhere.
+	note string
 }
 
 // node is one schema position under comparison. old and new are shallow
@@ -30,22 +56,47 @@ type pairRun struct {
 // understands and clears them, so that what is left at the end is a change
 // no check handled.
 type node struct {
-	run  *pairRun
-	path string
-	// combinator is the kind of the closest enclosing allOf/anyOf/oneOf/not
-	// branch, "" outside of them: there, properties are constraints, not fields.
-	combinator string
-	old, new   apiextv1.JSONSchemaProps
+	run *pairRun
+	position
+	// oldResource and newResource: each side is a resource (the root or an
+	// embedded resource), read before checkEmbeddedResource clears the
+	// keyword.
+	oldResource, newResource bool
+	old, new                 apiextv1.JSONSchemaProps
 }
 
+// report emits a change at this node under Strict enforcement.
 func (n *node) report(check, format string, args ...any) {
-	n.run.emit(n.run.version, n.path, check, fmt.Sprintf(format, args...))
+	n.reportAt(config.EnforcementStrict, check, format, args...)
 }
 
-// propertyChecks run in order at every node. Each is in its own file.
+// reportAt emits a change at this node under the given enforcement: Strict
+// and Warn report (as an error or a warning finding), None does not.
+func (n *node) reportAt(level config.Enforcement, check, format string, args ...any) {
+	if level.Reports() {
+		n.emitAt(n.path, level, check, fmt.Sprintf(format, args...))
+	}
+}
+
+// reportAtField emits a Strict change at another field than n's: a
+// combinator branch that has no node of its own.
+func (n *node) reportAtField(field, check, format string, args ...any) {
+	n.emitAt(field, config.EnforcementStrict, check, fmt.Sprintf(format, args...))
+}
+
+func (n *node) emitAt(field string, level config.Enforcement, check, msg string) {
+	if n.note != "" {
+		msg += " (" + n.note + ")"
+	}
+	n.run.sink(change{version: n.run.version, field: field, check: check, message: msg, level: level})
+}
+
+// propertyChecks run in order at every node, after the walks. Each is in
+// its own file.
 var propertyChecks = []func(*node){
 	checkDocumentation,
-	checkIntOrString, // before type: it owns type changes to and from int-or-string
+	checkPreserveUnknownFields, // before type: it reads the new type
+	checkIntOrString,           // before type: it owns type changes to and from int-or-string
 	checkType,
 	checkEnum,
 	checkDefault,
@@ -57,30 +108,40 @@ var propertyChecks = []func(*node){
 	checkFormat,
 	checkNullable,
 	checkRequired,
-	checkPreserveUnknownFields,
 	checkListType,
 	checkMapType,
 	checkCELValidation,
-	checkUnhandled, // last: reports whatever no check cleared
 }
 
 func (r *pairRun) compareSchemas(old, new *apiextv1.JSONSchemaProps) {
 	if old == nil || new == nil {
 		if old != nil && new == nil && r.fieldRemoval {
-			r.emit(r.version, "^", config.CheckExistingFieldRemoval, "schema removed")
+			r.sink(change{version: r.version, field: "^", check: config.CheckExistingFieldRemoval,
+				message: "schema removed", level: config.EnforcementStrict})
 		}
 		return
 	}
-	r.walk("^", "", old, new)
+	r.walk(position{path: "^", root: true}, old, new)
 }
 
-func (r *pairRun) walk(path, combinator string, old, new *apiextv1.JSONSchemaProps) {
+func (r *pairRun) walk(pos position, old, new *apiextv1.JSONSchemaProps) {
 	if r.depth == len(r.nodes) {
 		r.nodes = append(r.nodes, &node{run: r})
 	}
 	n := r.nodes[r.depth]
 	r.depth++
-	n.path, n.combinator, n.old, n.new = path, combinator, *old, *new
+	n.position, n.old, n.new = pos, *old, *new
+	r.compareNode(n)
+	checkUnhandled(n) // last: reports whatever no step cleared
+	r.depth--
+}
+
+// compareNode runs every step but checkUnhandled at one node: the checks
+// that must see the declared properties, the walks into sub-schemas, then
+// the keyword checks.
+func (r *pairRun) compareNode(n *node) {
+	n.oldResource, n.newResource = n.resource(&n.old), n.resource(&n.new)
+	checkEmbeddedResource(n) // reads the declared properties
 	r.walkProperties(n)
 	r.walkItems(n)
 	r.walkAdditionalProperties(n)
@@ -88,7 +149,6 @@ func (r *pairRun) walk(path, combinator string, old, new *apiextv1.JSONSchemaPro
 	for _, check := range propertyChecks {
 		check(n)
 	}
-	r.depth--
 }
 
 func childPath(parent, name string) string {
@@ -98,45 +158,161 @@ func childPath(parent, name string) string {
 	return parent + "." + name
 }
 
+// child is the position of a sub-schema: same surroundings, deeper path.
+func (n *node) child(path string) position {
+	return position{path: path, combinator: n.combinator, note: n.note}
+}
+
+// resource reports whether one side of n is a resource: apiVersion, kind
+// and metadata are kept there whatever the schema declares.
+func (n *node) resource(s *apiextv1.JSONSchemaProps) bool {
+	return (n.root && n.combinator == "") || s.XEmbeddedResource
+}
+
 // walkProperties recurses into properties present in both schemas and
-// reports removed ones. New properties need no walk: a new optional field is
-// safe, and a new required one is reported on its parent by checkRequired.
+// reports removed ones. A property only one side declares is compared with
+// what the other side implies for that name (implicitSchema), where stored
+// objects may hold data under it: a new property where unknown fields were
+// kept, under a map, or under metadata is judged like a change to existing
+// data. Elsewhere a new property needs no walk: a new optional field is
+// safe (nothing can be stored under its name), and a new required one is
+// reported on its parent by checkRequired.
 func (r *pairRun) walkProperties(n *node) {
 	oldProps, newProps := n.old.Properties, n.new.Properties
 	n.old.Properties, n.new.Properties = nil, nil
+	if n.combinator != "" {
+		r.walkBranchProperties(n, oldProps, newProps)
+		return
+	}
+	oldResource, newResource := n.oldResource, n.newResource
 	var removed []string
-	for name := range oldProps {
+	common := 0
+	for name, oldProp := range oldProps {
+		pos := n.child(childPath(n.path, name))
 		newProp, ok := newProps[name]
 		if !ok {
-			removed = append(removed, name)
+			implied, note, meta := implicitSchema(&n.new, newResource, n.newMeta, r.newKeepsAll, name)
+			if implied == nil {
+				removed = append(removed, name)
+				continue
+			}
+			pos.oldMeta, pos.newMeta = oldResource && name == "metadata", meta
+			if pos.note == "" {
+				pos.note = "no longer declared, still kept: " + note
+			}
+			r.walk(pos, &oldProp, implied)
 			continue
 		}
-		oldProp := oldProps[name]
-		r.walk(childPath(n.path, name), n.combinator, &oldProp, &newProp)
+		common++
+		pos.oldMeta = oldResource && name == "metadata"
+		pos.newMeta = newResource && name == "metadata"
+		r.walk(pos, &oldProp, &newProp)
 	}
-	if n.combinator != "" {
-		// Inside a combinator branch, properties constrain fields declared
-		// elsewhere: dropping one relaxes, adding one tightens.
-		var added []string
-		for name := range newProps {
-			if _, ok := oldProps[name]; !ok {
-				added = append(added, name)
+	if len(newProps) > common && mayHoldUndeclared(&n.old, oldResource, n.oldMeta, r.oldKeepsAll) {
+		for name, newProp := range newProps {
+			if _, ok := oldProps[name]; ok {
+				continue
 			}
+			implied, note, meta := implicitSchema(&n.old, oldResource, n.oldMeta, r.oldKeepsAll, name)
+			if implied == nil {
+				continue
+			}
+			pos := n.child(childPath(n.path, name))
+			pos.oldMeta, pos.newMeta = meta, newResource && name == "metadata"
+			if pos.note == "" {
+				pos.note = "declared where stored objects may already hold data: " + note
+			}
+			r.walk(pos, implied, &newProp)
 		}
-		if len(added) > 0 && n.run.vc.ToggleEnabled(n.combinator) {
-			sort.Strings(added)
-			n.report(n.combinator, "%s branch constrains more properties: %s", n.combinator, quoteList(added))
-		}
-		return
 	}
 	if !r.fieldRemoval {
 		return
 	}
 	sort.Strings(removed)
 	for _, name := range removed {
-		r.emit(r.version, childPath(n.path, name), config.CheckExistingFieldRemoval,
-			fmt.Sprintf("existing field removed (was %s)", describeType(oldProps[name])))
+		r.sink(change{version: r.version, field: childPath(n.path, name), check: config.CheckExistingFieldRemoval,
+			message: fmt.Sprintf("existing field removed (was %s)", describeType(oldProps[name])), level: config.EnforcementStrict})
 	}
+}
+
+// walkBranchProperties compares the properties of a combinator branch.
+// There, properties constrain fields declared elsewhere: dropping one
+// relaxes the branch, adding one tightens it.
+func (r *pairRun) walkBranchProperties(n *node, oldProps, newProps map[string]apiextv1.JSONSchemaProps) {
+	var added []string
+	for name, newProp := range newProps {
+		oldProp, ok := oldProps[name]
+		if !ok {
+			added = append(added, name)
+			continue
+		}
+		r.walk(n.child(childPath(n.path, name)), &oldProp, &newProp)
+	}
+	if len(added) > 0 && n.run.vc.ToggleEnabled(n.combinator) {
+		sort.Strings(added)
+		n.report(n.combinator, "%s branch constrains more properties: %s", n.combinator, quoteList(added))
+	}
+}
+
+// Schemas implied for data a side does not declare.
+var (
+	anySchema    = apiextv1.JSONSchemaProps{XPreserveUnknownFields: ptrTo(true)}
+	stringSchema = apiextv1.JSONSchemaProps{Type: "string"}
+	objectSchema = apiextv1.JSONSchemaProps{Type: "object"}
+)
+
+func ptrTo[T any](v T) *T { return &v }
+
+// mayHoldUndeclared reports whether stored objects may hold data under
+// some property name that schema s (one side of a node) does not declare:
+// the cheap test before implicitSchema is asked name by name.
+func mayHoldUndeclared(s *apiextv1.JSONSchemaProps, resource, meta, keepsAll bool) bool {
+	return resource || meta || keepsAll || isTrue(s.XPreserveUnknownFields) ||
+		s.AdditionalProperties != nil && (s.AdditionalProperties.Allows || s.AdditionalProperties.Schema != nil)
+}
+
+// implicitSchema returns the schema that data stored under the property
+// name is held to by schema s (one side of a node) although s does not
+// declare name, and why; nil when no data can be stored there (the
+// apiserver prunes it). meta tells whether the implied field is a
+// resource's metadata.
+//
+//   - a resource (the root or an embedded resource) always has apiVersion
+//     and kind (strings) and metadata;
+//   - a resource's metadata always has name and generateName (strings) and
+//     the other ObjectMeta fields (any value here);
+//   - a map (additionalProperties) holds entries under any name, held to
+//     its value schema (or to nothing for additionalProperties: true);
+//   - an object that keeps unknown fields (x-kubernetes-preserve-unknown-fields,
+//     or the CRD's spec.preserveUnknownFields) holds any value under any
+//     name.
+func implicitSchema(s *apiextv1.JSONSchemaProps, resource, meta, keepsAll bool, name string) (implied *apiextv1.JSONSchemaProps, why string, isMeta bool) {
+	switch {
+	case resource && (name == "apiVersion" || name == "kind"):
+		return &stringSchema, "every object has apiVersion and kind", false
+	case resource && name == "metadata":
+		return &objectSchema, "every object has metadata", true
+	case meta && (name == "name" || name == "generateName"):
+		return &stringSchema, "metadata." + name + " is kept whatever the schema says", false
+	case meta:
+		return &anySchema, "metadata fields are kept whatever the schema says", false
+	case s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil:
+		return s.AdditionalProperties.Schema, "map entries under this name were held to the additionalProperties schema", false
+	case s.AdditionalProperties != nil && s.AdditionalProperties.Allows:
+		return &anySchema, "additionalProperties: true keeps entries of any value", false
+	case keepsAll:
+		return &anySchema, "spec.preserveUnknownFields: true keeps unknown fields of any value", false
+	case isTrue(s.XPreserveUnknownFields):
+		return &anySchema, "x-kubernetes-preserve-unknown-fields keeps unknown fields of any value", false
+	}
+	return nil, "", false
+}
+
+// isAny reports whether s accepts any value and keeps it as it is: no
+// type, unknown fields preserved, nothing else set but documentation.
+func isAny(s *apiextv1.JSONSchemaProps) bool {
+	return s.Type == "" && isTrue(s.XPreserveUnknownFields) && !s.XIntOrString && s.Items == nil &&
+		s.Properties == nil && s.AdditionalProperties == nil
 }
 
 // walkItems recurses into the item schema of arrays at path[*].
@@ -145,7 +321,11 @@ func (r *pairRun) walkItems(n *node) {
 	switch {
 	case o == nil && nw == nil:
 	case o != nil && nw != nil && o.Schema != nil && nw.Schema != nil && len(o.JSONSchemas) == 0 && len(nw.JSONSchemas) == 0:
-		r.walk(n.path+"[*]", n.combinator, o.Schema, nw.Schema)
+		r.walk(n.child(n.path+"[*]"), o.Schema, nw.Schema)
+	case o == nil && nw != nil && nw.Schema != nil && len(nw.JSONSchemas) == 0 && isAny(&n.old):
+		// The old value was anything (an implied field, or an untyped
+		// one): stored arrays hold items of any value.
+		r.walk(n.child(n.path+"[*]"), &anySchema, nw.Schema)
 	default:
 		return // tuple items or items added/removed: left for checkUnhandled
 	}
@@ -161,9 +341,19 @@ func (r *pairRun) walkAdditionalProperties(n *node) {
 	enabled := n.run.vc.ToggleEnabled(config.CheckAdditionalProperties)
 	switch {
 	case o != nil && isTrue(n.new.XPreserveUnknownFields) && (nw == nil || nw.Schema == nil):
-		// The new object keeps every entry and validates none: it relaxes.
+		// The new object keeps every entry and validates none (entries
+		// under the names it declares as properties were compared with
+		// the old value schema by walkProperties): it relaxes.
 	case o != nil && o.Schema != nil && nw != nil && nw.Schema != nil:
-		r.walk(n.path+"{*}", n.combinator, o.Schema, nw.Schema)
+		r.walk(n.child(n.path+"{*}"), o.Schema, nw.Schema)
+	case o == nil && nw != nil && nw.Schema != nil && (r.oldKeepsAll || isTrue(n.old.XPreserveUnknownFields)):
+		// Unknown fields of any value were kept: they are map entries now,
+		// held to the value schema.
+		pos := n.child(n.path + "{*}")
+		if pos.note == "" {
+			pos.note = "entries that were kept as unknown fields are held to the value schema now"
+		}
+		r.walk(pos, &anySchema, nw.Schema)
 	case o != nil && o.Schema != nil && !allows(nw):
 		if enabled {
 			n.report(config.CheckAdditionalProperties, "map value schema removed: existing map entries would be pruned")
@@ -177,7 +367,8 @@ func (r *pairRun) walkAdditionalProperties(n *node) {
 			n.report(config.CheckAdditionalProperties, "additionalProperties true removed: existing map entries would be pruned")
 		}
 	}
-	// Everything else (none -> some, false -> anything) relaxes.
+	// Everything else (none -> some where nothing was kept, false ->
+	// anything) relaxes.
 }
 
 // describeType renders a schema's type for messages.

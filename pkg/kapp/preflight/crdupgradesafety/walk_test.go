@@ -219,5 +219,128 @@ func TestWalkAdditionalPropertiesToPreserveUnknownFields(t *testing.T) {
 			old:  `{type: object, additionalProperties: {type: string}}`,
 			new:  `{type: object}`,
 			want: []string{"error additionalProperties v1 ^.spec.x: map value schema removed: existing map entries would be pruned"}},
+		{name: "typed properties held to the old value schema",
+			old: `{type: object, additionalProperties: {type: string}}`,
+			new: `{type: object, x-kubernetes-preserve-unknown-fields: true, properties: {a: {type: integer}, b: {type: string, maxLength: 3}, c: {type: string}}}`,
+			want: []string{
+				`error type v1 ^.spec.x.a: type changed: "string" -> "integer" (` + mapNote + `)`,
+				`error maxLength v1 ^.spec.x.b: maxLength added: (none) -> 3 (` + mapNote + `)`,
+			}},
+		{name: "map turned into an object: entries under other names pruned, declared ones compared",
+			old: `{type: object, additionalProperties: {type: string}}`,
+			new: `{type: object, properties: {a: {type: integer}}}`,
+			want: []string{
+				"error additionalProperties v1 ^.spec.x: map value schema removed: existing map entries would be pruned",
+				`error type v1 ^.spec.x.a: type changed: "string" -> "integer" (` + mapNote + `)`,
+			}},
+	})
+}
+
+const (
+	mapNote       = "declared where stored objects may already hold data: map entries under this name were held to the additionalProperties schema"
+	preserveNote  = "declared where stored objects may already hold data: x-kubernetes-preserve-unknown-fields keeps unknown fields of any value"
+	crdKeepNote   = "declared where stored objects may already hold data: spec.preserveUnknownFields: true keeps unknown fields of any value"
+	nameNote      = "declared where stored objects may already hold data: metadata.name is kept whatever the schema says"
+	stillKeptNote = "no longer declared, still kept: x-kubernetes-preserve-unknown-fields keeps unknown fields of any value"
+)
+
+// TestWalkImpliedData: a property one side does not declare is compared
+// with what that side implies where stored objects may hold data under its
+// name; elsewhere a new optional field is safe.
+func TestWalkImpliedData(t *testing.T) {
+	const open = `{type: object, x-kubernetes-preserve-unknown-fields: true`
+	runSchemaCases(t, []schemaCase{
+		{name: "new field where unknown fields were kept", old: open + `}`, new: open + `, properties: {a: {type: integer}}}`,
+			want: []string{`error type v1 ^.spec.x.a: type changed: (none) -> "integer" (` + preserveNote + `)`}},
+		{name: "new object field where unknown fields were kept: pruned below it",
+			old: open + `}`, new: open + `, properties: {a: {type: object, properties: {b: {type: string}}}}}`,
+			want: []string{
+				`error preserveUnknownFields v1 ^.spec.x.a: x-kubernetes-preserve-unknown-fields: true removed: unknown fields of existing objects would be pruned (` + preserveNote + `)`,
+				`error type v1 ^.spec.x.a: type changed: (none) -> "object" (` + preserveNote + `)`,
+				`error type v1 ^.spec.x.a.b: type changed: (none) -> "string" (` + preserveNote + `)`,
+			}},
+		{name: "new field accepting anything where unknown fields were kept", old: open + `}`,
+			new: open + `, properties: {a: {x-kubernetes-preserve-unknown-fields: true, description: any}}}`, want: []string{}},
+		{name: "new list where unknown fields were kept: items compared with anything", old: open + `}`,
+			new: open + `, properties: {a: {type: array, items: {type: string}}}}`,
+			want: []string{
+				`error type v1 ^.spec.x.a: type changed: (none) -> "array" (` + preserveNote + `)`,
+				`error type v1 ^.spec.x.a[*]: type changed: (none) -> "string" (` + preserveNote + `)`,
+			}},
+		{name: "new map where unknown fields were kept: values compared with anything", old: open + `}`,
+			new: open + `, properties: {a: {type: object, additionalProperties: {type: string}}}}`,
+			want: []string{
+				`error preserveUnknownFields v1 ^.spec.x.a: x-kubernetes-preserve-unknown-fields: true removed: unknown fields of existing objects would be pruned (` + preserveNote + `)`,
+				`error type v1 ^.spec.x.a: type changed: (none) -> "object" (` + preserveNote + `)`,
+				`error type v1 ^.spec.x.a{*}: type changed: (none) -> "string" (` + preserveNote + `)`,
+			}},
+		{name: "map value schema added where unknown fields were kept", old: open + `}`,
+			new:  open + `, additionalProperties: {type: integer}}`,
+			want: []string{`error type v1 ^.spec.x{*}: type changed: (none) -> "integer" (entries that were kept as unknown fields are held to the value schema now)`}},
+		{name: "new field where map entries were kept", old: `{type: object, additionalProperties: true}`, new: `{type: object, properties: {a: {type: string}}}`,
+			want: []string{
+				"error additionalProperties v1 ^.spec.x: additionalProperties true removed: existing map entries would be pruned",
+				`error type v1 ^.spec.x.a: type changed: (none) -> "string" (declared where stored objects may already hold data: additionalProperties: true keeps entries of any value)`,
+			}},
+		{name: "new field where nothing was kept", old: `{type: object, properties: {k: {type: string}}}`,
+			new: `{type: object, properties: {k: {type: string}, a: {type: integer, minimum: 3}}}`, want: []string{}},
+		{name: "field removed where unknown fields are kept: kept, not pruned",
+			old: open + `, properties: {a: {type: object, properties: {b: {type: string}}}}}`, new: open + `}`, want: []string{}},
+		{name: "field with a default removed where unknown fields are kept: the default goes",
+			old: open + `, properties: {a: {type: string, default: z}}}`, new: open + `}`,
+			want: []string{`error default v1 ^.spec.x.a: default removed: "z" -> (none) (` + stillKeptNote + `)`}},
+		{name: "field removed where nothing is kept", old: `{type: object, properties: {a: {type: string}}}`, new: `{type: object}`,
+			want: []string{"error existingFieldRemoval v1 ^.spec.x.a: existing field removed (was string)"}},
+		{name: "inside combinator branches properties are constraints, not data",
+			old: open + `, allOf: [{properties: {}}]}`, new: open + `, allOf: [{properties: {a: {maxLength: 3}}}]}`,
+			want: []string{`error allOf v1 ^.spec.x.allOf[0]: allOf branch constrains more properties: ["a"]`}},
+	})
+}
+
+// TestWalkResourceFields: apiVersion, kind and metadata are on every
+// object, whatever the root schema declares.
+func TestWalkResourceFields(t *testing.T) {
+	root := func(props string) *apiextv1.CustomResourceDefinition {
+		return oracleCRD(t, `{type: object, properties: {`+props+`}}`, false)
+	}
+	runCRDCases(t, []crdCase{
+		{name: "maxLength added on metadata.name", old: root(`metadata: {type: object}`),
+			new:  root(`metadata: {type: object, properties: {name: {type: string, maxLength: 5}}}`),
+			want: []string{`error maxLength v1 ^.metadata.name: maxLength added: (none) -> 5 (` + nameNote + `)`}},
+		{name: "metadata declared for the first time with a constraint", old: root(`spec: {type: object}`),
+			new:  root(`metadata: {type: object, properties: {generateName: {type: string, maxLength: 5}}}, spec: {type: object}`),
+			want: []string{`error maxLength v1 ^.metadata.generateName: maxLength added: (none) -> 5 (declared where stored objects may already hold data: every object has metadata)`}},
+		{name: "metadata declared for the first time", old: root(`spec: {type: object}`), new: root(`metadata: {type: object}, spec: {type: object}`),
+			want: []string{}},
+		{name: "metadata.name declared without a constraint", old: root(`metadata: {type: object}`),
+			new: root(`metadata: {type: object, properties: {name: {type: string}}}`), want: []string{}},
+		{name: "metadata.name constraint removed with its declaration", old: root(`metadata: {type: object, properties: {name: {type: string, maxLength: 5}}}`),
+			new: root(`metadata: {type: object}`), want: []string{}},
+		{name: "metadata declaration removed", old: root(`metadata: {type: object, properties: {name: {type: string, maxLength: 5}}}`),
+			new: root(`spec: {type: object}`), want: []string{}},
+		{name: "apiVersion and kind declared and undeclared", old: root(`apiVersion: {type: string}`), new: root(`kind: {type: string}`),
+			want: []string{}},
+		{name: "apiVersion constrained", old: root(`spec: {type: object}`), new: root(`apiVersion: {type: string, pattern: "^example"}, spec: {type: object}`),
+			want: []string{`error pattern v1 ^.apiVersion: pattern added: (none) -> "^example" (declared where stored objects may already hold data: every object has apiVersion and kind)`}},
+		{name: "a field named metadata below the root is an ordinary field", old: oracleCRD(t, specX(`{type: object}`), false),
+			new: oracleCRD(t, specX(`{type: object, properties: {metadata: {type: object, properties: {name: {type: string, maxLength: 5}}}}}`), false), want: []string{}},
+	})
+}
+
+// TestWalkCRDPreserveUnknownFields: under spec.preserveUnknownFields: true
+// nothing is pruned, so every new property is judged like existing data.
+func TestWalkCRDPreserveUnknownFields(t *testing.T) {
+	spec := func(props string, keepAll bool) *apiextv1.CustomResourceDefinition {
+		return oracleCRD(t, `{type: object, properties: {spec: {type: object, properties: {`+props+`}}}}`, keepAll)
+	}
+	runCRDCases(t, []crdCase{
+		{name: "new field", old: spec(`a: {type: string}`, true), new: spec(`a: {type: string}, b: {type: integer}`, true),
+			want: []string{`error type v1 ^.spec.b: type changed: (none) -> "integer" (` + crdKeepNote + `)`}},
+		{name: "new field, nested", old: spec(`a: {type: object}`, true), new: spec(`a: {type: object, properties: {c: {type: boolean}}}`, true),
+			want: []string{`error type v1 ^.spec.a.c: type changed: (none) -> "boolean" (` + crdKeepNote + `)`}},
+		{name: "field removed: kept, not pruned", old: spec(`a: {type: string}, b: {type: integer}`, true), new: spec(`a: {type: string}`, true),
+			want: []string{}},
+		{name: "new field, the old CRD pruned", old: spec(`a: {type: string}`, false), new: spec(`a: {type: string}, b: {type: integer}`, true),
+			want: []string{}},
 	})
 }
