@@ -34,6 +34,26 @@ func TestFirstDeployAndSafeUpgradePass(t *testing.T) {
 	require.Equal(t, before.CRs, after.CRs, "custom resources changed")
 }
 
+// TestMapTypeChangeWarns: x-kubernetes-map-type: atomic added to a map (as
+// controller-gen upgrades do) changes only server-side apply ownership: the
+// deploy goes on with a mapType warning and the change is applied.
+func TestMapTypeChangeWarns(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	n := newNames(t)
+	e.cleanupApp(t, n.App)
+
+	e.deployOK(t, n.App, []string{crdDir(t, n, "base/crd.yaml")}, "--preflight=CRDUpgradeSafety")
+	e.createCRs(t, n, "base/crs.yaml")
+	before := e.snapshot(t, n)
+
+	r := e.deployOK(t, n.App, []string{crdDir(t, n, "safe/map-type-atomic.yaml")}, "--preflight=CRDUpgradeSafety")
+	require.NotContains(t, r.out, blockedError)
+	requireFinding(t, r.out, "mapType", n.CRD, "^.spec.labels")
+	require.Contains(t, e.crdSchemaJSON(t, n, "v1"), `"x-kubernetes-map-type":"atomic"`, "the change was not applied")
+	require.Equal(t, before.CRs, e.snapshot(t, n).CRs, "custom resources changed")
+}
+
 // TestStoredVersionOnlyInStatusCannotBeDropped switches the storage version
 // from v1 to v2 (v1 no longer served), which leaves v1 only in the live
 // CRD's status.storedVersions, then drops v1 from the CRD: the check must
