@@ -258,16 +258,31 @@ var probeChecks = func() config.VersionChecks {
 	return vc
 }()
 
+// maxProbeNodes bounds the schema nodes all probes of one pair run may
+// visit. Probes nest (a branch of a branch of a combinator), so
+// adversarial schemas could make them multiply; past the budget a probe
+// answers "undecided", which is reported like a change: conservative, and
+// the walk stays linear in practice.
+const maxProbeNodes = 200_000
+
+// undecided is the check a probe names when its budget is spent.
+const undecided = "undecided: too many combinator branches to compare"
+
 // probe compares old with new at pos without reporting, under probeChecks
 // and failMode closed, and returns the IDs of the checks that found a
 // change. None means that every value old accepts, new accepts too, as far
 // as the checks can tell (a change they do not understand counts as one).
 func (r *pairRun) probe(pos position, old, new *apiextv1.JSONSchemaProps) []string {
+	if r.probeNodes >= maxProbeNodes {
+		return []string{undecided}
+	}
 	sink, vc, failMode := r.sink, r.vc, r.failMode
 	var ids []string
 	r.sink = func(c change) { ids = append(ids, c.check) }
 	r.vc, r.failMode = &probeChecks, config.FailModeClosed
+	r.probing++
 	r.walk(pos, old, new)
+	r.probing--
 	r.sink, r.vc, r.failMode = sink, vc, failMode
 	return ids
 }

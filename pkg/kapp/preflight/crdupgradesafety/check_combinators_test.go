@@ -1,7 +1,9 @@
 package crdupgradesafety
 
 import (
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
@@ -204,5 +206,39 @@ func TestSameSchemaSeesEveryKeyword(t *testing.T) {
 	cp.Properties["a"] = a
 	if sameSchema(&nested, cp) {
 		t.Fatal("a keyword changed at depth is not seen")
+	}
+}
+
+// nestedAllOf is a schema of depth levels of allOf, each with width
+// branches; bound is the maximum in the innermost branches.
+func nestedAllOf(depth, width, bound int) string {
+	if depth == 0 {
+		return fmt.Sprintf("{maximum: %d}", bound)
+	}
+	branches := make([]string, width)
+	for i := range branches {
+		branches[i] = nestedAllOf(depth-1, width, bound+i)
+	}
+	return "{allOf: [" + strings.Join(branches, ", ") + "]}"
+}
+
+// TestProbeBudget: probes nest, one per branch pair per level; on a
+// schema of deeply nested changed combinators they would multiply without
+// end. The budget ends them with a conservative finding.
+func TestProbeBudget(t *testing.T) {
+	// Every bound lowered: no old branch is contained in any new one, so
+	// each level probes every pair, 16^8 probes without a budget.
+	old := `{type: integer, allOf: [` + nestedAllOf(8, 4, 100) + `]}`
+	new := `{type: integer, allOf: [` + nestedAllOf(8, 4, 10) + `]}`
+	fs := Compare(crdWithField(t, old), crdWithField(t, new), nil)
+	if len(fs) == 0 {
+		t.Fatal("want findings: every bound was lowered inside allOf")
+	}
+	// Within the budget the same shape is decided exactly: raising every
+	// bound inside allOf relaxes.
+	small := Compare(crdWithField(t, `{type: integer, allOf: [`+nestedAllOf(3, 3, 10)+`]}`),
+		crdWithField(t, `{type: integer, allOf: [`+nestedAllOf(3, 3, 100)+`]}`), nil)
+	if len(small) != 0 {
+		t.Fatalf("want no findings, got:\n%s", goldenText(small))
 	}
 }

@@ -29,6 +29,9 @@ type pairRun struct {
 	// none per schema position.
 	nodes []*node
 	depth int
+	// probing counts the probes in progress; probeNodes the nodes they
+	// visited (bounded by maxProbeNodes).
+	probing, probeNodes int
 }
 
 // position is where a node sits and what surrounds it.
@@ -130,6 +133,9 @@ func (r *pairRun) walk(pos position, old, new *apiextv1.JSONSchemaProps) {
 	}
 	n := r.nodes[r.depth]
 	r.depth++
+	if r.probing > 0 {
+		r.probeNodes++
+	}
 	n.position, n.old, n.new = pos, *old, *new
 	r.compareNode(n)
 	checkUnhandled(n) // last: reports whatever no step cleared
