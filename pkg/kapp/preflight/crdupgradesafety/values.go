@@ -147,7 +147,7 @@ const (
 	maxFieldBytes = 512
 	// maxValueBytes bounds one rendered value: a default, a pattern, a
 	// CEL rule, one enum value.
-	maxValueBytes = 256
+	maxValueBytes = 512
 	// maxListItems is how many items of a list a message names; the rest
 	// are counted.
 	maxListItems = 10
