@@ -42,29 +42,10 @@ func assertFindings(t *testing.T, old, new *apiextv1.CustomResourceDefinition, c
 }
 
 // crdWithField builds a one-version CRD whose spec has the property x with
-// the given schema.
+// the given schema (YAML).
 func crdWithField(t *testing.T, fieldYAML string) *apiextv1.CustomResourceDefinition {
 	t.Helper()
-	var x apiextv1.JSONSchemaProps
-	if err := yaml.Unmarshal([]byte(fieldYAML), &x); err != nil {
-		t.Fatalf("parsing schema %q: %v", fieldYAML, err)
-	}
-	return &apiextv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: testCRDName},
-		Spec: apiextv1.CustomResourceDefinitionSpec{
-			Group: "example.com", Scope: apiextv1.NamespaceScoped,
-			Names: apiextv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget"},
-			Versions: []apiextv1.CustomResourceDefinitionVersion{{
-				Name: "v1", Served: true, Storage: true,
-				Schema: &apiextv1.CustomResourceValidation{OpenAPIV3Schema: &apiextv1.JSONSchemaProps{
-					Type: "object",
-					Properties: map[string]apiextv1.JSONSchemaProps{
-						"spec": {Type: "object", Properties: map[string]apiextv1.JSONSchemaProps{"x": x}},
-					},
-				}},
-			}},
-		},
-	}
+	return oracleCRD(t, specX(fieldYAML), false)
 }
 
 // render turns findings into "severity check version field: message" lines.
