@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -183,7 +182,7 @@ func Rejected(crdName, verb string, rs []Rejection, cfg *config.CRDUpgradeSafety
 	for i, r := range rs {
 		findings[i] = Finding{
 			CRD: crdName, Field: V1FieldPath(r.Field), Check: config.CheckAPIServerRejects, Severity: SeverityError,
-			Message: boundMessage(fmt.Sprintf("the apiserver refuses the %s: %s", verb, r.Message)),
+			Message: boundText(fmt.Sprintf("the apiserver refuses the %s: %s", verb, r.Message), maxMessageBytes),
 		}
 	}
 	SortFindings(findings)
@@ -200,7 +199,7 @@ func InvalidOld(crdName string, errs field.ErrorList, cfg *config.CRDUpgradeSafe
 	}
 	return []Finding{{
 		CRD: crdName, Check: config.CheckAPIServerRejects, Severity: SeverityWarning,
-		Message: boundMessage("the old CRD is itself invalid, the apiserver would refuse to create it: " + summarize(v1Paths(errs))),
+		Message: boundText("the old CRD is itself invalid, the apiserver would refuse to create it: "+summarize(v1Paths(errs)), maxMessageBytes),
 	}}
 }
 
@@ -216,19 +215,4 @@ func v1Paths(errs field.ErrorList) field.ErrorList {
 
 func enabledAPIServerRejects(cfg *config.CRDUpgradeSafety) bool {
 	return cfg == nil || cfg.Checks.CRD.ApiserverRejects.Enabled
-}
-
-// maxRejectionMessage bounds one rejection message: validation errors quote
-// the offending value, which may be a whole schema.
-const maxRejectionMessage = 2000
-
-func boundMessage(s string) string {
-	if len(s) <= maxRejectionMessage {
-		return s
-	}
-	cut := maxRejectionMessage
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s... (%d more bytes)", s[:cut], len(s)-cut)
 }
