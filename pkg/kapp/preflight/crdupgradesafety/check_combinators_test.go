@@ -88,7 +88,7 @@ func TestAnyOf(t *testing.T) {
 		{name: "branches reordered with a description edit", old: `{type: integer, anyOf: [{minimum: 5, description: high}, {maximum: 0}]}`,
 			new: `{type: integer, anyOf: [{maximum: 0}, {minimum: 5, description: "high values"}]}`, want: []string{}},
 		{name: "branches reordered and one changed", old: `{anyOf: [{type: string, pattern: "^a"}, {type: integer}]}`, new: `{anyOf: [{type: integer}, {type: string, pattern: "^b"}]}`,
-			want: []string{`error pattern v1 ^.spec.x.anyOf[1]: pattern changed: "^a" -> "^b"`}},
+			want: []string{`error pattern v1 ^.spec.x.anyOf[1]: pattern changed: "^a" -> "^b": "a" no longer accepted`}},
 		{name: "branch tightened", old: `{type: integer, anyOf: [{minimum: 5}, {maximum: 0}]}`, new: `{type: integer, anyOf: [{minimum: 5}, {maximum: -1}]}`,
 			want: []string{"error maximum v1 ^.spec.x.anyOf[1]: maximum decreased: 0 -> -1"}},
 		{name: "required inside a branch changed",

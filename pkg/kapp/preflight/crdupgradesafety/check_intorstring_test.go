@@ -31,7 +31,7 @@ func TestIntOrString(t *testing.T) {
 		{name: "controller-gen -> hand-written form", old: controllerGenIntOrString, new: `{x-kubernetes-int-or-string: true}`, want: []string{}},
 		{name: "other constraints on an int-or-string field are still checked", old: controllerGenIntOrString,
 			new:  `{x-kubernetes-int-or-string: true, anyOf: [{type: integer}, {type: string}], pattern: "^[0-9]+%?$"}`,
-			want: []string{`error pattern v1 ^.spec.x: pattern added: (none) -> "^[0-9]+%?$"`}},
+			want: []string{`error pattern v1 ^.spec.x: pattern added: (none) -> "^[0-9]+%?$": "" no longer accepted`}},
 		{name: "an anyOf that is not the int-or-string one is checked", old: `{x-kubernetes-int-or-string: true}`,
 			new:  `{x-kubernetes-int-or-string: true, anyOf: [{type: integer, minimum: 0}, {type: string}]}`,
 			want: []string{"error anyOf v1 ^.spec.x: anyOf added with 2 sub-schemas"}},

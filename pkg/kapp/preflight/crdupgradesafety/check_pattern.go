@@ -1,30 +1,66 @@
 package crdupgradesafety
 
-import "github.com/crdsafety/kapp/pkg/kapp/config"
+import (
+	"fmt"
+	"strconv"
+	"unicode/utf8"
 
-// checkPattern: a pattern added or changed may reject strings the old one
-// accepted; whether one regular language contains another is not decided
-// here, so every change is reported. Removing the pattern relaxes.
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety/internal/relang"
+)
+
+// checkPattern: a pattern added or changed is unsafe only when some string
+// the old schema accepted is rejected by the new pattern. The two regular
+// languages are compared the way the apiserver evaluates them (Go regexp,
+// matching anywhere unless anchored; an absent pattern accepts every
+// string) and the finding names a shortest string no longer accepted. When
+// the comparison reaches its bound, or a pattern does not compile, the
+// change is reported without a witness. Removing the pattern relaxes.
 func checkPattern(n *node) {
-	changedString(n, config.CheckPattern, &n.old.Pattern, &n.new.Pattern)
-}
-
-// checkFormat: a format added or changed may reject values that were valid.
-func checkFormat(n *node) {
-	changedString(n, config.CheckFormat, &n.old.Format, &n.new.Format)
-}
-
-// changedString clears a string keyword and reports it when it was added or
-// changed; removal relaxes.
-func changedString(n *node, id string, o, nw *string) {
-	oldV, newV := *o, *nw
-	*o, *nw = "", ""
-	if newV == "" || oldV == newV || !n.run.vc.ToggleEnabled(id) {
+	o, nw := n.old.Pattern, n.new.Pattern
+	n.old.Pattern, n.new.Pattern = "", ""
+	if nw == "" || o == nw || !n.run.vc.ToggleEnabled(config.CheckPattern) {
 		return
 	}
 	verb := "changed"
-	if oldV == "" {
+	if o == "" {
 		verb = "added"
 	}
-	n.report(id, "%s %s: %s -> %s", id, verb, renderString(oldV), renderString(newV))
+	change := fmt.Sprintf("pattern %s: %s -> %s", verb, renderString(o), renderString(nw))
+	res, err := comparePatterns(o, nw)
+	switch {
+	case err != nil:
+		n.report(config.CheckPattern, "%s (not proven safe: %v)", change, err)
+	case res.Verdict == relang.Included:
+	case res.Verdict == relang.NotIncluded:
+		n.report(config.CheckPattern, "%s: %s no longer accepted", change, renderWitness(res.Witness))
+	default:
+		n.report(config.CheckPattern, "%s (not proven safe: the comparison stopped at its bound of %d states)", change, relang.DefaultMaxStates)
+	}
+}
+
+// comparePatterns decides whether every string pattern old accepts is
+// accepted by new ("" is no pattern: every string).
+func comparePatterns(old, new string) (relang.Result, error) {
+	ol, err := relang.Compile(old)
+	if err != nil {
+		return relang.Result{}, err
+	}
+	nl, err := relang.Compile(new)
+	if err != nil {
+		return relang.Result{}, err
+	}
+	return relang.Includes(ol, nl, 0), nil
+}
+
+// renderWitness quotes a witness string, shortened when it is long (a
+// counted repetition's bound can need hundreds of characters).
+func renderWitness(w string) string {
+	const maxRunes = 80
+	n := utf8.RuneCountInString(w)
+	if n <= maxRunes {
+		return strconv.Quote(w)
+	}
+	head := []rune(w)[:maxRunes/2]
+	return fmt.Sprintf("%s... (%d characters)", strconv.Quote(string(head)), n)
 }

@@ -120,7 +120,7 @@ func TestServedVersion(t *testing.T) {
 			config: served(func(s *config.ServedVersionChecks) { s.MapType.ChangeEnforcement = config.EnforcementNone }),
 			want:   []string{}},
 		{name: "servedVersion toggle on by default", old: newCRD(t, v1), new: newCRD(t, v1NotStored, v2(patternB)),
-			want: []string{`error servedVersion v1 -> v2 ^.spec.b: [pattern] pattern added: (none) -> "^x"`}},
+			want: []string{`error servedVersion v1 -> v2 ^.spec.b: [pattern] pattern added: (none) -> "^x": "" no longer accepted`}},
 		{name: "unhandled change between served versions", old: newCRD(t, testVersion{"v1", true, true, plainE}), new: newCRD(t, testVersion{"v1", true, false, plainE}, v2(withItems)),
 			want: []string{unhandleE}},
 		{name: "servedVersion unhandledFailureMode Open", old: newCRD(t, testVersion{"v1", true, true, plainE}), new: newCRD(t, testVersion{"v1", true, false, plainE}, v2(withItems)),

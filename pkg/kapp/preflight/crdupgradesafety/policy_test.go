@@ -131,7 +131,7 @@ func TestFindingsSorted(t *testing.T) {
 		"error existingFieldRemoval v1 ^.spec.b: existing field removed (was string)",
 		`error default v2 ^.spec.a: default added: (none) -> "z"`,
 		`error enum v2 ^.spec.a: enum values removed: ["x"]`,
-		`error pattern v2 ^.spec.a: pattern added: (none) -> "^z"`,
+		`error pattern v2 ^.spec.a: pattern added: (none) -> "^z": "" no longer accepted`,
 		"error existingFieldRemoval v2 ^.spec.b: existing field removed (was string)",
 	}
 	if got := render(Compare(old, new, nil)); !equalLines(got, want) {

@@ -1,0 +1,76 @@
+package crdupgradesafety
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+)
+
+// checkFormat: a format added or changed is unsafe only when the
+// apiserver validates the new format and its values are not certainly all
+// valid under the old one. The apiserver validates only the formats it
+// supports (apiextensions' supported formats, checked by
+// k8s.io/kube-openapi's strfmt validators) and ignores every other format;
+// names are compared as it normalizes them (without dashes: date-time is
+// datetime). Removing a format relaxes.
+func checkFormat(n *node) {
+	o, nw := n.old.Format, n.new.Format
+	n.old.Format, n.new.Format = "", ""
+	if o == nw || !n.run.vc.ToggleEnabled(config.CheckFormat) || formatIncludes(o, nw) {
+		return
+	}
+	if o == "" {
+		n.report(config.CheckFormat, "format added: (none) -> %s", renderString(nw))
+		return
+	}
+	note := ""
+	if !validatedFormats[normalizeFormat(o)] {
+		note = " (the old format is not validated by the apiserver)"
+	}
+	n.report(config.CheckFormat, "format changed: %s -> %s%s", renderString(o), renderString(nw), note)
+}
+
+// validatedFormats are the formats (normalized) whose values the
+// apiserver checks: apiextensions-apiserver's supported formats (since
+// Kubernetes 1.0, and k8s-short-name and k8s-long-name since 1.34, counted
+// as validated whatever the cluster's version), except password, whose
+// validator accepts every string. TestValidatedFormats checks this list
+// against the apiserver's schema validator.
+var validatedFormats = map[string]bool{
+	"bsonobjectid": true, "uri": true, "email": true, "hostname": true, "ipv4": true, "ipv6": true,
+	"cidr": true, "mac": true, "uuid": true, "uuid3": true, "uuid4": true, "uuid5": true,
+	"isbn": true, "isbn10": true, "isbn13": true, "creditcard": true, "ssn": true,
+	"hexcolor": true, "rgbcolor": true, "byte": true, "date": true, "duration": true,
+	"datetime": true, "k8sshortname": true, "k8slongname": true,
+}
+
+// formatSupersets maps a validated format to the formats that certainly
+// accept every value it accepts (TestFormatSupersets proves each pair with
+// the strfmt validators): the uuid versions are uuids with fixed digits,
+// isbn is isbn10 or isbn13, a short name is a one-segment long name.
+var formatSupersets = map[string][]string{
+	"uuid3": {"uuid"}, "uuid4": {"uuid"}, "uuid5": {"uuid"},
+	"isbn10": {"isbn"}, "isbn13": {"isbn"},
+	"k8sshortname": {"k8slongname"},
+}
+
+// normalizeFormat is go-openapi's format name normalization, which the
+// apiserver uses too.
+func normalizeFormat(f string) string { return strings.ReplaceAll(f, "-", "") }
+
+// formatIncludes reports whether every string valid under format old is
+// valid under format new ("" is no format).
+func formatIncludes(old, new string) bool {
+	o, nw := normalizeFormat(old), normalizeFormat(new)
+	switch {
+	case !validatedFormats[nw]:
+		return true // the new format validates nothing
+	case !validatedFormats[o]:
+		return false // it validated nothing, the new one does
+	case o == nw:
+		return true
+	default:
+		return slices.Contains(formatSupersets[o], nw)
+	}
+}

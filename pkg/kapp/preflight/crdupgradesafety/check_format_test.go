@@ -1,0 +1,151 @@
+package crdupgradesafety
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety/internal/relang"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+	"k8s.io/kube-openapi/pkg/validation/strfmt"
+)
+
+func TestFormat(t *testing.T) {
+	runSchemaCases(t, []schemaCase{
+		{name: "unchanged", old: `{type: string, format: date-time}`, new: `{type: string, format: date-time}`, want: []string{}},
+		{name: "added", old: `{type: string}`, new: `{type: string, format: date-time}`,
+			want: []string{`error format v1 ^.spec.x: format added: (none) -> "date-time"`}},
+		{name: "changed", old: `{type: string, format: hostname}`, new: `{type: string, format: ipv4}`,
+			want: []string{`error format v1 ^.spec.x: format changed: "hostname" -> "ipv4"`}},
+		{name: "narrowed to a uuid version", old: `{type: string, format: uuid}`, new: `{type: string, format: uuid4}`,
+			want: []string{`error format v1 ^.spec.x: format changed: "uuid" -> "uuid4"`}},
+		{name: "widened from a uuid version", old: `{type: string, format: uuid5}`, new: `{type: string, format: uuid}`, want: []string{}},
+		{name: "widened to isbn", old: `{type: string, format: isbn13}`, new: `{type: string, format: isbn}`, want: []string{}},
+		{name: "narrowed to isbn10", old: `{type: string, format: isbn}`, new: `{type: string, format: isbn10}`,
+			want: []string{`error format v1 ^.spec.x: format changed: "isbn" -> "isbn10"`}},
+		{name: "short name to long name", old: `{type: string, format: k8s-short-name}`, new: `{type: string, format: k8s-long-name}`, want: []string{}},
+		{name: "spelled without the dash", old: `{type: string, format: date-time}`, new: `{type: string, format: datetime}`, want: []string{}},
+		{name: "to a format the apiserver ignores", old: `{type: string, format: email}`, new: `{type: string, format: url}`, want: []string{}},
+		{name: "between ignored formats", old: `{type: integer, format: int32}`, new: `{type: integer, format: int64}`, want: []string{}},
+		{name: "ignored format added", old: `{type: string}`, new: `{type: string, format: my-custom}`, want: []string{}},
+		{name: "password accepts every string", old: `{type: string}`, new: `{type: string, format: password}`, want: []string{}},
+		{name: "from an ignored format to a validated one", old: `{type: string, format: url}`, new: `{type: string, format: uri}`,
+			want: []string{`error format v1 ^.spec.x: format changed: "url" -> "uri" (the old format is not validated by the apiserver)`}},
+		{name: "removed relaxes", old: `{type: string, format: uuid}`, new: `{type: string}`, want: []string{}},
+		{name: "format toggle off", old: `{type: string}`, new: `{type: string, format: date-time}`,
+			config: func(c *config.CRDUpgradeSafety) { c.Checks.SameVersion.Toggles[config.CheckFormat] = false },
+			want:   []string{}},
+	})
+}
+
+// TestValidatedFormats checks validatedFormats against the apiserver: a
+// format counts as validated exactly when apiextensions supports it (at
+// the newest version, 1.35) and its validator rejects a value.
+func TestValidatedFormats(t *testing.T) {
+	candidates := []string{"password", "int32", "int64", "float", "double", "url", "UUID", "date-time",
+		"k8s-short-name", "k8s-long-name", "iso8601", "my-custom"}
+	for f := range validatedFormats {
+		candidates = append(candidates, f)
+	}
+	for _, f := range candidates {
+		s := &spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"string"}, Format: f}}
+		supported := len(validation.GetUnrecognizedFormats(s, version.MajorMinor(1, 35))) == 0
+		v, _, err := validation.NewSchemaValidatorForVersion(&apiextensions.JSONSchemaProps{Type: "string", Format: f}, version.MajorMinor(1, 35))
+		if err != nil {
+			t.Fatalf("format %q: %v", f, err)
+		}
+		rejects := len(validation.ValidateCustomResource(nil, "%%% not valid", v)) > 0
+		if got, want := validatedFormats[normalizeFormat(f)], supported && rejects; got != want {
+			t.Errorf("format %q: validatedFormats says %v, the apiserver supports it: %v, rejects a value: %v", f, got, supported, rejects)
+		}
+	}
+}
+
+// TestFormatSupersets proves each pair of formatSupersets with the strfmt
+// validators the apiserver uses: every sampled value valid under the
+// narrower format is valid under the wider one (and enough samples are
+// valid to mean something). The uuid versions are also proven exactly,
+// by comparing their regular languages.
+func TestFormatSupersets(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	samplers := map[string]func() string{
+		"uuid3": patternSamples(t, r, strfmt.UUID3Pattern), "uuid4": patternSamples(t, r, strfmt.UUID4Pattern),
+		"uuid5":  patternSamples(t, r, strfmt.UUID5Pattern),
+		"isbn10": func() string { return isbnCandidate(r, 10) }, "isbn13": func() string { return isbnCandidate(r, 13) },
+		"k8sshortname": patternSamples(t, r, `^[a-z0-9]([-a-z0-9]{0,70}[a-z0-9])?$`),
+	}
+	names := map[string]string{"k8sshortname": "k8s-short-name", "k8slongname": "k8s-long-name"}
+	name := func(f string) string {
+		if n, ok := names[f]; ok {
+			return n
+		}
+		return f
+	}
+	for sub, sups := range formatSupersets {
+		sample, ok := samplers[sub]
+		if !ok {
+			t.Fatalf("no sampler for %q", sub)
+		}
+		for _, sup := range sups {
+			t.Run(sub+"<"+sup, func(t *testing.T) {
+				valid := 0
+				for range 3000 {
+					s := sample()
+					if !strfmt.Default.Validates(name(sub), s) {
+						continue
+					}
+					valid++
+					if !strfmt.Default.Validates(name(sup), s) {
+						t.Fatalf("%q is a valid %s but not a valid %s", s, sub, sup)
+					}
+				}
+				if valid < 100 {
+					t.Fatalf("only %d of 3000 samples are valid %s values", valid, sub)
+				}
+			})
+		}
+	}
+	for _, p := range []string{strfmt.UUID3Pattern, strfmt.UUID4Pattern, strfmt.UUID5Pattern} {
+		sub, err1 := relang.Compile(p)
+		sup, err2 := relang.Compile(strfmt.UUIDPattern)
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		if res := relang.Includes(sub, sup, 0); res.Verdict != relang.Included {
+			t.Errorf("%s ⊆ %s: %v %q", p, strfmt.UUIDPattern, res.Verdict, res.Witness)
+		}
+	}
+}
+
+func patternSamples(t *testing.T, r *rand.Rand, pattern string) func() string {
+	s, err := relang.NewSampler(pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func() string {
+		v, _ := s.Sample(r)
+		return v
+	}
+}
+
+// isbnCandidate returns digits (the last one possibly X for ISBN-10) with
+// random dashes and spaces; about one in ten has a valid check digit.
+func isbnCandidate(r *rand.Rand, n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 && r.IntN(5) == 0 {
+			b.WriteString([]string{"-", " "}[r.IntN(2)])
+		}
+		if i == n-1 && n == 10 && r.IntN(11) == 0 {
+			b.WriteByte('X')
+			continue
+		}
+		fmt.Fprintf(&b, "%d", r.IntN(10))
+	}
+	return b.String()
+}
