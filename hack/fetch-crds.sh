@@ -2,7 +2,8 @@
 # fetch-crds.sh copies real CRDs from the Go modules that ship them into the
 # git-ignored .cache/crds/ folder, for the engine's benchmarks and real-CRD
 # tests (pkg/kapp/preflight/crdupgradesafety: BenchmarkCompare,
-# TestRealCRDsSelfCompare). Modules come through the Go module proxy with
+# TestRealCRDsSelfCompare, TestNoFalseNegativesMutations). hack/test.sh runs
+# it before the unit tests. Modules come through the Go module proxy with
 # `go mod download`, run outside of this repository's module so that its
 # go.mod is never touched.
 #
@@ -12,7 +13,8 @@
 #   .cache/crds/gateway-api/standard/<file>.yaml
 #   .cache/crds/gateway-api/experimental/<file>.yaml
 #
-# Usage: hack/fetch-crds.sh            (re-running replaces the folder)
+# Usage: hack/fetch-crds.sh            (a no-op when .cache/crds holds these
+#                                      versions; FORCE=1 replaces the folder)
 # Override versions with PROMETHEUS_OPERATOR_VERSION, CERT_MANAGER_VERSION,
 # GATEWAY_API_VERSION.
 set -euo pipefail
@@ -25,6 +27,17 @@ GATEWAY_API_VERSION="${GATEWAY_API_VERSION:-v1.6.3}"
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dest="${root}/.cache/crds"
+
+versions="github.com/prometheus-operator/prometheus-operator ${PROMETHEUS_OPERATOR_VERSION}
+github.com/cert-manager/cert-manager ${CERT_MANAGER_VERSION}
+sigs.k8s.io/gateway-api ${GATEWAY_API_VERSION}"
+
+# Already fetched at these versions (hack/test.sh runs this before every
+# unit test run): nothing to do. FORCE=1 fetches again.
+if [ "${FORCE:-}" != 1 ] && [ -f "${dest}/VERSIONS" ] && [ "$(cat "${dest}/VERSIONS")" = "${versions}" ]; then
+	echo "fetch-crds: up to date (${dest#"${root}"/})"
+	exit 0
+fi
 
 # module_dir MODULE@VERSION prints the module's extracted directory in the
 # module cache, downloading it first when needed.
@@ -78,11 +91,7 @@ dir="$(module_dir "sigs.k8s.io/gateway-api@${GATEWAY_API_VERSION}")"
 copy_crds "${dir}/config/crd/standard" "${stage}/gateway-api/standard"
 copy_crds "${dir}/config/crd/experimental" "${stage}/gateway-api/experimental"
 
-cat >"${stage}/VERSIONS" <<EOF
-github.com/prometheus-operator/prometheus-operator ${PROMETHEUS_OPERATOR_VERSION}
-github.com/cert-manager/cert-manager ${CERT_MANAGER_VERSION}
-sigs.k8s.io/gateway-api ${GATEWAY_API_VERSION}
-EOF
+printf '%s\n' "${versions}" >"${stage}/VERSIONS"
 rm -rf "${dest}"
 mkdir -p "$(dirname "${dest}")"
 mv "${stage}" "${dest}"

@@ -26,6 +26,11 @@ go vet ./...
 (cd hack/bench && go vet ./...)
 (cd hack/kappctrl && go vet ./...)
 
+section "real CRDs for the engine's tests"
+# The proof of no false negatives (TestNoFalseNegativesMutations) and the
+# real-CRD tests skip without them; the fetch is cached in .cache/crds.
+hack/fetch-crds.sh
+
 section "unit tests"
 # test/e2e needs the cluster; it runs below.
 mapfile -t pkgs < <(go list ./... | grep -v '/test/e2e')
