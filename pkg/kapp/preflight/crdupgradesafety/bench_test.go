@@ -22,6 +22,16 @@ const prometheusesCRD = "prometheus-operator/monitoring.coreos.com_prometheuses.
 // realCRDDir returns <repo>/.cache/crds, or skips the test when it is absent.
 func realCRDDir(tb testing.TB) string {
 	tb.Helper()
+	crds, ok := realCRDDirIfPresent(tb)
+	if !ok {
+		tb.Skip(fetchCRDsHint)
+	}
+	return crds
+}
+
+// realCRDDirIfPresent returns <repo>/.cache/crds and whether it exists.
+func realCRDDirIfPresent(tb testing.TB) (string, bool) {
+	tb.Helper()
 	dir, err := os.Getwd()
 	if err != nil {
 		tb.Fatalf("getwd: %v", err)
@@ -37,10 +47,8 @@ func realCRDDir(tb testing.TB) string {
 		dir = parent
 	}
 	crds := filepath.Join(dir, ".cache", "crds")
-	if fi, err := os.Stat(crds); err != nil || !fi.IsDir() {
-		tb.Skip(fetchCRDsHint)
-	}
-	return crds
+	fi, err := os.Stat(crds)
+	return crds, err == nil && fi.IsDir()
 }
 
 // readRealCRD reads and parses one real CRD file (path relative to
@@ -74,7 +82,16 @@ func parseRealCRD(tb testing.TB, path string, b []byte) *apiextv1.CustomResource
 // sorted).
 func realCRDFiles(tb testing.TB) []string {
 	tb.Helper()
-	root := realCRDDir(tb)
+	files := realCRDFilesIn(tb, realCRDDir(tb))
+	if len(files) == 0 {
+		tb.Skip(fetchCRDsHint)
+	}
+	return files
+}
+
+// realCRDFilesIn lists the YAML files under root (relative paths, sorted).
+func realCRDFilesIn(tb testing.TB, root string) []string {
+	tb.Helper()
 	var files []string
 	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -91,9 +108,6 @@ func realCRDFiles(tb testing.TB) []string {
 	})
 	if err != nil {
 		tb.Fatalf("listing %s: %v", root, err)
-	}
-	if len(files) == 0 {
-		tb.Skip(fetchCRDsHint)
 	}
 	sort.Strings(files)
 	return files

@@ -1,0 +1,519 @@
+package crdupgradesafety
+
+// A built-in proof of no false negatives. For CRD pairs (every golden case,
+// in both directions, and random mutations of real CRDs), objects valid
+// under the old schema are stored and read back under the new one the way
+// kube-apiserver does it, with its own code (proof_apiserver_test.go):
+//
+//   - create under the old schema: decode (metadata coercion, pruning,
+//     nulls the schema does not allow dropped, defaulting), then the custom
+//     resource strategy's validation (OpenAPI schema, metadata and embedded
+//     resources, list sets and maps, CEL rules); objects it rejects are
+//     discarded: they cannot be stored.
+//   - read under the new schema: the decoding a read from etcd applies
+//     (the same steps, dropping malformed metadata), compared with what was
+//     stored: any field pruned, nulled or defaulted differently is a change.
+//   - the same request under the new schema: decoding the original request
+//     under the new schema, compared with what the old one stored: a
+//     default added, changed or removed is a change.
+//   - validation of both under the new schema, as a create (no ratcheting,
+//     transition rules do not run): the object read back is what a client
+//     writes back (an update that keeps a field the new schema rejects is
+//     forgiven only by ratcheting, which stops as soon as the field is
+//     touched, and never applies to the same manifest applied to another
+//     cluster); any error is a change at its field.
+//
+// Every change must be covered by a finding of Compare (any severity) in
+// that version, at the change's field or an ancestor (a finding inside a
+// combinator branch covers the field the branch constrains, and the node
+// that carries the combinator), or a CRD-level finding. Changes at fields
+// no stored object can hold (a new field's default) are the "new optional
+// field" rule of design.md and do not count.
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// proofStats are the counts a proof run reports.
+type proofStats struct {
+	pairs     int // CRD pairs compared
+	versions  int // versions proven
+	generated int // objects generated
+	stored    int // objects the old schema accepted
+	changed   int // stored objects the new schema rejects, prunes or defaults differently
+	misses    int // changes no finding covers
+}
+
+func (s proofStats) String() string {
+	return fmt.Sprintf("%d CRD pairs, %d versions, %d objects generated, %d stored under the old schema, %d changed under the new one, %d uncovered changes",
+		s.pairs, s.versions, s.generated, s.stored, s.changed, s.misses)
+}
+
+func (s *proofStats) add(o proofStats) {
+	s.pairs += o.pairs
+	s.versions += o.versions
+	s.generated += o.generated
+	s.stored += o.stored
+	s.changed += o.changed
+	s.misses += o.misses
+}
+
+// change is one difference the apiserver makes between the old and the new
+// schema for a stored object.
+type change struct {
+	path   dataPath
+	field  string // engine field path
+	reason string
+}
+
+// proofRun proves one CRD pair.
+type proofRun struct {
+	tb       testing.TB
+	name     string
+	old, new *apiextv1.CustomResourceDefinition
+	r        *rand.Rand
+	focus    string // engine field path to aim the objects at ("" for all)
+	objects  int    // objects to generate per version
+	stats    proofStats
+	// maxMisses stops reporting after this many uncovered changes.
+	maxMisses int
+	// compare overrides Compare under the default policy (to test the
+	// harness).
+	compare func(old, new *apiextv1.CustomResourceDefinition) []Finding
+	// version, when set, is the only version proven (the one a mutation
+	// changed).
+	version string
+	// served caches the old CRD's served schemas across runs.
+	served map[string]*servedSchema
+}
+
+// servedSchema returns crd's version as served, from the cache for the
+// old CRD.
+func (p *proofRun) servedSchema(crd *apiextv1.CustomResourceDefinition, version string) *servedSchema {
+	if crd == p.old && p.served != nil {
+		if s, ok := p.served[version]; ok {
+			return s
+		}
+	}
+	s, err := newServedSchema(crd, version)
+	if err != nil {
+		p.tb.Fatalf("%s: version %s: %v", p.name, version, err)
+	}
+	if crd == p.old && p.served != nil {
+		p.served[version] = s
+	}
+	return s
+}
+
+func (p *proofRun) run() {
+	p.stats.pairs++
+	compare := p.compare
+	if compare == nil {
+		compare = func(old, new *apiextv1.CustomResourceDefinition) []Finding { return Compare(old, new, nil) }
+	}
+	findings := compare(p.old, p.new)
+	newVersions := versionsByName(p.new)
+	for _, ov := range p.old.Spec.Versions {
+		if _, ok := newVersions[ov.Name]; !ok || p.version != "" && ov.Name != p.version {
+			continue
+		}
+		mo, mn := p.servedSchema(p.old, ov.Name), p.servedSchema(p.new, ov.Name)
+		p.stats.versions++
+		gen := newObjGen(p.r, p.focus)
+		for range p.objects {
+			p.stats.generated++
+			raw := gen.object(mo.gvk.GroupVersion().String(), mo.gvk.Kind, mo.namespaced, mo.structural, mn.structural)
+			changes, stored := p.prove(mo, mn, raw)
+			if !stored {
+				continue
+			}
+			p.stats.stored++
+			if len(changes) > 0 {
+				p.stats.changed++
+			}
+			for _, c := range changes {
+				if covered(findings, ov.Name, c.field) {
+					continue
+				}
+				p.stats.misses++
+				if p.stats.misses <= p.maxMisses {
+					obj, _ := json.Marshal(raw)
+					p.tb.Errorf("%s: version %s: no finding covers %s at %s (%s)\n  object: %s\n  findings:\n%s",
+						p.name, ov.Name, c.reason, c.field, c.path, obj, indent(goldenText(findings)))
+				}
+			}
+		}
+	}
+}
+
+func indent(s string) string {
+	if s == "" {
+		return "    (none)"
+	}
+	return "    " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n    ")
+}
+
+// prove stores raw under the old schema and returns the changes the new
+// schema makes to it; stored is false when the old schema rejects it.
+func (p *proofRun) prove(mo, mn *servedSchema, raw map[string]any) (changes []change, stored bool) {
+	raw, err := normalizeJSON(raw)
+	if err != nil {
+		p.tb.Fatalf("%s: %v", p.name, err)
+	}
+	s := deepCopyJSON(raw).(map[string]any)
+	if err := mo.decode(s, false); err != nil || len(mo.validate(s)) > 0 {
+		return nil, false
+	}
+	add := func(path dataPath, reason string) {
+		changes = append(changes, change{path: path, field: schemaPath(mn.structural, path), reason: reason})
+	}
+	// Read back under the new schema.
+	r := deepCopyJSON(s).(map[string]any)
+	if err := mn.decode(r, true); err != nil {
+		add(nil, "read fails: "+err.Error())
+	}
+	for _, d := range diffJSON(nil, s, r) {
+		if storable(mo.structural, d.path) || d.hadOld {
+			add(d.path, "read back as "+d.what)
+		}
+	}
+	for _, e := range mn.validate(r) {
+		add(errorPath(e, r), "read back and rejected: "+e.Error())
+	}
+	// The same request under the new schema: what each schema defaulted
+	// must agree.
+	c := deepCopyJSON(raw).(map[string]any)
+	if err := mn.decode(c, false); err != nil {
+		add(nil, "create fails: "+err.Error())
+	} else {
+		for _, d := range defaultDiffs(mo, mn, raw, s, c) {
+			if storable(mo.structural, d.path) || d.hadOld {
+				add(d.path, "defaulted differently: "+d.what)
+			}
+		}
+		for _, e := range mn.validate(c) {
+			add(errorPath(e, c), "created and rejected: "+e.Error())
+		}
+	}
+	return changes, true
+}
+
+// defaultDiffs compares the defaults each schema applies to the request
+// raw (s and c are raw decoded with the old and the new schema): at every
+// path one of them defaulted, the two decoded objects must agree.
+func defaultDiffs(mo, mn *servedSchema, raw, s, c map[string]any) []jsonDiff {
+	paths := map[string]dataPath{}
+	for _, m := range []*servedSchema{mo, mn} {
+		undefaulted := deepCopyJSON(raw).(map[string]any)
+		defaulted := deepCopyJSON(raw).(map[string]any)
+		if m.decodeWithoutDefaults(undefaulted, false) != nil || m.decode(defaulted, false) != nil {
+			continue
+		}
+		for _, d := range diffJSON(nil, undefaulted, defaulted) {
+			paths[d.path.String()] = d.path
+		}
+	}
+	var out []jsonDiff
+	keys := make([]string, 0, len(paths))
+	for k := range paths {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		p := paths[k]
+		sv, inS := lookupJSON(s, p)
+		cv, inC := lookupJSON(c, p)
+		if inS != inC || !reflect.DeepEqual(sv, cv) {
+			out = append(out, jsonDiff{p, inS, compactJSON(sv) + " -> " + compactJSON(cv)})
+		}
+	}
+	return out
+}
+
+// lookupJSON returns the value at p, and whether there is one.
+func lookupJSON(v any, p dataPath) (any, bool) {
+	for _, e := range p {
+		switch e := e.(type) {
+		case int:
+			l, ok := v.([]any)
+			if !ok || e >= len(l) {
+				return nil, false
+			}
+			v = l[e]
+		case string:
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			if v, ok = m[e]; !ok {
+				return nil, false
+			}
+		}
+	}
+	return v, true
+}
+
+// jsonDiff is one difference between two JSON values.
+type jsonDiff struct {
+	path   dataPath
+	hadOld bool   // the old value had something at path
+	what   string // readable
+}
+
+// diffJSON returns the paths where a and b differ, as deep as both are
+// objects or equally long lists.
+func diffJSON(path dataPath, a, b any) []jsonDiff {
+	switch at := a.(type) {
+	case map[string]any:
+		bt, ok := b.(map[string]any)
+		if !ok {
+			break
+		}
+		keys := make([]string, 0, len(at)+len(bt))
+		for k := range at {
+			keys = append(keys, k)
+		}
+		for k := range bt {
+			if _, ok := at[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		var out []jsonDiff
+		for _, k := range keys {
+			av, inA := at[k]
+			bv, inB := bt[k]
+			child := append(append(dataPath{}, path...), k)
+			switch {
+			case !inB:
+				out = append(out, jsonDiff{child, true, "pruned (was " + compactJSON(av) + ")"})
+			case !inA:
+				out = append(out, jsonDiff{child, false, "added " + compactJSON(bv)})
+			default:
+				out = append(out, diffJSON(child, av, bv)...)
+			}
+		}
+		return out
+	case []any:
+		bt, ok := b.([]any)
+		if !ok || len(at) != len(bt) {
+			break
+		}
+		var out []jsonDiff
+		for i := range at {
+			out = append(out, diffJSON(append(append(dataPath{}, path...), i), at[i], bt[i])...)
+		}
+		return out
+	}
+	if reflect.DeepEqual(a, b) {
+		return nil
+	}
+	return []jsonDiff{{path, true, compactJSON(a) + " -> " + compactJSON(b)}}
+}
+
+func compactJSON(v any) string {
+	b, _ := json.Marshal(v)
+	if len(b) > 80 {
+		return string(b[:80]) + "..."
+	}
+	return string(b)
+}
+
+// covered reports whether a finding covers a change at field in version:
+// a CRD-level finding, a finding at field or an ancestor (inside a
+// combinator branch, the field the branch constrains), or a finding inside
+// a combinator of field itself.
+func covered(findings []Finding, version, field string) bool {
+	for _, f := range findings {
+		if f.Version != version && f.Version != "" {
+			continue
+		}
+		if f.Field == "" {
+			return true
+		}
+		base, stripped := splitCombinators(f.Field)
+		if isAncestorOrSelf(stripped, field) || base == field {
+			return true
+		}
+	}
+	return false
+}
+
+// splitCombinators returns the part of a field path before its first
+// combinator segment (.allOf[i], .anyOf[i], .oneOf[i], .not), and the path
+// with every such segment removed.
+func splitCombinators(field string) (base, stripped string) {
+	base = field
+	var b strings.Builder
+	rest := field
+	first := true
+	for {
+		i, n := nextCombinator(rest)
+		if i < 0 {
+			b.WriteString(rest)
+			break
+		}
+		if first {
+			base = field[:len(field)-len(rest)+i]
+			first = false
+		}
+		b.WriteString(rest[:i])
+		rest = rest[i+n:]
+	}
+	return base, b.String()
+}
+
+// nextCombinator finds the next combinator segment in s: its index and
+// length, -1 when there is none.
+func nextCombinator(s string) (int, int) {
+	best, length := -1, 0
+	for _, kw := range []string{".allOf[", ".anyOf[", ".oneOf["} {
+		if i := strings.Index(s, kw); i >= 0 && (best < 0 || i < best) {
+			j := strings.IndexByte(s[i:], ']')
+			best, length = i, j+1
+		}
+	}
+	if i := strings.Index(s, ".not"); i >= 0 && (best < 0 || i < best) && (len(s) == i+4 || strings.ContainsRune(".[{", rune(s[i+4]))) {
+		best, length = i, 4
+	}
+	return best, length
+}
+
+// TestNoFalseNegativesGolden runs the proof over every golden case, in
+// both directions (a downgrade is a change too), with the default policy.
+func TestNoFalseNegativesGolden(t *testing.T) {
+	var total proofStats
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, c := range goldenCases(t) {
+		old := parseCRDStrict(t, c.dir+"/old.yaml", c.old)
+		new := parseCRDStrict(t, c.dir+"/new.yaml", c.new)
+		for _, dir := range []struct {
+			name     string
+			old, new *apiextv1.CustomResourceDefinition
+		}{{c.name, old, new}, {c.name + " (reversed)", new, old}} {
+			p := &proofRun{tb: t, name: dir.name, old: dir.old, new: dir.new, r: r, objects: 40, maxMisses: 3}
+			p.run()
+			total.add(p.stats)
+		}
+	}
+	t.Logf("golden cases: %s", total)
+}
+
+// TestProofHarness checks the harness itself: a CRD compared with itself
+// changes no stored object (so the apiserver model is consistent), and a
+// change the engine is blind to by configuration is caught.
+func TestProofHarness(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var total proofStats
+	for _, c := range goldenCases(t) {
+		crd := parseCRDStrict(t, c.dir+"/old.yaml", c.old)
+		p := &proofRun{tb: t, name: c.name + " (itself)", old: crd, new: crd, r: r, objects: 10, maxMisses: 3}
+		p.run()
+		if p.stats.changed > 0 {
+			t.Errorf("%s: comparing with itself changed %d objects", c.name, p.stats.changed)
+		}
+		total.add(p.stats)
+	}
+	if total.stored < total.generated/2 {
+		t.Errorf("the generator writes too few valid objects: %s", total)
+	}
+	t.Logf("self comparisons: %s", total)
+
+	// With a finding removed, the proof must notice.
+	c := goldenCaseByName(t, "prohibited-maxlength-decreased")
+	old := parseCRDStrict(t, c.dir+"/old.yaml", c.old)
+	new := parseCRDStrict(t, c.dir+"/new.yaml", c.new)
+	rec := &recordingTB{TB: t}
+	p := &proofRun{tb: rec, name: c.name, old: old, new: new, r: r, objects: 40, maxMisses: 1}
+	cfg := config.Default()
+	cfg.Checks.SameVersion.MaxLength.Enabled = false
+	p.compare = func(old, new *apiextv1.CustomResourceDefinition) []Finding { return Compare(old, new, &cfg) }
+	p.run()
+	if p.stats.misses == 0 || len(rec.errors) == 0 {
+		t.Fatalf("with the maxLength check disabled, the proof found no uncovered change: %s", p.stats)
+	}
+}
+
+// recordingTB records errors instead of failing the test.
+type recordingTB struct {
+	testing.TB
+	errors []string
+}
+
+func (r *recordingTB) Errorf(format string, args ...any) {
+	r.errors = append(r.errors, fmt.Sprintf(format, args...))
+}
+
+func goldenCaseByName(tb testing.TB, name string) goldenCase {
+	tb.Helper()
+	for _, c := range goldenCases(tb) {
+		if c.name == name {
+			return c
+		}
+	}
+	tb.Fatalf("no golden case %s", name)
+	return goldenCase{}
+}
+
+// TestProofDetectsMissingFindings shows the proof has teeth: for every
+// golden case and every check among its findings, the proof run with that
+// check's findings left out must find an uncovered change, for every check
+// whose effect on stored objects the apiserver can show. The exceptions
+// change no stored object by themselves: a version removed is not read
+// back at all, server-side-apply topology is not data, and the proof reads
+// each version's objects in that same version (servedVersion compares
+// versions with each other).
+func TestProofDetectsMissingFindings(t *testing.T) {
+	unobservable := map[string]bool{
+		config.CheckStoredVersionRemoval: true, config.CheckServedVersionRemoval: true,
+		config.CheckMapType: true, config.CheckServedVersion: true,
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	caught := map[string]bool{}
+	seen := map[string]bool{}
+	for _, c := range goldenCases(t) {
+		old := parseCRDStrict(t, c.dir+"/old.yaml", c.old)
+		new := parseCRDStrict(t, c.dir+"/new.yaml", c.new)
+		all := Compare(old, new, nil)
+		checks := map[string]bool{}
+		for _, f := range all {
+			checks[f.Check] = true
+		}
+		for check := range checks {
+			seen[check] = true
+			if caught[check] {
+				continue
+			}
+			rec := &recordingTB{TB: t}
+			p := &proofRun{tb: rec, name: c.name + " without " + check, old: old, new: new, r: r, objects: 80, maxMisses: 1,
+				compare: func(_, _ *apiextv1.CustomResourceDefinition) []Finding {
+					var kept []Finding
+					for _, f := range all {
+						if f.Check != check {
+							kept = append(kept, f)
+						}
+					}
+					return append(kept, Finding{Version: "none"}) // never nil: no fallback to Compare
+				}}
+			p.run()
+			if p.stats.misses > 0 {
+				caught[check] = true
+			}
+		}
+	}
+	for check := range seen {
+		if caught[check] == unobservable[check] {
+			t.Errorf("check %s: the proof notices its findings missing: %v, want %v", check, caught[check], !unobservable[check])
+		}
+	}
+	t.Logf("checks whose missing findings the proof notices: %d of %d", len(caught), len(seen))
+}
