@@ -15,20 +15,15 @@ import (
 // names are compared as it normalizes them (without dashes: date-time is
 // datetime). Removing a format relaxes.
 func checkFormat(n *node) {
-	o, nw := n.old.Format, n.new.Format
-	n.old.Format, n.new.Format = "", ""
-	if o == nw || !n.run.vc.ToggleEnabled(config.CheckFormat) || formatIncludes(o, nw) {
-		return
-	}
-	if o == "" {
-		n.report(config.CheckFormat, "format added: (none) -> %s", renderString(nw))
+	o, nw, ok := takeString(n, config.CheckFormat, &n.old.Format, &n.new.Format)
+	if !ok || formatIncludes(o, nw) {
 		return
 	}
 	note := ""
-	if !validatedFormats[normalizeFormat(o)] {
+	if o != "" && !validatedFormats[normalizeFormat(o)] {
 		note = " (the old format is not validated by the apiserver)"
 	}
-	n.report(config.CheckFormat, "format changed: %s -> %s%s", renderString(o), renderString(nw), note)
+	n.report(config.CheckFormat, "format %s: %s -> %s%s", addedOrChanged(o), renderString(o), renderString(nw), note)
 }
 
 // validatedFormats are the formats (normalized) whose values the

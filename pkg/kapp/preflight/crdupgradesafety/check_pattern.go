@@ -17,16 +17,11 @@ import (
 // the comparison reaches its bound, or a pattern does not compile, the
 // change is reported without a witness. Removing the pattern relaxes.
 func checkPattern(n *node) {
-	o, nw := n.old.Pattern, n.new.Pattern
-	n.old.Pattern, n.new.Pattern = "", ""
-	if nw == "" || o == nw || !n.run.vc.ToggleEnabled(config.CheckPattern) {
+	o, nw, ok := takeString(n, config.CheckPattern, &n.old.Pattern, &n.new.Pattern)
+	if !ok {
 		return
 	}
-	verb := "changed"
-	if o == "" {
-		verb = "added"
-	}
-	change := fmt.Sprintf("pattern %s: %s -> %s", verb, renderString(o), renderString(nw))
+	change := fmt.Sprintf("pattern %s: %s -> %s", addedOrChanged(o), renderString(o), renderString(nw))
 	res, err := comparePatterns(o, nw)
 	switch {
 	case err != nil:
@@ -37,6 +32,23 @@ func checkPattern(n *node) {
 	default:
 		n.report(config.CheckPattern, "%s (not proven safe: the comparison stopped at its bound of %d states)", change, relang.DefaultMaxStates)
 	}
+}
+
+// takeString clears a string keyword on both sides and returns its old
+// and new values; ok when the new one is set, differs from the old one and
+// the check is enabled (removing the keyword relaxes).
+func takeString(n *node, id string, o, nw *string) (oldV, newV string, ok bool) {
+	oldV, newV = *o, *nw
+	*o, *nw = "", ""
+	return oldV, newV, newV != "" && oldV != newV && n.run.vc.ToggleEnabled(id)
+}
+
+// addedOrChanged is the verb of a keyword's change from old.
+func addedOrChanged(old string) string {
+	if old == "" {
+		return "added"
+	}
+	return "changed"
 }
 
 // comparePatterns decides whether every string pattern old accepts is
