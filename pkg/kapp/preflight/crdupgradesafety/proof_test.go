@@ -41,6 +41,7 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // proofStats are the counts a proof run reports.
@@ -164,6 +165,14 @@ func indent(s string) string {
 
 // prove stores raw under the old schema and returns the changes the new
 // schema makes to it; stored is false when the old schema rejects it.
+//
+// A change is a field the read prunes, nulls or defaults differently, a
+// default the same request gets differently, or a validation error. An
+// error that the stored data has as it is, validated under the new schema
+// before any decoding, is a change at its own field. An error that appears
+// only after decoding (an anyOf that required a field the new schema
+// prunes) is a consequence of a pruned or defaulted field: that field is
+// the change, and it is checked itself.
 func (p *proofRun) prove(mo, mn *servedSchema, raw map[string]any) (changes []change, stored bool) {
 	raw, err := normalizeJSON(raw)
 	if err != nil {
@@ -176,35 +185,53 @@ func (p *proofRun) prove(mo, mn *servedSchema, raw map[string]any) (changes []ch
 	add := func(path dataPath, reason string) {
 		changes = append(changes, change{path: path, field: schemaPath(mn.structural, path), reason: reason})
 	}
+	transformed := false // decoding under the new schema changed something
 	// Read back under the new schema.
 	r := deepCopyJSON(s).(map[string]any)
 	if err := mn.decode(r, true); err != nil {
 		add(nil, "read fails: "+err.Error())
 	}
 	for _, d := range diffJSON(nil, s, r) {
+		transformed = true
 		if storable(mo.structural, d.path) || d.hadOld {
 			add(d.path, "read back as "+d.what)
 		}
 	}
-	for _, e := range mn.validate(r) {
-		add(errorPath(e, r), "read back and rejected: "+e.Error())
-	}
 	// The same request under the new schema: what each schema defaulted
 	// must agree.
 	c := deepCopyJSON(raw).(map[string]any)
-	if err := mn.decode(c, false); err != nil {
-		add(nil, "create fails: "+err.Error())
+	cErr := mn.decode(c, false)
+	if cErr != nil {
+		add(nil, "create fails: "+cErr.Error())
 	} else {
 		for _, d := range defaultDiffs(mo, mn, raw, s, c) {
+			transformed = true
 			if storable(mo.structural, d.path) || d.hadOld {
 				add(d.path, "defaulted differently: "+d.what)
 			}
 		}
-		for _, e := range mn.validate(c) {
-			add(errorPath(e, c), "created and rejected: "+e.Error())
+	}
+	inherent := map[string]bool{}
+	for _, e := range mn.validate(deepCopyJSON(s).(map[string]any)) {
+		inherent[errorKey(e)] = true
+	}
+	rejected := func(obj map[string]any, how string) {
+		for _, e := range mn.validate(obj) {
+			if inherent[errorKey(e)] || !transformed {
+				add(errorPath(e, obj), how+": "+e.Error())
+			}
 		}
 	}
+	rejected(r, "read back and rejected")
+	if cErr == nil {
+		rejected(c, "created and rejected")
+	}
 	return changes, true
+}
+
+// errorKey identifies a validation error without the value it quotes.
+func errorKey(e *field.Error) string {
+	return string(e.Type) + "\x00" + e.Field + "\x00" + e.Detail
 }
 
 // defaultDiffs compares the defaults each schema applies to the request
