@@ -294,3 +294,33 @@ func BenchmarkIncludes(b *testing.B) {
 		})
 	}
 }
+
+// FuzzIncludes checks any pair of patterns against Go's regexp: a witness
+// is accepted by old and rejected by new, and when Includes answers
+// included no short string over bruteAlphabet contradicts it.
+//
+//	go test -run '^$' -fuzz FuzzIncludes -fuzztime 5m ./pkg/kapp/preflight/crdupgradesafety/internal/relang/
+func FuzzIncludes(f *testing.F) {
+	for _, p := range [][2]string{{`^[a-z]+$`, `^[a-z]{1,8}$`}, {`(?i)k`, `[kK]`}, {`(?m)^a$`, `\ba`}, {``, `x`}, {`a|b*`, `(a|b)*`}} {
+		f.Add(p[0], p[1])
+	}
+	strs := bruteStrings(2)
+	f.Fuzz(func(t *testing.T, oldP, newP string) {
+		old, err1 := Compile(oldP)
+		new, err2 := Compile(newP)
+		if err1 != nil || err2 != nil || len(old.prog.Inst) > 500 || len(new.prog.Inst) > 500 {
+			return
+		}
+		res := Includes(old, new, 5000)
+		checkResult(t, oldP, newP, res)
+		if res.Verdict != Included {
+			return
+		}
+		oldRE, newRE := regexp.MustCompile(oldP), regexp.MustCompile(newP)
+		for _, s := range strs {
+			if oldRE.MatchString(s) && !newRE.MatchString(s) {
+				t.Fatalf("Includes(%q, %q) = included, but %q is accepted by old and rejected by new", oldP, newP, s)
+			}
+		}
+	})
+}
