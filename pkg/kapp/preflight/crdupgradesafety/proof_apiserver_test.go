@@ -21,7 +21,6 @@ import (
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	crdvalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
@@ -201,29 +200,6 @@ func normalizeJSON(v map[string]any) (map[string]any, error) {
 		return nil, err
 	}
 	return out, nil
-}
-
-// validateCRDUpdate is the apiserver's validation of a CRD update (static
-// checks, structural schema, CEL compilation and cost, defaults).
-func validateCRDUpdate(old, new *apiextv1.CustomResourceDefinition) field.ErrorList {
-	var in, inOld apiextensions.CustomResourceDefinition
-	if err := apiextv1.Convert_v1_CustomResourceDefinition_To_apiextensions_CustomResourceDefinition(new, &in, nil); err != nil {
-		return field.ErrorList{field.InternalError(nil, err)}
-	}
-	if err := apiextv1.Convert_v1_CustomResourceDefinition_To_apiextensions_CustomResourceDefinition(old, &inOld, nil); err != nil {
-		return field.ErrorList{field.InternalError(nil, err)}
-	}
-	for _, c := range []*apiextensions.CustomResourceDefinition{&in, &inOld} {
-		c.ResourceVersion = "1" // what an update carries
-		if len(c.Status.StoredVersions) == 0 {
-			for _, v := range c.Spec.Versions {
-				if v.Storage {
-					c.Status.StoredVersions = []string{v.Name}
-				}
-			}
-		}
-	}
-	return crdvalidation.ValidateCustomResourceDefinitionUpdate(context.Background(), &in, &inOld)
 }
 
 // dataPath is a path into an object: string keys and int indexes.
