@@ -321,7 +321,7 @@ func TestWalkResourceFields(t *testing.T) {
 		{name: "apiVersion and kind declared and undeclared", old: root(`apiVersion: {type: string}`), new: root(`kind: {type: string}`),
 			want: []string{}},
 		{name: "apiVersion constrained", old: root(`spec: {type: object}`), new: root(`apiVersion: {type: string, pattern: "^example"}, spec: {type: object}`),
-			want: []string{`error pattern v1 ^.apiVersion: pattern added: (none) -> "^example" (declared where stored objects may already hold data: every object has apiVersion and kind)`}},
+			want: []string{`error pattern v1 ^.apiVersion: pattern added: (none) -> "^example": "" no longer accepted (declared where stored objects may already hold data: every object has apiVersion and kind)`}},
 		{name: "a field named metadata below the root is an ordinary field", old: oracleCRD(t, specX(`{type: object}`), false),
 			new: oracleCRD(t, specX(`{type: object, properties: {metadata: {type: object, properties: {name: {type: string, maxLength: 5}}}}}`), false), want: []string{}},
 	})
