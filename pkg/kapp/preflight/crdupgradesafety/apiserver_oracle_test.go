@@ -26,8 +26,9 @@ import (
 )
 
 // apiserverWrite runs a custom resource through what the apiserver does to
-// it on a write under a version's schema: prune unknown fields (unless the
-// CRD sets spec.preserveUnknownFields), apply defaults, then validate it
+// it on a write under a version's schema: prune unknown fields and the
+// nulls the schema does not allow (unless the CRD sets
+// spec.preserveUnknownFields), apply defaults, then validate it
 // (OpenAPI schema, embedded apiVersion/kind/metadata, list sets and maps,
 // CEL rules), in the order of the apiextensions-apiserver's handler and
 // strategy. It returns the object as it would be stored and the errors.
@@ -44,6 +45,7 @@ func apiserverWrite(tb testing.TB, s *apiextv1.JSONSchemaProps, keepAll bool, ob
 	out := runtime.DeepCopyJSON(obj)
 	if !keepAll {
 		pruning.Prune(out, structural, true)
+		defaulting.PruneNonNullableNullsWithoutDefaults(out, structural)
 	}
 	defaulting.Default(out, structural)
 	validator, _, err := validation.NewSchemaValidator(internal)
@@ -170,8 +172,11 @@ func TestFindingsAgainstApiserver(t *testing.T) {
 			new:     specX(`{type: object, x-kubernetes-preserve-unknown-fields: true, properties: {num: {type: object, properties: {a: {type: string}}}}}`),
 			objects: []string{widgetX("{num: {a: xa, b: yb}}")}, wantErrs: []string{config.CheckPreserveUnknownFields, config.CheckType}},
 		{name: "property accepting anything added where unknown fields were kept", old: specX(`{type: object, x-kubernetes-preserve-unknown-fields: true}`),
+			new:     specX(`{type: object, x-kubernetes-preserve-unknown-fields: true, properties: {num: {x-kubernetes-preserve-unknown-fields: true, nullable: true}}}`),
+			objects: []string{widgetX("{num: {a: xa}}"), widgetX("{num: 3}"), widgetX("{num: null}")}},
+		{name: "property accepting anything but null added where unknown fields were kept", old: specX(`{type: object, x-kubernetes-preserve-unknown-fields: true}`),
 			new:     specX(`{type: object, x-kubernetes-preserve-unknown-fields: true, properties: {num: {x-kubernetes-preserve-unknown-fields: true}}}`),
-			objects: []string{widgetX("{num: {a: xa}}"), widgetX("{num: 3}")}},
+			objects: []string{widgetX("{num: {a: xa}}"), widgetX("{num: null}")}, wantErrs: []string{config.CheckNullable}},
 		{name: "property added under a CRD that keeps unknown fields", oldKeepAll: true, keepAll: true,
 			old:     `{type: object, properties: {spec: {type: object, properties: {k: {type: string}}}}}`,
 			new:     `{type: object, properties: {spec: {type: object, properties: {k: {type: string}, z: {type: integer}}}}}`,

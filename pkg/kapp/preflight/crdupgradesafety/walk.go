@@ -260,9 +260,11 @@ func (r *pairRun) walkBranchProperties(n *node, oldProps, newProps map[string]ap
 	}
 }
 
-// Schemas implied for data a side does not declare.
+// Schemas implied for data a side does not declare. Undeclared data may
+// be null: the apiserver drops nulls only where the schema declares a
+// field that is not nullable.
 var (
-	anySchema    = apiextv1.JSONSchemaProps{XPreserveUnknownFields: ptrTo(true)}
+	anySchema    = apiextv1.JSONSchemaProps{XPreserveUnknownFields: ptrTo(true), Nullable: true}
 	stringSchema = apiextv1.JSONSchemaProps{Type: "string"}
 	objectSchema = apiextv1.JSONSchemaProps{Type: "object"}
 )

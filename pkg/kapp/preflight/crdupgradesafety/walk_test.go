@@ -260,7 +260,10 @@ func TestWalkImpliedData(t *testing.T) {
 				`error type v1 ^.spec.x.a.b: type changed: (none) -> "string" (` + preserveNote + `)`,
 			}},
 		{name: "new field accepting anything where unknown fields were kept", old: open + `}`,
-			new: open + `, properties: {a: {x-kubernetes-preserve-unknown-fields: true, description: any}}}`, want: []string{}},
+			new: open + `, properties: {a: {x-kubernetes-preserve-unknown-fields: true, nullable: true, description: any}}}`, want: []string{}},
+		{name: "new field accepting anything but null where unknown fields were kept: stored nulls are dropped", old: open + `}`,
+			new:  open + `, properties: {a: {x-kubernetes-preserve-unknown-fields: true}}}`,
+			want: []string{`error nullable v1 ^.spec.x.a: nullable removed: null values are no longer allowed (declared where stored objects may already hold data: x-kubernetes-preserve-unknown-fields keeps unknown fields of any value)`}},
 		{name: "new list where unknown fields were kept: items compared with anything", old: open + `}`,
 			new: open + `, properties: {a: {type: array, items: {type: string}}}}`,
 			want: []string{
