@@ -25,6 +25,9 @@ func TestSubresources(t *testing.T) {
 		}
 	}
 	sel := ptrTo(".status.selector")
+	counted := testVersion{"v1", true, true, `{type: object, properties: {replicas: {type: integer}}}`}
+	bounded := testVersion{"v1", true, true, `{type: object, properties: {replicas: {type: integer, minimum: 0, maximum: 2147483647}}}`}
+	open := testVersion{"v1", true, true, `{type: object, x-kubernetes-preserve-unknown-fields: true}`}
 	runCRDCases(t, []crdCase{
 		{name: "unchanged", old: with(newCRD(t, v1), withSubresources(scale(".spec.replicas", ".status.replicas", sel))),
 			new: with(newCRD(t, v1), withSubresources(scale(".spec.replicas", ".status.replicas", sel))), want: []string{}},
@@ -35,8 +38,17 @@ func TestSubresources(t *testing.T) {
 		{name: "status added", old: newCRD(t, v1), new: with(newCRD(t, v1), withSubresources(status)), want: []string{}},
 		{name: "scale removed", old: with(newCRD(t, v1), withSubresources(scale(".spec.replicas", ".status.replicas", nil))), new: with(newCRD(t, v1), withSubresources(status)),
 			want: []string{"error subresources v1 : scale subresource removed: .../scale (kubectl scale, autoscalers) gets 404 Not Found"}},
-		{name: "scale added", old: with(newCRD(t, v1), withSubresources(status)), new: with(newCRD(t, v1), withSubresources(scale(".spec.replicas", ".status.replicas", nil))),
+		{name: "scale added where no object holds its paths", old: with(newCRD(t, v1), withSubresources(status)), new: with(newCRD(t, v1), withSubresources(scale(".spec.replicas", ".status.replicas", nil))),
 			want: []string{}},
+		{name: "scale added where any integer is stored", old: with(newCRD(t, counted), withSubresources(status)), new: with(newCRD(t, counted), withSubresources(scale(".spec.replicas", ".status.replicas", nil))),
+			want: []string{"error subresources v1 : scale subresource added: objects whose .spec.replicas is not an integer from 0 to 2147483647 can no longer be written"}},
+		{name: "scale added where only replica counts are stored", old: with(newCRD(t, bounded), withSubresources(status)), new: with(newCRD(t, bounded), withSubresources(scale(".spec.replicas", ".status.replicas", nil))),
+			want: []string{}},
+		{name: "scale added where unknown fields are kept", old: newCRD(t, open), new: with(newCRD(t, open), withSubresources(scale(".spec.replicas", ".status.replicas", ptrTo(".spec.selector")))),
+			want: []string{
+				"error subresources v1 : scale subresource added: objects whose .spec.replicas is not an integer from 0 to 2147483647 can no longer be written",
+				"error subresources v1 : scale subresource added: objects whose .spec.selector is not a string can no longer be written",
+			}},
 		{name: "scale paths changed", old: with(newCRD(t, v1), withSubresources(scale(".spec.replicas", ".status.replicas", nil))),
 			new: with(newCRD(t, v1), withSubresources(scale(".spec.size", ".status.size", sel))),
 			want: []string{
