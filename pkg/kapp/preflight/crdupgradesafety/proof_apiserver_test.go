@@ -40,6 +40,9 @@ import (
 type servedSchema struct {
 	gvk        schema.GroupVersionKind
 	namespaced bool
+	// keepsAll: the CRD's spec.preserveUnknownFields, under which the
+	// apiserver prunes nothing.
+	keepsAll   bool
 	structural *structuralschema.Structural
 	validator  validation.SchemaValidator
 	cel        *cel.Validator
@@ -61,9 +64,12 @@ func newServedSchema(crd *apiextv1.CustomResourceDefinition, version string) (*s
 	if err != nil {
 		return nil, fmt.Errorf("structural schema: %w", err)
 	}
-	s = s.DeepCopy()
-	if err := structuraldefaulting.PruneDefaults(s); err != nil {
-		return nil, fmt.Errorf("pruning defaults: %w", err)
+	keepsAll := crd.Spec.PreserveUnknownFields
+	if !keepsAll {
+		s = s.DeepCopy()
+		if err := structuraldefaulting.PruneDefaults(s); err != nil {
+			return nil, fmt.Errorf("pruning defaults: %w", err)
+		}
 	}
 	validator, _, err := validation.NewSchemaValidator(internal.OpenAPIV3Schema)
 	if err != nil {
@@ -76,6 +82,7 @@ func newServedSchema(crd *apiextv1.CustomResourceDefinition, version string) (*s
 	return &servedSchema{
 		gvk:        schema.GroupVersionKind{Group: crd.Spec.Group, Version: version, Kind: crd.Spec.Names.Kind},
 		namespaced: crd.Spec.Scope == apiextv1.NamespaceScoped,
+		keepsAll:   keepsAll,
 		structural: s,
 		validator:  validator,
 		cel:        cel.NewValidator(s, true, celconfig.PerCallLimit),
@@ -111,8 +118,10 @@ func (s *servedSchema) decodeWithoutDefaults(obj map[string]any, dropInvalidMeta
 	if err != nil {
 		return err
 	}
-	structuralpruning.PruneWithOptions(obj, s.structural, true, structuralschema.UnknownFieldPathOptions{})
-	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, s.structural)
+	if !s.keepsAll {
+		structuralpruning.PruneWithOptions(obj, s.structural, true, structuralschema.UnknownFieldPathOptions{})
+		structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, s.structural)
+	}
 	if ferr, _ := schemaobjectmeta.CoerceWithOptions(nil, obj, s.structural, false, schemaobjectmeta.CoerceOptions{DropInvalidFields: dropInvalidMetadata}); ferr != nil {
 		return ferr
 	}
@@ -302,10 +311,15 @@ func hasProperty(s *structuralschema.Structural, key string) bool {
 	return ok
 }
 
-// storable reports whether an object valid under s can hold a value at p:
-// every key is a property, a map value, or under a node that preserves
-// unknown fields (or is the metadata of a resource).
-func storable(s *structuralschema.Structural, p dataPath) bool {
+// storable reports whether an object stored under m can hold a value at
+// p: the CRD keeps unknown fields, or every key is a property, a map value,
+// or under a node that preserves unknown fields (or is the metadata of a
+// resource).
+func (m *servedSchema) storable(p dataPath) bool {
+	if m.keepsAll {
+		return true
+	}
+	s := m.structural
 	for i, e := range p {
 		if s == nil {
 			return false
