@@ -334,6 +334,10 @@ func (r *pairRun) walkItems(n *node) {
 		// The old value was anything (an implied field, or an untyped
 		// one): stored arrays hold items of any value.
 		r.walk(n.child(n.path+"[*]"), &anySchema, nw.Schema)
+	case o != nil && o.Schema != nil && len(o.JSONSchemas) == 0 && nw == nil && isAny(&n.new):
+		// The new value is anything: items are no longer held to their
+		// schema (which relaxes) nor given its defaults.
+		r.walk(n.child(n.path+"[*]"), o.Schema, &anySchema)
 	default:
 		return // tuple items or items added/removed: left for checkUnhandled
 	}
@@ -351,7 +355,15 @@ func (r *pairRun) walkAdditionalProperties(n *node) {
 	case o != nil && isTrue(n.new.XPreserveUnknownFields) && (nw == nil || nw.Schema == nil):
 		// The new object keeps every entry and validates none (entries
 		// under the names it declares as properties were compared with
-		// the old value schema by walkProperties): it relaxes.
+		// the old value schema by walkProperties): it relaxes, but for
+		// what the value schema applied itself (defaults).
+		if o.Schema != nil {
+			pos := n.child(n.path + "{*}")
+			if pos.note == "" {
+				pos.note = "map entries are kept as unknown fields now"
+			}
+			r.walk(pos, o.Schema, &anySchema)
+		}
 	case o != nil && o.Schema != nil && nw != nil && nw.Schema != nil:
 		r.walk(n.child(n.path+"{*}"), o.Schema, nw.Schema)
 	case o == nil && nw != nil && nw.Schema != nil && (r.oldKeepsAll || isTrue(n.old.XPreserveUnknownFields)):
