@@ -71,9 +71,12 @@ func (s *proofStats) add(o proofStats) {
 // dataChange is one difference the apiserver makes between the old and the new
 // schema for a stored object.
 type dataChange struct {
-	path   dataPath
-	field  string // engine field path
-	reason string
+	path  dataPath
+	field string // engine field path, in the shape of the new schema
+	// oldField is the same data path in the shape of the old schema (a map
+	// entry {*} there may be a property or an unknown field now).
+	oldField string
+	reason   string
 }
 
 // proofRun proves one CRD pair.
@@ -142,7 +145,7 @@ func (p *proofRun) run() {
 				p.stats.changed++
 			}
 			for _, c := range changes {
-				if covered(findings, ov.Name, c.field) {
+				if covered(findings, ov.Name, c.field) || covered(findings, ov.Name, c.oldField) {
 					continue
 				}
 				p.stats.misses++
@@ -183,7 +186,8 @@ func (p *proofRun) prove(mo, mn *servedSchema, raw map[string]any) (changes []da
 		return nil, false
 	}
 	add := func(path dataPath, reason string) {
-		changes = append(changes, dataChange{path: path, field: schemaPath(mn.structural, path), reason: reason})
+		changes = append(changes, dataChange{path: path, field: schemaPath(mn.structural, path),
+			oldField: schemaPath(mo.structural, path), reason: reason})
 	}
 	transformed := false // decoding under the new schema changed something
 	// Read back under the new schema.
