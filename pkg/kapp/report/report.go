@@ -1,0 +1,226 @@
+// Package report is the outcome of `kapp tools crd-upgrade-safety` as
+// people and CI systems read it: every CRD checked with its findings, each
+// finding with the file and line it is about, rendered as markdown (a
+// pull-request comment), GitHub Actions workflow commands, SARIF 2.1.0
+// (code scanning) or our own JSON document (docs/crd-upgrade-safety-report.schema.json).
+// The kapp table of the default output is rendered by pkg/kapp/preflight.
+package report
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety"
+)
+
+// Report is the outcome of one run. It is also the document of the json
+// output: its JSON encoding is the stable, documented schema.
+type Report struct {
+	// Safe: no finding is an error (the exit status is 0).
+	Safe bool `json:"safe"`
+	// CRDs are all CRDs checked, sorted by name, with or without findings.
+	CRDs []CRD `json:"crds"`
+}
+
+// CRD is one CRD checked.
+type CRD struct {
+	Name string `json:"name"`
+	// Safe: none of its findings is an error.
+	Safe bool `json:"safe"`
+	// Findings are its findings in the one order of every output
+	// (crdupgradesafety.SortFindings), at most maxFindingsPerCRD of them.
+	Findings []Finding `json:"findings"`
+	// Omitted is how many more findings maxFindingsPerCRD left out.
+	Omitted int `json:"omitted"`
+
+	errors, warnings int // over all findings, omitted ones included
+}
+
+// Finding is a crdupgradesafety.Finding with where it is.
+type Finding struct {
+	CRD      string `json:"crd"`
+	Version  string `json:"version"`
+	Field    string `json:"field"`
+	Check    string `json:"check"`
+	Severity string `json:"severity"`
+	Message  string `json:"message"`
+	// File and Line: where the field (version, CRD) is in the new inputs;
+	// for something the new inputs no longer have, the closest part of
+	// the new CRD that is still there. "" and 0 when the new inputs have
+	// no file (standard input) or nothing of the CRD (a CRD they dropped).
+	File string `json:"file"`
+	Line int    `json:"line"`
+	// OldFile, OldLine and OldRevision: for something the new inputs no
+	// longer have (a removed field, version or CRD), where it was in the
+	// old inputs; OldRevision is the git revision of --git-ref. Omitted
+	// otherwise.
+	OldFile     string `json:"oldFile,omitempty"`
+	OldLine     int    `json:"oldLine,omitempty"`
+	OldRevision string `json:"oldRevision,omitempty"`
+}
+
+// Location is a line of an input file. File is a path relative to the
+// current directory (slash-separated), the URL of an input read over HTTP,
+// or "" for standard input; Rev is the git revision the file was read at
+// ("" for the file as it is on disk).
+type Location struct {
+	File string
+	Line int
+	Rev  string
+}
+
+// Locator returns where a finding is in the new inputs and, for something
+// the new inputs no longer have, where it was in the old inputs (zero
+// Locations when unknown).
+type Locator func(crdupgradesafety.Finding) (newLoc, oldLoc Location)
+
+// New builds the report of a run: checked names every CRD checked (the new
+// CRDs and the removed ones), findings are all findings, sorted. At most
+// maxPerCRD findings are kept per CRD (0 keeps all); locate (nil: no
+// locations) is called for the kept ones only.
+func New(checked []string, findings []crdupgradesafety.Finding, maxPerCRD int, locate Locator) Report {
+	byName := map[string]*CRD{}
+	for _, name := range checked {
+		byName[name] = &CRD{Name: name, Safe: true, Findings: []Finding{}}
+	}
+	crd := func(name string) *CRD {
+		c, ok := byName[name]
+		if !ok { // a finding about a CRD the caller did not list
+			c = &CRD{Name: name, Safe: true, Findings: []Finding{}}
+			byName[name] = c
+		}
+		return c
+	}
+	for _, f := range findings {
+		c := crd(f.CRD)
+		if f.Severity == crdupgradesafety.SeverityError {
+			c.errors++
+			c.Safe = false
+		} else {
+			c.warnings++
+		}
+	}
+	kept, omitted := crdupgradesafety.Bound(findings, maxPerCRD)
+	for _, f := range kept {
+		rf := Finding{CRD: f.CRD, Version: f.Version, Field: f.Field, Check: f.Check,
+			Severity: string(f.Severity), Message: f.Message}
+		if locate != nil {
+			newLoc, oldLoc := locate(f)
+			rf.File, rf.Line = newLoc.File, newLoc.Line
+			if oldLoc.File != "" || oldLoc.Line > 0 {
+				rf.OldFile, rf.OldLine, rf.OldRevision = oldLoc.File, oldLoc.Line, oldLoc.Rev
+			}
+		}
+		c := crd(f.CRD)
+		c.Findings = append(c.Findings, rf)
+	}
+	for name, n := range omitted {
+		crd(name).Omitted = n
+	}
+
+	r := Report{Safe: true, CRDs: make([]CRD, 0, len(byName))}
+	for _, c := range byName {
+		r.CRDs = append(r.CRDs, *c)
+		r.Safe = r.Safe && c.Safe
+	}
+	sort.Slice(r.CRDs, func(i, j int) bool { return r.CRDs[i].Name < r.CRDs[j].Name })
+	return r
+}
+
+// Counts returns the number of CRDs that are unsafe, and the error and
+// warning findings over all CRDs (omitted findings included).
+func (r Report) Counts() (unsafe, errors, warnings int) {
+	for _, c := range r.CRDs {
+		if !c.Safe {
+			unsafe++
+		}
+		errors += c.errors
+		warnings += c.warnings
+	}
+	return unsafe, errors, warnings
+}
+
+// Summary is the one line that says how it went: "3 CRDs checked, 1
+// unsafe: 4 errors, 1 warning", or "3 CRDs checked: no unsafe changes".
+func (r Report) Summary() string {
+	unsafe, errs, warns := r.Counts()
+	checked := Count(len(r.CRDs), "CRD", "CRDs") + " checked"
+	if errs+warns == 0 {
+		return checked + ": no unsafe changes"
+	}
+	u := "none"
+	if unsafe > 0 {
+		u = strconv.Itoa(unsafe)
+	}
+	return fmt.Sprintf("%s, %s unsafe: %s, %s", checked, u,
+		Count(errs, "error", "errors"), Count(warns, "warning", "warnings"))
+}
+
+// OmittedNote is the note about the findings of c that maxFindingsPerCRD
+// left out ("" when none were).
+func (c CRD) OmittedNote() string {
+	if c.Omitted == 0 {
+		return ""
+	}
+	return fmt.Sprintf("... and %s for CRD %s (maxFindingsPerCRD; raise it to see them)",
+		Count(c.Omitted, "more finding", "more findings"), c.Name)
+}
+
+// Count renders "1 CRD", "2 CRDs".
+func Count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+// subject names what a finding is about: "crd widgets.example.com version
+// v1 field ^.spec.size", leaving out the parts it lacks.
+func (f Finding) subject() string {
+	var b strings.Builder
+	b.WriteString("crd ")
+	b.WriteString(f.CRD)
+	if f.Version != "" {
+		b.WriteString(" version ")
+		b.WriteString(f.Version)
+	}
+	if f.Field != "" {
+		b.WriteString(" field ")
+		b.WriteString(f.Field)
+	}
+	return b.String()
+}
+
+// newLocation and oldLocation return the finding's locations.
+func (f Finding) newLocation() Location { return Location{File: f.File, Line: f.Line} }
+func (f Finding) oldLocation() Location {
+	return Location{File: f.OldFile, Line: f.OldLine, Rev: f.OldRevision}
+}
+
+// String renders "crds/widgets.yaml:12", "crds/widgets.yaml:12 at
+// origin/main", "standard input line 12", or "" for no location.
+func (l Location) String() string {
+	var s string
+	switch {
+	case l.File == "" && l.Line == 0:
+		return ""
+	case l.File == "":
+		return fmt.Sprintf("standard input line %d", l.Line)
+	case l.Line > 0:
+		s = fmt.Sprintf("%s:%d", l.File, l.Line)
+	default:
+		s = l.File
+	}
+	if l.Rev != "" {
+		s += " at " + l.Rev
+	}
+	return s
+}
+
+// inWorkTree: the location is a line of a file on disk (not standard
+// input, a URL or a file at a git revision), which GitHub can annotate.
+func (l Location) inWorkTree() bool {
+	return l.File != "" && l.Rev == "" && !strings.Contains(l.File, "://")
+}
