@@ -47,7 +47,8 @@ var (
 // crdDoc is one CRD with where it came from.
 type crdDoc struct {
 	crd    *apiextv1.CustomResourceDefinition
-	origin string // "file 'crds/a.yaml' doc 2"
+	origin string    // "file 'crds/a.yaml' doc 2"
+	src    docSource // for the file and line of findings
 }
 
 // inputSet is what a set of files holds: CRDs (in input order) and kapp
@@ -61,6 +62,7 @@ type inputSet struct {
 type rawDoc struct {
 	origin string
 	data   []byte
+	src    docSource
 }
 
 // loadInputs reads files (in order) and decodes their documents. Duplicate
@@ -68,24 +70,32 @@ type rawDoc struct {
 // apiserver would accept the CRDs is the apiserverRejects check's question,
 // not an input error.
 func loadInputs(files []string, which string) (inputSet, error) {
-	var docs []rawDoc
+	var srcs []ctlres.FileSource
 	for _, file := range files {
-		srcs, err := fileSources(file)
+		s, err := fileSources(file)
 		if err != nil {
 			return inputSet{}, err
 		}
-		for _, src := range srcs {
-			data, err := src.Bytes()
-			if err != nil {
-				return inputSet{}, fmt.Errorf("reading %s: %w", src.Description(), err)
-			}
-			split, err := ctlres.NewYAMLFile(ctlres.NewBytesSource(data)).Docs()
-			if err != nil {
-				return inputSet{}, fmt.Errorf("%s: splitting YAML documents: %w: %w", src.Description(), ErrInvalidInput, err)
-			}
-			for i, d := range split {
-				docs = append(docs, rawDoc{origin: fmt.Sprintf("%s doc %d", src.Description(), i+1), data: d})
-			}
+		srcs = append(srcs, s...)
+	}
+	return loadSources(srcs, which)
+}
+
+// loadSources is loadInputs of sources already listed.
+func loadSources(srcs []ctlres.FileSource, which string) (inputSet, error) {
+	var docs []rawDoc
+	for _, src := range srcs {
+		data, err := src.Bytes()
+		if err != nil {
+			return inputSet{}, fmt.Errorf("reading %s: %w", src.Description(), err)
+		}
+		split, err := ctlres.NewYAMLFile(ctlres.NewBytesSource(data)).Docs()
+		if err != nil {
+			return inputSet{}, fmt.Errorf("%s: splitting YAML documents: %w: %w", src.Description(), ErrInvalidInput, err)
+		}
+		file := newInputFile(src, data)
+		for i, d := range split {
+			docs = append(docs, rawDoc{origin: fmt.Sprintf("%s doc %d", src.Description(), i+1), data: d, src: docSource{file: file, doc: i}})
 		}
 	}
 
@@ -105,11 +115,12 @@ func loadInputs(files []string, which string) (inputSet, error) {
 
 	var set inputSet
 	seen := map[string]string{}
-	for _, r := range results {
+	for i, r := range results {
 		if r.err != nil {
 			return inputSet{}, r.err
 		}
 		for _, c := range r.crds {
+			c.src = docs[i].src
 			if prev, dup := seen[c.crd.Name]; dup {
 				return inputSet{}, fmt.Errorf("%w: duplicate CustomResourceDefinition %s in %s files: %s and %s",
 					ErrInvalidInput, c.crd.Name, which, prev, c.origin)
@@ -131,14 +142,14 @@ func fileSources(file string) ([]ctlres.FileSource, error) {
 	case file == "-":
 		return []ctlres.FileSource{ctlres.NewStdinSource()}, nil
 	case strings.HasPrefix(file, "http://") || strings.HasPrefix(file, "https://"):
-		return []ctlres.FileSource{ctlres.NewHTTPFileSource(file)}, nil
+		return []ctlres.FileSource{pathSource{FileSource: ctlres.NewHTTPFileSource(file), path: file}}, nil
 	}
 	info, err := os.Stat(file)
 	if err != nil {
 		return nil, fmt.Errorf("reading file '%s': %w", file, err)
 	}
 	if !info.IsDir() {
-		return []ctlres.FileSource{ctlres.NewLocalFileSource(nil, file)}, nil
+		return []ctlres.FileSource{localSource(file)}, nil
 	}
 	var paths []string
 	err = filepath.WalkDir(file, func(path string, d fs.DirEntry, err error) error {
@@ -158,7 +169,7 @@ func fileSources(file string) ([]ctlres.FileSource, error) {
 	sort.Strings(paths)
 	srcs := make([]ctlres.FileSource, len(paths))
 	for i, p := range paths {
-		srcs[i] = ctlres.NewLocalFileSource(nil, p)
+		srcs[i] = localSource(p)
 	}
 	return srcs, nil
 }

@@ -1,0 +1,451 @@
+package tools
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	ctlres "carvel.dev/kapp/pkg/kapp/resources"
+	"github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/report"
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// Where findings are: the file and line of a field in the inputs. Loading
+// keeps for each CRD only where its document is (the file, its index among
+// the file's documents); positions are resolved lazily, for the CRDs that
+// have findings, by reading that document again and parsing it into YAML
+// nodes, which carry line numbers. Decoding the inputs, which must be
+// fast, never builds nodes.
+
+// inputFile is a file (or standard input, or a URL, or a file at a git
+// revision) that documents were read from.
+type inputFile struct {
+	// path names it in findings: relative to the current directory when
+	// it is below it (slash-separated), else as given; a URL; "" for
+	// standard input.
+	path string
+	rev  string // the git revision it was read at; "" for the file on disk
+	// read returns its bytes again: a local file is read anew (its bytes
+	// are not kept for the whole run), the others return what was read.
+	read func() ([]byte, error)
+}
+
+// docSource is one document of an input file: the doc-th (0-based) of the
+// documents kapp's YAML splitting yields.
+type docSource struct {
+	file *inputFile
+	doc  int
+}
+
+// pathSource is an input source that knows its path: fileSources returns
+// these for local files and URLs, gitSources for files at a revision.
+type pathSource struct {
+	ctlres.FileSource
+	path string // as given; for git, relative to the current directory
+	rev  string
+}
+
+// newInputFile describes the source that data was read from.
+func newInputFile(src ctlres.FileSource, data []byte) *inputFile {
+	kept := func() ([]byte, error) { return data, nil }
+	ps, ok := src.(pathSource)
+	switch {
+	case !ok: // standard input
+		return &inputFile{read: kept}
+	case ps.rev != "" || strings.Contains(ps.path, "://"):
+		return &inputFile{path: displayPath(ps.path), rev: ps.rev, read: kept}
+	default:
+		path := ps.path
+		return &inputFile{path: displayPath(path), read: func() ([]byte, error) { return os.ReadFile(path) }}
+	}
+}
+
+// displayPath is a path as findings name it: relative to the current
+// directory when it is below it, slash-separated; URLs unchanged.
+func displayPath(p string) string {
+	if strings.Contains(p, "://") {
+		return p
+	}
+	if filepath.IsAbs(p) {
+		if wd, err := os.Getwd(); err == nil {
+			if rel, err := filepath.Rel(wd, p); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				p = rel
+			}
+		}
+	}
+	return filepath.ToSlash(filepath.Clean(p))
+}
+
+// docStartLines returns the first line (1-based) in data of each document
+// that kapp's YAML splitting (k8s.io/apimachinery's YAMLReader) yields. It
+// mirrors that reader: a separator line (one starting with "---") ends
+// the document being read and belongs to none; at the start of a
+// document it belongs to it (so "---" first in a file is line 1 of the
+// first document). Runs without any line yield no document.
+func docStartLines(data []byte) []int {
+	var starts []int
+	inDoc := false
+	for line := 1; len(data) > 0; line++ {
+		l := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			l, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		switch {
+		case inDoc && bytes.HasPrefix(l, []byte("---")):
+			inDoc = false
+		case !inDoc:
+			starts = append(starts, line)
+			inDoc = true
+		}
+	}
+	return starts
+}
+
+// locator finds the file and line of findings in the documents of the new
+// and old CRDs. Each file is read and split once, each document parsed
+// once, and only when a finding needs it.
+type locator struct {
+	newDocs, oldDocs map[string]docSource // by CRD name
+	files            map[*inputFile]*splitFile
+	nodes            map[docSource]*yaml.Node // the document's root node; nil: unparsable
+}
+
+type splitFile struct {
+	docs   [][]byte
+	starts []int // first line of each doc; nil when it could not be told
+}
+
+func newLocator(newCRDs, oldCRDs []crdDoc) *locator {
+	l := &locator{newDocs: map[string]docSource{}, oldDocs: map[string]docSource{},
+		files: map[*inputFile]*splitFile{}, nodes: map[docSource]*yaml.Node{}}
+	for _, c := range newCRDs {
+		l.newDocs[c.crd.Name] = c.src
+	}
+	for _, c := range oldCRDs {
+		l.oldDocs[c.crd.Name] = c.src
+	}
+	return l
+}
+
+// locate returns where a finding is in the new inputs and, when the new
+// CRD lacks what it is about (a removed field, version, or the whole CRD),
+// where that was in the old inputs. Without a position of the field
+// itself, the new location is the closest part of the new CRD there is.
+func (l *locator) locate(f crdupgradesafety.Finding) (newLoc, oldLoc report.Location) {
+	// A pair of served versions ("v1beta1 -> v1") is about the later one,
+	// compared with the earlier one: both are in the new CRD.
+	newVersions := []string{f.Version}
+	if from, to, ok := strings.Cut(f.Version, " -> "); ok {
+		newVersions = []string{to, from}
+	}
+	exact := false
+	if src, ok := l.newDocs[f.CRD]; ok {
+		best := position{}
+		for _, v := range newVersions {
+			if p := l.find(src, f.CRD, v, f.Field, f.Check); p.better(best) {
+				best = p
+			}
+		}
+		newLoc, exact = l.location(src, best), best.exact
+	}
+	if exact || len(newVersions) > 1 {
+		return newLoc, report.Location{}
+	}
+	if src, ok := l.oldDocs[f.CRD]; ok {
+		if p := l.find(src, f.CRD, f.Version, f.Field, f.Check); p.exact {
+			oldLoc = l.location(src, p)
+		}
+	}
+	return newLoc, oldLoc
+}
+
+func (l *locator) location(src docSource, p position) report.Location {
+	loc := report.Location{File: src.file.path, Rev: src.file.rev}
+	sf := l.split(src.file)
+	if p.line > 0 && src.doc < len(sf.starts) {
+		loc.Line = sf.starts[src.doc] + p.line - 1
+	}
+	return loc
+}
+
+func (l *locator) split(f *inputFile) *splitFile {
+	if sf, ok := l.files[f]; ok {
+		return sf
+	}
+	sf := &splitFile{}
+	if data, err := f.read(); err == nil {
+		if docs, err := ctlres.NewYAMLFile(ctlres.NewBytesSource(data)).Docs(); err == nil {
+			sf.docs = docs
+			if starts := docStartLines(data); len(starts) == len(docs) {
+				sf.starts = starts
+			}
+		}
+	}
+	l.files[f] = sf
+	return sf
+}
+
+// find returns the position of a finding in the CRD named crdName of a
+// document (a zero position when the document cannot be read again).
+func (l *locator) find(src docSource, crdName, version, field, check string) position {
+	root, ok := l.nodes[src]
+	if !ok {
+		if sf := l.split(src.file); src.doc < len(sf.docs) {
+			var doc yaml.Node
+			if yaml.Unmarshal(sf.docs[src.doc], &doc) == nil && len(doc.Content) > 0 {
+				root = doc.Content[0]
+			}
+		}
+		l.nodes[src] = root
+	}
+	crd := crdNode(root, crdName)
+	if crd == nil {
+		return position{}
+	}
+	return fieldPosition(crd, version, field, check)
+}
+
+// position is a line in a document (1-based; 0: none) and how much of the
+// path to the field was found: exact when all of it.
+type position struct {
+	line  int
+	rest  int // length of the path not found
+	exact bool
+}
+
+func (p position) better(q position) bool {
+	switch {
+	case q.line == 0:
+		return p.line > 0
+	case p.exact != q.exact:
+		return p.exact
+	default:
+		return p.line > 0 && p.rest < q.rest
+	}
+}
+
+// crdNode is the CustomResourceDefinition named name in a document: the
+// document itself, or an item of a List in it.
+func crdNode(n *yaml.Node, name string) *yaml.Node {
+	n = deref(n)
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	_, kind := mapValue(n, "kind")
+	_, meta := mapValue(n, "metadata")
+	_, metaName := mapValue(meta, "name")
+	if kind != nil && kind.Value == "CustomResourceDefinition" && metaName != nil && metaName.Value == name {
+		return n
+	}
+	if _, items := mapValue(n, "items"); items != nil && items.Kind == yaml.SequenceNode {
+		for _, item := range items.Content {
+			if c := crdNode(item, name); c != nil {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+// crdLevelFields are the fields that CRD-level findings of a check are
+// about, as field paths of the CRD.
+var crdLevelFields = map[string]string{
+	"scope": "spec.scope",
+}
+
+// fieldPosition finds a finding in a CRD node. version selects the entry
+// of spec.versions ("" for none); field is a schema path of that version
+// ("^.spec.a[*].b{*}.anyOf[1]", under schema.openAPIV3Schema), a field
+// path of the CRD as the apiserver names it ("spec.versions[0].name"), or
+// "" for the version (or the CRD) itself.
+func fieldPosition(crd *yaml.Node, version, field, check string) position {
+	if version == "" {
+		if field == "" {
+			field = crdLevelFields[check]
+		}
+		if field == "" || strings.HasPrefix(field, "^") {
+			return position{line: crd.Line, exact: field == ""}
+		}
+		line, rest := walkFieldPath(crd, crd.Line, field)
+		return position{line: line, rest: rest, exact: rest == 0}
+	}
+
+	_, spec := mapValue(crd, "spec")
+	versionsKey, versions := mapValue(spec, "versions")
+	var entry *yaml.Node
+	if versions != nil && versions.Kind == yaml.SequenceNode {
+		for _, item := range versions.Content {
+			if _, name := mapValue(item, "name"); name != nil && name.Value == version {
+				entry = deref(item)
+				break
+			}
+		}
+	}
+	if entry == nil {
+		pathLen := len(version) + len(field) + 1
+		if versionsKey != nil {
+			return position{line: versionsKey.Line, rest: pathLen}
+		}
+		return position{line: crd.Line, rest: pathLen + 1}
+	}
+	if field == "" {
+		return position{line: entry.Line, exact: true}
+	}
+	if !strings.HasPrefix(field, "^") {
+		line, rest := walkFieldPath(entry, entry.Line, field)
+		return position{line: line, rest: rest, exact: rest == 0}
+	}
+	_, schema := mapValue(entry, "schema")
+	key, root := mapValue(schema, "openAPIV3Schema")
+	if root == nil {
+		return position{line: entry.Line, rest: len(field)}
+	}
+	line, rest := walkSchema(root, key.Line, field[1:])
+	return position{line: line, rest: rest, exact: rest == 0}
+}
+
+// walkSchema follows a schema path from schema node s (whose line is
+// line): ".name" is a property, "[*]" the items of an array, "{*}" the
+// values of a map (additionalProperties), ".allOf[i]" (anyOf, oneOf) a
+// branch. Property names may themselves hold '.', '[' or '{', so every
+// property that the path can start with is tried. It returns the line of
+// the deepest schema found and the length of the path left unfound.
+func walkSchema(s *yaml.Node, line int, path string) (int, int) {
+	s = deref(s)
+	bestLine, bestRest := line, len(path)
+	if path == "" || s == nil || s.Kind != yaml.MappingNode {
+		return bestLine, bestRest
+	}
+	consider := func(l, r int) {
+		if r < bestRest {
+			bestLine, bestRest = l, r
+		}
+	}
+	child := func(key string, rest string) {
+		if k, v := mapValue(s, key); v != nil {
+			consider(walkSchema(v, k.Line, rest))
+		}
+	}
+	switch {
+	case strings.HasPrefix(path, "[*]"):
+		child("items", path[3:])
+	case strings.HasPrefix(path, "{*}"):
+		child("additionalProperties", path[3:])
+	case strings.HasPrefix(path, "."):
+		name := path[1:]
+		for _, comb := range []string{"allOf", "anyOf", "oneOf"} {
+			i, rest, ok := parseIndex(name, comb)
+			if !ok {
+				continue
+			}
+			if _, branches := mapValue(s, comb); branches != nil && branches.Kind == yaml.SequenceNode && i < len(branches.Content) {
+				b := branches.Content[i]
+				consider(walkSchema(b, b.Line, rest))
+			}
+		}
+		_, props := mapValue(s, "properties")
+		if props = deref(props); props == nil || props.Kind != yaml.MappingNode {
+			break
+		}
+		for i := 0; i+1 < len(props.Content) && bestRest > 0; i += 2 {
+			key := props.Content[i]
+			rest, ok := strings.CutPrefix(name, key.Value)
+			if ok && (rest == "" || strings.ContainsRune(".[{", rune(rest[0]))) {
+				consider(walkSchema(props.Content[i+1], key.Line, rest))
+			}
+		}
+	}
+	return bestLine, bestRest
+}
+
+// parseIndex parses "comb[i]" at the start of s and returns i and the rest.
+func parseIndex(s, comb string) (int, string, bool) {
+	rest, ok := strings.CutPrefix(s, comb+"[")
+	if !ok {
+		return 0, "", false
+	}
+	num, rest, ok := strings.Cut(rest, "]")
+	i, err := strconv.Atoi(num)
+	if !ok || err != nil || i < 0 {
+		return 0, "", false
+	}
+	return i, rest, true
+}
+
+// walkFieldPath follows a field path as the apiserver writes it
+// ("spec.versions[0].schema.openAPIV3Schema.properties[spec].type",
+// "spec.versions[*].subresources"): ".key" and "[key]" select a map key,
+// "[i]" a list item, "[*]" any list item (the first that leads furthest).
+// It returns the line of the deepest node found and the length of the path
+// left unfound.
+func walkFieldPath(n *yaml.Node, line int, path string) (int, int) {
+	n = deref(n)
+	bestLine, bestRest := line, len(path)
+	rest := strings.TrimPrefix(path, ".")
+	if rest == "" || n == nil {
+		return bestLine, 0
+	}
+	consider := func(l, r int) {
+		if r < bestRest {
+			bestLine, bestRest = l, r
+		}
+	}
+	var sel string
+	if strings.HasPrefix(rest, "[") {
+		end := strings.IndexByte(rest, ']')
+		if end < 0 {
+			return bestLine, bestRest
+		}
+		sel, rest = rest[1:end], rest[end+1:]
+		if n.Kind == yaml.SequenceNode {
+			for i, item := range n.Content {
+				if sel == "*" || sel == strconv.Itoa(i) {
+					consider(walkFieldPath(item, item.Line, rest))
+				}
+			}
+			return bestLine, bestRest
+		}
+	} else {
+		end := strings.IndexAny(rest, ".[")
+		if end < 0 {
+			end = len(rest)
+		}
+		sel, rest = rest[:end], rest[end:]
+	}
+	if k, v := mapValue(n, sel); v != nil {
+		consider(walkFieldPath(v, k.Line, rest))
+	}
+	return bestLine, bestRest
+}
+
+// mapValue returns the key and value nodes of key in mapping node n (nil,
+// nil when n is not a mapping or lacks the key).
+func mapValue(n *yaml.Node, key string) (*yaml.Node, *yaml.Node) {
+	n = deref(n)
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil, nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i], deref(n.Content[i+1])
+		}
+	}
+	return nil, nil
+}
+
+// deref resolves an alias (*name) to the node it names.
+func deref(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	return n
+}
+
+func localSource(path string) pathSource {
+	return pathSource{FileSource: ctlres.NewLocalFileSource(nil, path), path: path}
+}
