@@ -24,13 +24,15 @@ func nonExitingMain() error {
 	confUI := ui.NewConfUI(ui.NewNoopLogger())
 	defer confUI.Flush()
 
-	err := cmd.NewDefaultKappCmd(confUI).Execute()
+	ran, err := cmd.NewDefaultKappCmd(confUI).ExecuteC()
 	if err != nil {
 		confUI.ErrorLinef("kapp: Error: %v", uierrs.NewMultiLineError(err))
 		return err
 	}
 
-	if !cobrautil.IsCobraManagedCommand(os.Args) {
+	// A document on standard output (--output json, sarif, ...) ends
+	// with the document.
+	if !cobrautil.IsCobraManagedCommand(os.Args) && !cmd.PrintedDocument(ran) {
 		confUI.PrintLinef("Succeeded")
 	}
 	return nil

@@ -71,6 +71,17 @@ func NewKappCmd(o *kappcmd.KappOptions, confUI *ui.ConfUI, configFactory cmdcore
 	return root
 }
 
+// PrintedDocument reports whether the command that ran printed a document
+// on standard output (kapp tools crd-upgrade-safety --output json, sarif,
+// markdown, github), which kapp's closing "Succeeded" line would corrupt.
+func PrintedDocument(ran *cobra.Command) bool {
+	if ran == nil {
+		return false
+	}
+	_, ok := ran.Annotations[tools.DocumentOutputAnnotation]
+	return ok
+}
+
 // sortPreflightFlagUsage rewrites the help of --preflight (deploy, app-group
 // deploy), which kapp's Registry.AddFlags builds by iterating a map, so
 // that help lists the checks in a stable, sorted order.

@@ -9,9 +9,11 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety"
 )
 
-// This file is the one place that turns findings into text: the preflight
-// check (warnings and its error) and `kapp tools crd-upgrade-safety` (the
-// table and summary) both render through it.
+// This file is the one place that turns findings into lines and kapp
+// tables: the preflight check (warnings and its error) and `kapp tools
+// crd-upgrade-safety` (its table) both render through it. The other
+// outputs of the tools command (markdown, GitHub, SARIF, JSON, and the
+// summary line) are in pkg/kapp/report.
 
 // FindingLine renders one finding on one line, e.g.
 //
@@ -49,10 +51,15 @@ func OmittedLines(omitted map[string]int) []string {
 	sort.Strings(names)
 	lines := make([]string, 0, len(names))
 	for _, name := range names {
-		lines = append(lines, fmt.Sprintf("... and %d more %s for CRD %s",
-			omitted[name], plural(omitted[name], "finding", "findings"), name))
+		lines = append(lines, OmittedLine(name, omitted[name]))
 	}
 	return lines
+}
+
+// OmittedLine renders how many findings of a CRD crdupgradesafety.Bound
+// left out: "... and 3 more findings for CRD widgets.example.com".
+func OmittedLine(crd string, n int) string {
+	return fmt.Sprintf("... and %d more %s for CRD %s", n, plural(n, "finding", "findings"), crd)
 }
 
 // Table keys double as the JSON keys of the rows under the global --json
@@ -66,9 +73,23 @@ var findingsHeader = []uitable.Header{
 	{Key: "message", Title: "Message"},
 }
 
+// TableOptions adapt FindingsTable to a person reading a terminal or a CI
+// log. The zero value is the table as kapp's --json renders it: every
+// message in full, and the count of rows.
+type TableOptions struct {
+	// MaxMessage, when above 0, puts each message on one line and
+	// shortens those longer than MaxMessage characters (keeping their
+	// start and end) with a note that other outputs print them in full;
+	// the count of rows is left out (a summary line follows the table).
+	MaxMessage int
+	// FullOutputs names the outputs that print messages in full, for the
+	// note.
+	FullOutputs string
+}
+
 // FindingsTable renders (already bounded) findings as a kapp table; the
 // omitted counts become table notes.
-func FindingsTable(findings []crdupgradesafety.Finding, omitted map[string]int) uitable.Table {
+func FindingsTable(findings []crdupgradesafety.Finding, omitted map[string]int, opts TableOptions) uitable.Table {
 	table := uitable.Table{
 		Title:   "CRD upgrade safety findings",
 		Content: "findings",
@@ -82,7 +103,14 @@ func FindingsTable(findings []crdupgradesafety.Finding, omitted map[string]int) 
 		FillFirstColumn: true,
 		Notes:           OmittedLines(omitted),
 	}
+	shortened := false
 	for _, f := range findings {
+		msg := f.Message
+		if opts.MaxMessage > 0 {
+			var cut bool
+			msg, cut = ShortenMessage(msg, opts.MaxMessage)
+			shortened = shortened || cut
+		}
 		table.Rows = append(table.Rows, []uitable.Value{
 			uitable.NewValueString(f.CRD),
 			uitable.NewValueString(f.Version),
@@ -92,23 +120,40 @@ func FindingsTable(findings []crdupgradesafety.Finding, omitted map[string]int) 
 				V:     uitable.NewValueString(string(f.Severity)),
 				Error: f.Severity == crdupgradesafety.SeverityError,
 			},
-			uitable.NewValueString(f.Message),
+			uitable.NewValueString(msg),
 		})
+	}
+	if opts.MaxMessage > 0 {
+		table.Content = ""
+	}
+	if shortened {
+		note := fmt.Sprintf("Messages longer than %d characters are shortened (…)", opts.MaxMessage)
+		if opts.FullOutputs != "" {
+			note += "; " + opts.FullOutputs + " print them in full"
+		}
+		table.Notes = append(table.Notes, note+".")
 	}
 	return table
 }
 
-// Summary renders the one-line outcome over all findings (not only the
-// printed ones) of crds compared CRDs: "2 errors, 1 warning in 3 CRDs" or
-// "No unsafe changes in 3 CRDs".
-func Summary(findings []crdupgradesafety.Finding, crds int) string {
-	crdsStr := fmt.Sprintf("%d %s", crds, plural(crds, "CRD", "CRDs"))
-	if len(findings) == 0 {
-		return "No unsafe changes in " + crdsStr
+// ShortenMessage puts a message on one line (a multi-line CEL rule: its
+// whitespace runs as single spaces) and, when it is longer than max
+// characters, keeps its start and its end (where messages say what
+// follows, "deleting its 2 existing custom resources") around " … ". It
+// reports whether it shortened the message.
+func ShortenMessage(msg string, max int) (string, bool) {
+	if strings.ContainsAny(msg, "\r\n\t") {
+		msg = strings.Join(strings.Fields(msg), " ")
 	}
-	errs, warns := Count(findings)
-	return fmt.Sprintf("%d %s, %d %s in %s",
-		errs, plural(errs, "error", "errors"), warns, plural(warns, "warning", "warnings"), crdsStr)
+	r := []rune(msg)
+	if len(r) <= max {
+		return msg, false
+	}
+	const ellipsis = " … "
+	keep := max - len([]rune(ellipsis))
+	head := keep * 2 / 3
+	tail := keep - head
+	return strings.TrimRight(string(r[:head]), " ") + ellipsis + strings.TrimLeft(string(r[len(r)-tail:]), " "), true
 }
 
 // Count returns the number of error and warning findings.

@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety"
@@ -25,14 +26,7 @@ func TestFindingLine(t *testing.T) {
 	}
 }
 
-func TestSummaryAndOmitted(t *testing.T) {
-	require.Equal(t, "No unsafe changes in 1 CRD", Summary(nil, 1))
-	require.Equal(t, "No unsafe changes in 0 CRDs", Summary(nil, 0))
-	fs := []crdupgradesafety.Finding{
-		{Severity: crdupgradesafety.SeverityError}, {Severity: crdupgradesafety.SeverityWarning},
-		{Severity: crdupgradesafety.SeverityWarning},
-	}
-	require.Equal(t, "1 error, 2 warnings in 3 CRDs", Summary(fs, 3))
+func TestOmitted(t *testing.T) {
 	require.Equal(t, []string{
 		"... and 1 more finding for CRD a.example.com",
 		"... and 7 more findings for CRD b.example.com",
@@ -40,14 +34,62 @@ func TestSummaryAndOmitted(t *testing.T) {
 }
 
 func TestFindingsTable(t *testing.T) {
-	table := FindingsTable([]crdupgradesafety.Finding{{CRD: "a", Version: "v1", Field: "^.x", Check: "type",
-		Severity: crdupgradesafety.SeverityError, Message: "m"}}, map[string]int{"a": 2})
-	var keys []string
-	for _, h := range table.Header {
-		keys = append(keys, h.Key)
+	long := "rule added: " + strings.Repeat("self.a > 0 && ", 60) + "self.b\n  || self.c"
+	findings := []crdupgradesafety.Finding{
+		{CRD: "a", Version: "v1", Field: "^.x", Check: "type", Severity: crdupgradesafety.SeverityError, Message: "m"},
+		{CRD: "a", Version: "v1", Field: "^.y", Check: "celValidation", Severity: crdupgradesafety.SeverityError, Message: long},
 	}
-	require.Equal(t, []string{"crd", "version", "field", "check", "severity", "message"}, keys)
-	require.Len(t, table.Rows, 1)
-	require.Equal(t, "error", table.Rows[0][4].String())
-	require.Equal(t, []string{"... and 2 more findings for CRD a"}, table.Notes)
+
+	t.Run("as kapp's --json renders it", func(t *testing.T) {
+		table := FindingsTable(findings, map[string]int{"a": 2}, TableOptions{})
+		var keys []string
+		for _, h := range table.Header {
+			keys = append(keys, h.Key)
+		}
+		require.Equal(t, []string{"crd", "version", "field", "check", "severity", "message"}, keys)
+		require.Len(t, table.Rows, 2)
+		require.Equal(t, "error", table.Rows[0][4].String())
+		require.Equal(t, long, table.Rows[1][5].String(), "in full")
+		require.Equal(t, []string{"... and 2 more findings for CRD a"}, table.Notes)
+		require.Equal(t, "findings", table.Content)
+	})
+
+	t.Run("for a person", func(t *testing.T) {
+		table := FindingsTable(findings, map[string]int{"a": 2}, TableOptions{MaxMessage: 100, FullOutputs: "--output json"})
+		require.Equal(t, "m", table.Rows[0][5].String())
+		short := table.Rows[1][5].String()
+		require.LessOrEqual(t, len([]rune(short)), 100)
+		require.GreaterOrEqual(t, len([]rune(short)), 98)
+		require.True(t, strings.HasPrefix(short, "rule added: self.a > 0 && "), short)
+		require.True(t, strings.HasSuffix(short, "self.b || self.c"), short)
+		require.Contains(t, short, " … ")
+		require.Equal(t, []string{"... and 2 more findings for CRD a",
+			"Messages longer than 100 characters are shortened (…); --output json print them in full."}, table.Notes)
+		require.Empty(t, table.Content, "no row count: the summary line follows")
+	})
+
+	t.Run("nothing shortened, no note", func(t *testing.T) {
+		table := FindingsTable(findings[:1], nil, TableOptions{MaxMessage: 100})
+		require.Empty(t, table.Notes)
+	})
+}
+
+func TestShortenMessage(t *testing.T) {
+	cases := []struct {
+		in, want string
+		max      int
+		cut      bool
+	}{
+		{"short", "short", 10, false},
+		{"exactly10!", "exactly10!", 10, false},
+		{"two\nlines\r\n  and\ttab", "two lines and tab", 40, false},
+		{"kept  as  is", "kept  as  is", 40, false},
+		{"0123456789abcdefghij", "012345 … ghij", 13, true},
+		{"ünïcödé ünïcödé ünïcödé", "ünïcöd … ödé", 12, true},
+	}
+	for _, tc := range cases {
+		got, cut := ShortenMessage(tc.in, tc.max)
+		require.Equal(t, tc.want, got, tc.in)
+		require.Equal(t, tc.cut, cut, tc.in)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/crdsafety/kapp/pkg/kapp/preflight"
 	"github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety"
 )
 
@@ -164,8 +165,7 @@ func (c CRD) OmittedNote() string {
 	if c.Omitted == 0 {
 		return ""
 	}
-	return fmt.Sprintf("... and %s for CRD %s (maxFindingsPerCRD; raise it to see them)",
-		Count(c.Omitted, "more finding", "more findings"), c.Name)
+	return preflight.OmittedLine(c.Name, c.Omitted) + " (maxFindingsPerCRD; raise it to see them)"
 }
 
 // Count renders "1 CRD", "2 CRDs".

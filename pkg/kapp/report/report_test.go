@@ -305,9 +305,9 @@ func TestHelpCoversEveryCheck(t *testing.T) {
 
 func TestAnchor(t *testing.T) {
 	for heading, want := range map[string]string{
-		"scope":                    "scope",
-		"existingResources (live)": "existingresources-live",
-		"allOf, anyOf, oneOf, not": "allof-anyof-oneof-not",
+		"scope":                           "scope",
+		"existingResources (live)":        "existingresources-live",
+		"allOf, anyOf, oneOf, not":        "allof-anyof-oneof-not",
 		"CRD-level checks (`checks.crd`)": "crd-level-checks-checkscrd",
 	} {
 		require.Equal(t, want, anchor(heading), heading)

@@ -126,7 +126,7 @@ func (o *CRDMigrateStorageOptions) Run() error {
 	if err != nil {
 		return err
 	}
-	if err := printTable(o.ui, migrationTable(plans)); err != nil {
+	if err := printTable(o.ui, "CRDs", migrationTable(plans)); err != nil {
 		return err
 	}
 	pending := 0

@@ -14,7 +14,6 @@ import (
 	uitable "github.com/cppforlife/go-cli-ui/ui/table"
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/preflight"
-	"github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety"
 	"github.com/spf13/cobra"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
@@ -41,19 +40,24 @@ func (e UnsafeCRDUpgradeError) ExitStatus() int { return UnsafeExitStatus }
 
 func (e UnsafeCRDUpgradeError) Unwrap() error { return preflight.ErrUnsafeUpgrade }
 
-// CRDUpgradeSafetyFileFlags are the inputs: old CRDs (--file, optional) and
-// new CRDs (--file2). kapp's tools.FileFlags is not reused: its --sort flag
-// means nothing here and its help text does not say which side is which.
+// CRDUpgradeSafetyFileFlags are the inputs: old CRDs (--file, or --git-ref,
+// optional) and new CRDs (--file2). kapp's tools.FileFlags is not reused:
+// its --sort flag means nothing here and its help text does not say which
+// side is which.
 type CRDUpgradeSafetyFileFlags struct {
 	OldFiles []string
 	NewFiles []string
+	// GitRef: the old CRDs are the NewFiles paths at this git revision.
+	GitRef string
 }
 
 func (s *CRDUpgradeSafetyFileFlags) Set(cmd *cobra.Command) {
 	cmd.Flags().StringSliceVarP(&s.OldFiles, "file", "f", nil,
-		"Set file with the old CRDs (format: /tmp/foo, https://..., -) (can repeat); without it the old CRDs are read from the cluster")
+		"Set file with the old CRDs (format: /tmp/foo, https://..., -) (can repeat); without it (or --git-ref) the old CRDs are read from the cluster")
 	cmd.Flags().StringSliceVar(&s.NewFiles, "file2", nil,
 		"Set file with the new CRDs and any kapp Config (format: /tmp/foo, https://..., -) (can repeat)")
+	cmd.Flags().StringVar(&s.GitRef, "git-ref", "",
+		"Set git revision (e.g. origin/main) at which the --file2 paths hold the old CRDs; CRDs whose file moved are found by name")
 }
 
 type CRDUpgradeSafetyOptions struct {
@@ -61,6 +65,11 @@ type CRDUpgradeSafetyOptions struct {
 	depsFactory cmdcore.DepsFactory
 
 	FileFlags CRDUpgradeSafetyFileFlags
+	// Output is one of table, markdown, github, sarif, json.
+	Output string
+	// GlobalJSON: kapp's global --json is on (the JSON form of the table
+	// output).
+	GlobalJSON bool
 	// DefaultUpdateStrategy is the update strategy of CRDs without a
 	// kapp.k14s.io/update-strategy annotation, as kapp deploy's
 	// --apply-default-update-strategy.
@@ -83,8 +92,10 @@ func NewCRDUpgradeSafetyCmd(o *CRDUpgradeSafetyOptions, _ cmdcore.FlagsFactory) 
 CRDUpgradeSafety preflight check of 'kapp deploy --preflight=CRDUpgradeSafety' does,
 without deploying anything.
 
-Old CRDs come from --file, or from the cluster when no --file is given (then the
-live checks run too: existing custom resources must stay valid under the new
+Old CRDs come from --file; or, with --git-ref REV, from the --file2 paths as
+they are at that git revision (CRDs whose file moved are found by name in the
+whole tree at REV); or from the cluster when neither is given (then the live
+checks run too: existing custom resources must stay valid under the new
 schema, and a CRD kapp would replace, per its kapp.k14s.io/update-strategy or
 --apply-default-update-strategy, must have none to lose). New CRDs come from
 --file2; each is validated as the apiserver would validate it (apiserverRejects),
@@ -102,12 +113,30 @@ inputs configures the check through its preflightRules entry named
 CRDUpgradeSafety, as it does for 'kapp deploy'; Config documents among the old
 inputs are ignored.
 
-Exit status:
+--output chooses the form: table (kapp's table, the default; --json gives it
+as kapp's JSON document), markdown (a pull-request comment), github (GitHub
+Actions annotations on the file and line of each finding), sarif (SARIF 2.1.0
+for code scanning) or json (the findings document of
+docs/crd-upgrade-safety-report.schema.json). The table shortens long messages;
+the other outputs print them in full.
+
+Exit status (the same in every output):
   0  no error findings (warnings allowed)
   1  the check could not run (bad input or config, cluster not reachable or
      not answering within liveChecksTimeout)
   3  at least one error finding: the upgrade is unsafe`,
-		RunE: func(_ *cobra.Command, _ []string) error { return o.Run() },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f := cmd.Flags().Lookup("json"); f != nil && f.Value.String() == "true" {
+				o.GlobalJSON = true
+			}
+			if o.Output != OutputTable {
+				if cmd.Annotations == nil {
+					cmd.Annotations = map[string]string{}
+				}
+				cmd.Annotations[DocumentOutputAnnotation] = ""
+			}
+			return o.Run()
+		},
 		// Human-readable output (title, headers, summary) by default, as for
 		// deploy: the command mostly runs in CI logs. --tty=false prints the
 		// rows only; --json is for machines.
@@ -119,10 +148,17 @@ Exit status:
   # Compare new CRDs with the ones on the cluster (and check existing resources)
   kapp tools crd-upgrade-safety --file2 release-1.1/crds/
 
-  # Machine-readable findings
-  kapp tools crd-upgrade-safety -f old.yaml --file2 new.yaml --json`,
+  # A pull-request check: the CRDs of the branch against those of origin/main,
+  # as annotations on the diff
+  kapp tools crd-upgrade-safety --git-ref origin/main --file2 config/crds/ --output github
+
+  # Findings for code scanning, or as a JSON document
+  kapp tools crd-upgrade-safety -f old.yaml --file2 new.yaml --output sarif > crd-upgrade-safety.sarif
+  kapp tools crd-upgrade-safety -f old.yaml --file2 new.yaml --output json`,
 	}
 	o.FileFlags.Set(cmd)
+	cmd.Flags().StringVar(&o.Output, "output", OutputTable,
+		"Set output format ("+strings.Join(outputs, ", ")+")")
 	cmd.Flags().StringVar(&o.DefaultUpdateStrategy, "apply-default-update-strategy", "",
 		"Set the update strategy kapp deploy uses for CRDs without a kapp.k14s.io/update-strategy annotation, as its flag of the same name "+
 			"(always-replace and fallback-on-replace delete and recreate CRDs)")
@@ -135,8 +171,17 @@ var ErrNoCRDs = errors.New("no CRDs to check")
 
 func (o *CRDUpgradeSafetyOptions) Run() error {
 	ctx := context.Background()
+	if o.Output == "" {
+		o.Output = OutputTable
+	}
+	if err := o.checkOutput(); err != nil {
+		return err
+	}
 	if len(o.FileFlags.NewFiles) == 0 {
 		return fmt.Errorf("expected at least one --file2 with the new CRDs")
+	}
+	if o.FileFlags.GitRef != "" && len(o.FileFlags.OldFiles) > 0 {
+		return fmt.Errorf("expected either --file or --git-ref for the old CRDs, not both (--git-ref reads the --file2 paths at that revision)")
 	}
 	if stdinCount(o.FileFlags.OldFiles)+stdinCount(o.FileFlags.NewFiles) > 1 {
 		return fmt.Errorf("expected standard input (-) at most once among --file and --file2")
@@ -159,7 +204,8 @@ func (o *CRDUpgradeSafetyOptions) Run() error {
 		return err
 	}
 
-	plan := preflight.Plan{Pairs: make([]preflight.Pair, len(newSet.crds)), OldFromFiles: len(o.FileFlags.OldFiles) > 0}
+	oldFromFiles := len(o.FileFlags.OldFiles) > 0 || o.FileFlags.GitRef != ""
+	plan := preflight.Plan{Pairs: make([]preflight.Pair, len(newSet.crds)), OldFromFiles: oldFromFiles}
 	for i, c := range newSet.crds {
 		plan.Pairs[i].New = c.crd
 		if plan.Pairs[i].Strategy, err = preflight.UpdateStrategyOf(c.crd, o.DefaultUpdateStrategy); err != nil {
@@ -170,7 +216,7 @@ func (o *CRDUpgradeSafetyOptions) Run() error {
 	ctx, cancel := preflight.WithLiveDeadline(ctx, cfg.LiveChecksTimeout)
 	defer cancel()
 	var cluster preflight.Cluster
-	if len(o.FileFlags.OldFiles) > 0 {
+	if oldFromFiles {
 		pairFiles(&plan, oldSet.crds)
 	} else {
 		if cluster, err = o.cluster(); err != nil {
@@ -194,11 +240,16 @@ func (o *CRDUpgradeSafetyOptions) Run() error {
 		return err
 	}
 
-	kept, omitted := crdupgradesafety.Bound(findings, cfg.MaxFindingsPerCRD)
-	if err := printTable(o.ui, preflight.FindingsTable(kept, omitted)); err != nil {
+	checked := make([]string, 0, len(plan.Pairs)+len(plan.Removals))
+	for _, p := range plan.Pairs {
+		checked = append(checked, p.New.Name)
+	}
+	for _, r := range plan.Removals {
+		checked = append(checked, r.CRD.Name)
+	}
+	if err := o.printReport(checked, findings, cfg.MaxFindingsPerCRD, newSet.crds, oldSet.crds); err != nil {
 		return err
 	}
-	o.ui.PrintLinef("%s", preflight.Summary(findings, len(plan.Pairs)+len(plan.Removals)))
 
 	if errs, warns := preflight.Count(findings); errs > 0 {
 		return UnsafeCRDUpgradeError{Errors: errs, Warnings: warns}
@@ -235,6 +286,17 @@ func pairFiles(plan *preflight.Plan, old []crdDoc) {
 // dominates the cost of the command, and a single huge document on each
 // side would otherwise be parsed one after the other.
 func (o *CRDUpgradeSafetyOptions) load() (newSet, oldSet inputSet, err error) {
+	if o.FileFlags.GitRef != "" {
+		// The old side depends on the new one: CRDs missing at the
+		// revision are looked for by name.
+		if newSet, err = loadInputs(o.FileFlags.NewFiles, "new"); err != nil {
+			return inputSet{}, inputSet{}, fmt.Errorf("new CRDs: %w", err)
+		}
+		if oldSet, err = loadGitInputs(o.FileFlags.GitRef, o.FileFlags.NewFiles, newSet, o.notef); err != nil {
+			return inputSet{}, inputSet{}, fmt.Errorf("old CRDs at %s: %w", o.FileFlags.GitRef, err)
+		}
+		return newSet, oldSet, nil
+	}
 	var oldErr error
 	done := make(chan struct{})
 	go func() {
@@ -269,20 +331,26 @@ func (o *CRDUpgradeSafetyOptions) config(configRs []ctlres.Resource) (config.CRD
 	return check.Config(), nil
 }
 
-// printTable prints a table. go-cli-ui panics on a --column naming no
+// printTable prints a table of what (e.g. "findings"). go-cli-ui panics on a --column naming no
 // header; that is bad input, reported as an error here.
-func printTable(u ui.UI, table uitable.Table) (err error) {
+func printTable(u ui.UI, what string, table uitable.Table) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			keys := make([]string, len(table.Header))
 			for i, h := range table.Header {
 				keys[i] = h.Key
 			}
-			err = fmt.Errorf("printing %s: %v (columns: %s)", table.Content, r, strings.Join(keys, ", "))
+			err = fmt.Errorf("printing %s: %v (columns: %s)", what, r, strings.Join(keys, ", "))
 		}
 	}()
 	u.PrintTable(table)
 	return nil
+}
+
+// notef prints a note on how the run went (standard error: standard
+// output may be a document).
+func (o *CRDUpgradeSafetyOptions) notef(format string, args ...any) {
+	o.ui.ErrorLinef(format, args...)
 }
 
 func (o *CRDUpgradeSafetyOptions) cluster() (preflight.Cluster, error) {

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
+	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/report"
 	yaml "go.yaml.in/yaml/v3"
@@ -305,7 +307,12 @@ func fieldPosition(crd *yaml.Node, version, field, check string) position {
 	if root == nil {
 		return position{line: entry.Line, rest: len(field)}
 	}
-	line, rest := walkSchema(root, key.Line, field[1:])
+	line, schema, rest := walkSchema(root, key.Line, field[1:])
+	if rest == 0 {
+		if l, ok := keywordLine(schema, check); ok {
+			line = l
+		}
+	}
 	return position{line: line, rest: rest, exact: rest == 0}
 }
 
@@ -314,16 +321,17 @@ func fieldPosition(crd *yaml.Node, version, field, check string) position {
 // values of a map (additionalProperties), ".allOf[i]" (anyOf, oneOf) a
 // branch. Property names may themselves hold '.', '[' or '{', so every
 // property that the path can start with is tried. It returns the line of
-// the deepest schema found and the length of the path left unfound.
-func walkSchema(s *yaml.Node, line int, path string) (int, int) {
+// the deepest schema found, that schema, and the length of the path left
+// unfound.
+func walkSchema(s *yaml.Node, line int, path string) (int, *yaml.Node, int) {
 	s = deref(s)
-	bestLine, bestRest := line, len(path)
+	bestLine, bestNode, bestRest := line, s, len(path)
 	if path == "" || s == nil || s.Kind != yaml.MappingNode {
-		return bestLine, bestRest
+		return bestLine, bestNode, bestRest
 	}
-	consider := func(l, r int) {
+	consider := func(l int, n *yaml.Node, r int) {
 		if r < bestRest {
-			bestLine, bestRest = l, r
+			bestLine, bestNode, bestRest = l, n, r
 		}
 	}
 	child := func(key string, rest string) {
@@ -360,7 +368,32 @@ func walkSchema(s *yaml.Node, line int, path string) (int, int) {
 			}
 		}
 	}
-	return bestLine, bestRest
+	return bestLine, bestNode, bestRest
+}
+
+// keywordOf is the schema keyword a property check is about, when it is
+// not the check ID itself: a finding points at the keyword's line when
+// the new schema has it ("maximum: 5"), else at the property.
+var keywordOf = map[string]string{
+	config.CheckPreserveUnknownFields: "x-kubernetes-preserve-unknown-fields",
+	config.CheckIntOrString:           "x-kubernetes-int-or-string",
+	config.CheckListType:              "x-kubernetes-list-type",
+	config.CheckMapType:               "x-kubernetes-map-type",
+	config.CheckCELValidation:         "x-kubernetes-validations",
+}
+
+func keywordLine(schema *yaml.Node, check string) (int, bool) {
+	keyword, ok := keywordOf[check]
+	if !ok {
+		if !slices.Contains(config.PropertyCheckIDs, check) {
+			return 0, false
+		}
+		keyword = check
+	}
+	if k, _ := mapValue(schema, keyword); k != nil {
+		return k.Line, true
+	}
+	return 0, false
 }
 
 // parseIndex parses "comb[i]" at the start of s and returns i and the rest.

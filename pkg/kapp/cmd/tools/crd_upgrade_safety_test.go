@@ -37,6 +37,7 @@ func runWith(t *testing.T, configure func(*CRDUpgradeSafetyOptions), old, new []
 	confUI.EnableJSON()
 	o := NewCRDUpgradeSafetyOptions(confUI, nil)
 	o.FileFlags = CRDUpgradeSafetyFileFlags{OldFiles: old, NewFiles: new}
+	o.GlobalJSON = true
 	if configure != nil {
 		configure(o)
 	}
@@ -95,7 +96,7 @@ func TestCRDUpgradeSafetyUnsafe(t *testing.T) {
 	for _, r := range resp.rows(t) {
 		require.NotEmpty(t, r["message"])
 	}
-	require.Contains(t, resp.Lines, "2 errors, 0 warnings in 1 CRD")
+	require.Contains(t, resp.Lines, "1 CRD checked, 1 unsafe: 2 errors, 0 warnings")
 }
 
 func TestCRDUpgradeSafetySafe(t *testing.T) {
@@ -103,7 +104,7 @@ func TestCRDUpgradeSafetySafe(t *testing.T) {
 	resp, err := run(t, []string{td("old.yaml")}, []string{td("new-safe.yaml")}, nil)
 	require.NoError(t, err)
 	require.Empty(t, resp.rows(t))
-	require.Contains(t, resp.Lines, "No unsafe changes in 2 CRDs")
+	require.Contains(t, resp.Lines, "2 CRDs checked: no unsafe changes")
 }
 
 func TestCRDUpgradeSafetyConfig(t *testing.T) {
@@ -114,7 +115,7 @@ func TestCRDUpgradeSafetyConfig(t *testing.T) {
 			"widgets.example.com v1 ^.spec.color enum warning",
 			"widgets.example.com v1 ^.spec.size minimum warning",
 		}, checks(resp.rows(t)))
-		require.Contains(t, resp.Lines, "0 errors, 2 warnings in 1 CRD")
+		require.Contains(t, resp.Lines, "1 CRD checked, none unsafe: 0 errors, 2 warnings")
 	})
 
 	t.Run("Config among the old files is ignored", func(t *testing.T) {
@@ -127,7 +128,7 @@ func TestCRDUpgradeSafetyConfig(t *testing.T) {
 		require.ErrorIs(t, err, preflight.ErrUnsafeUpgrade)
 		require.Len(t, resp.rows(t), 1)
 		require.Equal(t, []string{"... and 1 more finding for CRD widgets.example.com"}, resp.Tables[0].Notes)
-		require.Contains(t, resp.Lines, "2 errors, 0 warnings in 1 CRD")
+		require.Contains(t, resp.Lines, "1 CRD checked, 1 unsafe: 2 errors, 0 warnings")
 	})
 
 	t.Run("invalid config value", func(t *testing.T) {
@@ -222,7 +223,7 @@ func TestCRDUpgradeSafetyRemovedCRD(t *testing.T) {
 	requireUnsafe(t, err)
 	require.Equal(t, []string{"sprockets.example.com   crdDeletion error"}, checks(resp.rows(t)))
 	require.Equal(t, message, resp.rows(t)[0]["message"])
-	require.Contains(t, resp.Lines, "1 error, 0 warnings in 3 CRDs")
+	require.Contains(t, resp.Lines, "3 CRDs checked, 1 unsafe: 1 error, 0 warnings")
 
 	t.Run("warn mode", func(t *testing.T) {
 		resp, err := run(t, old, []string{td("new-safe.yaml"), td("config-warn.yaml")}, nil)
@@ -233,7 +234,7 @@ func TestCRDUpgradeSafetyRemovedCRD(t *testing.T) {
 		resp, err := run(t, old, []string{td("new-safe.yaml"), td("config-no-deletion.yaml")}, nil)
 		require.NoError(t, err)
 		require.Empty(t, resp.rows(t))
-		require.Contains(t, resp.Lines, "No unsafe changes in 3 CRDs")
+		require.Contains(t, resp.Lines, "3 CRDs checked: no unsafe changes")
 	})
 	t.Run("new inputs of another release entirely", func(t *testing.T) {
 		resp, err := run(t, []string{td("old.yaml")}, []string{td("sprockets.yaml")}, nil)
@@ -259,7 +260,7 @@ func TestCRDUpgradeSafetyLive(t *testing.T) {
 	require.Equal(t, [][]string{{"widgets.example.com"}}, cluster.gets, "one batched fetch of the new CRDs' live versions")
 	require.Equal(t, []string{"widgets.example.com v1"}, cluster.lists)
 	require.Contains(t, checks(resp.rows(t)), "widgets.example.com v1  existingResources error")
-	require.Contains(t, resp.Lines, "3 errors, 0 warnings in 1 CRD")
+	require.Contains(t, resp.Lines, "1 CRD checked, 1 unsafe: 3 errors, 0 warnings")
 
 	t.Run("cluster errors fail the run", func(t *testing.T) {
 		failing := &fakeCluster{getErr: errors.New("connection refused")}

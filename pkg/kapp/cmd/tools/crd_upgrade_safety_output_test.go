@@ -1,0 +1,219 @@
+package tools
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cppforlife/go-cli-ui/ui"
+	"github.com/crdsafety/kapp/pkg/kapp/preflight"
+	"github.com/crdsafety/kapp/pkg/kapp/report"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/stretchr/testify/require"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+func outputFile(name string) string {
+	return filepath.Join("testdata", "crd-upgrade-safety", "output", name)
+}
+
+// runOutput runs the command in-process as a person would see it (kapp's
+// TTY UI, no --json) and returns its standard output and error output.
+func runOutput(t *testing.T, o *CRDUpgradeSafetyOptions) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	confUI := ui.NewWrappingConfUI(ui.NewWriterUI(&out, &errOut, ui.NewNoopLogger()), ui.NewNoopLogger())
+	o.ui = confUI
+	o.Cluster = func() (preflight.Cluster, error) {
+		t.Fatalf("cluster contacted although old CRDs came from files")
+		return nil, nil
+	}
+	err = o.Run()
+	confUI.Flush()
+	return out.String(), errOut.String(), err
+}
+
+func outputOptions(output string, old, new []string) *CRDUpgradeSafetyOptions {
+	o := NewCRDUpgradeSafetyOptions(nil, nil)
+	o.Output = output
+	o.FileFlags = CRDUpgradeSafetyFileFlags{OldFiles: old, NewFiles: new}
+	return o
+}
+
+// TestCRDUpgradeSafetyOutputs: every output of one unsafe run against its
+// golden file (go test ./pkg/kapp/cmd/tools/ -run Outputs -update
+// rewrites them): the same findings, with their files and lines, and the
+// same exit status (3) in every output.
+func TestCRDUpgradeSafetyOutputs(t *testing.T) {
+	old := []string{outputFile("old.yaml")}
+	new := []string{outputFile("new.yaml"), outputFile("config.yaml")}
+	golden := map[string]string{
+		OutputTable: "table.txt", OutputMarkdown: "markdown.md", OutputGitHub: "github.txt",
+		OutputSARIF: "sarif.json", OutputJSON: "report.json",
+	}
+	for _, output := range outputs {
+		t.Run(output, func(t *testing.T) {
+			stdout, stderr, err := runOutput(t, outputOptions(output, old, new))
+			requireUnsafe(t, err)
+			require.Equal(t, "unsafe CRD upgrade: 5 error findings", err.Error())
+			require.Empty(t, stderr)
+			requireGolden(t, outputFile(golden[output]), stdout)
+			switch output {
+			case OutputSARIF:
+				requireValid(t, filepath.Join("..", "..", "report", "testdata", "sarif-schema-2.1.0.json"), stdout)
+			case OutputJSON:
+				requireValid(t, filepath.Join("..", "..", "..", "..", "docs", "crd-upgrade-safety-report.schema.json"), stdout)
+			}
+		})
+	}
+
+	t.Run("the table shortens the 800-character CEL rule, the others keep it", func(t *testing.T) {
+		data, err := os.ReadFile(outputFile("new.yaml"))
+		require.NoError(t, err)
+		_, rule, _ := strings.Cut(string(data), `- rule: "`)
+		rule, _, _ = strings.Cut(rule, `"`+"\n")
+		require.Greater(t, len(rule), 790)
+		for output, file := range golden {
+			out, err := os.ReadFile(outputFile(file))
+			require.NoError(t, err)
+			if output == OutputTable {
+				require.NotContains(t, string(out), rule)
+				require.Contains(t, string(out), "Messages longer than 200 characters are shortened")
+				continue
+			}
+			want := rule
+			if output == OutputMarkdown {
+				want = strings.NewReplacer("|", `\|`, "&", `\&`, "<", `\<`).Replace(rule)
+			}
+			require.Contains(t, string(out), want, output)
+		}
+	})
+
+	t.Run("json: each finding's file and line", func(t *testing.T) {
+		stdout, _, _ := runOutput(t, outputOptions(OutputJSON, old, new))
+		var r report.Report
+		require.NoError(t, json.Unmarshal([]byte(stdout), &r))
+		at := map[string]string{}
+		for _, c := range r.CRDs {
+			for _, f := range c.Findings {
+				at[f.Check] = locationLine(t, f.File, f.Line) + " | " + locationLine(t, f.OldFile, f.OldLine)
+			}
+		}
+		require.Equal(t, map[string]string{
+			"celValidation":        "x-kubernetes-validations: | ",
+			"existingFieldRemoval": "spec: | color:",
+			"maximum":              "maximum: 5 | ",
+			"enum":                 "enum: [medium, large] | ",
+			"servedVersionRemoval": "versions: | - name: v1beta1",
+			"crdDeletion":          " | apiVersion: apiextensions.k8s.io/v1",
+		}, at)
+	})
+}
+
+// locationLine is the text of a line of a file, trimmed ("" for none).
+func locationLine(t *testing.T, file string, line int) string {
+	t.Helper()
+	if file == "" {
+		return ""
+	}
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	lines := strings.Split(string(data), "\n")
+	require.Less(t, line-1, len(lines))
+	return strings.TrimSpace(lines[line-1])
+}
+
+// TestCRDUpgradeSafetyOutputsSafe: a safe run in every output, exit
+// status 0; the table is one line.
+func TestCRDUpgradeSafetyOutputsSafe(t *testing.T) {
+	old := []string{outputFile("old.yaml")}
+	for _, output := range outputs {
+		t.Run(output, func(t *testing.T) {
+			stdout, _, err := runOutput(t, outputOptions(output, old, old))
+			require.NoError(t, err)
+			switch output {
+			case OutputTable:
+				require.Equal(t, "3 CRDs checked: no unsafe changes\n", stdout)
+			case OutputGitHub:
+				require.Equal(t, "3 CRDs checked: no unsafe changes\n", stdout, "no annotation")
+			case OutputMarkdown:
+				require.True(t, strings.HasPrefix(stdout, "**CRD upgrade safety**: 3 CRDs checked: no unsafe changes\n"), stdout)
+				require.NotContains(t, stdout, "| Severity")
+			case OutputJSON:
+				var r report.Report
+				require.NoError(t, json.Unmarshal([]byte(stdout), &r))
+				require.True(t, r.Safe)
+				require.Len(t, r.CRDs, 3)
+			case OutputSARIF:
+				require.Contains(t, stdout, `"results": []`)
+			}
+		})
+	}
+}
+
+// TestCRDUpgradeSafetyOutputsCouldNotRun: bad input is exit status 1 in
+// every output, and nothing is printed on standard output.
+func TestCRDUpgradeSafetyOutputsCouldNotRun(t *testing.T) {
+	for _, output := range outputs {
+		t.Run(output, func(t *testing.T) {
+			stdout, _, err := runOutput(t, outputOptions(output, []string{outputFile("old.yaml")}, []string{td("not-yaml.yaml")}))
+			requirePlainError(t, err)
+			require.Empty(t, stdout)
+		})
+	}
+}
+
+func TestCRDUpgradeSafetyOutputFlag(t *testing.T) {
+	_, _, err := runOutput(t, outputOptions("yaml", nil, []string{outputFile("new.yaml")}))
+	requirePlainError(t, err)
+	require.EqualError(t, err, `unknown --output "yaml" (allowed: table, markdown, github, sarif, json)`)
+
+	o := outputOptions(OutputSARIF, nil, []string{outputFile("new.yaml")})
+	o.GlobalJSON = true
+	_, _, err = runOutput(t, o)
+	requirePlainError(t, err)
+	require.ErrorContains(t, err, "--json and --output sarif both choose the output")
+
+	t.Run("--json keeps the table in full", func(t *testing.T) {
+		resp, err := runWith(t, nil, []string{outputFile("old.yaml")}, []string{outputFile("new.yaml")}, nil)
+		requireUnsafe(t, err)
+		var cel string
+		for _, r := range resp.rows(t) {
+			if r["check"] == "celValidation" {
+				cel = r["message"]
+			}
+		}
+		require.Greater(t, len(cel), 800, "not shortened")
+		require.Equal(t, "findings", resp.Tables[0].Content)
+	})
+}
+
+// requireValid validates a document against a JSON Schema file.
+func requireValid(t *testing.T, schemaFile, doc string) {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	sch, err := c.Compile(schemaFile)
+	require.NoError(t, err)
+	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(doc))
+	require.NoError(t, err)
+	require.NoError(t, sch.Validate(inst))
+}
+
+func requireGolden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s does not exist: run the test with -update", path)
+	}
+	require.NoError(t, err)
+	require.Equal(t, string(want), got)
+}
