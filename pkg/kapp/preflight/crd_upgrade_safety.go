@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"carvel.dev/kapp/pkg/kapp/clusterapply"
 	cmdcore "carvel.dev/kapp/pkg/kapp/cmd/core"
@@ -77,6 +78,8 @@ type CRDUpgradeSafety struct {
 	cluster func() (Cluster, error)
 	enabled bool
 	cfg     config.CRDUpgradeSafety
+	// progressInterval throttles the progress lines of the live checks.
+	progressInterval time.Duration
 }
 
 var _ kpreflight.Check = &CRDUpgradeSafety{}
@@ -84,7 +87,7 @@ var _ kpreflight.Check = &CRDUpgradeSafety{}
 // NewCRDUpgradeSafety returns the check. cluster is called at most once per
 // run, and only when the run needs the cluster.
 func NewCRDUpgradeSafety(ui ui.UI, cluster func() (Cluster, error), enabled bool) *CRDUpgradeSafety {
-	return &CRDUpgradeSafety{ui: ui, cluster: cluster, enabled: enabled, cfg: config.Default()}
+	return &CRDUpgradeSafety{ui: ui, cluster: cluster, enabled: enabled, cfg: config.Default(), progressInterval: ProgressInterval}
 }
 
 // ClusterFromDeps returns a Cluster factory over kapp's dynamic client.
@@ -140,7 +143,10 @@ func (c *CRDUpgradeSafety) Run(ctx context.Context, changeGraph *ctldgraph.Chang
 		}
 	}
 
+	progress := NewProgressPrinter(c.ui.PrintLinef, c.progressInterval)
+	plan.Progress = progress.Update
 	findings, err := Evaluate(ctx, plan, &c.cfg, cluster)
+	progress.Done()
 	if err != nil {
 		return err
 	}

@@ -85,6 +85,10 @@ type Plan struct {
 	// cluster): an old CRD the apiserver would itself refuse gives a
 	// warning.
 	OldFromFiles bool
+	// Progress, when set, is told how far the live checks are: after each
+	// CRD they are done with and each batch of custom resources validated
+	// (never per object). Calls come from the workers, one at a time.
+	Progress func(LiveProgress)
 }
 
 // objectsPerValidation batches existing custom resources for one
@@ -143,7 +147,7 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.CRDUpgradeSafety, clus
 
 	var live [][]crdupgradesafety.Finding
 	if cluster != nil {
-		if live, err = liveFindings(ctx, pairs, outcomes, plan.Removals, cfg, cluster); err != nil {
+		if live, err = liveFindings(ctx, pairs, outcomes, plan.Removals, cfg, cluster, plan.Progress); err != nil {
 			return nil, err
 		}
 	}
@@ -266,19 +270,23 @@ func describe(rs []crdupgradesafety.Rejection) string {
 // the count of the custom resources a replace deletes or the validation of
 // the existing ones; for each removal the count of its custom resources.
 func liveFindings(ctx context.Context, pairs []Pair, outcomes []pairOutcome, removals []Removal,
-	cfg *config.CRDUpgradeSafety, cluster Cluster) ([][]crdupgradesafety.Finding, error) {
+	cfg *config.CRDUpgradeSafety, cluster Cluster, progress func(LiveProgress)) ([][]crdupgradesafety.Finding, error) {
 
 	n := len(pairs)
 	if cfg.Checks.CRD.CRDDeletion.Enabled {
 		n += len(removals)
 	}
 	results := make([][]crdupgradesafety.Finding, n)
+	tracker := &liveTracker{report: progress, p: LiveProgress{CRDs: n}}
 	err := parallel.ForEach(ctx, n, DefaultConcurrency, func(ctx context.Context, i int) error {
 		var err error
 		if i < len(pairs) {
-			results[i], err = livePairFindings(ctx, pairs[i], outcomes[i], cfg, cluster)
+			results[i], err = livePairFindings(ctx, pairs[i], outcomes[i], cfg, cluster, tracker)
 		} else {
 			results[i], err = removalFindings(ctx, removals[i-len(pairs)], cfg, cluster)
+		}
+		if err == nil {
+			tracker.add(1, 0)
 		}
 		return err
 	})
@@ -286,7 +294,7 @@ func liveFindings(ctx context.Context, pairs []Pair, outcomes []pairOutcome, rem
 }
 
 func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.CRDUpgradeSafety,
-	cluster Cluster) ([]crdupgradesafety.Finding, error) {
+	cluster Cluster, tracker *liveTracker) ([]crdupgradesafety.Finding, error) {
 
 	var findings []crdupgradesafety.Finding
 	crd := &cfg.Checks.CRD
@@ -323,7 +331,7 @@ func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.CR
 			findings = append(findings, crdupgradesafety.Replacement(p.New.Name, count-p.AlsoDeleted, o.replace, cfg)...)
 		}
 	case crd.ExistingResources.Enabled && !o.rejected:
-		fs, err := existingResourceFindings(ctx, p, cfg, cluster)
+		fs, err := existingResourceFindings(ctx, p, cfg, cluster, tracker)
 		if err != nil {
 			return nil, err
 		}
@@ -408,7 +416,7 @@ func refusal(err error) ([]crdupgradesafety.Rejection, bool) {
 // and the new CRD still has (objects come back converted to the version
 // asked for, so each such version's new schema gets checked).
 func existingResourceFindings(ctx context.Context, pair Pair, cfg *config.CRDUpgradeSafety,
-	cluster Cluster) ([]crdupgradesafety.Finding, error) {
+	cluster Cluster, tracker *liveTracker) ([]crdupgradesafety.Finding, error) {
 
 	inNew := map[string]bool{}
 	for _, v := range pair.New.Spec.Versions {
@@ -427,6 +435,7 @@ func existingResourceFindings(ctx context.Context, pair Pair, cfg *config.CRDUpg
 				return fmt.Errorf("validating existing custom resources of CRD %s version %s: %w", pair.New.Name, v.Name, err)
 			}
 			findings = append(findings, fs...)
+			tracker.add(0, len(batch))
 			clear(batch) // release the validated objects now, not when overwritten
 			batch = batch[:0]
 			return nil

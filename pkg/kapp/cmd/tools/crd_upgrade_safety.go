@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	cmdapp "carvel.dev/kapp/pkg/kapp/cmd/app"
 	cmdcore "carvel.dev/kapp/pkg/kapp/cmd/core"
@@ -78,10 +79,12 @@ type CRDUpgradeSafetyOptions struct {
 	// Cluster reaches the live cluster when no --file is given; nil uses
 	// the dynamic client of depsFactory.
 	Cluster func() (preflight.Cluster, error)
+	// progressInterval throttles the progress lines of the live checks.
+	progressInterval time.Duration
 }
 
 func NewCRDUpgradeSafetyOptions(ui ui.UI, depsFactory cmdcore.DepsFactory) *CRDUpgradeSafetyOptions {
-	return &CRDUpgradeSafetyOptions{ui: ui, depsFactory: depsFactory}
+	return &CRDUpgradeSafetyOptions{ui: ui, depsFactory: depsFactory, progressInterval: preflight.ProgressInterval}
 }
 
 func NewCRDUpgradeSafetyCmd(o *CRDUpgradeSafetyOptions, _ cmdcore.FlagsFactory) *cobra.Command {
@@ -235,7 +238,18 @@ func (o *CRDUpgradeSafetyOptions) Run() error {
 		}
 	}
 
+	// Progress of long live checks; not in kapp's --json document.
+	var progress *preflight.ProgressPrinter
+	if cluster != nil && !o.GlobalJSON {
+		printf := o.ui.PrintLinef
+		if o.Output != OutputTable {
+			printf = o.notef
+		}
+		progress = preflight.NewProgressPrinter(printf, o.progressInterval)
+		plan.Progress = progress.Update
+	}
 	findings, err := preflight.Evaluate(ctx, plan, &cfg, cluster)
+	progress.Done()
 	if err != nil {
 		return err
 	}

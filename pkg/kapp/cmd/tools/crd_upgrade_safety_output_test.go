@@ -15,6 +15,7 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/report"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -216,4 +217,39 @@ func requireGolden(t *testing.T, path, got string) {
 	}
 	require.NoError(t, err)
 	require.Equal(t, string(want), got)
+}
+
+// TestCRDUpgradeSafetyLiveProgress: against a cluster, the live checks show
+// their progress through kapp's UI: on standard output beside the table,
+// on standard error when standard output is a document.
+func TestCRDUpgradeSafetyLiveProgress(t *testing.T) {
+	oldSet, err := loadInputs([]string{td("old.yaml")}, "old")
+	require.NoError(t, err)
+	live := oldSet.crds[0].crd
+	widget := map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "a", "namespace": "default"}, "spec": map[string]any{"size": int64(7)}}
+	const line = "CRDUpgradeSafety: live checks done: 2 of 2 CRDs, 1 custom resource validated in "
+
+	for _, output := range []string{OutputTable, OutputJSON} {
+		t.Run(output, func(t *testing.T) {
+			o := outputOptions(output, nil, []string{td("new-safe.yaml")})
+			o.progressInterval = 0
+			var out, errOut bytes.Buffer
+			confUI := ui.NewWrappingConfUI(ui.NewWriterUI(&out, &errOut, ui.NewNoopLogger()), ui.NewNoopLogger())
+			o.ui = confUI
+			o.Cluster = func() (preflight.Cluster, error) {
+				return &fakeCluster{crds: map[string]*apiextv1.CustomResourceDefinition{live.Name: live},
+					objs: []map[string]any{widget}}, nil
+			}
+			require.NoError(t, o.Run())
+			confUI.Flush()
+			if output == OutputTable {
+				require.Contains(t, out.String(), line)
+				require.Empty(t, errOut.String())
+				return
+			}
+			require.Contains(t, errOut.String(), line)
+			require.True(t, json.Valid(out.Bytes()), out.String())
+		})
+	}
 }
