@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/cppforlife/cobrautil"
@@ -26,7 +27,13 @@ func nonExitingMain() error {
 
 	ran, err := cmd.NewDefaultKappCmd(confUI).ExecuteC()
 	if err != nil {
-		confUI.ErrorLinef("kapp: Error: %v", uierrs.NewMultiLineError(err))
+		if cmd.PrintedDocument(ran) {
+			// Straight to standard error: kapp's UI would first end
+			// standard output, which holds the document, with an empty line.
+			fmt.Fprintf(os.Stderr, "kapp: Error: %v\n", uierrs.NewMultiLineError(err))
+		} else {
+			confUI.ErrorLinef("kapp: Error: %v", uierrs.NewMultiLineError(err))
+		}
 		return err
 	}
 
