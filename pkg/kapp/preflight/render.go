@@ -21,21 +21,24 @@ import (
 //
 // CRD-level findings leave out the version and field parts they lack.
 func FindingLine(f crdupgradesafety.Finding) string {
+	return FindingSubject(f.CRD, f.Version, f.Field) + ": [" + f.Check + "] " + f.Message
+}
+
+// FindingSubject names what a finding is about: "crd widgets.example.com
+// version v1 field ^.spec.size", leaving out the version and field parts
+// it lacks.
+func FindingSubject(crd, version, field string) string {
 	var b strings.Builder
 	b.WriteString("crd ")
-	b.WriteString(f.CRD)
-	if f.Version != "" {
+	b.WriteString(crd)
+	if version != "" {
 		b.WriteString(" version ")
-		b.WriteString(f.Version)
+		b.WriteString(version)
 	}
-	if f.Field != "" {
+	if field != "" {
 		b.WriteString(" field ")
-		b.WriteString(f.Field)
+		b.WriteString(field)
 	}
-	b.WriteString(": [")
-	b.WriteString(f.Check)
-	b.WriteString("] ")
-	b.WriteString(f.Message)
 	return b.String()
 }
 

@@ -178,20 +178,7 @@ func Count(n int, one, many string) string {
 
 // subject names what a finding is about: "crd widgets.example.com version
 // v1 field ^.spec.size", leaving out the parts it lacks.
-func (f Finding) subject() string {
-	var b strings.Builder
-	b.WriteString("crd ")
-	b.WriteString(f.CRD)
-	if f.Version != "" {
-		b.WriteString(" version ")
-		b.WriteString(f.Version)
-	}
-	if f.Field != "" {
-		b.WriteString(" field ")
-		b.WriteString(f.Field)
-	}
-	return b.String()
-}
+func (f Finding) subject() string { return preflight.FindingSubject(f.CRD, f.Version, f.Field) }
 
 // newLocation and oldLocation return the finding's locations.
 func (f Finding) newLocation() Location { return Location{File: f.File, Line: f.Line} }
