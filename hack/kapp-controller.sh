@@ -92,7 +92,8 @@ build() {
   if [[ "$want" == "$have" && -x "$BIN_DIR/kapp-controller" && -x "$BIN_DIR/ytt" && -x "$BIN_DIR/vendir" ]]; then
     log "kapp-controller, ytt and vendir are up to date ($BIN_DIR)"
   else
-    log "building kapp-controller, ytt and vendir from the Go module proxy (a few minutes on a cold cache)"
+    log "building kapp-controller, ytt and vendir from source through the Go module proxy:"
+    log "on a cold cache several minutes on 2 cores (a line every 30s says how far it is); once only"
     local start=$SECONDS tmp flags
     flags="$(ldflags)"
     tmp="$(mktemp -d "$BIN_DIR/.build.XXXXXX")"
@@ -101,7 +102,7 @@ build() {
     # does not apply inside the left-hand side of ||.)
     (
       cd "$MODULE_DIR" &&
-        go build "${BUILD_FLAGS[@]}" -ldflags "$flags" -o "$tmp/" \
+        go_build_progress "kapp-controller, ytt and vendir" "$tmp/build.log" "${BUILD_FLAGS[@]}" -ldflags "$flags" -o "$tmp/" \
           github.com/vmware-tanzu/carvel-kapp-controller/cmd/controller carvel.dev/ytt/cmd/ytt carvel.dev/vendir/cmd/vendir
     ) || {
       rm -rf "$tmp"
@@ -133,6 +134,8 @@ is_running() {
 
 # shellcheck source=hack/lib/process.sh
 source "$ROOT/hack/lib/process.sh" # stop_pid
+# shellcheck source=hack/lib/build.sh
+source "$ROOT/hack/lib/build.sh" # go_build_progress, elapsed
 
 stop() {
   if [[ ! -f "$RUN_FILE" ]]; then
