@@ -31,14 +31,30 @@ section "real CRDs for the engine's tests"
 # real-CRD tests skip without them; the fetch is cached in .cache/crds.
 hack/fetch-crds.sh
 
+# go test -json through hack/testsummary: go test's usual output, then the
+# counts and every skipped test with its reason (also collected in
+# $skipped, listed at the end).
+mkdir -p .cache/bin
+go build -o .cache/bin/testsummary ./hack/testsummary
+skipped="$(mktemp)"
+trap 'rm -f "$skipped"' EXIT
+summarize() { .cache/bin/testsummary -skipped "$skipped"; }
+
 section "unit tests"
 # test/e2e needs the cluster; it runs below.
 mapfile -t pkgs < <(go list ./... | grep -v '/test/e2e')
-go test -count=1 "${pkgs[@]}"
+go test -count=1 -json "${pkgs[@]}" | summarize
 
 section "end-to-end tests"
 # With kapp-controller (built from source like the cluster) for the
 # TestKappController* tests.
-hack/test-e2e.sh --kapp-controller
+hack/test-e2e.sh --kapp-controller -json | summarize
+
+section "skipped tests"
+if [[ -s "$skipped" ]]; then
+  cat "$skipped"
+else
+  echo "none"
+fi
 
 printf '\n==> all tests passed in %ss\n' "$((SECONDS - start))"
