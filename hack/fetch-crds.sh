@@ -12,11 +12,13 @@
 #   .cache/crds/cert-manager/<file>.yaml
 #   .cache/crds/gateway-api/standard/<file>.yaml
 #   .cache/crds/gateway-api/experimental/<file>.yaml
+#   .cache/crds/cluster-api/old/<file>.yaml     (an earlier release: real upgrade pairs
+#   .cache/crds/cluster-api/new/<file>.yaml      with the same file names under new/)
 #
 # Usage: hack/fetch-crds.sh            (a no-op when .cache/crds holds these
 #                                      versions; FORCE=1 replaces the folder)
 # Override versions with PROMETHEUS_OPERATOR_VERSION, CERT_MANAGER_VERSION,
-# GATEWAY_API_VERSION.
+# GATEWAY_API_VERSION, CLUSTER_API_OLD_VERSION, CLUSTER_API_VERSION.
 set -euo pipefail
 
 # The newest versions the module proxy serves that build with this repo's Go
@@ -24,13 +26,18 @@ set -euo pipefail
 PROMETHEUS_OPERATOR_VERSION="${PROMETHEUS_OPERATOR_VERSION:-v0.85.0}"
 CERT_MANAGER_VERSION="${CERT_MANAGER_VERSION:-v1.21.2}"
 GATEWAY_API_VERSION="${GATEWAY_API_VERSION:-v1.6.3}"
+# Two releases of cluster-api: its CRDs are large (up to ~360 KB) and an
+# upgrade from one to the other is a real pair for the benchmarks.
+CLUSTER_API_OLD_VERSION="${CLUSTER_API_OLD_VERSION:-v1.13.6}"
+CLUSTER_API_VERSION="${CLUSTER_API_VERSION:-v1.14.2}"
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dest="${root}/.cache/crds"
 
 versions="github.com/prometheus-operator/prometheus-operator ${PROMETHEUS_OPERATOR_VERSION}
 github.com/cert-manager/cert-manager ${CERT_MANAGER_VERSION}
-sigs.k8s.io/gateway-api ${GATEWAY_API_VERSION}"
+sigs.k8s.io/gateway-api ${GATEWAY_API_VERSION}
+sigs.k8s.io/cluster-api ${CLUSTER_API_OLD_VERSION} (cluster-api/old) ${CLUSTER_API_VERSION} (cluster-api/new)"
 
 # Already fetched at these versions (hack/test.sh runs this before every
 # unit test run): nothing to do. FORCE=1 fetches again.
@@ -90,6 +97,21 @@ copy_crds "${dir}/deploy/crds" "${stage}/cert-manager"
 dir="$(module_dir "sigs.k8s.io/gateway-api@${GATEWAY_API_VERSION}")"
 copy_crds "${dir}/config/crd/standard" "${stage}/gateway-api/standard"
 copy_crds "${dir}/config/crd/experimental" "${stage}/gateway-api/experimental"
+
+# cluster-api: the core CRDs moved from config/crd/bases to
+# core/config/crd/bases in v1.14; the kubeadm bootstrap and control plane
+# providers ship theirs in the same module.
+copy_cluster_api() {
+	local dir sub
+	dir="$(module_dir "sigs.k8s.io/cluster-api@$1")"
+	for sub in config/crd/bases core/config/crd/bases bootstrap/kubeadm/config/crd/bases controlplane/kubeadm/config/crd/bases; do
+		if [ -d "${dir}/${sub}" ]; then
+			copy_crds "${dir}/${sub}" "${stage}/cluster-api/$2"
+		fi
+	done
+}
+copy_cluster_api "${CLUSTER_API_OLD_VERSION}" old
+copy_cluster_api "${CLUSTER_API_VERSION}" new
 
 printf '%s\n' "${versions}" >"${stage}/VERSIONS"
 rm -rf "${dest}"
