@@ -296,9 +296,11 @@ func pairFiles(plan *preflight.Plan, old []crdDoc) {
 	}
 }
 
-// load reads the new and (if given) old inputs concurrently: parsing
-// dominates the cost of the command, and a single huge document on each
-// side would otherwise be parsed one after the other.
+// load reads the new and (if given) old inputs. Their documents are
+// decoded together, in parallel (decoding dominates the cost of the
+// command): a document found on both sides, an unchanged CRD, is decoded
+// once and its CRD is the same object on both sides. Errors about the old
+// inputs come first.
 func (o *CRDUpgradeSafetyOptions) load() (newSet, oldSet inputSet, err error) {
 	if o.FileFlags.GitRef != "" {
 		// The old side depends on the new one: CRDs missing at the
@@ -311,21 +313,28 @@ func (o *CRDUpgradeSafetyOptions) load() (newSet, oldSet inputSet, err error) {
 		}
 		return newSet, oldSet, nil
 	}
-	var oldErr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if len(o.FileFlags.OldFiles) > 0 {
-			oldSet, oldErr = loadInputs(o.FileFlags.OldFiles, "old")
-		}
-	}()
-	newSet, err = loadInputs(o.FileFlags.NewFiles, "new")
-	<-done
-	switch {
-	case oldErr != nil:
-		return inputSet{}, inputSet{}, fmt.Errorf("old CRDs: %w", oldErr)
-	case err != nil:
-		return inputSet{}, inputSet{}, fmt.Errorf("new CRDs: %w", err)
+	oldSrcs, err := listSources(o.FileFlags.OldFiles)
+	if err != nil {
+		return inputSet{}, inputSet{}, fmt.Errorf("old CRDs: %w", err)
+	}
+	oldDocs, err := readDocs(oldSrcs)
+	if err != nil {
+		return inputSet{}, inputSet{}, fmt.Errorf("old CRDs: %w", err)
+	}
+	newSrcs, newErr := listSources(o.FileFlags.NewFiles)
+	var newDocs []rawDoc
+	if newErr == nil {
+		newDocs, newErr = readDocs(newSrcs)
+	}
+	results := decodeDocs(append(oldDocs[:len(oldDocs):len(oldDocs)], newDocs...))
+	if oldSet, err = assembleInputs(results[:len(oldDocs)], "old"); err != nil {
+		return inputSet{}, inputSet{}, fmt.Errorf("old CRDs: %w", err)
+	}
+	if newErr == nil {
+		newSet, newErr = assembleInputs(results[len(oldDocs):], "new")
+	}
+	if newErr != nil {
+		return inputSet{}, inputSet{}, fmt.Errorf("new CRDs: %w", newErr)
 	}
 	return newSet, oldSet, nil
 }

@@ -2,28 +2,26 @@ package tools
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
-	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/yamljson"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	sigsjson "sigs.k8s.io/json"
-	"sigs.k8s.io/yaml"
 )
 
 // Inputs of `kapp tools crd-upgrade-safety`: YAML or JSON files, dirs, URLs
 // or stdin, as `kapp deploy -f` takes them. Every document is read once:
 // YAML is converted to JSON and decoded straight into the typed CRD (no
-// intermediate map); documents are decoded in parallel.
+// intermediate map); documents are decoded in parallel, identical ones
+// once (decode.go).
 //
 // JSON is decoded as the apiserver decodes it (sigs.k8s.io/json): keys
 // match case-sensitively, so "MAXLENGTH" or "maxlength" is an unknown field
@@ -70,57 +68,46 @@ type rawDoc struct {
 // apiserver would accept the CRDs is the apiserverRejects check's question,
 // not an input error.
 func loadInputs(files []string, which string) (inputSet, error) {
-	var srcs []ctlres.FileSource
-	for _, file := range files {
-		s, err := fileSources(file)
-		if err != nil {
-			return inputSet{}, err
-		}
-		srcs = append(srcs, s...)
+	srcs, err := listSources(files)
+	if err != nil {
+		return inputSet{}, err
 	}
 	return loadSources(srcs, which)
 }
 
+// listSources lists the sources of files, in order.
+func listSources(files []string) ([]ctlres.FileSource, error) {
+	var srcs []ctlres.FileSource
+	for _, file := range files {
+		s, err := fileSources(file)
+		if err != nil {
+			return nil, err
+		}
+		srcs = append(srcs, s...)
+	}
+	return srcs, nil
+}
+
 // loadSources is loadInputs of sources already listed.
 func loadSources(srcs []ctlres.FileSource, which string) (inputSet, error) {
-	var docs []rawDoc
-	for _, src := range srcs {
-		data, err := src.Bytes()
-		if err != nil {
-			return inputSet{}, fmt.Errorf("reading %s: %w", src.Description(), err)
-		}
-		split, err := ctlres.NewYAMLFile(ctlres.NewBytesSource(data)).Docs()
-		if err != nil {
-			return inputSet{}, fmt.Errorf("%s: splitting YAML documents: %w: %w", src.Description(), ErrInvalidInput, err)
-		}
-		file := newInputFile(src, data)
-		for i, d := range split {
-			docs = append(docs, rawDoc{origin: fmt.Sprintf("%s doc %d", src.Description(), i+1), data: d, src: docSource{file: file, doc: i}})
-		}
+	docs, err := readDocs(srcs)
+	if err != nil {
+		return inputSet{}, err
 	}
+	return assembleInputs(decodeDocs(docs), which)
+}
 
-	type result struct {
-		crds    []crdDoc
-		configs []ctlres.Resource
-		err     error
-	}
-	results := make([]result, len(docs))
-	// Decoding errors are kept per document (reported in input order below),
-	// so the work itself never fails.
-	_ = parallel.ForEach(context.Background(), len(docs), runtime.GOMAXPROCS(0), func(_ context.Context, i int) error {
-		r := &results[i]
-		r.crds, r.configs, r.err = decodeDoc(docs[i])
-		return nil
-	})
-
+// assembleInputs collects the decoded documents of one side, in input
+// order: the first decoding error, or the set; a duplicate CRD name is an
+// error naming both documents.
+func assembleInputs(results []decodedDoc, which string) (inputSet, error) {
 	var set inputSet
 	seen := map[string]string{}
-	for i, r := range results {
+	for _, r := range results {
 		if r.err != nil {
 			return inputSet{}, r.err
 		}
 		for _, c := range r.crds {
-			c.src = docs[i].src
 			if prev, dup := seen[c.crd.Name]; dup {
 				return inputSet{}, fmt.Errorf("%w: duplicate CustomResourceDefinition %s in %s files: %s and %s",
 					ErrInvalidInput, c.crd.Name, which, prev, c.origin)
@@ -197,7 +184,7 @@ func decodeDoc(doc rawDoc) ([]crdDoc, []ctlres.Resource, error) {
 		// kapp reads JSON as YAML, which writes numbers anew: 5.0 and 5e0
 		// become 5, which an integer field (maxLength) accepts. Taken as
 		// written, they do not: decode the document as kapp sees it.
-		if js, yerr := yaml.YAMLToJSON(doc.data); yerr == nil {
+		if js, yerr := yamlToJSON(doc.data); yerr == nil {
 			if crds, configs, yerr := decodeObject(js, doc.origin); yerr == nil {
 				return crds, configs, nil
 			}
@@ -269,6 +256,10 @@ func unmarshal(js []byte, v any) error {
 	return sigsjson.UnmarshalCaseSensitivePreserveInts(js, v)
 }
 
+// yamlToJSON converts a YAML document to JSON as sigs.k8s.io/yaml does
+// (tests compare it with sigs.k8s.io/yaml.YAMLToJSON itself).
+var yamlToJSON = yamljson.ToJSON
+
 // toJSON converts a YAML document to JSON; a document that is JSON already
 // is used as is (asWritten).
 func toJSON(doc []byte) (js []byte, asWritten bool, err error) {
@@ -276,7 +267,7 @@ func toJSON(doc []byte) (js []byte, asWritten bool, err error) {
 	if len(trimmed) > 0 && trimmed[0] == '{' && json.Valid(trimmed) {
 		return trimmed, true, nil
 	}
-	js, err = yaml.YAMLToJSON(doc)
+	js, err = yamlToJSON(doc)
 	return js, false, err
 }
 
