@@ -68,11 +68,17 @@ func ValidateCRD(ctx context.Context, old, new *apiextv1.CustomResourceDefinitio
 	return validation.ValidateCustomResourceDefinitionUpdate(ctx, newInternal, oldInternal)
 }
 
+// toInternal defaults a copy of crd and converts it to the internal type,
+// leaving crd as it is. The v1 defaulters set names, the conversion (and
+// its webhook's port) and the stored versions: only those are copied, not
+// the schemas (a deep copy cost as much as the validation of a large CRD).
 func toInternal(crd *apiextv1.CustomResourceDefinition) (*apiextensions.CustomResourceDefinition, error) {
-	v1 := crd.DeepCopy()
-	scheme.Default(v1)
+	v1 := *crd
+	v1.Spec.Conversion = crd.Spec.Conversion.DeepCopy()
+	crd.Status.DeepCopyInto(&v1.Status)
+	scheme.Default(&v1)
 	internal := &apiextensions.CustomResourceDefinition{}
-	if err := scheme.Convert(v1, internal, nil); err != nil {
+	if err := scheme.Convert(&v1, internal, nil); err != nil {
 		return nil, err
 	}
 	return internal, nil

@@ -2,6 +2,7 @@ package crdupgradesafety
 
 import (
 	"context"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,6 +157,20 @@ func TestValidateCRDLeavesInputsAlone(t *testing.T) {
 	if old.Status.Conditions != nil || old.Status.StoredVersions != nil || new.Spec.Names.Singular != "" || new.Spec.Conversion != nil {
 		t.Fatalf("inputs changed: old status %+v, new names %+v", old.Status, new.Spec.Names)
 	}
+
+	// What the v1 defaulters set: a webhook's port, stored versions.
+	webhook := newCRD(t, testVersion{name: "v1", served: true, storage: true})
+	webhook.Spec.Conversion = &apiextv1.CustomResourceConversion{Strategy: apiextv1.WebhookConverter,
+		Webhook: &apiextv1.WebhookConversion{ConversionReviewVersions: []string{"v1"},
+			ClientConfig: &apiextv1.WebhookClientConfig{Service: &apiextv1.ServiceReference{Namespace: "ns", Name: "svc"}}}}
+	webhook.Status.StoredVersions = make([]string, 0, 4)
+	before := webhook.DeepCopy()
+	ValidateCRD(context.Background(), nil, webhook)
+	ValidateCRD(context.Background(), webhook, webhook)
+	if !apiequality.Semantic.DeepEqual(before, webhook) || webhook.Spec.Conversion.Webhook.ClientConfig.Service.Port != nil ||
+		len(webhook.Status.StoredVersions[:cap(webhook.Status.StoredVersions)][0]) != 0 {
+		t.Fatalf("input changed: %+v", webhook)
+	}
 }
 
 func TestV1FieldPath(t *testing.T) {
@@ -258,11 +273,15 @@ func TestRealCRDsAreAccepted(t *testing.T) {
 			t.Fatal(err)
 		}
 		crd := parseRealCRD(t, rel, b)
+		before := crd.DeepCopy()
 		if errs := ValidateCRD(context.Background(), nil, crd); len(errs) > 0 {
 			t.Errorf("%s: create refused: %v", rel, errs.ToAggregate())
 		}
 		if errs := ValidateCRD(context.Background(), crd, crd); len(errs) > 0 {
 			t.Errorf("%s: update to itself refused: %v", rel, errs.ToAggregate())
+		}
+		if !apiequality.Semantic.DeepEqual(before, crd) {
+			t.Errorf("%s: the validation changed its input", rel)
 		}
 	}
 }
