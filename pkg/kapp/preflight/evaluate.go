@@ -14,10 +14,13 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Pair is one CRD to check: Old is the CRD on the cluster (or in the old
-// files), nil for a CRD that does not exist yet.
+// files), nil for a CRD that does not exist yet. Old and New are the same
+// object when the old and new files hold the same document: kapp sends no
+// update for it (its validation is the old CRD's own).
 type Pair struct {
 	Old, New *apiextv1.CustomResourceDefinition
 	// Strategy is how kapp applies the update of Old to New: one of the
@@ -208,15 +211,35 @@ func needsDryRun(p Pair, cfg *config.CRDUpgradeSafety) bool {
 func offlineFindings(ctx context.Context, p Pair, oldFromFiles bool, cfg *config.CRDUpgradeSafety) pairOutcome {
 	var o pairOutcome
 	name := p.New.Name
+	validate := cfg.Checks.CRD.ApiserverRejects.Enabled
+	// An old CRD from a file is validated on its own (a warning when the
+	// apiserver would refuse to create it) beside the rest: validations of
+	// a large CRD are most of the work of a pair.
+	var oldErrs field.ErrorList
+	var oldDone chan struct{}
+	if p.Old != nil && oldFromFiles && validate {
+		oldDone = make(chan struct{})
+		go func() {
+			defer close(oldDone)
+			oldErrs = crdupgradesafety.ValidateCRD(ctx, nil, p.Old)
+		}()
+	}
+	// The same object on both sides: the old and new inputs hold the same
+	// document (the tools command decodes identical documents once). kapp
+	// sends no update for it, and creating it is what the old CRD's own
+	// validation checks.
+	unchanged := p.Old == p.New
+	createErrs := func() []crdupgradesafety.Rejection {
+		if unchanged && oldDone != nil {
+			<-oldDone
+			return crdupgradesafety.Rejections(oldErrs)
+		}
+		return rejections(ctx, nil, p.New)
+	}
 	if p.Old != nil {
 		o.findings = crdupgradesafety.Compare(p.Old, p.New, cfg)
-		if oldFromFiles && cfg.Checks.CRD.ApiserverRejects.Enabled {
-			o.findings = append(o.findings,
-				crdupgradesafety.InvalidOld(name, crdupgradesafety.ValidateCRD(ctx, nil, p.Old), cfg)...)
-		}
 	}
 
-	validate := cfg.Checks.CRD.ApiserverRejects.Enabled
 	var verb string
 	var errs []crdupgradesafety.Rejection
 	switch {
@@ -227,24 +250,28 @@ func offlineFindings(ctx context.Context, p Pair, oldFromFiles bool, cfg *config
 	case p.Strategy == StrategyAlwaysReplace:
 		o.replace = "update strategy " + StrategyAlwaysReplace
 		if validate {
-			verb, errs = "create that follows the delete ("+o.replace+")", rejections(ctx, nil, p.New)
+			verb, errs = "create that follows the delete ("+o.replace+")", createErrs()
 		}
 	case p.Strategy == StrategyFallbackOnReplace && (validate || cfg.Checks.CRD.CRDDeletion.Enabled):
 		if refused := rejections(ctx, p.Old, p.New); len(refused) > 0 {
 			o.replace = fmt.Sprintf("update strategy %s, and the apiserver refuses the update (%s)",
 				StrategyFallbackOnReplace, describe(refused))
 			if validate {
-				verb, errs = "create that follows the delete ("+StrategyFallbackOnReplace+")", rejections(ctx, nil, p.New)
+				verb, errs = "create that follows the delete ("+StrategyFallbackOnReplace+")", createErrs()
 			}
 		}
 	default:
-		if validate {
+		if validate && !unchanged {
 			verb, errs = "update", rejections(ctx, p.Old, p.New)
 		}
 	}
 	if len(errs) > 0 {
 		o.findings = append(o.findings, crdupgradesafety.Rejected(name, verb, errs, cfg)...)
 		o.rejected = true
+	}
+	if oldDone != nil {
+		<-oldDone
+		o.findings = append(o.findings, crdupgradesafety.InvalidOld(name, oldErrs, cfg)...)
 	}
 	return o
 }
