@@ -47,25 +47,53 @@ var scheme = func() *runtime.Scheme {
 // cluster holds it after it was created: established, its storage version
 // stored.
 func ValidateCRD(ctx context.Context, old, new *apiextv1.CustomResourceDefinition) field.ErrorList {
-	newInternal, err := toInternal(new)
-	if err != nil {
-		return field.ErrorList{field.InternalError(nil, fmt.Errorf("decoding the new CRD: %w", err))}
-	}
 	if old == nil {
-		prepareForCreate(newInternal)
-		return validation.ValidateCustomResourceDefinition(ctx, newInternal)
+		return PrepareCRD(new).Create(ctx)
 	}
-	oldInternal, err := toInternal(old)
-	if err != nil {
-		return field.ErrorList{field.InternalError(nil, fmt.Errorf("decoding the old CRD: %w", err))}
+	return PrepareCRD(new).Update(ctx, PrepareCRD(old))
+}
+
+// PreparedCRD is a CRD defaulted and converted for the apiserver's
+// validation once, for any number of validations (see ValidateCRD): a
+// large CRD validated on its own and as the old side of an update is
+// converted once. Validations only read it; they may run concurrently.
+type PreparedCRD struct {
+	internal *apiextensions.CustomResourceDefinition
+	err      error
+}
+
+// PrepareCRD defaults and converts crd, leaving it as it is.
+func PrepareCRD(crd *apiextv1.CustomResourceDefinition) *PreparedCRD {
+	internal, err := toInternal(crd)
+	return &PreparedCRD{internal: internal, err: err}
+}
+
+// Create validates the create of the CRD.
+func (p *PreparedCRD) Create(ctx context.Context) field.ErrorList {
+	if p.err != nil {
+		return field.ErrorList{field.InternalError(nil, fmt.Errorf("decoding the new CRD: %w", p.err))}
 	}
-	if len(oldInternal.Status.Conditions) == 0 {
-		oldInternal.Status.Conditions = []apiextensions.CustomResourceDefinitionCondition{
+	crd := *p.internal // the preparation sets top-level fields only
+	prepareForCreate(&crd)
+	return validation.ValidateCustomResourceDefinition(ctx, &crd)
+}
+
+// Update validates the update of old to the CRD.
+func (p *PreparedCRD) Update(ctx context.Context, old *PreparedCRD) field.ErrorList {
+	if p.err != nil {
+		return field.ErrorList{field.InternalError(nil, fmt.Errorf("decoding the new CRD: %w", p.err))}
+	}
+	if old.err != nil {
+		return field.ErrorList{field.InternalError(nil, fmt.Errorf("decoding the old CRD: %w", old.err))}
+	}
+	newCRD, oldCRD := *p.internal, *old.internal
+	if len(oldCRD.Status.Conditions) == 0 {
+		oldCRD.Status.Conditions = []apiextensions.CustomResourceDefinitionCondition{
 			{Type: apiextensions.Established, Status: apiextensions.ConditionTrue},
 		}
 	}
-	prepareForUpdate(newInternal, oldInternal)
-	return validation.ValidateCustomResourceDefinitionUpdate(ctx, newInternal, oldInternal)
+	prepareForUpdate(&newCRD, &oldCRD)
+	return validation.ValidateCustomResourceDefinitionUpdate(ctx, &newCRD, &oldCRD)
 }
 
 // toInternal defaults a copy of crd and converts it to the internal type,
@@ -88,7 +116,7 @@ func toInternal(crd *apiextv1.CustomResourceDefinition) (*apiextensions.CustomRe
 // validating it (the registry's PrepareForCreate; its feature-gated field
 // drops are no-ops with the gates' defaults).
 func prepareForCreate(crd *apiextensions.CustomResourceDefinition) {
-	crd.Status = apiextensions.CustomResourceDefinitionStatus{}
+	crd.Status = apiextensions.CustomResourceDefinitionStatus{} // a new status: the prepared CRD keeps its own
 	crd.Generation = 1
 	addStorageVersion(crd)
 }

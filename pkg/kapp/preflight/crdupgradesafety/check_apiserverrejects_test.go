@@ -5,6 +5,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -302,4 +303,27 @@ func BenchmarkValidateCRD(b *testing.B) {
 			ValidateCRD(context.Background(), crd, crd)
 		}
 	})
+}
+
+// TestPreparedCRDIsReusable: a prepared CRD goes through any number of
+// validations, in any order, each with the result of its own ValidateCRD:
+// a create clears the status only for itself (here an update keeps a
+// stored version the spec no longer has, which a create does not see).
+func TestPreparedCRDIsReusable(t *testing.T) {
+	crd := newCRD(t, testVersion{name: "v1", served: true, storage: true})
+	crd.Status.StoredVersions = []string{"v0", "v1"}
+	ctx := context.Background()
+	wantCreate, wantUpdate := ValidateCRD(ctx, nil, crd), ValidateCRD(ctx, crd, crd)
+	if len(wantCreate) != 0 || len(wantUpdate) == 0 {
+		t.Fatalf("want a create accepted and an update refused, got %v and %v", wantCreate, wantUpdate)
+	}
+	p := PrepareCRD(crd)
+	for i := 0; i < 2; i++ {
+		if got := p.Create(ctx); !reflect.DeepEqual(got, wantCreate) {
+			t.Fatalf("create %d: got %v, want %v", i, got, wantCreate)
+		}
+		if got := p.Update(ctx, p); got.ToAggregate().Error() != wantUpdate.ToAggregate().Error() {
+			t.Fatalf("update %d: got %v, want %v", i, got, wantUpdate)
+		}
+	}
 }
