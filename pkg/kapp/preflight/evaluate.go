@@ -140,8 +140,13 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.CRDUpgradeSafety, clus
 
 	// Offline: CPU bound, one CRD per core at a time.
 	outcomes := make([]pairOutcome, len(pairs))
-	err := parallel.ForEach(ctx, len(pairs), runtime.GOMAXPROCS(0), func(ctx context.Context, i int) error {
-		outcomes[i] = offlineFindings(ctx, pairs[i], plan.OldFromFiles, cfg)
+	workers := runtime.GOMAXPROCS(0)
+	// With fewer pairs than cores, a pair's validations also run side by
+	// side; otherwise the cores are busy with other pairs, and one
+	// validation at a time per pair bounds memory.
+	spare := len(pairs) < workers
+	err := parallel.ForEach(ctx, len(pairs), workers, func(ctx context.Context, i int) error {
+		outcomes[i] = offlineFindings(ctx, pairs[i], plan.OldFromFiles, spare, cfg)
 		return nil
 	})
 	if err != nil {
@@ -208,33 +213,61 @@ func needsDryRun(p Pair, cfg *config.CRDUpgradeSafety) bool {
 // back to a replace: the apiserver refuses an update its own validation
 // rejects with status 422 Invalid, which is the only error kapp falls back
 // on. A replace ends with a create, validated as such.
-func offlineFindings(ctx context.Context, p Pair, oldFromFiles bool, cfg *config.CRDUpgradeSafety) pairOutcome {
+func offlineFindings(ctx context.Context, p Pair, oldFromFiles, spareCores bool, cfg *config.CRDUpgradeSafety) pairOutcome {
 	var o pairOutcome
 	name := p.New.Name
 	validate := cfg.Checks.CRD.ApiserverRejects.Enabled
-	// An old CRD from a file is validated on its own (a warning when the
-	// apiserver would refuse to create it) beside the rest: validations of
-	// a large CRD are most of the work of a pair.
-	var oldErrs field.ErrorList
-	var oldDone chan struct{}
-	if p.Old != nil && oldFromFiles && validate {
-		oldDone = make(chan struct{})
-		go func() {
-			defer close(oldDone)
-			oldErrs = crdupgradesafety.ValidateCRD(ctx, nil, p.Old)
-		}()
+	// Each CRD is converted for the apiserver's validation once, however
+	// many validations it goes through.
+	var oldPrep, newPrep *crdupgradesafety.PreparedCRD
+	prepNew := func() *crdupgradesafety.PreparedCRD {
+		if newPrep == nil {
+			newPrep = crdupgradesafety.PrepareCRD(p.New)
+		}
+		return newPrep
+	}
+	prepOld := func() *crdupgradesafety.PreparedCRD {
+		if oldPrep == nil {
+			oldPrep = crdupgradesafety.PrepareCRD(p.Old)
+		}
+		return oldPrep
 	}
 	// The same object on both sides: the old and new inputs hold the same
 	// document (the tools command decodes identical documents once). kapp
 	// sends no update for it, and creating it is what the old CRD's own
 	// validation checks.
 	unchanged := p.Old == p.New
+	if unchanged && p.Old != nil {
+		newPrep = prepOld()
+	}
+
+	// An old CRD from a file is validated on its own (a warning when the
+	// apiserver would refuse to create it), with spare cores beside the
+	// rest: validations of a large CRD are most of the work of a pair.
+	var oldErrs field.ErrorList
+	var oldDone chan struct{}
+	if p.Old != nil && oldFromFiles && validate {
+		prepared := prepOld()
+		oldDone = make(chan struct{})
+		validateOld := func() {
+			defer close(oldDone)
+			oldErrs = prepared.Create(ctx)
+		}
+		if spareCores {
+			go validateOld()
+		} else {
+			validateOld()
+		}
+	}
 	createErrs := func() []crdupgradesafety.Rejection {
 		if unchanged && oldDone != nil {
 			<-oldDone
 			return crdupgradesafety.Rejections(oldErrs)
 		}
-		return rejections(ctx, nil, p.New)
+		return crdupgradesafety.Rejections(prepNew().Create(ctx))
+	}
+	updateErrs := func() []crdupgradesafety.Rejection {
+		return crdupgradesafety.Rejections(prepNew().Update(ctx, prepOld()))
 	}
 	if p.Old != nil {
 		o.findings = crdupgradesafety.Compare(p.Old, p.New, cfg)
@@ -245,7 +278,7 @@ func offlineFindings(ctx context.Context, p Pair, oldFromFiles bool, cfg *config
 	switch {
 	case p.Old == nil:
 		if validate {
-			verb, errs = "create", rejections(ctx, nil, p.New)
+			verb, errs = "create", createErrs()
 		}
 	case p.Strategy == StrategyAlwaysReplace:
 		o.replace = "update strategy " + StrategyAlwaysReplace
@@ -253,7 +286,7 @@ func offlineFindings(ctx context.Context, p Pair, oldFromFiles bool, cfg *config
 			verb, errs = "create that follows the delete ("+o.replace+")", createErrs()
 		}
 	case p.Strategy == StrategyFallbackOnReplace && (validate || cfg.Checks.CRD.CRDDeletion.Enabled):
-		if refused := rejections(ctx, p.Old, p.New); len(refused) > 0 {
+		if refused := updateErrs(); len(refused) > 0 {
 			o.replace = fmt.Sprintf("update strategy %s, and the apiserver refuses the update (%s)",
 				StrategyFallbackOnReplace, describe(refused))
 			if validate {
@@ -262,7 +295,7 @@ func offlineFindings(ctx context.Context, p Pair, oldFromFiles bool, cfg *config
 		}
 	default:
 		if validate && !unchanged {
-			verb, errs = "update", rejections(ctx, p.Old, p.New)
+			verb, errs = "update", updateErrs()
 		}
 	}
 	if len(errs) > 0 {
@@ -274,10 +307,6 @@ func offlineFindings(ctx context.Context, p Pair, oldFromFiles bool, cfg *config
 		o.findings = append(o.findings, crdupgradesafety.InvalidOld(name, oldErrs, cfg)...)
 	}
 	return o
-}
-
-func rejections(ctx context.Context, old, new *apiextv1.CustomResourceDefinition) []crdupgradesafety.Rejection {
-	return crdupgradesafety.Rejections(crdupgradesafety.ValidateCRD(ctx, old, new))
 }
 
 // describe renders the first rejection, and how many more there are.
