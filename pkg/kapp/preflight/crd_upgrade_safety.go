@@ -121,6 +121,12 @@ func (c *CRDUpgradeSafety) SetConfig(raw kpreflight.CheckConfig) error {
 
 // Run checks every CRD upsert and delete in the change graph.
 func (c *CRDUpgradeSafety) Run(ctx context.Context, changeGraph *ctldgraph.ChangeGraph) error {
+	if out := timingOut(); out != nil {
+		start := time.Now()
+		defer func() {
+			fmt.Fprintf(out, "%s timing: check %dms\n", CheckName, time.Since(start).Milliseconds())
+		}()
+	}
 	plan, missingOld, err := planFromGraph(changeGraph)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
@@ -130,6 +131,16 @@ type pairOutcome struct {
 // error fails the evaluation (fail closed), wrapped with the CRD it
 // concerns.
 func Evaluate(ctx context.Context, plan Plan, cfg *config.CRDUpgradeSafety, cluster Cluster) ([]crdupgradesafety.Finding, error) {
+	var timing *evaluationTiming
+	if out := timingOut(); out != nil {
+		timing = &evaluationTiming{out: out, removals: len(plan.Removals)}
+		if cluster != nil {
+			timing.cluster = &countingCluster{Cluster: cluster}
+			cluster = timing.cluster
+		}
+		defer timing.print()
+	}
+	start := time.Now()
 	var pairs []Pair
 	for _, p := range plan.Pairs {
 		if p.Old != nil && p.Strategy == StrategySkip {
@@ -152,10 +163,18 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.CRDUpgradeSafety, clus
 	if err != nil {
 		return nil, err
 	}
+	liveStart := time.Now()
+	if timing != nil {
+		timing.pairs, timing.offline = len(pairs), liveStart.Sub(start)
+	}
 
 	var live [][]crdupgradesafety.Finding
 	if cluster != nil {
-		if live, err = liveFindings(ctx, pairs, outcomes, plan.Removals, cfg, cluster, plan.Progress); err != nil {
+		live, err = liveFindings(ctx, pairs, outcomes, plan.Removals, cfg, cluster, plan.Progress)
+		if timing != nil {
+			timing.live = time.Since(liveStart)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
