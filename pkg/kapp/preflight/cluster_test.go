@@ -42,8 +42,10 @@ func TestListVersion(t *testing.T) {
 // token it did not issue is refused, 410 Gone), and remainingItemCount when
 // reportRemaining is set. It records every LIST it answers.
 type pagingAPIServer struct {
-	t               *testing.T
-	widgets         int
+	t       testing.TB
+	widgets int
+	// spec, when set, is the spec of every widget.
+	spec            map[string]any
 	reportRemaining bool
 	// stallAfter: LISTs after this many answers wait until the client gives
 	// up (0: never).
@@ -134,8 +136,12 @@ func (s *pagingAPIServer) list(w http.ResponseWriter, r *http.Request) {
 	}
 	items := make([]map[string]any, 0, end-start)
 	for i := start; i < end; i++ {
-		items = append(items, map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
-			"metadata": map[string]any{"name": widgetName(i), "namespace": "default"}})
+		item := map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": widgetName(i), "namespace": "default"}}
+		if s.spec != nil {
+			item["spec"] = s.spec
+		}
+		items = append(items, item)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"apiVersion": "example.com/v1", "kind": "WidgetList", "metadata": meta, "items": items})
 }

@@ -56,7 +56,7 @@ var (
 	safeCRD   = crdYAML("red, green, blue, yellow", 1)
 )
 
-func res(t *testing.T, yaml string) ctlres.Resource {
+func res(t testing.TB, yaml string) ctlres.Resource {
 	t.Helper()
 	r, err := ctlres.NewResourceFromBytes([]byte(yaml))
 	require.NoError(t, err)

@@ -96,7 +96,7 @@ func (s *slowCluster) DryRun(ctx context.Context, _ Verb, _ *unstructured.Unstru
 	return s.wait(ctx, s.stallDryRuns)
 }
 
-func mustCRD(t *testing.T, yaml string) *apiextv1.CustomResourceDefinition {
+func mustCRD(t testing.TB, yaml string) *apiextv1.CustomResourceDefinition {
 	t.Helper()
 	crd, err := CRDFromResource(res(t, yaml))
 	require.NoError(t, err)

@@ -1,0 +1,64 @@
+package preflight
+
+import (
+	"context"
+	"fmt"
+	"runtime/metrics"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+)
+
+// BenchmarkExistingResources runs the existingResources check of an update
+// on N existing custom resources, read page by page (DefaultPageSize)
+// through DynamicCluster from an apiserver stub, validated in batches
+// (objectsPerValidation). It reports the time per custom resource, which
+// must stay flat as N grows (linear total), and the highest live heap of
+// the run, which must stay flat too (bounded pages and batches):
+//
+//	go test -run '^$' -bench ExistingResources -benchtime 3x ./pkg/kapp/preflight/
+func BenchmarkExistingResources(b *testing.B) {
+	old, safe := mustCRD(b, oldCRD), mustCRD(b, safeCRD)
+	cfg := config.Default()
+	for _, n := range []int{10000, 100000} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			api := &pagingAPIServer{t: b, widgets: n, reportRemaining: true,
+				spec: map[string]any{"size": 2, "color": "red"}}
+			cluster := api.start()
+			cluster.PageSize = DefaultPageSize
+			var peak atomic.Uint64
+			stop := make(chan struct{})
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+				for {
+					metrics.Read(sample)
+					if v := sample[0].Value.Uint64(); v > peak.Load() {
+						peak.Store(v)
+					}
+					select {
+					case <-stop:
+						return
+					case <-time.After(time.Millisecond):
+					}
+				}
+			}()
+			for b.Loop() {
+				api.mu.Lock()
+				api.lists = nil
+				api.mu.Unlock()
+				fs, err := existingResourceFindings(context.Background(), Pair{Old: old, New: safe}, &cfg, cluster)
+				if err != nil || len(fs) != 0 {
+					b.Fatalf("want no findings, got %v, %v", fs, err)
+				}
+			}
+			close(stop)
+			<-done
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/object")
+			b.ReportMetric(float64(peak.Load())/(1<<20), "peak-live-MiB")
+		})
+	}
+}
