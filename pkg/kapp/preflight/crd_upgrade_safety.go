@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	goruntime "runtime"
 	"strings"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
 	"github.com/cppforlife/go-cli-ui/ui"
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
 	"github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -195,6 +198,11 @@ func planFromGraph(graph *ctldgraph.ChangeGraph) (Plan, []int, error) {
 	var plan Plan
 	var missingOld []int
 	deletedPerGK := map[schema.GroupKind]int{}
+	// Converting large CRDs to their type is most of the cost of planning:
+	// the conversions run in parallel once every change is seen, each
+	// filling its pair or removal (in graph order, so the first error is
+	// the first CRD's).
+	var converts []func() error
 
 	for _, change := range graph.All() {
 		ac := change.Change
@@ -215,36 +223,53 @@ func planFromGraph(graph *ctldgraph.ChangeGraph) (Plan, []int, error) {
 			if !send {
 				continue
 			}
-			newCRD, err := CRDFromResource(res)
-			if err != nil {
-				return Plan{}, nil, err
-			}
-			pair := Pair{New: newCRD, Strategy: strategy}
-			if pair.Send, err = sentObject(res); err != nil {
-				return Plan{}, nil, err
-			}
+			var live ctlres.Resource
 			if orig, ok := ac.(clusterOriginal); ok {
-				if live := orig.ClusterOriginalResource(); live != nil {
+				live = orig.ClusterOriginalResource()
+			} else {
+				missingOld = append(missingOld, len(plan.Pairs))
+			}
+			i := len(plan.Pairs)
+			plan.Pairs = append(plan.Pairs, Pair{Strategy: strategy})
+			converts = append(converts, func() error {
+				pair := &plan.Pairs[i]
+				var err error
+				if pair.New, err = CRDFromResource(res); err != nil {
+					return err
+				}
+				if pair.Send, err = sentObject(res); err != nil {
+					return err
+				}
+				if live != nil {
 					if pair.Old, err = CRDFromResource(live); err != nil {
-						return Plan{}, nil, fmt.Errorf("live %w", err)
+						return fmt.Errorf("live %w", err)
 					}
 					if strategy == StrategyAlwaysReplace {
 						// kapp deletes the live CRD first.
 						pair.Send = &unstructured.Unstructured{Object: live.DeepCopyRaw()}
 					}
 				}
-			} else {
-				missingOld = append(missingOld, len(plan.Pairs))
-			}
-			plan.Pairs = append(plan.Pairs, pair)
+				return nil
+			})
 
 		case ctldgraph.ActualChangeOpDelete:
-			crd, err := CRDFromResource(res)
-			if err != nil {
-				return Plan{}, nil, fmt.Errorf("live %w", err)
-			}
-			plan.Removals = append(plan.Removals, Removal{CRD: crd})
+			i := len(plan.Removals)
+			plan.Removals = append(plan.Removals, Removal{})
+			converts = append(converts, func() error {
+				crd, err := CRDFromResource(res)
+				if err != nil {
+					return fmt.Errorf("live %w", err)
+				}
+				plan.Removals[i].CRD = crd
+				return nil
+			})
 		}
+	}
+	err := parallel.ForEach(context.Background(), len(converts), goruntime.GOMAXPROCS(0), func(_ context.Context, i int) error {
+		return converts[i]()
+	})
+	if err != nil {
+		return Plan{}, nil, err
 	}
 
 	for i := range plan.Removals {
@@ -285,9 +310,20 @@ func applyOf(ac ctldgraph.ActualChange) (strategy string, send bool, err error) 
 
 // sentObject is the object kapp sends to create or update res: the
 // resource of the change (for an update, rebased on the live object: its
-// resourceVersion, uid, ...) with kapp's identity annotation.
+// resourceVersion, uid, ...) with kapp's identity annotation. Only the
+// maps down to the annotations are copied: the rest (the schemas) is
+// shared with res, and only read (a deep copy of a large CRD cost more than
+// its comparison).
 func sentObject(res ctlres.Resource) (*unstructured.Unstructured, error) {
-	sent := res.DeepCopy()
+	obj := maps.Clone(res.UnstructuredObject())
+	if meta, ok := obj["metadata"].(map[string]any); ok {
+		meta = maps.Clone(meta)
+		if ann, ok := meta["annotations"].(map[string]any); ok {
+			meta["annotations"] = maps.Clone(ann)
+		}
+		obj["metadata"] = meta
+	}
+	sent := ctlres.NewResourceUnstructured(unstructured.Unstructured{Object: obj}, ctlres.ResourceType{})
 	if err := ctlres.NewIdentityAnnotation(sent).AddMod().Apply(sent); err != nil {
 		return nil, fmt.Errorf("CRD %s: adding kapp's identity annotation: %w", res.Name(), err)
 	}

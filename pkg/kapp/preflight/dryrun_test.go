@@ -45,6 +45,20 @@ func TestRunDryRunSendsWhatKappSends(t *testing.T) {
 	require.Contains(t, create.GetAnnotations(), "kapp.k14s.io/identity")
 }
 
+// TestSentObjectLeavesTheResourceAlone: the identity annotation goes on the
+// sent object only; kapp applies its own resource as it was.
+func TestSentObjectLeavesTheResourceAlone(t *testing.T) {
+	for _, yaml := range []string{safeCRD, strings.Replace(safeCRD, "  name: widgets.example.com\n",
+		"  name: widgets.example.com\n  annotations: {team: a}\n", 1)} {
+		r := res(t, yaml)
+		before := r.DeepCopyRaw()
+		sent, err := sentObject(r)
+		require.NoError(t, err)
+		require.Contains(t, sent.GetAnnotations(), "kapp.k14s.io/identity")
+		require.Equal(t, before, r.UnstructuredObject())
+	}
+}
+
 func TestRunDryRunRefusals(t *testing.T) {
 	const crd = "widgets.example.com"
 	invalid := apierrors.NewInvalid(schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}, crd,
