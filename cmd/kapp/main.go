@@ -22,6 +22,7 @@ func main() {
 // nonExitingMain does not use os.Exit to make sure Go runs defers (the UI
 // flush prints --json output).
 func nonExitingMain() error {
+	defer startProfile()()
 	confUI := ui.NewConfUI(ui.NewNoopLogger())
 	defer confUI.Flush()
 
