@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
+	goruntime "runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
@@ -149,34 +150,49 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.CRDUpgradeSafety, clus
 		pairs = append(pairs, p)
 	}
 
-	// Offline: CPU bound, one CRD per core at a time.
+	// Offline: CPU bound, one CRD per core at a time. With a cluster, each
+	// pair's live checks follow its offline checks at once (at most
+	// DefaultConcurrency pairs at a time): requests to the apiserver overlap
+	// the offline work of the other pairs.
 	outcomes := make([]pairOutcome, len(pairs))
-	workers := runtime.GOMAXPROCS(0)
+	workers := goruntime.GOMAXPROCS(0)
 	// With fewer pairs than cores, a pair's validations also run side by
 	// side; otherwise the cores are busy with other pairs, and one
 	// validation at a time per pair bounds memory.
 	spare := len(pairs) < workers
-	err := parallel.ForEach(ctx, len(pairs), workers, func(ctx context.Context, i int) error {
+	cpu := make(chan struct{}, workers)
+	var offlineDone atomic.Int64 // when the last offline pass ended (unix nanos)
+	offline := func(ctx context.Context, i int) {
+		cpu <- struct{}{}
 		outcomes[i] = offlineFindings(ctx, pairs[i], plan.OldFromFiles, spare, cfg)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	liveStart := time.Now()
-	if timing != nil {
-		timing.pairs, timing.offline = len(pairs), liveStart.Sub(start)
+		<-cpu
+		now := time.Now().UnixNano()
+		for old := offlineDone.Load(); now > old && !offlineDone.CompareAndSwap(old, now); old = offlineDone.Load() {
+		}
 	}
 
 	var live [][]crdupgradesafety.Finding
-	if cluster != nil {
-		live, err = liveFindings(ctx, pairs, outcomes, plan.Removals, cfg, cluster, plan.Progress)
-		if timing != nil {
-			timing.live = time.Since(liveStart)
+	var err error
+	if cluster == nil {
+		err = parallel.ForEach(ctx, len(pairs), workers, func(ctx context.Context, i int) error {
+			offline(ctx, i)
+			return nil
+		})
+	} else {
+		live, err = liveFindings(ctx, pairs, offline, outcomes, plan.Removals, cfg, cluster, plan.Progress)
+	}
+	if timing != nil {
+		timing.pairs = len(pairs)
+		end := time.Now()
+		if done := offlineDone.Load(); done > 0 {
+			timing.offline = time.Unix(0, done).Sub(start)
 		}
-		if err != nil {
-			return nil, err
+		if cluster != nil {
+			timing.live = end.Sub(start) - timing.offline
 		}
+	}
+	if err != nil {
+		return nil, err
 	}
 
 	var all []crdupgradesafety.Finding
@@ -340,12 +356,13 @@ func describe(rs []crdupgradesafety.Rejection) string {
 	return s
 }
 
-// liveFindings runs the checks that need the cluster, one CRD per worker,
-// DefaultConcurrency CRDs at a time: for each pair the dry run, then either
-// the count of the custom resources a replace deletes or the validation of
-// the existing ones; for each removal the count of its custom resources.
-func liveFindings(ctx context.Context, pairs []Pair, outcomes []pairOutcome, removals []Removal,
-	cfg *config.CRDUpgradeSafety, cluster Cluster, progress func(LiveProgress)) ([][]crdupgradesafety.Finding, error) {
+// liveFindings runs, one CRD per worker, DefaultConcurrency CRDs at a time,
+// for each pair its offline checks (offline, which fills outcomes) and then
+// its live checks: the dry run, then either the count of the custom
+// resources a replace deletes or the validation of the existing ones; for
+// each removal the count of its custom resources.
+func liveFindings(ctx context.Context, pairs []Pair, offline func(context.Context, int), outcomes []pairOutcome,
+	removals []Removal, cfg *config.CRDUpgradeSafety, cluster Cluster, progress func(LiveProgress)) ([][]crdupgradesafety.Finding, error) {
 
 	n := len(pairs)
 	if cfg.Checks.CRD.CRDDeletion.Enabled {
@@ -356,6 +373,7 @@ func liveFindings(ctx context.Context, pairs []Pair, outcomes []pairOutcome, rem
 	err := parallel.ForEach(ctx, n, DefaultConcurrency, func(ctx context.Context, i int) error {
 		var err error
 		if i < len(pairs) {
+			offline(ctx, i)
 			results[i], err = livePairFindings(ctx, pairs[i], outcomes[i], cfg, cluster, tracker)
 		} else {
 			results[i], err = removalFindings(ctx, removals[i-len(pairs)], cfg, cluster)

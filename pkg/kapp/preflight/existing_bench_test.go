@@ -50,7 +50,7 @@ func BenchmarkExistingResources(b *testing.B) {
 				api.mu.Lock()
 				api.lists = nil
 				api.mu.Unlock()
-				fs, err := existingResourceFindings(context.Background(), Pair{Old: old, New: safe}, &cfg, cluster)
+				fs, err := existingResourceFindings(context.Background(), Pair{Old: old, New: safe}, &cfg, cluster, &liveTracker{})
 				if err != nil || len(fs) != 0 {
 					b.Fatalf("want no findings, got %v, %v", fs, err)
 				}
