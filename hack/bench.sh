@@ -7,6 +7,11 @@
 #     speed-up and bytes factors, and whether the design.md targets
 #     ("Performance budget": >= 20x faster, >= 10x fewer bytes allocated)
 #     are met;
+#   - per large real pair, the whole `kapp tools crd-upgrade-safety -f OLD
+#     --file2 NEW` (reading, decoding, comparing, the apiserver's validation
+#     of both CRDs) beside upstream's validator run the same simplest way
+#     (read and parse both files, compare once): ours/upstream, target at
+#     most 0.5x (issue 10);
 #   - the linearity series (synthetic nested schemas of N properties): cost
 #     per property, which must stay flat as N grows;
 #   - a sanity section: what each engine reports on the pairs, notably on the
@@ -34,6 +39,8 @@ out_dir="${root}/.cache/bench"
 # Targets of design.md, "Performance budget".
 min_speedup=20
 min_bytes_factor=10
+# Issue 10: the whole command at most this fraction of upstream's run.
+max_command_ratio=0.5
 # The linearity series counts as flat when ns/prop varies by at most this
 # factor across N.
 max_flat_spread=1.5
@@ -42,7 +49,7 @@ max_flat_spread=1.5
 # output.
 summarize() {
 	awk -v min_speedup="${min_speedup}" -v min_bytes="${min_bytes_factor}" \
-		-v max_spread="${max_flat_spread}" '
+		-v max_spread="${max_flat_spread}" -v max_cmd="${max_command_ratio}" '
 	# median of the space-separated numbers in s (mean of the middle two
 	# for an even count, as benchstat).
 	function median(s,    a, n, i, j, t) {
@@ -87,6 +94,9 @@ summarize() {
 		if (part[1] == "BenchmarkRealPairs" && group != "") {
 			key = "pair " group
 			if (!(group in seen_pair)) { seen_pair[group] = 1; pairs[++npairs] = group }
+		} else if (part[1] == "BenchmarkCommand" && group != "") {
+			key = "cmd " group
+			if (!(group in seen_cmd)) { seen_cmd[group] = 1; cmds[++ncmds] = group }
 		} else if (part[1] == "BenchmarkLinearity" && size != "") {
 			key = "size " size
 			if (!(size in seen_size)) { seen_size[size] = 1; sizes[++nsizes] = size }
@@ -101,7 +111,7 @@ summarize() {
 	}
 
 	END {
-		if (npairs == 0 && nsizes == 0) {
+		if (npairs == 0 && nsizes == 0 && ncmds == 0) {
 			print "bench: no benchmark results to summarize" > "/dev/stderr"
 			exit 1
 		}
@@ -130,6 +140,24 @@ summarize() {
 			if (missed != "") printf "Targets: NOT MET on%s (met on %d of %d pairs)\n", missed, met, npairs
 			else if (incomplete != "") printf "Targets: met on %d pairs; no side-by-side result for%s\n", met, incomplete
 			else printf "Targets: MET on all %d real pairs (>= %dx faster and >= %dx fewer bytes allocated)\n", npairs, min_speedup, min_bytes
+		}
+		if (ncmds > 0) {
+			printf "\nWhole command vs upstream read the same way: both files parsed, compared once (medians; target: ours <= %.1fx upstream)\n\n", max_cmd
+			printf "%-36s %5s %15s %13s %9s  %s\n", "pair", "runs", "upstream ms", "ours ms", "ours/up", "target"
+			cmet = 0; cmissed = ""
+			for (p = 1; p <= ncmds; p++) {
+				k = "cmd " cmds[p]
+				un = median(vals[k, "upstream", "ns/op"]); on = median(vals[k, "ours", "ns/op"])
+				r = count(vals[k, "ours", "ns/op"]); if (count(vals[k, "upstream", "ns/op"]) < r) r = count(vals[k, "upstream", "ns/op"])
+				q = ratio(on, un)
+				if (q == "") verdict = "n/a"
+				else if (q <= max_cmd) { verdict = "met"; cmet++ }
+				else { verdict = "MISSED"; cmissed = cmissed " " cmds[p] }
+				printf "%-36s %5d %15s %13s %8.2fx  %s\n", cmds[p], r, sprintf("%.1f", un / 1e6), sprintf("%.1f", on / 1e6), q, verdict
+			}
+			print ""
+			if (cmissed != "") printf "Whole command: NOT MET on%s (met on %d of %d pairs)\n", cmissed, cmet, ncmds
+			else printf "Whole command: MET on all %d pairs (<= %.1fx upstream)\n", ncmds, max_cmd
 		}
 		if (nsizes > 0) {
 			printf "\nLinearity: synthetic nested schemas of N properties, self-compare (medians)\n\n"
