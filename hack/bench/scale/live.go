@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// live is the many-custom-resources benchmark (hack/bench-live.sh): a
+// real CRD (its own group) gets custom resources created directly through
+// the API, concurrently, up to each of -counts; at each count `kapp tools
+// crd-upgrade-safety --file2 NEW` (NEW: the CRD with a safe change) runs
+// against the cluster -runs times. It prints per count the time of the
+// existingResources check (the live part of the check's timing line: the
+// LIST pages and the validation of every custom resource), per resource,
+// and kapp's peak RSS; then how both grew from the first count to the last
+// (time: linear; memory: flat).
+func live(args []string) error {
+	fs := flag.NewFlagSet("live", flag.ExitOnError)
+	kapp := fs.String("kapp", "bin/kapp", "kapp binary")
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the cluster")
+	src := fs.String("crd", ".cache/crds/cert-manager/cert-manager.io_certificates.yaml", "real CRD file")
+	work := fs.String("work", ".cache/bench/live", "work folder")
+	countsFlag := fs.String("counts", "10000,100000", "custom resource counts, increasing")
+	runs := fs.Int("runs", 3, "runs per count")
+	workers := fs.Int("workers", 32, "concurrent create requests")
+	_ = fs.Parse(args)
+	if *kubeconfig == "" {
+		return errors.New("-kubeconfig is required")
+	}
+	var counts []int
+	for _, c := range strings.Split(*countsFlag, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(c))
+		if err != nil {
+			return fmt.Errorf("-counts: %w", err)
+		}
+		counts = append(counts, n)
+	}
+	ctx := context.Background()
+	cl, err := newCluster(*kubeconfig)
+	if err != nil {
+		return err
+	}
+
+	obj, err := readObject(*src)
+	if err != nil {
+		return err
+	}
+	rename(obj, "live.bench.example.com")
+	oldYAML, crd, err := marshalCRD(obj)
+	if err != nil {
+		return err
+	}
+	changed, _ := readObjectBytes(oldYAML)
+	safeChangeCRD(changed, true)
+	newYAML, _, err := marshalCRD(changed)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*work, 0o755); err != nil {
+		return err
+	}
+	newFile := filepath.Join(*work, "new.yaml")
+	if err := os.WriteFile(newFile, newYAML, 0o644); err != nil {
+		return err
+	}
+	template, ok := minimalObject(crd, "cr")
+	if !ok {
+		return fmt.Errorf("%s: no valid minimal custom resource", *src)
+	}
+	if err := cl.applyCRD(ctx, crd); err != nil {
+		return err
+	}
+	var storage string
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			storage = v.Name
+		}
+	}
+	gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: storage, Resource: crd.Spec.Names.Plural}
+	ns, _ := template["metadata"].(map[string]any)["namespace"].(string)
+	fmt.Printf("CRD %s (%s, %.0f KB), custom resources like %s created through the API, %d at a time\n",
+		crd.Name, filepath.Base(*src), float64(len(oldYAML))/1024, gvr.Resource, *workers)
+
+	type row struct {
+		count        int
+		check, whole time.Duration
+		objects      int
+		rss          int64
+	}
+	var rows []row
+	created := 0
+	for _, count := range counts {
+		start := time.Now()
+		err := cl.createObjects(ctx, gvr, ns, created, count, *workers, func(i int) *unstructured.Unstructured {
+			o := deepCopy(template)
+			o["metadata"].(map[string]any)["name"] = fmt.Sprintf("cr-%06d", i)
+			return &unstructured.Unstructured{Object: o}
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "created %d custom resources in %.0fs\n", count-created, time.Since(start).Seconds())
+		created = count
+
+		var checks, wholes []time.Duration
+		r := row{count: count}
+		for i := 0; i < *runs; i++ {
+			m, err := runMeasured([]string{"KUBECONFIG=" + *kubeconfig, preflightTimingEnv + "=1"},
+				*kapp, "tools", "crd-upgrade-safety", "--file2", newFile, "--tty=false")
+			if err != nil {
+				return err
+			}
+			if m.exitCode != 0 {
+				return fmt.Errorf("kapp tools crd-upgrade-safety exited with %d:\n%s", m.exitCode, tail(m.stderr, 20))
+			}
+			t, ok := parseTiming(m.stderr)
+			if !ok {
+				return fmt.Errorf("no timing line in kapp's stderr:\n%s", tail(m.stderr, 20))
+			}
+			checks, wholes = append(checks, t.live), append(wholes, m.wall)
+			r.objects, r.rss = t.objects, max(r.rss, m.peakRSS)
+		}
+		r.check, r.whole = medianDuration(checks), medianDuration(wholes)
+		if r.objects != count {
+			return fmt.Errorf("the check validated %d custom resources, want %d", r.objects, count)
+		}
+		rows = append(rows, r)
+	}
+
+	fmt.Printf("\n%14s %20s %14s %14s %14s\n", "custom res.", "existingResources", "per resource", "whole command", "kapp peak RSS")
+	for _, r := range rows {
+		fmt.Printf("%14d %19.2fs %12.1fµs %13.2fs %10.0f MiB\n", r.count, r.check.Seconds(),
+			float64(r.check.Microseconds())/float64(r.count), r.whole.Seconds(), mib(r.rss))
+	}
+	first, last := rows[0], rows[len(rows)-1]
+	fmt.Printf("%dx the custom resources: existingResources took %.1fx the time (linear: %dx), kapp's peak RSS %.2fx (flat: 1x)\n",
+		last.count/first.count, last.check.Seconds()/first.check.Seconds(), last.count/first.count, float64(last.rss)/float64(first.rss))
+	return nil
+}
+
+func medianDuration(d []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
