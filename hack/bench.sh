@@ -11,7 +11,10 @@
 #     --file2 NEW` (reading, decoding, comparing, the apiserver's validation
 #     of both CRDs) beside upstream's validator run the same simplest way
 #     (read and parse both files, compare once): ours/upstream, target at
-#     most 0.5x (issue 10);
+#     most 0.5x (issue 10); beside it "compare only", ours without the
+#     apiserver's validation of both CRDs (apiserverRejects), the work
+#     upstream does, so a miss caused by that validation alone (the
+#     apiserver's CEL compilation of a CRD full of rules) shows as such;
 #   - the linearity series (synthetic nested schemas of N properties): cost
 #     per property, which must stay flat as N grows;
 #   - a sanity section: what each engine reports on the pairs, notably on the
@@ -142,22 +145,28 @@ summarize() {
 			else printf "Targets: MET on all %d real pairs (>= %dx faster and >= %dx fewer bytes allocated)\n", npairs, min_speedup, min_bytes
 		}
 		if (ncmds > 0) {
-			printf "\nWhole command vs upstream read the same way: both files parsed, compared once (medians; target: ours <= %.1fx upstream)\n\n", max_cmd
-			printf "%-36s %5s %15s %13s %9s  %s\n", "pair", "runs", "upstream ms", "ours ms", "ours/up", "target"
-			cmet = 0; cmissed = ""
+			printf "\nWhole command vs upstream read the same way: both files parsed, compared once (medians; target: ours <= %.1fx upstream)\n", max_cmd
+			printf "(compare only: ours without the apiserver'"'"'s validation of both CRDs, the work upstream does)\n\n"
+			printf "%-36s %5s %12s %9s %9s %13s %9s  %s\n", "pair", "runs", "upstream ms", "ours ms", "ours/up", "compare only", "ratio", "target"
+			cmet = 0; cmissed = ""; cvalid = ""
 			for (p = 1; p <= ncmds; p++) {
 				k = "cmd " cmds[p]
-				un = median(vals[k, "upstream", "ns/op"]); on = median(vals[k, "ours", "ns/op"])
+				un = median(vals[k, "upstream", "ns/op"]); on = median(vals[k, "ours", "ns/op"]); cn = median(vals[k, "ours-compare", "ns/op"])
 				r = count(vals[k, "ours", "ns/op"]); if (count(vals[k, "upstream", "ns/op"]) < r) r = count(vals[k, "upstream", "ns/op"])
-				q = ratio(on, un)
+				q = ratio(on, un); cq = ratio(cn, un)
 				if (q == "") verdict = "n/a"
 				else if (q <= max_cmd) { verdict = "met"; cmet++ }
-				else { verdict = "MISSED"; cmissed = cmissed " " cmds[p] }
-				printf "%-36s %5d %15s %13s %8.2fx  %s\n", cmds[p], r, sprintf("%.1f", un / 1e6), sprintf("%.1f", on / 1e6), q, verdict
+				else {
+					verdict = "MISSED"; cmissed = cmissed " " cmds[p]
+					if (cq != "" && cq <= max_cmd) { verdict = verdict " (compare only: met)"; cvalid = cvalid " " cmds[p] }
+				}
+				printf "%-36s %5d %12s %9s %8.2fx %13s %8sx  %s\n", cmds[p], r, sprintf("%.1f", un / 1e6), sprintf("%.1f", on / 1e6), q, \
+					(cn == "" ? "-" : sprintf("%.1f", cn / 1e6)), (cq == "" ? "-" : sprintf("%.2f", cq)), verdict
 			}
 			print ""
 			if (cmissed != "") printf "Whole command: NOT MET on%s (met on %d of %d pairs)\n", cmissed, cmet, ncmds
 			else printf "Whole command: MET on all %d pairs (<= %.1fx upstream)\n", ncmds, max_cmd
+			if (cvalid != "") printf "  missed only through the apiserver'"'"'s validation (CEL compilation) on:%s\n", cvalid
 		}
 		if (nsizes > 0) {
 			printf "\nLinearity: synthetic nested schemas of N properties, self-compare (medians)\n\n"

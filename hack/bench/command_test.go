@@ -89,19 +89,48 @@ func BenchmarkCommand(b *testing.B) {
 					_ = v.Validate(*o, *n)
 				}
 			})
-			b.Run("engine=ours", func(b *testing.B) {
-				b.ReportAllocs()
-				for b.Loop() {
-					o := tools.NewCRDUpgradeSafetyOptions(ui.NewNoopUI(), nil)
-					o.FileFlags = tools.CRDUpgradeSafetyFileFlags{OldFiles: []string{old}, NewFiles: []string{new}}
-					var unsafe tools.UnsafeCRDUpgradeError
-					if err := o.Run(); err != nil && !errors.As(err, &unsafe) {
-						b.Fatal(err)
+			// ours: the whole command. ours-compare: the same work as
+			// upstream's, the apiserver's validation of both CRDs
+			// (apiserverRejects, which upstream has no counterpart of)
+			// turned off by a kapp Config.
+			for _, v := range []struct {
+				engine string
+				extra  []string
+			}{{"ours", nil}, {"ours-compare", []string{noValidationConfig(b)}}} {
+				b.Run("engine="+v.engine, func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						o := tools.NewCRDUpgradeSafetyOptions(ui.NewNoopUI(), nil)
+						o.FileFlags = tools.CRDUpgradeSafetyFileFlags{OldFiles: []string{old}, NewFiles: append([]string{new}, v.extra...)}
+						var unsafe tools.UnsafeCRDUpgradeError
+						if err := o.Run(); err != nil && !errors.As(err, &unsafe) {
+							b.Fatal(err)
+						}
 					}
-				}
-			})
+				})
+			}
 		})
 	}
+}
+
+// noValidationConfig writes a kapp Config turning the apiserverRejects
+// check off to a file.
+func noValidationConfig(tb testing.TB) string {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "no-validation.yaml")
+	conf := `apiVersion: kapp.k14s.io/v1alpha1
+kind: Config
+preflightRules:
+- name: CRDUpgradeSafety
+  config:
+    checks:
+      crd:
+        apiserverRejects: {enabled: false}
+`
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return path
 }
 
 func parseFile(tb testing.TB, path string) *apiextv1.CustomResourceDefinition {

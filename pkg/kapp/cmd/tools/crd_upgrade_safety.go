@@ -174,20 +174,53 @@ Exit status (the same in every output):
 // no CRD to check.
 var ErrNoCRDs = errors.New("no CRDs to check")
 
-// gcPercent is the garbage collector's target while the command runs (as
-// GOGC; a GOGC in the environment wins). Decoding and validating CRDs
-// allocates several times their size in short-lived objects: at Go's
-// default (100) the heap grows to twice its live data between collections,
-// and the peak resident memory reached 14x the input on a 20 MB CRD pair
-// and 12x on prometheus-operator's CRDs (hack/bench-memory.sh). At 25 the
-// heap stays within 1.25x its live data: about 8x and 9x, for a few more
-// collections (README, Performance). Tuned last: the decoding and the
-// validations were made lean first.
-const gcPercent = 25
+// gcPercentFor is the garbage collector's target (as GOGC) for inputs of
+// n bytes (old and new files) while the command runs; a GOGC in the
+// environment wins. Decoding and validating CRDs allocates several times
+// their size in short-lived objects, and the apiserver's validation (CEL
+// compilation above all) many times more:
+//
+//   - from largeInput on, 25: the heap stays within 1.25x its live data.
+//     At Go's default (100) the peak resident memory reached 14x the input
+//     on a 20 MB CRD pair and 12x on prometheus-operator's CRDs; at 25
+//     about 8x and 9x (hack/bench-memory.sh);
+//   - below smallInput (a CI run on a few CRDs), 400: the heap is small
+//     beside the binary's own memory, and collections were half the time
+//     of the whole command on one large CRD pair (hack/bench.sh, "Whole
+//     command");
+//   - in between, Go's default.
+//
+// Tuned last: the decoding and the validations were made lean first.
+func gcPercentFor(n int) int {
+	switch {
+	case n < smallInput:
+		return 400
+	case n < largeInput:
+		return 100
+	default:
+		return 25
+	}
+}
+
+// smallInput and largeInput bound the input sizes (old and new files) of
+// gcPercentFor's targets.
+const (
+	smallInput = 2 << 20
+	largeInput = 4 << 20
+)
+
+// tuneGC sets the garbage collector's target for inputs of n bytes, unless
+// GOGC is set; Run restores the previous target.
+func tuneGC(n int) {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercentFor(n))
+	}
+}
 
 func (o *CRDUpgradeSafetyOptions) Run() error {
 	if os.Getenv("GOGC") == "" {
-		defer debug.SetGCPercent(debug.SetGCPercent(gcPercent))
+		// load sets the target once it knows the size of the inputs.
+		defer debug.SetGCPercent(debug.SetGCPercent(gcPercentFor(0)))
 	}
 	ctx := context.Background()
 	if o.Output == "" {
@@ -321,7 +354,17 @@ func (o *CRDUpgradeSafetyOptions) load() (newSet, oldSet inputSet, err error) {
 	if o.FileFlags.GitRef != "" {
 		// The old side depends on the new one: CRDs missing at the
 		// revision are looked for by name.
-		if newSet, err = loadInputs(o.FileFlags.NewFiles, "new"); err != nil {
+		srcs, err := listSources(o.FileFlags.NewFiles)
+		var docs []rawDoc
+		if err == nil {
+			docs, err = readDocs(srcs)
+		}
+		if err == nil {
+			// The old side, read at the revision, is about as large.
+			tuneGC(2 * docBytes(docs))
+			newSet, err = assembleInputs(decodeDocs(docs), "new")
+		}
+		if err != nil {
 			return inputSet{}, inputSet{}, fmt.Errorf("new CRDs: %w", err)
 		}
 		if oldSet, err = loadGitInputs(o.FileFlags.GitRef, o.FileFlags.NewFiles, newSet, o.notef); err != nil {
@@ -342,7 +385,9 @@ func (o *CRDUpgradeSafetyOptions) load() (newSet, oldSet inputSet, err error) {
 	if newErr == nil {
 		newDocs, newErr = readDocs(newSrcs)
 	}
-	results := decodeDocs(append(oldDocs[:len(oldDocs):len(oldDocs)], newDocs...))
+	docs := append(oldDocs[:len(oldDocs):len(oldDocs)], newDocs...)
+	tuneGC(docBytes(docs))
+	results := decodeDocs(docs)
 	if oldSet, err = assembleInputs(results[:len(oldDocs)], "old"); err != nil {
 		return inputSet{}, inputSet{}, fmt.Errorf("old CRDs: %w", err)
 	}

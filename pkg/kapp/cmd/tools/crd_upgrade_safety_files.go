@@ -63,6 +63,15 @@ type rawDoc struct {
 	src    docSource
 }
 
+// docBytes is the size of docs.
+func docBytes(docs []rawDoc) int {
+	n := 0
+	for _, d := range docs {
+		n += len(d.data)
+	}
+	return n
+}
+
 // loadInputs reads files (in order) and decodes their documents. Duplicate
 // CRD names are errors; which names "old" or "new" in the error. Whether the
 // apiserver would accept the CRDs is the apiserverRejects check's question,

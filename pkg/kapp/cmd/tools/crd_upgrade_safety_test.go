@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -391,4 +392,30 @@ func TestFileSourcesDirectory(t *testing.T) {
 	}
 	require.Contains(t, names, "file '"+td("old.yaml")+"'")
 	require.True(t, strings.HasPrefix(names[0], "file '"+td("config-bad.yaml")), "sorted: %v", names)
+}
+
+func TestGCPercentFor(t *testing.T) {
+	for _, tc := range []struct {
+		bytes, want int
+	}{
+		{0, 400},
+		{smallInput - 1, 400},
+		{smallInput, 100},
+		{largeInput - 1, 100},
+		{largeInput, 25},
+		{40 << 20, 25},
+	} {
+		require.Equal(t, tc.want, gcPercentFor(tc.bytes), "%d bytes", tc.bytes)
+	}
+}
+
+// The garbage collector's target is the command's while it runs, and the
+// caller's again afterwards (the benchmarks and tests run it in process).
+func TestCRDUpgradeSafetyRestoresGCPercent(t *testing.T) {
+	t.Setenv("GOGC", "")
+	defer debug.SetGCPercent(debug.SetGCPercent(77))
+	o := NewCRDUpgradeSafetyOptions(ui.NewNoopUI(), nil)
+	o.FileFlags = CRDUpgradeSafetyFileFlags{OldFiles: []string{td("old.yaml")}, NewFiles: []string{td("new-safe.yaml")}}
+	require.NoError(t, o.Run())
+	require.Equal(t, 77, debug.SetGCPercent(77), "the caller's target after Run")
 }
