@@ -19,14 +19,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 export CLUSTER_STATE_DIR="$root/.cache/bench-deploy-cluster"
 
-if [[ ! -f .cache/crds/prometheus-operator/monitoring.coreos.com_prometheuses.yaml || ! -d .cache/crds/cluster-api/new ]]; then
-  echo "bench-deploy: real CRDs missing in .cache/crds, running hack/fetch-crds.sh" >&2
-  hack/fetch-crds.sh >&2
-fi
-echo "bench-deploy: building bin/kapp and the scale tool" >&2
-hack/build.sh >/dev/null
-scale="$root/.cache/bench/scale"
-(cd hack/bench && go build -o "$scale" ./scale)
+# shellcheck source=lib/bench.sh
+source hack/lib/bench.sh
+bench_prepare bench-deploy .cache/crds/prometheus-operator/monitoring.coreos.com_prometheuses.yaml .cache/crds/cluster-api/new
 
 trap 'hack/cluster.sh stop >&2' EXIT
 hack/cluster.sh start >&2

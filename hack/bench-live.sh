@@ -18,14 +18,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 export CLUSTER_STATE_DIR="$root/.cache/bench-live-cluster"
 
-if [[ ! -d .cache/crds/cert-manager ]]; then
-  echo "bench-live: real CRDs missing in .cache/crds, running hack/fetch-crds.sh" >&2
-  hack/fetch-crds.sh >&2
-fi
-echo "bench-live: building bin/kapp and the scale tool" >&2
-hack/build.sh >/dev/null
-scale="$root/.cache/bench/scale"
-(cd hack/bench && go build -o "$scale" ./scale)
+# shellcheck source=lib/bench.sh
+source hack/lib/bench.sh
+bench_prepare bench-live .cache/crds/cert-manager
 
 trap 'hack/cluster.sh stop >&2' EXIT
 hack/cluster.sh start >&2

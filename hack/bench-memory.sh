@@ -29,15 +29,9 @@ cd "$root"
 crds="$root/.cache/crds"
 work="$root/.cache/bench/memory"
 
-if [[ ! -f "$crds/prometheus-operator/monitoring.coreos.com_prometheuses.yaml" || ! -d "$crds/cluster-api/new" ]]; then
-  echo "bench-memory: real CRDs missing in .cache/crds, running hack/fetch-crds.sh" >&2
-  hack/fetch-crds.sh >&2
-fi
-
-echo "bench-memory: building bin/kapp and the scale tool" >&2
-hack/build.sh >/dev/null
-scale="$root/.cache/bench/scale"
-(cd hack/bench && go build -o "$scale" ./scale)
+# shellcheck source=lib/bench.sh
+source hack/lib/bench.sh
+bench_prepare bench-memory "$crds/prometheus-operator/monitoring.coreos.com_prometheuses.yaml" "$crds/cluster-api/new"
 
 mkdir -p "$work"
 "$scale" grow -src "$crds/prometheus-operator/monitoring.coreos.com_prometheuses.yaml" \

@@ -853,6 +853,22 @@ func (c *converter) blockBreaks(k int, indent *int, bi int) (breaks, pos, col in
 
 // ---------------------------------------------------------------- flow collections
 
+// flowNext steps over what follows an entry of a flow collection at j: a
+// comma (then the next entry, or the closing byte after a trailing comma) or
+// the closing byte. It returns the position of the next entry and false, or
+// of the closing byte and true.
+func (c *converter) flowNext(j, bi int, closing byte) (int, bool) {
+	s := c.s
+	if s[j] == ',' {
+		j = c.flowSpace(j+1, bi)
+		return j, s[j] == closing
+	}
+	if s[j] != closing {
+		fail()
+	}
+	return j, true
+}
+
 // flowNode converts a node in flow context at i (a flow collection, a
 // quoted or a plain scalar) and returns the position after it.
 func (c *converter) flowNode(i, bi int) int {
@@ -869,18 +885,10 @@ func (c *converter) flowNode(i, bi int) int {
 			if !first {
 				c.out = append(c.out, ',')
 			}
-			j = c.flowSpace(c.flowNode(j, bi), bi)
-			if s[j] == ',' {
-				j = c.flowSpace(j+1, bi)
-				if s[j] == ']' {
-					break
-				}
-				continue
+			var done bool
+			if j, done = c.flowNext(c.flowSpace(c.flowNode(j, bi), bi), bi, ']'); done {
+				break
 			}
-			if s[j] != ']' {
-				fail()
-			}
-			break
 		}
 		c.out = append(c.out, ']')
 		return j + 1
@@ -902,17 +910,10 @@ func (c *converter) flowNode(i, bi int) int {
 				j = c.flowSpace(c.flowNode(j, bi), bi)
 			}
 			c.endEntry(key, start)
-			if s[j] == ',' {
-				j = c.flowSpace(j+1, bi)
-				if s[j] == '}' {
-					break
-				}
-				continue
+			var done bool
+			if j, done = c.flowNext(j, bi, '}'); done {
+				break
 			}
-			if s[j] != '}' {
-				fail()
-			}
-			break
 		}
 		c.closeMapping()
 		return j + 1
