@@ -20,7 +20,9 @@ func startProfile() func() {
 	}
 	f, err := os.Create(path)
 	if err == nil {
-		err = pprof.StartCPUProfile(f)
+		if err = pprof.StartCPUProfile(f); err != nil {
+			_ = f.Close()
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "kapp: %s: %v\n", ProfileEnvVar, err)

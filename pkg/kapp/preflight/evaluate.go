@@ -7,6 +7,7 @@ import (
 	goruntime "runtime"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -253,27 +254,16 @@ func offlineFindings(ctx context.Context, p Pair, oldFromFiles, spareCores bool,
 	name := p.New.Name
 	validate := cfg.Checks.CRD.ApiserverRejects.Enabled
 	// Each CRD is converted for the apiserver's validation once, however
-	// many validations it goes through.
-	var oldPrep, newPrep *crdupgradesafety.PreparedCRD
-	prepNew := func() *crdupgradesafety.PreparedCRD {
-		if newPrep == nil {
-			newPrep = crdupgradesafety.PrepareCRD(p.New)
-		}
-		return newPrep
-	}
-	prepOld := func() *crdupgradesafety.PreparedCRD {
-		if oldPrep == nil {
-			oldPrep = crdupgradesafety.PrepareCRD(p.Old)
-		}
-		return oldPrep
-	}
+	// many validations it goes through, and only when one needs it.
+	prepOld := sync.OnceValue(func() *crdupgradesafety.PreparedCRD { return crdupgradesafety.PrepareCRD(p.Old) })
+	prepNew := sync.OnceValue(func() *crdupgradesafety.PreparedCRD { return crdupgradesafety.PrepareCRD(p.New) })
 	// The same object on both sides: the old and new inputs hold the same
 	// document (the tools command decodes identical documents once). kapp
 	// sends no update for it, and creating it is what the old CRD's own
 	// validation checks.
 	unchanged := p.Old == p.New
-	if unchanged && p.Old != nil {
-		newPrep = prepOld()
+	if unchanged {
+		prepNew = prepOld
 	}
 
 	// An old CRD from a file is validated on its own (a warning when the

@@ -354,11 +354,7 @@ func (o *CRDUpgradeSafetyOptions) load() (newSet, oldSet inputSet, err error) {
 	if o.FileFlags.GitRef != "" {
 		// The old side depends on the new one: CRDs missing at the
 		// revision are looked for by name.
-		srcs, err := listSources(o.FileFlags.NewFiles)
-		var docs []rawDoc
-		if err == nil {
-			docs, err = readDocs(srcs)
-		}
+		docs, err := readFiles(o.FileFlags.NewFiles)
 		if err == nil {
 			// The old side, read at the revision, is about as large.
 			tuneGC(2 * docBytes(docs))
@@ -372,19 +368,11 @@ func (o *CRDUpgradeSafetyOptions) load() (newSet, oldSet inputSet, err error) {
 		}
 		return newSet, oldSet, nil
 	}
-	oldSrcs, err := listSources(o.FileFlags.OldFiles)
+	oldDocs, err := readFiles(o.FileFlags.OldFiles)
 	if err != nil {
 		return inputSet{}, inputSet{}, fmt.Errorf("old CRDs: %w", err)
 	}
-	oldDocs, err := readDocs(oldSrcs)
-	if err != nil {
-		return inputSet{}, inputSet{}, fmt.Errorf("old CRDs: %w", err)
-	}
-	newSrcs, newErr := listSources(o.FileFlags.NewFiles)
-	var newDocs []rawDoc
-	if newErr == nil {
-		newDocs, newErr = readDocs(newSrcs)
-	}
+	newDocs, newErr := readFiles(o.FileFlags.NewFiles)
 	docs := append(oldDocs[:len(oldDocs):len(oldDocs)], newDocs...)
 	tuneGC(docBytes(docs))
 	results := decodeDocs(docs)

@@ -77,15 +77,15 @@ func docBytes(docs []rawDoc) int {
 // apiserver would accept the CRDs is the apiserverRejects check's question,
 // not an input error.
 func loadInputs(files []string, which string) (inputSet, error) {
-	srcs, err := listSources(files)
+	docs, err := readFiles(files)
 	if err != nil {
 		return inputSet{}, err
 	}
-	return loadSources(srcs, which)
+	return assembleInputs(decodeDocs(docs), which)
 }
 
-// listSources lists the sources of files, in order.
-func listSources(files []string) ([]ctlres.FileSource, error) {
+// readFiles reads files (in order) and splits them into documents.
+func readFiles(files []string) ([]rawDoc, error) {
 	var srcs []ctlres.FileSource
 	for _, file := range files {
 		s, err := fileSources(file)
@@ -94,7 +94,7 @@ func listSources(files []string) ([]ctlres.FileSource, error) {
 		}
 		srcs = append(srcs, s...)
 	}
-	return srcs, nil
+	return readDocs(srcs)
 }
 
 // loadSources is loadInputs of sources already listed.

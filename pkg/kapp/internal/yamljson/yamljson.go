@@ -251,20 +251,32 @@ func (c *converter) blockMapping(p, col int) int {
 		next = c.mapValue(q, col)
 		c.endEntry(key, start)
 
-		p = c.nextContent(next)
-		if p == c.n {
+		var more bool
+		if p, more = c.nextEntry(next, col); !more {
 			break
 		}
-		pc := c.col(p)
-		if pc < col {
-			break
-		}
-		if pc > col || c.isSeqEntry(p) {
+		if c.isSeqEntry(p) {
 			fail()
 		}
 	}
 	c.closeMapping()
 	return next
+}
+
+// nextEntry finds, from next (the line after an entry of a block
+// collection in column col), where the collection's next entry starts: the
+// next content in column col, and true; false at the end of the input or
+// at content less indented, which ends the collection. Content indented
+// deeper is an error.
+func (c *converter) nextEntry(next, col int) (int, bool) {
+	p := c.nextContent(next)
+	if p == c.n || c.col(p) < col {
+		return p, false
+	}
+	if c.col(p) > col {
+		fail()
+	}
+	return p, true
 }
 
 // mapValue converts the value of a key of a block mapping in column col,
@@ -320,16 +332,9 @@ func (c *converter) blockSequence(p, col int, indentless bool) int {
 			}
 		}
 
-		p = c.nextContent(next)
-		if p == c.n {
+		var more bool
+		if p, more = c.nextEntry(next, col); !more {
 			break
-		}
-		pc := c.col(p)
-		if pc < col {
-			break
-		}
-		if pc > col {
-			fail()
 		}
 		if !c.isSeqEntry(p) {
 			if indentless {
