@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 )
 
 // Cluster is what the live checks need from the cluster. Production code
@@ -54,7 +55,16 @@ var crdGVR = apiextv1.SchemeGroupVersion.WithResource("customresourcedefinitions
 
 // DynamicCluster implements Cluster with a dynamic client.
 type DynamicCluster struct {
-	Client      dynamic.Interface
+	Client dynamic.Interface
+	// REST, when set, sends the creates and updates of DryRun: the same
+	// JSON body as the dynamic client (kapp's object, byte for byte), but
+	// the apiserver answers in protobuf and the answer is not decoded
+	// (only its status is read). A dry run's answer is the whole CRD: as
+	// JSON it costs the apiserver an encoding and kapp a decoding of every
+	// large schema, for nothing. It needs a client whose serializer
+	// decodes a protobuf metav1.Status (client-go's scheme.Codecs), such
+	// as a clientset's discovery RESTClient. nil: the dynamic client.
+	REST        rest.Interface
 	Concurrency int   // requests in flight for GetCRDs; DefaultConcurrency if 0
 	PageSize    int64 // LIST limit for custom resources; DefaultPageSize if 0
 }
@@ -160,6 +170,9 @@ func (c *DynamicCluster) CountCustomResources(ctx context.Context, crd *apiextv1
 // the whole object, a DELETE with background propagation and the UID as
 // precondition), with dryRun=All.
 func (c *DynamicCluster) DryRun(ctx context.Context, verb Verb, obj *unstructured.Unstructured) error {
+	if c.REST != nil && (verb == VerbCreate || verb == VerbUpdate) {
+		return c.restDryRun(ctx, verb, obj)
+	}
 	ri := c.Client.Resource(crdGVR)
 	dryRun := []string{metav1.DryRunAll}
 	var err error
@@ -179,6 +192,27 @@ func (c *DynamicCluster) DryRun(ctx context.Context, verb Verb, obj *unstructure
 		return fmt.Errorf("dry run of CRD %s: unknown verb %q", obj.GetName(), verb)
 	}
 	return err
+}
+
+// crdsPath is the path of the CRD collection.
+const crdsPath = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+// restDryRun sends a create (POST) or update (PUT) of obj with dryRun=All:
+// the JSON body the dynamic client sends, asking for a protobuf answer that
+// is not decoded unless it is an error status.
+func (c *DynamicCluster) restDryRun(ctx context.Context, verb Verb, obj *unstructured.Unstructured) error {
+	body, err := obj.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("dry run of CRD %s: encoding: %w", obj.GetName(), err)
+	}
+	req := c.REST.Post().AbsPath(crdsPath)
+	if verb == VerbUpdate {
+		req = c.REST.Put().AbsPath(crdsPath, obj.GetName())
+	}
+	return req.Param("dryRun", metav1.DryRunAll).
+		SetHeader("Content-Type", runtime.ContentTypeJSON).
+		SetHeader("Accept", runtime.ContentTypeProtobuf+", "+runtime.ContentTypeJSON).
+		Body(body).Do(ctx).Error()
 }
 
 func (c *DynamicCluster) concurrency() int {

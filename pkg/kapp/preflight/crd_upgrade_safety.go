@@ -100,7 +100,11 @@ func ClusterFromDeps(depsFactory cmdcore.DepsFactory) func() (Cluster, error) {
 		if err != nil {
 			return nil, fmt.Errorf("building dynamic client: %w", err)
 		}
-		return &DynamicCluster{Client: client}, nil
+		core, err := depsFactory.CoreClient()
+		if err != nil {
+			return nil, fmt.Errorf("building client: %w", err)
+		}
+		return &DynamicCluster{Client: client, REST: core.Discovery().RESTClient()}, nil
 	}
 }
 
@@ -125,10 +129,7 @@ func (c *CRDUpgradeSafety) SetConfig(raw kpreflight.CheckConfig) error {
 // Run checks every CRD upsert and delete in the change graph.
 func (c *CRDUpgradeSafety) Run(ctx context.Context, changeGraph *ctldgraph.ChangeGraph) error {
 	if out := timingOut(); out != nil {
-		start := time.Now()
-		defer func() {
-			fmt.Fprintf(out, "%s timing: check %dms\n", CheckName, time.Since(start).Milliseconds())
-		}()
+		defer startCheckTiming(out).print()
 	}
 	plan, missingOld, err := planFromGraph(changeGraph)
 	if err != nil {
