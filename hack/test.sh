@@ -44,6 +44,8 @@ section "unit tests"
 # test/e2e needs the cluster; it runs below.
 mapfile -t pkgs < <(go list ./... | grep -v '/test/e2e')
 go test -count=1 -json "${pkgs[@]}" | summarize
+# The scale benchmarks' own parsing of kapp's output (hack/bench/scale).
+(cd hack/bench && go test -count=1 -json ./scale) | summarize
 
 section "end-to-end tests"
 # With kapp-controller (built from source like the cluster) for the

@@ -78,6 +78,8 @@ func deploy(args []string) error {
 	type result struct {
 		wall, check, offline, live time.Duration
 		dryRuns, inFlight          int
+		allocMiB                   float64 // allocated by kapp while the check ran
+		gcs                        int     // garbage collections of kapp while the check ran
 		rss                        int64
 		requests                   requestCounts
 	}
@@ -108,6 +110,7 @@ func deploy(args []string) error {
 					return fmt.Errorf("no timing lines from the check in kapp's stderr:\n%s", tail(m.stderr, 20))
 				}
 				res.check, res.offline, res.live, res.dryRuns, res.inFlight = t.check, t.offline, t.live, t.dryRuns, t.inFlight
+				res.allocMiB, res.gcs = t.allocMiB, t.gcs
 				with = append(with, res)
 			} else {
 				without = append(without, res)
@@ -143,6 +146,8 @@ func deploy(args []string) error {
 	fmt.Printf("  difference of the two:    %6.1fs\n", wWall-woWall)
 	fmt.Printf("  the check itself:         %6.1fs   (its timing line: offline %.1fs for comparison and validation of %d CRDs; live %.1fs)\n",
 		check, med(with, secs(func(r result) time.Duration { return r.offline })), a.crds, med(with, secs(func(r result) time.Duration { return r.live })))
+	fmt.Printf("  allocated by the check:   %6.0f MiB (%.0f garbage collections of kapp, each marking kapp's whole live heap)\n",
+		med(with, func(r result) float64 { return r.allocMiB }), med(with, func(r result) float64 { return float64(r.gcs) }))
 	fmt.Printf("  server-side dry runs:     %6.0f    (one per CRD, at most %.0f in flight)\n",
 		med(with, func(r result) float64 { return float64(r.dryRuns) }), med(with, func(r result) float64 { return float64(r.inFlight) }))
 
@@ -180,10 +185,12 @@ type checkTiming struct {
 	check, offline, live time.Duration
 	dryRuns, inFlight    int
 	objects              int
+	allocMiB             float64
+	gcs                  int
 }
 
 var (
-	checkLine    = regexp.MustCompile(`CRDUpgradeSafety timing: check (\d+)ms`)
+	checkLine    = regexp.MustCompile(`CRDUpgradeSafety timing: check (\d+)ms(?: \(allocated ([\d.]+) MiB, (\d+) garbage collections\))?`)
 	evaluateLine = regexp.MustCompile(`CRDUpgradeSafety timing: evaluate (\d+)ms \(offline (\d+)ms: \d+ CRD changes, \d+ removals(?:; live (\d+)ms: (\d+) server-side dry runs, at most (\d+) in flight; \d+ LIST pages, (\d+) custom resources validated)?`)
 )
 
@@ -196,6 +203,8 @@ func parseTiming(stderr string) (checkTiming, bool) {
 	for _, l := range strings.Split(stderr, "\n") {
 		if m := checkLine.FindStringSubmatch(l); m != nil {
 			t.check, found = ms(m[1]), true
+			t.allocMiB, _ = strconv.ParseFloat(m[2], 64)
+			t.gcs = atoi(m[3])
 		}
 		if m := evaluateLine.FindStringSubmatch(l); m != nil {
 			t.offline, t.live = ms(m[2]), ms(m[3])

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	ctlres "carvel.dev/kapp/pkg/kapp/resources"
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -46,4 +47,21 @@ func TestTiming(t *testing.T) {
 	_, err = Evaluate(context.Background(), plan, &cfg, cluster)
 	require.NoError(t, err)
 	require.Empty(t, out.String())
+}
+
+// TestCheckTiming: a deploy's check prints its wall time with the bytes it
+// allocated and the garbage collections they caused, the figures
+// hack/bench-deploy.sh reports.
+func TestCheckTiming(t *testing.T) {
+	var out bytes.Buffer
+	defer func(f func() io.Writer) { timingOut = f }(timingOut)
+	timingOut = func() io.Writer { return &out }
+
+	check, _ := newCheck(t, &fakeCluster{}, nil)
+	require.NoError(t, check.Run(context.Background(), deployGraph(t, "",
+		[]ctlres.Resource{live(t, oldCRD)}, []ctlres.Resource{res(t, safeCRD)})))
+	m := regexp.MustCompile(`(?m)^CRDUpgradeSafety timing: check \d+ms \(allocated (\d+\.\d) MiB, (\d+) garbage collections\)$`).FindStringSubmatch(out.String())
+	require.NotNil(t, m, out.String())
+	// Validating a CRD as the apiserver does allocates: the figure is read.
+	require.NotEqual(t, "0.0", m[1], out.String())
 }
