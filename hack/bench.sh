@@ -146,12 +146,15 @@ summarize() {
 		}
 		if (ncmds > 0) {
 			printf "\nWhole command vs upstream read the same way: both files parsed, compared once (medians; target: ours <= %.1fx upstream)\n", max_cmd
-			printf "(compare only: ours without the apiserver'"'"'s validation of both CRDs, the work upstream does)\n\n"
-			printf "%-36s %5s %12s %9s %9s %13s %9s  %s\n", "pair", "runs", "upstream ms", "ours ms", "ours/up", "compare only", "ratio", "target"
-			cmet = 0; cmissed = ""; cvalid = ""
+			printf "(compare only: ours without the apiserver'"'"'s validation of both CRDs, the work upstream does;\n"
+			printf " validation floor: the apiserver'"'"'s own validation of the update alone, on decoded CRDs: no run of ours with\n"
+			printf " apiserverRejects enabled takes less, so where it exceeds the target the target cannot be met with that check on)\n\n"
+			printf "%-36s %5s %12s %9s %9s %13s %9s %11s %9s  %s\n", "pair", "runs", "upstream ms", "ours ms", "ours/up", "compare only", "ratio", "val. floor", "ratio", "target"
+			cmet = 0; cmissed = ""; cvalid = ""; cfloor = ""
 			for (p = 1; p <= ncmds; p++) {
 				k = "cmd " cmds[p]
 				un = median(vals[k, "upstream", "ns/op"]); on = median(vals[k, "ours", "ns/op"]); cn = median(vals[k, "ours-compare", "ns/op"])
+				fn = median(vals[k, "validation-floor", "ns/op"]); fq = ratio(fn, un)
 				r = count(vals[k, "ours", "ns/op"]); if (count(vals[k, "upstream", "ns/op"]) < r) r = count(vals[k, "upstream", "ns/op"])
 				q = ratio(on, un); cq = ratio(cn, un)
 				if (q == "") verdict = "n/a"
@@ -159,14 +162,17 @@ summarize() {
 				else {
 					verdict = "MISSED"; cmissed = cmissed " " cmds[p]
 					if (cq != "" && cq <= max_cmd) { verdict = verdict " (compare only: met)"; cvalid = cvalid " " cmds[p] }
+					if (fq != "" && fq > max_cmd) { verdict = verdict " (floor above target)"; cfloor = cfloor " " cmds[p] }
 				}
-				printf "%-36s %5d %12s %9s %8.2fx %13s %8sx  %s\n", cmds[p], r, sprintf("%.1f", un / 1e6), sprintf("%.1f", on / 1e6), q, \
-					(cn == "" ? "-" : sprintf("%.1f", cn / 1e6)), (cq == "" ? "-" : sprintf("%.2f", cq)), verdict
+				printf "%-36s %5d %12s %9s %8.2fx %13s %8sx %11s %8sx  %s\n", cmds[p], r, sprintf("%.1f", un / 1e6), sprintf("%.1f", on / 1e6), q, \
+					(cn == "" ? "-" : sprintf("%.1f", cn / 1e6)), (cq == "" ? "-" : sprintf("%.2f", cq)), \
+					(fn == "" ? "-" : sprintf("%.1f", fn / 1e6)), (fq == "" ? "-" : sprintf("%.2f", fq)), verdict
 			}
 			print ""
 			if (cmissed != "") printf "Whole command: NOT MET on%s (met on %d of %d pairs)\n", cmissed, cmet, ncmds
 			else printf "Whole command: MET on all %d pairs (<= %.1fx upstream)\n", ncmds, max_cmd
 			if (cvalid != "") printf "  missed only through the apiserver'"'"'s validation (CEL compilation) on:%s\n", cvalid
+			if (cfloor != "") printf "  the apiserver'"'"'s validation of the update alone exceeds %.1fx upstream on:%s\n", max_cmd, cfloor
 		}
 		if (nsizes > 0) {
 			printf "\nLinearity: synthetic nested schemas of N properties, self-compare (medians)\n\n"

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/cppforlife/go-cli-ui/ui"
 	"github.com/crdsafety/kapp/pkg/kapp/cmd/tools"
+	ours "github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -87,6 +89,19 @@ func BenchmarkCommand(b *testing.B) {
 				for b.Loop() {
 					o, n := parseFile(b, old), parseFile(b, new)
 					_ = v.Validate(*o, *n)
+				}
+			})
+			// validation-floor: the apiserver's own validation of the update
+			// of the old CRD to the new one, alone (apiextensions-apiserver's
+			// ValidateCustomResourceDefinitionUpdate through
+			// crdupgradesafety.ValidateCRD, on CRDs already decoded): work the
+			// whole command cannot skip while apiserverRejects is enabled, so
+			// a lower bound of "ours" on one core.
+			o, n := parseFile(b, old), parseFile(b, new)
+			b.Run("engine=validation-floor", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					_ = ours.ValidateCRD(context.Background(), o, n)
 				}
 			})
 			// ours: the whole command. ours-compare: the same work as
