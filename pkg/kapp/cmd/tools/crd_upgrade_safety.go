@@ -174,7 +174,7 @@ Exit status (the same in every output):
 // no CRD to check.
 var ErrNoCRDs = errors.New("no CRDs to check")
 
-// gcPercentFor is the garbage collector's target (as GOGC) for inputs of
+// GCPercentFor is the garbage collector's target (as GOGC) for inputs of
 // n bytes (old and new files) while the command runs; a GOGC in the
 // environment wins. Decoding and validating CRDs allocates several times
 // their size in short-lived objects, and the apiserver's validation (CEL
@@ -191,7 +191,7 @@ var ErrNoCRDs = errors.New("no CRDs to check")
 //   - in between, Go's default.
 //
 // Tuned last: the decoding and the validations were made lean first.
-func gcPercentFor(n int) int {
+func GCPercentFor(n int) int {
 	switch {
 	case n < smallInput:
 		return 400
@@ -203,7 +203,7 @@ func gcPercentFor(n int) int {
 }
 
 // smallInput and largeInput bound the input sizes (old and new files) of
-// gcPercentFor's targets.
+// GCPercentFor's targets.
 const (
 	smallInput = 2 << 20
 	largeInput = 4 << 20
@@ -213,14 +213,14 @@ const (
 // GOGC is set; Run restores the previous target.
 func tuneGC(n int) {
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(gcPercentFor(n))
+		debug.SetGCPercent(GCPercentFor(n))
 	}
 }
 
 func (o *CRDUpgradeSafetyOptions) Run() error {
 	if os.Getenv("GOGC") == "" {
 		// load sets the target once it knows the size of the inputs.
-		defer debug.SetGCPercent(debug.SetGCPercent(gcPercentFor(0)))
+		defer debug.SetGCPercent(debug.SetGCPercent(GCPercentFor(0)))
 	}
 	ctx := context.Background()
 	if o.Output == "" {

@@ -405,7 +405,7 @@ func TestGCPercentFor(t *testing.T) {
 		{largeInput, 25},
 		{40 << 20, 25},
 	} {
-		require.Equal(t, tc.want, gcPercentFor(tc.bytes), "%d bytes", tc.bytes)
+		require.Equal(t, tc.want, GCPercentFor(tc.bytes), "%d bytes", tc.bytes)
 	}
 }
 
