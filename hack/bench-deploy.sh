@@ -7,7 +7,8 @@
 # deployed, then every CRD is upgraded with a safe change, with the check
 # and without, each time from the same state. It prints the deploy times,
 # the check's own time (KAPP_CRD_UPGRADE_SAFETY_TIMING), the API requests
-# the apiserver counted, kapp's peak RSS; its last line is
+# the apiserver counted, kapp's peak RSS, the bytes the check allocated and the
+# garbage collections they caused; its last line is
 # `preflight share: N%` (the check's time over the deploy's; target < 20%).
 #
 # Usage: hack/bench-deploy.sh
