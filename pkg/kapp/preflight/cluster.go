@@ -194,8 +194,8 @@ func (c *DynamicCluster) DryRun(ctx context.Context, verb Verb, obj *unstructure
 	return err
 }
 
-// crdsPath is the path of the CRD collection.
-const crdsPath = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+// crdsPath is the path of the CRD collection (crdGVR's).
+var crdsPath = "/apis/" + crdGVR.Group + "/" + crdGVR.Version + "/" + crdGVR.Resource
 
 // restDryRun sends a create (POST) or update (PUT) of obj with dryRun=All:
 // the JSON body the dynamic client sends, asking for a protobuf answer that
