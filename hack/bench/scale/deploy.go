@@ -81,6 +81,7 @@ func deploy(args []string) error {
 		allocMiB                   float64 // allocated by kapp while the check ran
 		gcs                        int     // garbage collections of kapp while the check ran
 		rss                        int64
+		kappCPU, clusterCPU        time.Duration // during the deploy: kapp's, the apiserver's and etcd's
 		requests                   requestCounts
 	}
 	var with, without []result
@@ -95,15 +96,17 @@ func deploy(args []string) error {
 			if check && r == 0 && *profile != "" {
 				extra = append(extra, "KAPP_CPU_PROFILE="+*profile)
 			}
+			clusterCPU := cpuTime(pids)
 			m, err := deployApp("v2", check, extra...)
 			if err != nil {
 				return err
 			}
+			clusterCPU = cpuTime(pids) - clusterCPU
 			after, err := cl.requests(ctx, "bench.example.com")
 			if err != nil {
 				return err
 			}
-			res := result{wall: m.wall, rss: m.peakRSS, requests: after.minus(before)}
+			res := result{wall: m.wall, rss: m.peakRSS, requests: after.minus(before), kappCPU: m.cpu, clusterCPU: clusterCPU}
 			if check {
 				t, ok := parseTiming(m.stderr)
 				if !ok {
@@ -144,8 +147,11 @@ func deploy(args []string) error {
 	fmt.Printf("  deploy with the check:    %6.1fs   kapp peak RSS %4.0f MiB\n", wWall, med(with, func(r result) float64 { return mib(r.rss) }))
 	fmt.Printf("  deploy without the check: %6.1fs   kapp peak RSS %4.0f MiB\n", woWall, med(without, func(r result) float64 { return mib(r.rss) }))
 	fmt.Printf("  difference of the two:    %6.1fs\n", wWall-woWall)
-	fmt.Printf("  the check itself:         %6.1fs   (its timing line: offline %.1fs for comparison and validation of %d CRDs; live %.1fs)\n",
-		check, med(with, secs(func(r result) time.Duration { return r.offline })), a.crds, med(with, secs(func(r result) time.Duration { return r.live })))
+	fmt.Printf("  CPU time, with / without: kapp %.1fs / %.1fs, apiserver and etcd %.1fs / %.1fs\n",
+		med(with, secs(func(r result) time.Duration { return r.kappCPU })), med(without, secs(func(r result) time.Duration { return r.kappCPU })),
+		med(with, secs(func(r result) time.Duration { return r.clusterCPU })), med(without, secs(func(r result) time.Duration { return r.clusterCPU })))
+	fmt.Printf("  the check itself:         %6.1fs   (its timing line: %d CRDs, the last offline pass ended at %.1fs, the live checks after it %.1fs)\n",
+		check, a.crds, med(with, secs(func(r result) time.Duration { return r.offline })), med(with, secs(func(r result) time.Duration { return r.live })))
 	fmt.Printf("  allocated by the check:   %6.0f MiB (%.0f garbage collections of kapp, each marking kapp's whole live heap)\n",
 		med(with, func(r result) float64 { return r.allocMiB }), med(with, func(r result) float64 { return float64(r.gcs) }))
 	fmt.Printf("  server-side dry runs:     %6.0f    (one per CRD, at most %.0f in flight)\n",

@@ -10,11 +10,12 @@ import (
 	"time"
 )
 
-// measured is one run of a process: its wall time and peak resident set
-// size (the kernel's rusage maxrss, the process's VmHWM).
+// measured is one run of a process: its wall time, CPU time and peak
+// resident set size (the kernel's rusage maxrss, the process's VmHWM).
 type measured struct {
 	wall     time.Duration
-	peakRSS  int64 // bytes
+	cpu      time.Duration // user and system time of the process
+	peakRSS  int64         // bytes
 	exitCode int
 	stderr   string
 }
@@ -36,6 +37,7 @@ func runMeasured(env []string, name string, args ...string) (measured, error) {
 	}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		m.peakRSS = ru.Maxrss * 1024 // KiB on Linux
+		m.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
 	m.exitCode = cmd.ProcessState.ExitCode()
 	return m, nil

@@ -16,25 +16,7 @@ func settle(pids []int) {
 	if len(pids) == 0 {
 		return
 	}
-	cpu := func() time.Duration {
-		var total time.Duration
-		for _, pid := range pids {
-			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-			if err != nil {
-				continue
-			}
-			// Fields after the command (which may hold spaces): utime is the
-			// 14th field of the line, stime the 15th.
-			f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-			if len(f) < 13 {
-				continue
-			}
-			u, _ := strconv.ParseInt(f[11], 10, 64)
-			s, _ := strconv.ParseInt(f[12], 10, 64)
-			total += time.Duration(u+s) * 10 * time.Millisecond // USER_HZ 100
-		}
-		return total
-	}
+	cpu := func() time.Duration { return cpuTime(pids) }
 	deadline := time.Now().Add(10 * time.Minute)
 	for time.Now().Before(deadline) {
 		before := cpu()
@@ -43,6 +25,28 @@ func settle(pids []int) {
 			return
 		}
 	}
+}
+
+// cpuTime is the CPU time (user and system) the processes have used so
+// far, from /proc/PID/stat; processes gone count nothing.
+func cpuTime(pids []int) time.Duration {
+	var total time.Duration
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// Fields after the command (which may hold spaces): utime is the
+		// 14th field of the line, stime the 15th.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		s, _ := strconv.ParseInt(f[12], 10, 64)
+		total += time.Duration(u+s) * 10 * time.Millisecond // USER_HZ 100
+	}
+	return total
 }
 
 // parsePIDs reads a comma-separated list of process ids.
