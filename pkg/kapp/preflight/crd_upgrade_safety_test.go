@@ -16,9 +16,13 @@ import (
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
 	"github.com/cppforlife/go-cli-ui/ui"
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety"
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // crdYAML is a Widget CRD whose spec.color enum and spec.size minimum vary.
@@ -105,6 +109,10 @@ type fakeCluster struct {
 	// dryRunErr answers dry runs by "verb name" ("update widgets.example.com").
 	dryRunErr map[string]error
 	dryRuns   []dryRun
+	// validates: the other dry runs of creates and updates are validated as
+	// the apiserver validates them, with its own library (an update against
+	// the CRD of that name in crds), and refused as it refuses them.
+	validates bool
 }
 
 type dryRun struct {
@@ -116,7 +124,22 @@ func (f *fakeCluster) DryRun(_ context.Context, verb Verb, obj *unstructured.Uns
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.dryRuns = append(f.dryRuns, dryRun{verb: verb, obj: obj.DeepCopy()})
-	return f.dryRunErr[string(verb)+" "+obj.GetName()]
+	if err := f.dryRunErr[string(verb)+" "+obj.GetName()]; err != nil || !f.validates || verb == VerbDelete {
+		return err
+	}
+	crd := &apiextv1.CustomResourceDefinition{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, crd); err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	prepared := crdupgradesafety.PrepareCRD(crd)
+	errs := prepared.Create(context.Background())
+	if verb == VerbUpdate {
+		errs = prepared.Update(context.Background(), crdupgradesafety.PrepareCRD(f.crds[crd.Name]))
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(schema.GroupKind{Group: apiextv1.GroupName, Kind: "CustomResourceDefinition"}, crd.Name, errs)
 }
 
 // dryRunVerbs returns "verb name" of every dry run, sorted.

@@ -8,6 +8,7 @@ import (
 
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
 	"github.com/stretchr/testify/require"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -127,36 +128,47 @@ func TestRunDryRunRefusals(t *testing.T) {
 	}
 }
 
-// TestRunValidationBeforeDryRun: what the apiserver's validation refuses is
-// found offline, for every CRD of the change set, and only the others are
-// dry-run; nothing is applied when any is refused.
-func TestRunValidationBeforeDryRun(t *testing.T) {
+// TestRunDryRunValidates: in a deploy, a create or plain update is
+// validated by the apiserver it goes to, in the server-side dry run of every
+// CRD of the change set; nothing is applied when any is refused.
+func TestRunDryRunValidates(t *testing.T) {
 	badSchema := strings.Replace(gadgetCRD, "color: {type: string, enum: [red, green, blue, yellow]}",
 		"color: {type: string, enum: [red, green, blue, yellow]}\n            additionalProperties: false", 1)
 	require.NotEqual(t, gadgetCRD, badSchema)
+	deploy := func(t *testing.T, cluster *fakeCluster, raw map[string]any) error {
+		old, err := CRDFromResource(live(t, oldCRD))
+		require.NoError(t, err)
+		cluster.crds = map[string]*apiextv1.CustomResourceDefinition{old.Name: old}
+		check, _ := newCheck(t, cluster, raw)
+		return check.Run(context.Background(), deployGraph(t, "",
+			[]ctlres.Resource{live(t, oldCRD)}, []ctlres.Resource{res(t, safeCRD), res(t, badSchema)}))
+	}
 
 	t.Run("one of several refused", func(t *testing.T) {
-		cluster := &fakeCluster{}
-		check, _ := newCheck(t, cluster, nil)
-		err := check.Run(context.Background(), deployGraph(t, "",
-			[]ctlres.Resource{live(t, oldCRD)}, []ctlres.Resource{res(t, safeCRD), res(t, badSchema)}))
+		cluster := &fakeCluster{validates: true}
+		err := deploy(t, cluster, nil)
 		var unsafe *UnsafeUpgradeError
 		require.ErrorAs(t, err, &unsafe)
 		require.Len(t, unsafe.Findings, 1, "%q", unsafe.Lines)
 		require.Equal(t, "crd gadgets.example.com field spec.versions[*].schema.openAPIV3Schema.properties[spec].additionalProperties: "+
-			"[apiserverRejects] the apiserver refuses the create: Forbidden: additionalProperties and properties are mutual exclusive",
+			"[apiserverRejects] the apiserver refuses the create (server-side dry run): Forbidden: additionalProperties and properties are mutual exclusive",
 			unsafe.Lines[0])
-		require.Equal(t, []string{"update widgets.example.com"}, cluster.dryRunVerbs())
+		require.Equal(t, []string{"create gadgets.example.com", "update widgets.example.com"}, cluster.dryRunVerbs())
 	})
 
-	t.Run("apiserverRejects off: neither validated nor dry-run", func(t *testing.T) {
+	// The apiserver of the cluster decides, in its own version: a create
+	// it accepts is not refused by the library's version offline.
+	t.Run("accepted by the cluster's apiserver", func(t *testing.T) {
 		cluster := &fakeCluster{}
-		check, _ := newCheck(t, cluster, map[string]any{
+		require.NoError(t, deploy(t, cluster, nil))
+		require.Equal(t, []string{"create gadgets.example.com", "update widgets.example.com"}, cluster.dryRunVerbs())
+	})
+
+	t.Run("apiserverRejects off: not dry-run", func(t *testing.T) {
+		cluster := &fakeCluster{validates: true}
+		require.NoError(t, deploy(t, cluster, map[string]any{
 			"checks": map[string]any{"crd": map[string]any{"apiserverRejects": map[string]any{"enabled": false}}},
-		})
-		err := check.Run(context.Background(), deployGraph(t, "",
-			[]ctlres.Resource{live(t, oldCRD)}, []ctlres.Resource{res(t, safeCRD), res(t, badSchema)}))
-		require.NoError(t, err)
+		}))
 		require.Empty(t, cluster.dryRunVerbs())
 	})
 }

@@ -165,7 +165,7 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.CRDUpgradeSafety, clus
 	var offlineDone atomic.Int64 // when the last offline pass ended (unix nanos)
 	offline := func(ctx context.Context, i int) {
 		cpu <- struct{}{}
-		outcomes[i] = offlineFindings(ctx, pairs[i], plan.OldFromFiles, spare, cfg)
+		outcomes[i] = offlineFindings(ctx, pairs[i], plan.OldFromFiles, spare, cluster != nil, cfg)
 		<-cpu
 		now := time.Now().UnixNano()
 		for old := offlineDone.Load(); now > old && !offlineDone.CompareAndSwap(old, now); old = offlineDone.Load() {
@@ -249,10 +249,18 @@ func needsDryRun(p Pair, cfg *config.CRDUpgradeSafety) bool {
 // back to a replace: the apiserver refuses an update its own validation
 // rejects with status 422 Invalid, which is the only error kapp falls back
 // on. A replace ends with a create, validated as such.
-func offlineFindings(ctx context.Context, p Pair, oldFromFiles, spareCores bool, cfg *config.CRDUpgradeSafety) pairOutcome {
+//
+// A create or plain update that a server-side dry run will send (live, the
+// pair has Send) is left to it: the apiserver runs this same validation on
+// the request, in its own version, the one that decides; repeating it here
+// would double the work of a large deploy. What the dry run cannot show is
+// still validated here: the create that follows the delete of a replace,
+// and whether fallback-on-replace falls back.
+func offlineFindings(ctx context.Context, p Pair, oldFromFiles, spareCores, live bool, cfg *config.CRDUpgradeSafety) pairOutcome {
 	var o pairOutcome
 	name := p.New.Name
 	validate := cfg.Checks.CRD.ApiserverRejects.Enabled
+	dryRunValidates := live && p.Send != nil && (p.Old == nil || p.Strategy == StrategyUpdate)
 	// Each CRD is converted for the apiserver's validation once, however
 	// many validations it goes through, and only when one needs it.
 	prepOld := sync.OnceValue(func() *crdupgradesafety.PreparedCRD { return crdupgradesafety.PrepareCRD(p.Old) })
@@ -302,7 +310,7 @@ func offlineFindings(ctx context.Context, p Pair, oldFromFiles, spareCores bool,
 	var errs []crdupgradesafety.Rejection
 	switch {
 	case p.Old == nil:
-		if validate {
+		if validate && !dryRunValidates {
 			verb, errs = "create", createErrs()
 		}
 	case p.Strategy == StrategyAlwaysReplace:
@@ -319,7 +327,7 @@ func offlineFindings(ctx context.Context, p Pair, oldFromFiles, spareCores bool,
 			}
 		}
 	default:
-		if validate && !unchanged {
+		if validate && !unchanged && !dryRunValidates {
 			verb, errs = "update", updateErrs()
 		}
 	}

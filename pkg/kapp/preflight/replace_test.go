@@ -8,6 +8,7 @@ import (
 
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
 	"github.com/stretchr/testify/require"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -120,8 +121,9 @@ func TestRunUpdateStrategies(t *testing.T) {
 			config:    map[string]any{"checks": map[string]any{"crd": map[string]any{"apiserverRejects": map[string]any{"enabled": false}}}},
 			errors:    []string{"[crdDeletion] update strategy fallback-on-replace, and the apiserver refuses the update (server-side dry run"},
 			dryRuns:   []string{"update " + crd}, counted: true},
-		{name: "plain update refused by validation: an error before anything is applied", newCRD: kindChanged, count: 3,
-			errors: []string{`crd ` + crd + ` field spec.names.kind: [apiserverRejects] the apiserver refuses the update: Invalid value: "Gizmo": field is immutable`}},
+		{name: "plain update refused by the apiserver's validation: an error before anything is applied", newCRD: kindChanged, count: 3,
+			errors:  []string{`crd ` + crd + ` field spec.names.kind: [apiserverRejects] the apiserver refuses the update (server-side dry run): Invalid value: "Gizmo": field is immutable`},
+			dryRuns: []string{"update " + crd}},
 		{name: "skip: kapp leaves the CRD alone", strategy: "skip", newCRD: unsafeCRD, count: 3, noContact: true},
 		{name: "unknown strategy: kapp's error, before anything is applied", strategy: "sometimes", count: 3,
 			errContains: "CRD " + crd + ": Unknown update strategy: sometimes", noContact: true},
@@ -138,9 +140,12 @@ func TestRunUpdateStrategies(t *testing.T) {
 			}
 			newRs := []ctlres.Resource{withAnnotation(t, newYAML, UpdateStrategyAnnotation, tc.strategy)}
 
-			cluster := &fakeCluster{count: tc.count, dryRunErr: tc.dryRunErr}
+			old, err := CRDFromResource(live(t, oldCRD))
+			require.NoError(t, err)
+			cluster := &fakeCluster{count: tc.count, dryRunErr: tc.dryRunErr, validates: true,
+				crds: map[string]*apiextv1.CustomResourceDefinition{crd: old}}
 			check, out := newCheck(t, cluster, tc.config)
-			err := check.Run(context.Background(), deployGraph(t, tc.defaultStrategy, existing, newRs))
+			err = check.Run(context.Background(), deployGraph(t, tc.defaultStrategy, existing, newRs))
 
 			if tc.errContains != "" {
 				require.ErrorContains(t, err, tc.errContains)
