@@ -28,18 +28,23 @@ func validateExisting(newCRD *apiextv1.CustomResourceDefinition, objs []map[stri
 		return nil, nil
 	}
 	p := &policy{cfg: cfg, crd: newCRD.Name}
-	validators := map[string]*versionValidator{}
+	// The objects of each version, for the validators built for them.
+	byVersion := map[string][]any{}
 	for _, obj := range objs {
 		version := objectVersion(obj)
-		v, ok := validators[version]
-		if !ok {
-			var err error
-			v, err = newVersionValidator(newCRD, version)
-			if err != nil {
-				return nil, fmt.Errorf("crd %s version %s: %w", newCRD.Name, version, err)
-			}
-			validators[version] = v
+		byVersion[version] = append(byVersion[version], obj)
+	}
+	validators := make(map[string]*versionValidator, len(byVersion))
+	for version, vals := range byVersion {
+		v, err := newVersionValidator(newCRD, version, vals, true)
+		if err != nil {
+			return nil, fmt.Errorf("crd %s version %s: %w", newCRD.Name, version, err)
 		}
+		validators[version] = v
+	}
+	for _, obj := range objs {
+		version := objectVersion(obj)
+		v := validators[version]
 		if v == nil {
 			continue // version gone: storedVersionRemoval/servedVersionRemoval report it
 		}
@@ -58,9 +63,12 @@ type versionValidator struct {
 	cel        *cel.Validator
 }
 
-// newVersionValidator builds the validators of one version of the new CRD,
-// nil when the CRD lacks the version or it has no schema.
-func newVersionValidator(crd *apiextv1.CustomResourceDefinition, version string) (*versionValidator, error) {
+// newVersionValidator builds the validators of one version of the new CRD
+// for the objects objs of that version, nil when the CRD lacks the version
+// or it has no schema. With prune, the parts of the schema that no object
+// of objs reaches are left out first (see check_existing_schema.go): the
+// validators then serve only those objects.
+func newVersionValidator(crd *apiextv1.CustomResourceDefinition, version string, objs []any, prune bool) (*versionValidator, error) {
 	s := versionSchema(versionsByName(crd)[version])
 	if s == nil {
 		return nil, nil
@@ -69,12 +77,21 @@ func newVersionValidator(crd *apiextv1.CustomResourceDefinition, version string)
 	if err := apiextv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(s, internal, nil); err != nil {
 		return nil, fmt.Errorf("converting schema: %w", err)
 	}
+	// The structural schema, for the CEL rules, keeps every property: a
+	// rule may name fields that no object has.
+	structural, structuralErr := schema.NewStructural(internal)
+	if prune {
+		pruneAbsentProperties(internal, objs)
+	}
 	openAPI, _, err := validation.NewSchemaValidator(internal)
 	if err != nil {
 		return nil, fmt.Errorf("building schema validator: %w", err)
 	}
 	v := &versionValidator{openAPI: openAPI}
-	if structural, err := schema.NewStructural(internal); err == nil {
+	if structuralErr == nil {
+		if prune {
+			dropUnreachedRules(structural, objs)
+		}
 		v.structural = structural
 		v.cel = cel.NewValidator(structural, true, celconfig.PerCallLimit)
 	}

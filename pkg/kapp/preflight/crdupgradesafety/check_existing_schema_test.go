@@ -1,0 +1,319 @@
+package crdupgradesafety
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+)
+
+// TestPrunedValidatorsAgreeWithFull: the validators built for a batch of
+// objects from the parts of the schema those objects reach report, for
+// each object, exactly what the apiserver's validators of the whole schema
+// report. Objects are generated from the old schema of every golden case
+// (both ways) and of mutated real CRDs, some with random values put in
+// random places, and validated under the new schema in batches of 1 to 8.
+func TestPrunedValidatorsAgreeWithFull(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	var stats pruneStats
+	for _, c := range goldenCases(t) {
+		old := parseCRDStrict(t, c.dir+"/old.yaml", c.old)
+		new := parseCRDStrict(t, c.dir+"/new.yaml", c.new)
+		stats.add(checkPrunedAgree(t, c.name, old, new, r, 24))
+		stats.add(checkPrunedAgree(t, c.name+" (reversed)", new, old, r, 24))
+	}
+	if dir, ok := realCRDDirIfPresent(t); ok {
+		for _, f := range realCRDFilesIn(t, dir) {
+			_, crd := readRealCRD(t, f)
+			stats.add(checkPrunedAgree(t, f, crd, crd, r, 16))
+			if mutated, version, _, _, _ := mutateCRD(r, crd); mutated != nil {
+				stats.add(checkPrunedAgree(t, f+" (mutated)", singleVersion(crd, version), singleVersion(mutated, version), r, 16))
+			}
+		}
+	}
+	t.Logf("%d objects in %d batches, %d of them invalid under the new schema", stats.objects, stats.batches, stats.invalid)
+	// The comparison means something only if objects fail validation.
+	require.Greater(t, stats.invalid, stats.objects/10)
+}
+
+type pruneStats struct{ objects, batches, invalid int }
+
+func (s *pruneStats) add(o pruneStats) {
+	s.objects += o.objects
+	s.batches += o.batches
+	s.invalid += o.invalid
+}
+
+// checkPrunedAgree validates n objects per version of old, in random
+// batches, under new's schema with pruned and with whole validators.
+func checkPrunedAgree(t *testing.T, name string, old, new *apiextv1.CustomResourceDefinition, r *rand.Rand, n int) pruneStats {
+	t.Helper()
+	var stats pruneStats
+	newVersions := versionsByName(new)
+	for _, ov := range old.Spec.Versions {
+		if newVersions[ov.Name] == nil || ov.Schema == nil {
+			continue
+		}
+		mo, err := newServedSchema(old, ov.Name)
+		if err != nil {
+			continue // not structural: the apiserver would not serve it
+		}
+		full, err := newVersionValidator(new, ov.Name, nil, false)
+		require.NoError(t, err, name)
+		if full == nil {
+			continue
+		}
+		gen := newObjGen(r, "")
+		var objs []any
+		for range n {
+			obj := gen.object(mo.gvk.GroupVersion().String(), mo.gvk.Kind, mo.namespaced, mo.structural, nil)
+			if r.IntN(3) == 0 {
+				scramble(gen, obj)
+			}
+			objs = append(objs, obj)
+		}
+		for len(objs) > 0 {
+			size := min(1+r.IntN(8), len(objs))
+			batch := objs[:size]
+			objs = objs[size:]
+			pruned, err := newVersionValidator(new, ov.Name, batch, true)
+			require.NoError(t, err, name)
+			stats.batches++
+			for _, obj := range batch {
+				stats.objects++
+				want := errorStrings(full.validate(obj.(map[string]any)))
+				got := errorStrings(pruned.validate(obj.(map[string]any)))
+				if len(want) > 0 {
+					stats.invalid++
+				}
+				if !slices.Equal(want, got) {
+					js, _ := yaml.Marshal(obj)
+					t.Fatalf("%s: version %s: the pruned validators disagree with the whole schema's\nobject:\n%s\nwhole schema: %q\npruned:       %q",
+						name, ov.Name, js, want, got)
+				}
+			}
+		}
+	}
+	return stats
+}
+
+// scramble puts a random JSON value at a random place of obj (below its
+// apiVersion, kind and metadata).
+func scramble(gen *objGen, obj map[string]any) {
+	var m map[string]any = obj
+	for {
+		var keys []string
+		for k := range m {
+			if k != "apiVersion" && k != "kind" && k != "metadata" {
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) == 0 {
+			m[fmt.Sprintf("x%d", gen.pick(3))] = gen.randomJSON(0)
+			return
+		}
+		slices.Sort(keys)
+		k := keys[gen.pick(len(keys))]
+		child, ok := m[k].(map[string]any)
+		if !ok || gen.chance(0.3) {
+			m[k] = gen.randomJSON(0)
+			return
+		}
+		m = child
+	}
+}
+
+func errorStrings(errs field.ErrorList) []string {
+	out := make([]string, len(errs))
+	for i, e := range errs {
+		out[i] = e.Error()
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestPruneAbsentProperties(t *testing.T) {
+	const schemaYAML = `
+type: object
+required: [spec]
+properties:
+  spec:
+    type: object
+    properties:
+      a: {type: string}
+      b: {type: object, properties: {c: {type: string}, d: {type: string}}}
+      list: {type: array, items: {type: object, properties: {u: {type: string}, w: {type: string}}}}
+      labels: {type: object, additionalProperties: {type: object, properties: {p: {type: string}, q: {type: string}}}}
+    anyOf:
+    - properties: {a: {minLength: 1}, b: {}}
+  status: {type: object, properties: {phase: {type: string}}}
+`
+	cases := []struct {
+		name string
+		objs []any
+		want string // the properties left, as paths
+	}{
+		{name: "no objects: nothing reached", objs: nil, want: ""},
+		{name: "a missing required field is still seen: required stays", objs: []any{map[string]any{}},
+			want: ""},
+		{name: "one field", objs: []any{map[string]any{"spec": map[string]any{"a": "x"}}},
+			want: "spec spec.a spec.anyOf[0].a"},
+		{name: "the union over the batch", objs: []any{
+			map[string]any{"spec": map[string]any{"b": map[string]any{"c": "1"}}},
+			map[string]any{"spec": map[string]any{"list": []any{map[string]any{"w": "2"}}}, "status": map[string]any{}},
+		}, want: "spec spec.anyOf[0].b spec.b spec.b.c spec.list spec.list[*].w status"},
+		{name: "map values", objs: []any{map[string]any{"spec": map[string]any{"labels": map[string]any{"k": map[string]any{"q": "1"}}}}},
+			want: "spec spec.labels spec.labels{*}.q"},
+		{name: "values of another type", objs: []any{map[string]any{"spec": "not an object"}},
+			want: "spec"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v1 := &apiextv1.JSONSchemaProps{}
+			require.NoError(t, yaml.UnmarshalStrict([]byte(schemaYAML), v1))
+			s := &apiextensions.JSONSchemaProps{}
+			require.NoError(t, apiextv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v1, s, nil))
+			pruneAbsentProperties(s, tc.objs)
+			require.Equal(t, []string{"spec"}, s.Required)
+			require.Equal(t, tc.want, propertyPaths(s, ""))
+		})
+	}
+}
+
+// propertyPaths lists the properties of s, sorted, space separated.
+func propertyPaths(s *apiextensions.JSONSchemaProps, prefix string) string {
+	var out []string
+	var walk func(s *apiextensions.JSONSchemaProps, prefix string)
+	walk = func(s *apiextensions.JSONSchemaProps, prefix string) {
+		for name, p := range s.Properties {
+			path := prefix + name
+			out = append(out, path)
+			walk(&p, path+".")
+		}
+		for i := range s.AnyOf {
+			walk(&s.AnyOf[i], fmt.Sprintf("%sanyOf[%d].", prefix, i))
+		}
+		if s.Items != nil && s.Items.Schema != nil {
+			walk(s.Items.Schema, prefix[:len(prefix)-1]+"[*].")
+		}
+		if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
+			walk(s.AdditionalProperties.Schema, prefix[:len(prefix)-1]+"{*}.")
+		}
+	}
+	walk(s, prefix)
+	slices.Sort(out)
+	return strings.Join(out, " ")
+}
+
+func TestDropUnreachedRules(t *testing.T) {
+	const schemaYAML = `
+type: object
+x-kubernetes-validations: [{rule: "has(self.spec)"}]
+properties:
+  spec:
+    type: object
+    x-kubernetes-validations: [{rule: "!has(self.b) || self.b.c != 'x'"}]
+    properties:
+      a: {type: string, x-kubernetes-validations: [{rule: "self != 'no'"}]}
+      b:
+        type: object
+        x-kubernetes-validations: [{rule: "true"}]
+        properties: {c: {type: string, x-kubernetes-validations: [{rule: "self != ''"}]}}
+      list: {type: array, items: {type: string, x-kubernetes-validations: [{rule: "self != ''"}]}}
+`
+	cases := []struct {
+		name string
+		objs []any
+		want string // the nodes that keep rules
+	}{
+		{name: "no objects", objs: nil, want: ""},
+		{name: "the root only", objs: []any{map[string]any{}}, want: "^"},
+		{name: "spec and a", objs: []any{map[string]any{"spec": map[string]any{"a": "1"}}}, want: "^ ^.spec ^.spec.a"},
+		{name: "an empty list reaches no item", objs: []any{map[string]any{"spec": map[string]any{"list": []any{}}}},
+			want: "^ ^.spec"},
+		{name: "the union over the batch", objs: []any{
+			map[string]any{"spec": map[string]any{"b": map[string]any{}}},
+			map[string]any{"spec": map[string]any{"list": []any{"x"}}},
+		}, want: "^ ^.spec ^.spec.b ^.spec.list[*]"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v1 := &apiextv1.JSONSchemaProps{}
+			require.NoError(t, yaml.UnmarshalStrict([]byte(schemaYAML), v1))
+			internal := &apiextensions.JSONSchemaProps{}
+			require.NoError(t, apiextv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v1, internal, nil))
+			s, err := schema.NewStructural(internal)
+			require.NoError(t, err)
+			dropUnreachedRules(s, tc.objs)
+			var got []string
+			var walk func(s *schema.Structural, path string)
+			walk = func(s *schema.Structural, path string) {
+				if len(s.XValidations) > 0 {
+					got = append(got, path)
+				}
+				for name, p := range s.Properties {
+					walk(&p, path+"."+name)
+				}
+				if s.Items != nil {
+					walk(s.Items, path+"[*]")
+				}
+			}
+			walk(s, "^")
+			slices.Sort(got)
+			require.Equal(t, tc.want, strings.Join(got, " "))
+			// Every property stays: rules that stay may name any field.
+			require.Len(t, s.Properties["spec"].Properties, 3)
+		})
+	}
+}
+
+// BenchmarkValidateExisting validates batches of generated custom
+// resources of large real CRDs (a batch of one, and of 100, which reach
+// most of the schema), with the validators built from the whole schema and
+// from the parts the batch reaches (what ValidateExisting does): one
+// iteration builds the validators and validates the batch.
+//
+//	go test -run '^$' -bench ValidateExisting ./pkg/kapp/preflight/crdupgradesafety/
+func BenchmarkValidateExisting(b *testing.B) {
+	for _, f := range []string{prometheusesCRD, "gateway-api/experimental/gateway.networking.k8s.io_httproutes.yaml",
+		"cluster-api/new/cluster.x-k8s.io_clusters.yaml"} {
+		_, crd := readRealCRD(b, f)
+		var version string
+		for _, v := range crd.Spec.Versions {
+			if v.Storage {
+				version = v.Name
+			}
+		}
+		served, err := newServedSchema(crd, version)
+		require.NoError(b, err)
+		gen := newObjGen(rand.New(rand.NewPCG(1, 2)), "")
+		for _, n := range []int{1, 100} {
+			var objs []any
+			for range n {
+				objs = append(objs, gen.object(served.gvk.GroupVersion().String(), served.gvk.Kind, served.namespaced, served.structural, nil))
+			}
+			for _, prune := range []bool{false, true} {
+				b.Run(fmt.Sprintf("%s/objects=%d/prune=%v", crd.Spec.Names.Plural, n, prune), func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						v, err := newVersionValidator(crd, version, objs, prune)
+						if err != nil {
+							b.Fatal(err)
+						}
+						for _, obj := range objs {
+							v.validate(obj.(map[string]any))
+						}
+					}
+				})
+			}
+		}
+	}
+}
