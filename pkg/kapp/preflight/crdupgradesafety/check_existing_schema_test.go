@@ -177,15 +177,22 @@ properties:
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			v1 := &apiextv1.JSONSchemaProps{}
-			require.NoError(t, yaml.UnmarshalStrict([]byte(schemaYAML), v1))
-			s := &apiextensions.JSONSchemaProps{}
-			require.NoError(t, apiextv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v1, s, nil))
+			s := internalSchema(t, schemaYAML)
 			pruneAbsentProperties(s, tc.objs)
 			require.Equal(t, []string{"spec"}, s.Required)
 			require.Equal(t, tc.want, propertyPaths(s, ""))
 		})
 	}
+}
+
+// internalSchema decodes a v1 schema and converts it to the internal type.
+func internalSchema(t *testing.T, schemaYAML string) *apiextensions.JSONSchemaProps {
+	t.Helper()
+	v1 := &apiextv1.JSONSchemaProps{}
+	require.NoError(t, yaml.UnmarshalStrict([]byte(schemaYAML), v1))
+	s := &apiextensions.JSONSchemaProps{}
+	require.NoError(t, apiextv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v1, s, nil))
+	return s
 }
 
 // propertyPaths lists the properties of s, sorted, space separated.
@@ -246,11 +253,7 @@ properties:
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			v1 := &apiextv1.JSONSchemaProps{}
-			require.NoError(t, yaml.UnmarshalStrict([]byte(schemaYAML), v1))
-			internal := &apiextensions.JSONSchemaProps{}
-			require.NoError(t, apiextv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v1, internal, nil))
-			s, err := schema.NewStructural(internal)
+			s, err := schema.NewStructural(internalSchema(t, schemaYAML))
 			require.NoError(t, err)
 			dropUnreachedRules(s, tc.objs)
 			var got []string
