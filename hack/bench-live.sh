@@ -8,7 +8,7 @@
 # with a safe change) checks them all. It prints per count the
 # existingResources time (the check's timing line,
 # KAPP_CRD_UPGRADE_SAFETY_TIMING) and kapp's peak RSS, and how both grew:
-# time linearly, memory flat (pages of 500, batches of 2,000 objects).
+# time linearly, memory flat (pages and batches of 2,000 objects).
 #
 # Usage: hack/bench-live.sh
 # Environment: COUNTS=10000,100000 RUNS=3 CRD=.cache/crds/cert-manager/cert-manager.io_certificates.yaml

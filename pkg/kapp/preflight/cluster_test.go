@@ -3,6 +3,7 @@ package preflight
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -213,6 +214,42 @@ func TestListCustomResourcesReadsEveryPage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestListCustomResourcesReadsAhead: the next page is read while the
+// current one is handled, and only one page ahead; a failure of the
+// handler stops the reading and is what the call returns.
+func TestListCustomResourcesReadsAhead(t *testing.T) {
+	crd := mustCRD(t, oldCRD)
+	api := &pagingAPIServer{t: t, widgets: 1000}
+	cluster := api.start()
+
+	waitFor := func(n int) bool {
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			if len(api.requests()) >= n {
+				return true
+			}
+			time.Sleep(time.Millisecond)
+		}
+		return false
+	}
+	failure := errors.New("handler failed")
+	calls := 0
+	err := cluster.ListCustomResources(context.Background(), crd, "v1", func(objs []map[string]any) error {
+		calls++
+		require.True(t, waitFor(calls+1), "page %d handled: the next page is read meanwhile", calls)
+		time.Sleep(20 * time.Millisecond)
+		require.Len(t, api.requests(), calls+1, "page %d handled: only one page ahead", calls)
+		if calls == 3 {
+			return failure
+		}
+		return nil
+	})
+	require.ErrorIs(t, err, failure)
+	require.Equal(t, 3, calls)
+	time.Sleep(20 * time.Millisecond)
+	require.Len(t, api.requests(), 4, "no page read after the failure")
 }
 
 // TestCountCustomResources: one LIST with limit 1 when the apiserver
