@@ -3,6 +3,8 @@ package crdupgradesafety
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -34,23 +36,21 @@ func validateExisting(newCRD *apiextv1.CustomResourceDefinition, objs []map[stri
 		version := objectVersion(obj)
 		byVersion[version] = append(byVersion[version], obj)
 	}
-	validators := make(map[string]*versionValidator, len(byVersion))
-	for version, vals := range byVersion {
+	for _, version := range slices.Sorted(maps.Keys(byVersion)) {
+		vals := byVersion[version]
 		v, err := newVersionValidator(newCRD, version, vals, true)
 		if err != nil {
 			return nil, fmt.Errorf("crd %s version %s: %w", newCRD.Name, version, err)
 		}
-		validators[version] = v
-	}
-	for _, obj := range objs {
-		version := objectVersion(obj)
-		v := validators[version]
 		if v == nil {
 			continue // version gone: storedVersionRemoval/servedVersionRemoval report it
 		}
-		if errs := v.validate(obj); len(errs) > 0 {
-			p.crdLevel(config.EnforcementStrict, version, config.CheckExistingResources,
-				"existing %s %s would be invalid: %s", newCRD.Spec.Names.Kind, objectName(obj), summarize(errs))
+		for _, val := range vals {
+			obj := val.(map[string]any)
+			if errs := v.validate(obj); len(errs) > 0 {
+				p.crdLevel(config.EnforcementStrict, version, config.CheckExistingResources,
+					"existing %s %s would be invalid: %s", newCRD.Spec.Names.Kind, objectName(obj), summarize(errs))
+			}
 		}
 	}
 	SortFindings(p.findings)
