@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # fetch-crds.sh copies real CRDs from the Go modules that ship them into the
 # git-ignored .cache/crds/ folder, for the engine's benchmarks and real-CRD
-# tests (pkg/kapp/preflight/crdupgradesafety: BenchmarkCompare,
+# tests (pkg/kapp/crdupgradesafety: BenchmarkCompare,
 # TestRealCRDsSelfCompare, TestNoFalseNegativesMutations). hack/test.sh runs
 # it before the unit tests. Modules come through the Go module proxy with
 # `go mod download`, run outside of this repository's module so that its

@@ -10,7 +10,7 @@ import (
 
 	"github.com/cppforlife/go-cli-ui/ui"
 	"github.com/crdsafety/kapp/pkg/kapp/cmd/tools"
-	ours "github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety"
+	ours "github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 )

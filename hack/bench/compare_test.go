@@ -1,5 +1,5 @@
 // Package bench benchmarks our CRDUpgradeSafety engine
-// (github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety) side by
+// (github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety) side by
 // side with upstream kapp v0.66.0's validator
 // (carvel.dev/kapp/pkg/kapp/crdupgradesafety), in one `go test -bench` run,
 // on large real CRD pairs and on synthetic schemas of growing size.
@@ -21,7 +21,7 @@ import (
 
 	upstream "carvel.dev/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	ours "github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety"
+	ours "github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	ours "github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety"
+	ours "github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 )

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	ours "github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety"
+	ours "github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 

@@ -1,6 +1,6 @@
 // Package preflight wires our CRDUpgradeSafety check into kapp's preflight
 // registry and adapts kapp's change graph to the comparison engine in
-// pkg/kapp/preflight/crdupgradesafety. The engine holds all comparison
+// pkg/kapp/crdupgradesafety. The engine holds all comparison
 // logic; this package only collects CRD pairs, reads the cluster where the
 // live checks need it, and renders and enforces the outcome.
 package preflight

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	uitable "github.com/cppforlife/go-cli-ui/ui/table"
-	"github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 )
 
 // This file is the one place that turns findings into lines and kapp

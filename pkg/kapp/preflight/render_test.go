@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/stretchr/testify/require"
 )
 

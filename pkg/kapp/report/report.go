@@ -12,8 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/preflight"
-	"github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety"
 )
 
 // Report is the outcome of one run. It is also the document of the json

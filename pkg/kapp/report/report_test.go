@@ -11,7 +11,7 @@ import (
 
 	"github.com/crdsafety/kapp/docs"
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 )

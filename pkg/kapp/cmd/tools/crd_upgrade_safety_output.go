@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/preflight"
-	"github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/report"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
-	"github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/report"
 	"github.com/stretchr/testify/require"
 )

@@ -20,7 +20,7 @@ func decodeCorpus(t *testing.T) []string {
 	t.Helper()
 	var files []string
 	roots := []string{"../../../../.cache/crds", "testdata", "../../../../examples",
-		"../../../../pkg/kapp/preflight/crdupgradesafety/testdata", "../../../../test/e2e/testdata"}
+		"../../../../pkg/kapp/crdupgradesafety/testdata", "../../../../test/e2e/testdata"}
 	for _, root := range roots {
 		_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 			if err == nil && !d.IsDir() {

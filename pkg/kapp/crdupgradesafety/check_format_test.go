@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety/internal/relang"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/relang"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/util/version"

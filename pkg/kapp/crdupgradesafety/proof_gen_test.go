@@ -19,7 +19,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety/internal/relang"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/relang"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 )
 

@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/preflight/crdupgradesafety/internal/relang"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/relang"
 )
 
 // checkPattern: a pattern added or changed is unsafe only when some string

@@ -20,7 +20,7 @@ import (
 // must leave its arguments untouched, and must find nothing when a CRD is
 // compared with itself.
 //
-//	go test -fuzz=FuzzCompare -fuzztime=120s ./pkg/kapp/preflight/crdupgradesafety/
+//	go test -fuzz=FuzzCompare -fuzztime=120s ./pkg/kapp/crdupgradesafety/
 //
 // The seeds are whole CRDs (1-3 KB per pair), and the fuzzer minimizes
 // every new interesting input for up to -fuzzminimizetime (60s by

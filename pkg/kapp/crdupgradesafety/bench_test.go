@@ -144,7 +144,7 @@ func mutatePrometheuses(tb testing.TB, crd *apiextv1.CustomResourceDefinition) {
 // file, for scale.
 //
 //	hack/fetch-crds.sh
-//	go test -run '^$' -bench Compare -benchmem ./pkg/kapp/preflight/crdupgradesafety/
+//	go test -run '^$' -bench Compare -benchmem ./pkg/kapp/crdupgradesafety/
 func BenchmarkCompare(b *testing.B) {
 	raw, old := readRealCRD(b, prometheusesCRD)
 	same := parseRealCRD(b, prometheusesCRD, raw)

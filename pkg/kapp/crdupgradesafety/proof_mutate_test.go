@@ -89,7 +89,7 @@ func singleVersion(crd *apiextv1.CustomResourceDefinition, version string) *apie
 // new side, and proves the pair with objects aimed at the last mutated
 // field. The seed corpus is a few golden cases; go test runs only those.
 //
-//	go test -run '^$' -fuzz FuzzNoFalseNegatives -fuzztime 10m ./pkg/kapp/preflight/crdupgradesafety/
+//	go test -run '^$' -fuzz FuzzNoFalseNegatives -fuzztime 10m ./pkg/kapp/crdupgradesafety/
 func FuzzNoFalseNegatives(f *testing.F) {
 	type source struct {
 		name     string

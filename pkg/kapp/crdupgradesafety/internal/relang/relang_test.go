@@ -299,7 +299,7 @@ func BenchmarkIncludes(b *testing.B) {
 // is accepted by old and rejected by new, and when Includes answers
 // included no short string over bruteAlphabet contradicts it.
 //
-//	go test -run '^$' -fuzz FuzzIncludes -fuzztime 5m ./pkg/kapp/preflight/crdupgradesafety/internal/relang/
+//	go test -run '^$' -fuzz FuzzIncludes -fuzztime 5m ./pkg/kapp/crdupgradesafety/internal/relang/
 func FuzzIncludes(f *testing.F) {
 	for _, p := range [][2]string{{`^[a-z]+$`, `^[a-z]{1,8}$`}, {`(?i)k`, `[kK]`}, {`(?m)^a$`, `\ba`}, {``, `x`}, {`a|b*`, `(a|b)*`}} {
 		f.Add(p[0], p[1])

@@ -284,7 +284,7 @@ properties:
 // from the parts the batch reaches (what ValidateExisting does): one
 // iteration builds the validators and validates the batch.
 //
-//	go test -run '^$' -bench ValidateExisting ./pkg/kapp/preflight/crdupgradesafety/
+//	go test -run '^$' -bench ValidateExisting ./pkg/kapp/crdupgradesafety/
 func BenchmarkValidateExisting(b *testing.B) {
 	for _, f := range []string{prometheusesCRD, "gateway-api/experimental/gateway.networking.k8s.io_httproutes.yaml",
 		"cluster-api/new/cluster.x-k8s.io_clusters.yaml"} {
