@@ -6,6 +6,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"sort"
 	"strings"
 
@@ -86,7 +87,7 @@ func PrintedDocument(ran *cobra.Command) bool {
 // deploy), which kapp's Registry.AddFlags builds by iterating a map, so
 // that help lists the checks in a stable, sorted order.
 func sortPreflightFlagUsage(root *cobra.Command) {
-	names := []string{preflight.CheckName, preflight.PermissionValidationName}
+	names := []string{config.CheckName, preflight.PermissionValidationName}
 	sort.Strings(names)
 	usage := fmt.Sprintf("preflight checks to run. Available preflight checks are [%s]", strings.Join(names, ","))
 	cobrautil.VisitCommands(root, func(cmd *cobra.Command) {

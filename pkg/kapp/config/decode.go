@@ -70,7 +70,7 @@ func AllCheckIDs() []string {
 // problems are reported, sorted by path, joined with errors.Join (a single
 // problem is returned as its *FieldError). On error the returned config is
 // the zero value.
-func Decode(raw map[string]any) (CRDUpgradeSafety, error) {
+func Decode(raw map[string]any) (Settings, error) {
 	cfg := Default()
 	if len(raw) == 0 {
 		return cfg, nil
@@ -78,7 +78,7 @@ func Decode(raw map[string]any) (CRDUpgradeSafety, error) {
 	d := &decoder{seen: map[string]string{}}
 	d.object(loc{}, raw, rootFields(&cfg))
 	if err := d.err(); err != nil {
-		return CRDUpgradeSafety{}, err
+		return Settings{}, err
 	}
 	return cfg, nil
 }
@@ -331,7 +331,7 @@ func enforcements(es ...Enforcement) map[string]Enforcement {
 
 // The decoding tables, top down.
 
-func rootFields(c *CRDUpgradeSafety) fields {
+func rootFields(c *Settings) fields {
 	return fields{
 		"mode":              choice(&c.Mode, modes),
 		"failMode":          choice(&c.FailMode, failModes),

@@ -24,7 +24,7 @@ var update = flag.Bool("update", false, "rewrite golden files in testdata/")
 
 // decodeYAML decodes a YAML config map the way kapp does (sigs.k8s.io/yaml:
 // numbers become float64) and runs Decode on it.
-func decodeYAML(t *testing.T, in string) (config.CRDUpgradeSafety, error) {
+func decodeYAML(t *testing.T, in string) (config.Settings, error) {
 	t.Helper()
 	var raw map[string]any
 	require.NoError(t, yaml.Unmarshal([]byte(in), &raw), "test input is not YAML")
@@ -153,7 +153,7 @@ func TestAllCheckIDs(t *testing.T) {
 }
 
 func TestDecode(t *testing.T) {
-	type cfg = config.CRDUpgradeSafety
+	type cfg = config.Settings
 	cases := []struct {
 		name string
 		in   string
@@ -319,7 +319,7 @@ func TestDecodeEveryOption(t *testing.T) {
 	type option struct {
 		path  string // YAML key path
 		value any
-		set   func(c *config.CRDUpgradeSafety)
+		set   func(c *config.Settings)
 	}
 	var opts []option
 
@@ -351,7 +351,7 @@ func TestDecodeEveryOption(t *testing.T) {
 		for j := 0; j < f.Type.NumField(); j++ {
 			i, j := i, j
 			sub := f.Type.Field(j)
-			opts = append(opts, option{"checks.crd." + key + "." + lowerCamel(sub.Name), optionValue(sub), func(c *config.CRDUpgradeSafety) {
+			opts = append(opts, option{"checks.crd." + key + "." + lowerCamel(sub.Name), optionValue(sub), func(c *config.Settings) {
 				setField(reflect.ValueOf(&c.Checks.CRD).Elem().Field(i).Field(j))
 			}})
 		}
@@ -360,20 +360,20 @@ func TestDecodeEveryOption(t *testing.T) {
 
 	pairs := []struct {
 		spellings []string
-		get       func(c *config.CRDUpgradeSafety) *config.VersionChecks
+		get       func(c *config.Settings) *config.VersionChecks
 	}{
 		{[]string{"checks.sameVersion", "checks.version.sameVersion", "checks.versions.sameVersion"},
-			func(c *config.CRDUpgradeSafety) *config.VersionChecks { return &c.Checks.SameVersion }},
+			func(c *config.Settings) *config.VersionChecks { return &c.Checks.SameVersion }},
 		{[]string{"checks.servedVersion", "checks.version.servedVersion", "checks.versions.servedVersion"},
-			func(c *config.CRDUpgradeSafety) *config.VersionChecks { return &c.Checks.ServedVersion.VersionChecks }},
+			func(c *config.Settings) *config.VersionChecks { return &c.Checks.ServedVersion.VersionChecks }},
 	}
 	vcType := reflect.TypeOf(config.VersionChecks{})
 	for _, pair := range pairs {
 		get := pair.get
 		for _, prefix := range pair.spellings {
 			opts = append(opts,
-				option{prefix + ".enabled", false, func(c *config.CRDUpgradeSafety) { get(c).Enabled = false }},
-				option{prefix + ".unhandledFailureMode", "Open", func(c *config.CRDUpgradeSafety) {
+				option{prefix + ".enabled", false, func(c *config.Settings) { get(c).Enabled = false }},
+				option{prefix + ".unhandledFailureMode", "Open", func(c *config.Settings) {
 					get(c).UnhandledFailureMode = config.FailModeOpen
 				}})
 			structured := map[string]bool{}
@@ -387,7 +387,7 @@ func TestDecodeEveryOption(t *testing.T) {
 				for j := 0; j < f.Type.NumField(); j++ {
 					i, j := i, j
 					sub := f.Type.Field(j)
-					opts = append(opts, option{prefix + "." + id + "." + lowerCamel(sub.Name), optionValue(sub), func(c *config.CRDUpgradeSafety) {
+					opts = append(opts, option{prefix + "." + id + "." + lowerCamel(sub.Name), optionValue(sub), func(c *config.Settings) {
 						setField(reflect.ValueOf(get(c)).Elem().Field(i).Field(j))
 					}})
 				}
@@ -397,7 +397,7 @@ func TestDecodeEveryOption(t *testing.T) {
 					continue
 				}
 				id := id
-				opts = append(opts, option{prefix + "." + id + ".enabled", false, func(c *config.CRDUpgradeSafety) {
+				opts = append(opts, option{prefix + "." + id + ".enabled", false, func(c *config.Settings) {
 					get(c).Toggles = map[string]bool{id: false}
 				}})
 			}
@@ -405,7 +405,7 @@ func TestDecodeEveryOption(t *testing.T) {
 		}
 	}
 	for _, prefix := range []string{"checks.servedVersion", "checks.version.servedVersion", "checks.versions.servedVersion"} {
-		opts = append(opts, option{prefix + ".ignoreConversion", false, func(c *config.CRDUpgradeSafety) {
+		opts = append(opts, option{prefix + ".ignoreConversion", false, func(c *config.Settings) {
 			c.Checks.ServedVersion.IgnoreConversion = false
 		}})
 	}
@@ -717,7 +717,7 @@ checks:
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var got config.CRDUpgradeSafety
+			var got config.Settings
 			var err error
 			if tc.raw != nil {
 				got, err = config.Decode(tc.raw)
@@ -726,7 +726,7 @@ checks:
 			}
 			require.Error(t, err)
 			assert.Equal(t, tc.want, strings.Split(err.Error(), "\n"))
-			assert.Equal(t, config.CRDUpgradeSafety{}, got, "the zero config on error")
+			assert.Equal(t, config.Settings{}, got, "the zero config on error")
 			assert.ErrorIs(t, err, config.ErrInvalidConfig)
 			var fe *config.FieldError
 			require.ErrorAs(t, err, &fe)

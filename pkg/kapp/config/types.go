@@ -5,6 +5,11 @@ package config
 
 import "time"
 
+// CheckName is the name of the check in kapp's preflight registry, in
+// --preflight and in a kapp Config's preflightRules; lines the check prints
+// start with it.
+const CheckName = "CRDUpgradeSafety"
+
 // Check IDs. They name findings in messages and JSON and key the
 // configuration. They live here, beside the configuration they key, so that
 // the decoder can validate exemption lists without importing the engine.
@@ -117,8 +122,10 @@ func (e Enforcement) Reports() bool {
 	return e == EnforcementStrict || e == EnforcementWarn
 }
 
-// CRDUpgradeSafety is the whole, decoded configuration of the check.
-type CRDUpgradeSafety struct {
+// Settings is the whole, decoded configuration of the CRDUpgradeSafety
+// check: the `config` of its preflightRules entry, or the file named by
+// KAPP_CRD_UPGRADE_SAFETY_CONFIG.
+type Settings struct {
 	Mode     Mode
 	FailMode FailMode
 	// MaxFindingsPerCRD bounds how many findings are printed per CRD; the
@@ -284,9 +291,9 @@ const DefaultLiveChecksTimeout = 5 * time.Minute
 // Default returns the default policy of design.md: every check on, mode
 // error, failMode closed; changes that invalidate no stored object
 // (server-side apply granularity, a version unserved) are warnings.
-func Default() CRDUpgradeSafety {
+func Default() Settings {
 	on := Toggle{Enabled: true}
-	return CRDUpgradeSafety{
+	return Settings{
 		Mode:              ModeError,
 		FailMode:          FailModeClosed,
 		MaxFindingsPerCRD: 50,
@@ -334,7 +341,7 @@ func (v VersionChecks) ToggleEnabled(id string) bool {
 
 // Exempt reports whether findings of check id on the named CRD are waived,
 // and the recorded reason.
-func (c CRDUpgradeSafety) Exempt(crd, id string) (bool, string) {
+func (c Settings) Exempt(crd, id string) (bool, string) {
 	for _, e := range c.Exemptions {
 		if e.CRD != crd {
 			continue

@@ -31,7 +31,7 @@ type Finding struct {
 // new one and returns every finding, sorted, with the policy of cfg applied.
 // old's status.storedVersions is used when set; otherwise old's storage
 // version counts as stored.
-func Compare(old, new *apiextv1.CustomResourceDefinition, cfg *config.CRDUpgradeSafety) []Finding {
+func Compare(old, new *apiextv1.CustomResourceDefinition, cfg *config.Settings) []Finding {
 	return compare(old, new, cfg)
 }
 
@@ -40,13 +40,13 @@ func Compare(old, new *apiextv1.CustomResourceDefinition, cfg *config.CRDUpgrade
 // carries in its apiVersion, and returns an existingResources finding per
 // invalid object. Objects whose version the new CRD lacks are skipped (the
 // storedVersionRemoval/servedVersionRemoval checks cover that).
-func ValidateExisting(newCRD *apiextv1.CustomResourceDefinition, objs []map[string]any, cfg *config.CRDUpgradeSafety) ([]Finding, error) {
+func ValidateExisting(newCRD *apiextv1.CustomResourceDefinition, objs []map[string]any, cfg *config.Settings) ([]Finding, error) {
 	return validateExisting(newCRD, objs, cfg)
 }
 
 // Deletion returns the crdDeletion finding for deleting a CRD that still has
 // count custom resources (none when count is 0 or the check is disabled).
-func Deletion(crdName string, count int, cfg *config.CRDUpgradeSafety) []Finding {
+func Deletion(crdName string, count int, cfg *config.Settings) []Finding {
 	return deletion(crdName, count, "", cfg)
 }
 
@@ -55,7 +55,7 @@ func Deletion(crdName string, count int, cfg *config.CRDUpgradeSafety) []Finding
 // deletes the count custom resources the CRD still has; cause says why kapp
 // replaces, e.g. "update strategy always-replace". None when count is 0 or
 // the check is disabled.
-func Replacement(crdName string, count int, cause string, cfg *config.CRDUpgradeSafety) []Finding {
+func Replacement(crdName string, count int, cause string, cfg *config.Settings) []Finding {
 	return deletion(crdName, count, cause, cfg)
 }
 
@@ -63,7 +63,7 @@ func Replacement(crdName string, count int, cause string, cfg *config.CRDUpgrade
 // hold and the new ones lack, when no cluster is at hand to count its
 // custom resources: deploying the new inputs with kapp deletes the CRD, and
 // with it every custom resource it has (none when the check is disabled).
-func Dropped(crdName string, cfg *config.CRDUpgradeSafety) []Finding {
+func Dropped(crdName string, cfg *config.Settings) []Finding {
 	return dropped(crdName, cfg)
 }
 

@@ -208,7 +208,7 @@ func V1FieldPath(path string) string {
 // every mode and cannot be exempted: the apiserver refuses the change
 // whatever the configuration says, and going on would apply the rest of the
 // change set and then fail half way.
-func Rejected(crdName, verb string, rs []Rejection, cfg *config.CRDUpgradeSafety) []Finding {
+func Rejected(crdName, verb string, rs []Rejection, cfg *config.Settings) []Finding {
 	if len(rs) == 0 || !enabledAPIServerRejects(cfg) {
 		return nil
 	}
@@ -227,7 +227,7 @@ func Rejected(crdName, verb string, rs []Rejection, cfg *config.CRDUpgradeSafety
 // a file) that the apiserver would itself refuse to create: the comparison
 // still runs, but its old side may not be what a cluster holds. nil when
 // errs is empty or the check is disabled.
-func InvalidOld(crdName string, errs field.ErrorList, cfg *config.CRDUpgradeSafety) []Finding {
+func InvalidOld(crdName string, errs field.ErrorList, cfg *config.Settings) []Finding {
 	if len(errs) == 0 || !enabledAPIServerRejects(cfg) {
 		return nil
 	}
@@ -247,6 +247,6 @@ func v1Paths(errs field.ErrorList) field.ErrorList {
 	return out
 }
 
-func enabledAPIServerRejects(cfg *config.CRDUpgradeSafety) bool {
+func enabledAPIServerRejects(cfg *config.Settings) bool {
 	return cfg == nil || cfg.Checks.CRD.ApiserverRejects.Enabled
 }

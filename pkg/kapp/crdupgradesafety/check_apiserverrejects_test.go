@@ -199,25 +199,25 @@ func TestRejected(t *testing.T) {
 	})
 	cases := []struct {
 		name      string
-		configure func(*config.CRDUpgradeSafety)
+		configure func(*config.Settings)
 		want      []string
 	}{
 		{name: "errors", want: []string{
 			`error apiserverRejects  spec.group: the apiserver refuses the update: Required value`,
 			`error apiserverRejects  spec.scope: the apiserver refuses the update: Invalid value: "Cluster": field is immutable`,
 		}},
-		{name: "errors in warn mode too", configure: func(c *config.CRDUpgradeSafety) { c.Mode = config.ModeWarn },
+		{name: "errors in warn mode too", configure: func(c *config.Settings) { c.Mode = config.ModeWarn },
 			want: []string{
 				`error apiserverRejects  spec.group: the apiserver refuses the update: Required value`,
 				`error apiserverRejects  spec.scope: the apiserver refuses the update: Invalid value: "Cluster": field is immutable`,
 			}},
 		{name: "an exemption of every check does not waive them",
-			configure: func(c *config.CRDUpgradeSafety) { c.Exemptions = []config.Exemption{{CRD: testCRDName}} },
+			configure: func(c *config.Settings) { c.Exemptions = []config.Exemption{{CRD: testCRDName}} },
 			want: []string{
 				`error apiserverRejects  spec.group: the apiserver refuses the update: Required value`,
 				`error apiserverRejects  spec.scope: the apiserver refuses the update: Invalid value: "Cluster": field is immutable`,
 			}},
-		{name: "disabled", configure: func(c *config.CRDUpgradeSafety) { c.Checks.CRD.ApiserverRejects.Enabled = false },
+		{name: "disabled", configure: func(c *config.Settings) { c.Checks.CRD.ApiserverRejects.Enabled = false },
 			want: []string{}},
 	}
 	for _, tc := range cases {

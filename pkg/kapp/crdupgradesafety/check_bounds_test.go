@@ -28,28 +28,28 @@ func TestBounds(t *testing.T) {
 		{name: "fractional maximum decreased", old: `{type: number, maximum: 1.5}`, new: `{type: number, maximum: 1.25}`,
 			want: []string{"error maximum v1 ^.spec.x: maximum decreased: 1.5 -> 1.25"}},
 		{name: "addition enforcement None", old: `{type: integer}`, new: `{type: integer, minimum: 0}`,
-			config: func(c *config.CRDUpgradeSafety) {
+			config: func(c *config.Settings) {
 				c.Checks.SameVersion.Minimum.AdditionEnforcement = config.EnforcementNone
 			},
 			want: []string{}},
 		{name: "increase enforcement None", old: `{type: integer, minimum: 1}`, new: `{type: integer, minimum: 5}`,
-			config: func(c *config.CRDUpgradeSafety) {
+			config: func(c *config.Settings) {
 				c.Checks.SameVersion.Minimum.IncreaseEnforcement = config.EnforcementNone
 			},
 			want: []string{}},
 		{name: "decrease enforcement None", old: `{type: string, maxLength: 10}`, new: `{type: string, maxLength: 5}`,
-			config: func(c *config.CRDUpgradeSafety) {
+			config: func(c *config.Settings) {
 				c.Checks.SameVersion.MaxLength.DecreaseEnforcement = config.EnforcementNone
 			},
 			want: []string{}},
 		{name: "disabled", old: `{type: string, maxLength: 10}`, new: `{type: string, maxLength: 5}`,
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.SameVersion.MaxLength.Enabled = false },
+			config: func(c *config.Settings) { c.Checks.SameVersion.MaxLength.Enabled = false },
 			want:   []string{}},
 		{name: "exclusiveMinimum set", old: `{type: integer, minimum: 1}`, new: `{type: integer, minimum: 1, exclusiveMinimum: true}`,
 			want: []string{"error exclusiveMinimum v1 ^.spec.x: exclusiveMinimum set: the minimum itself is no longer allowed"}},
 		{name: "exclusiveMaximum unset relaxes", old: `{type: integer, maximum: 1, exclusiveMaximum: true}`, new: `{type: integer, maximum: 1}`, want: []string{}},
 		{name: "warn mode", old: `{type: integer, minimum: 1}`, new: `{type: integer, minimum: 5}`,
-			config: func(c *config.CRDUpgradeSafety) { c.Mode = config.ModeWarn },
+			config: func(c *config.Settings) { c.Mode = config.ModeWarn },
 			want:   []string{"warning minimum v1 ^.spec.x: minimum increased: 1 -> 5"}},
 	})
 }
@@ -90,8 +90,8 @@ func TestBoundsEveryKeyword(t *testing.T) {
 		}
 		added := "error " + k.id + " v1 ^.spec.x: " + k.id + " added: (none) -> " + loose
 		tightened := "error " + k.id + " v1 ^.spec.x: " + k.id + " " + verb + ": " + loose + " -> " + tight
-		set := func(f func(enabled *bool, addition, tighten *config.Enforcement)) func(*config.CRDUpgradeSafety) {
-			return func(c *config.CRDUpgradeSafety) {
+		set := func(f func(enabled *bool, addition, tighten *config.Enforcement)) func(*config.Settings) {
+			return func(c *config.Settings) {
 				if k.min {
 					m := k.minCheck(&c.Checks.SameVersion)
 					f(&m.Enabled, &m.AdditionEnforcement, &m.IncreaseEnforcement)
@@ -124,7 +124,7 @@ func TestBoundsEveryKeyword(t *testing.T) {
 			schemaCase{name: k.id + " " + tightenOpt + " None leaves additionEnforcement on", old: schema(""), new: schema(loose),
 				config: set(func(_ *bool, _, d *config.Enforcement) { *d = config.EnforcementNone }), want: []string{added}},
 			schemaCase{name: k.id + " servedVersion options do not apply to sameVersion", old: schema(loose), new: schema(tight),
-				config: func(c *config.CRDUpgradeSafety) {
+				config: func(c *config.Settings) {
 					c.Checks.ServedVersion.Enabled = false
 					if k.min {
 						k.minCheck(&c.Checks.ServedVersion.VersionChecks).Enabled = false

@@ -36,7 +36,7 @@ func TestCELValidation(t *testing.T) {
 		{name: "rule on array items", old: `{type: array, items: {type: string}}`, new: `{type: array, items: {type: string, x-kubernetes-validations: [{rule: "self.size() > 0"}]}}`,
 			want: []string{`error celValidation v1 ^.spec.x[*]: validation rule added or changed: "self.size() > 0"`}},
 		{name: "celValidation toggle off", old: `{` + obj + `}`, new: `{` + obj + `, x-kubernetes-validations: [{rule: "self.min <= self.max"}]}`,
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.SameVersion.Toggles[config.CheckCELValidation] = false },
+			config: func(c *config.Settings) { c.Checks.SameVersion.Toggles[config.CheckCELValidation] = false },
 			want:   []string{}},
 	})
 }

@@ -3,6 +3,7 @@ package crdupgradesafety
 import (
 	"bytes"
 	"fmt"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 	"reflect"
 	"slices"
 	"strings"
@@ -161,7 +162,7 @@ func (r *pairRun) combinatorChanged(n *node, id string, o, nw []apiextv1.JSONSch
 		return false
 	case len(o) == 0:
 		if n.run.vc.ToggleEnabled(id) {
-			n.report(id, "%s added with %s", id, countNoun(len(nw), "sub-schema"))
+			n.report(id, "%s added with %s", id, plural.Count(len(nw), "sub-schema", "sub-schemas"))
 		}
 		return false
 	}

@@ -10,8 +10,8 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
-func toggleOff(id string) func(*config.CRDUpgradeSafety) {
-	return func(c *config.CRDUpgradeSafety) { c.Checks.SameVersion.Toggles[id] = false }
+func toggleOff(id string) func(*config.Settings) {
+	return func(c *config.Settings) { c.Checks.SameVersion.Toggles[id] = false }
 }
 
 func TestAllOf(t *testing.T) {
@@ -133,7 +133,7 @@ func TestOneOf(t *testing.T) {
 		{name: "branch documentation edited", old: `{type: integer, oneOf: [{maximum: 5, description: low}, {minimum: 8}]}`, new: `{type: integer, oneOf: [{maximum: 5, description: "low values"}, {minimum: 8}]}`,
 			want: []string{}},
 		{name: "oneOf loosening is found whatever the policy of the keyword", old: `{type: integer, oneOf: [{maximum: 5}, {minimum: 8}]}`, new: `{type: integer, oneOf: [{maximum: 10}, {minimum: 8}]}`,
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.SameVersion.Maximum.Enabled = false },
+			config: func(c *config.Settings) { c.Checks.SameVersion.Maximum.Enabled = false },
 			want:   []string{"error oneOf v1 ^.spec.x.oneOf[0]: oneOf branch loosened (maximum): an object that matched only another branch may now match this one too, and oneOf rejects it"}},
 		{name: "branches reordered", old: `{type: object, oneOf: [{required: [a]}, {required: [b]}]}`, new: `{type: object, oneOf: [{required: [b]}, {required: [a]}]}`,
 			want: []string{}},

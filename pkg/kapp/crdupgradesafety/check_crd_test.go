@@ -84,7 +84,7 @@ func webhookConversion(c *apiextv1.CustomResourceDefinition) {
 type crdCase struct {
 	name     string
 	old, new *apiextv1.CustomResourceDefinition
-	config   func(*config.CRDUpgradeSafety)
+	config   func(*config.Settings)
 	want     []string
 }
 
@@ -112,7 +112,7 @@ func TestCRDChecks(t *testing.T) {
 		{name: "scope Cluster -> Namespaced", old: with(newCRD(t, v1), withScope(apiextv1.ClusterScoped)), new: newCRD(t, v1),
 			want: []string{"error scope  : scope changed: Cluster -> Namespaced"}},
 		{name: "scope disabled", old: newCRD(t, v1), new: with(newCRD(t, v1), withScope(apiextv1.ClusterScoped)),
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.CRD.Scope.Enabled = false },
+			config: func(c *config.Settings) { c.Checks.CRD.Scope.Enabled = false },
 			want:   []string{}},
 
 		// storedVersionRemoval, offline: the old storage version counts as stored.
@@ -132,7 +132,7 @@ func TestCRDChecks(t *testing.T) {
 		{name: "live version not in storedVersions removed", old: with(newCRD(t, v1Unserved, v2), withStoredVersions("v2")), new: newCRD(t, v2),
 			want: []string{}},
 		{name: "storedVersionRemoval disabled", old: with(newCRD(t, v1Unserved, v2), withStoredVersions("v1", "v2")), new: newCRD(t, v2),
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.CRD.StoredVersionRemoval.Enabled = false },
+			config: func(c *config.Settings) { c.Checks.CRD.StoredVersionRemoval.Enabled = false },
 			want:   []string{}},
 
 		// servedVersionRemoval
@@ -145,22 +145,22 @@ func TestCRDChecks(t *testing.T) {
 		{name: "setting served: false is a warning", old: with(newCRD(t, v1NotStored, v2), withStoredVersions("v2")), new: with(newCRD(t, v1Unserved, v2), withStoredVersions("v2")),
 			want: []string{`warning servedVersionRemoval v1 : version "v1" no longer served (served: true -> false): its clients get 404 Not Found`}},
 		{name: "served: false under unservedEnforcement Strict", old: with(newCRD(t, v1NotStored, v2), withStoredVersions("v2")), new: with(newCRD(t, v1Unserved, v2), withStoredVersions("v2")),
-			config: func(c *config.CRDUpgradeSafety) {
+			config: func(c *config.Settings) {
 				c.Checks.CRD.ServedVersionRemoval.UnservedEnforcement = config.EnforcementStrict
 			},
 			want: []string{`error servedVersionRemoval v1 : version "v1" no longer served (served: true -> false): its clients get 404 Not Found`}},
 		{name: "served: false under unservedEnforcement None", old: with(newCRD(t, v1NotStored, v2), withStoredVersions("v2")), new: with(newCRD(t, v1Unserved, v2), withStoredVersions("v2")),
-			config: func(c *config.CRDUpgradeSafety) {
+			config: func(c *config.Settings) {
 				c.Checks.CRD.ServedVersionRemoval.UnservedEnforcement = config.EnforcementNone
 			},
 			want: []string{}},
 		{name: "served: false with servedVersionRemoval disabled", old: with(newCRD(t, v1NotStored, v2), withStoredVersions("v2")), new: with(newCRD(t, v1Unserved, v2), withStoredVersions("v2")),
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.CRD.ServedVersionRemoval.Enabled = false },
+			config: func(c *config.Settings) { c.Checks.CRD.ServedVersionRemoval.Enabled = false },
 			want:   []string{}},
 		{name: "an unserved version removed is not a finding", old: with(newCRD(t, v1Unserved, v2), withStoredVersions("v2")), new: with(newCRD(t, v2), withStoredVersions("v2")),
 			want: []string{}},
 		{name: "servedVersionRemoval disabled", old: with(newCRD(t, v1NotStored, v2), withStoredVersions("v2")), new: newCRD(t, v2),
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.CRD.ServedVersionRemoval.Enabled = false },
+			config: func(c *config.Settings) { c.Checks.CRD.ServedVersionRemoval.Enabled = false },
 			want:   []string{}},
 
 		// A new version added with no modifications to existing versions (OLM allowed list).

@@ -1,11 +1,14 @@
 package crdupgradesafety
 
-import "github.com/crdsafety/kapp/pkg/kapp/config"
+import (
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
+)
 
 // deletion is the crdDeletion live check. replaceCause is "" for a CRD
 // deleted by the change set, or why kapp replaces it (deletes and creates
 // it again) instead of updating it.
-func deletion(crdName string, count int, replaceCause string, cfg *config.CRDUpgradeSafety) []Finding {
+func deletion(crdName string, count int, replaceCause string, cfg *config.Settings) []Finding {
 	if cfg == nil {
 		def := config.Default()
 		cfg = &def
@@ -14,10 +17,7 @@ func deletion(crdName string, count int, replaceCause string, cfg *config.CRDUpg
 		return nil
 	}
 	p := &policy{cfg: cfg, crd: crdName}
-	noun := "custom resources"
-	if count == 1 {
-		noun = "custom resource"
-	}
+	noun := plural.Of(count, "custom resource", "custom resources")
 	if replaceCause == "" {
 		p.crdLevel(config.EnforcementStrict, "", config.CheckCRDDeletion, "deleting the CRD would delete its %d existing %s", count, noun)
 	} else {
@@ -29,7 +29,7 @@ func deletion(crdName string, count int, replaceCause string, cfg *config.CRDUpg
 
 // dropped is the crdDeletion check without a cluster: a CRD missing from the
 // new inputs, whose custom resources cannot be counted.
-func dropped(crdName string, cfg *config.CRDUpgradeSafety) []Finding {
+func dropped(crdName string, cfg *config.Settings) []Finding {
 	if cfg == nil {
 		def := config.Default()
 		cfg = &def

@@ -12,16 +12,16 @@ func TestDeletion(t *testing.T) {
 		name   string
 		count  int
 		cause  string // a replace (Replacement) rather than a deletion
-		config func(*config.CRDUpgradeSafety)
+		config func(*config.Settings)
 		want   []string
 	}{
 		{name: "no custom resources", count: 0, want: []string{}},
 		{name: "one custom resource", count: 1, want: []string{"error crdDeletion  : deleting the CRD would delete its 1 existing custom resource"}},
 		{name: "several custom resources", count: 12, want: []string{"error crdDeletion  : deleting the CRD would delete its 12 existing custom resources"}},
-		{name: "crdDeletion disabled", count: 12, config: func(c *config.CRDUpgradeSafety) { c.Checks.CRD.CRDDeletion.Enabled = false }, want: []string{}},
-		{name: "warn mode", count: 2, config: func(c *config.CRDUpgradeSafety) { c.Mode = config.ModeWarn },
+		{name: "crdDeletion disabled", count: 12, config: func(c *config.Settings) { c.Checks.CRD.CRDDeletion.Enabled = false }, want: []string{}},
+		{name: "warn mode", count: 2, config: func(c *config.Settings) { c.Mode = config.ModeWarn },
 			want: []string{"warning crdDeletion  : deleting the CRD would delete its 2 existing custom resources"}},
-		{name: "exempted", count: 2, config: func(c *config.CRDUpgradeSafety) {
+		{name: "exempted", count: 2, config: func(c *config.Settings) {
 			c.Exemptions = []config.Exemption{{CRD: testCRDName, Checks: []string{config.CheckCRDDeletion}, Reason: "data migrated"}}
 		}, want: []string{"warning crdDeletion  : deleting the CRD would delete its 2 existing custom resources (exempted: data migrated)"}},
 		{name: "replace, no custom resources: nothing is lost", cause: replace, count: 0, want: []string{}},
@@ -30,8 +30,8 @@ func TestDeletion(t *testing.T) {
 		{name: "replace, several custom resources", cause: replace, count: 3,
 			want: []string{"error crdDeletion  : update strategy always-replace: kapp would delete and recreate the CRD, deleting its 3 existing custom resources"}},
 		{name: "replace, crdDeletion disabled", cause: replace, count: 3,
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.CRD.CRDDeletion.Enabled = false }, want: []string{}},
-		{name: "replace, warn mode", cause: replace, count: 3, config: func(c *config.CRDUpgradeSafety) { c.Mode = config.ModeWarn },
+			config: func(c *config.Settings) { c.Checks.CRD.CRDDeletion.Enabled = false }, want: []string{}},
+		{name: "replace, warn mode", cause: replace, count: 3, config: func(c *config.Settings) { c.Mode = config.ModeWarn },
 			want: []string{"warning crdDeletion  : update strategy always-replace: kapp would delete and recreate the CRD, deleting its 3 existing custom resources"}},
 	}
 	for _, tc := range cases {
@@ -63,16 +63,16 @@ func TestDropped(t *testing.T) {
 	const msg = "crdDeletion  : missing from the new inputs: kapp would delete the CRD with all its custom resources"
 	cases := []struct {
 		name   string
-		config func(*config.CRDUpgradeSafety)
+		config func(*config.Settings)
 		want   []string
 	}{
 		{name: "default: an error", want: []string{"error " + msg}},
-		{name: "crdDeletion disabled", config: func(c *config.CRDUpgradeSafety) { c.Checks.CRD.CRDDeletion.Enabled = false }, want: []string{}},
-		{name: "warn mode", config: func(c *config.CRDUpgradeSafety) { c.Mode = config.ModeWarn }, want: []string{"warning " + msg}},
-		{name: "exempted", config: func(c *config.CRDUpgradeSafety) {
+		{name: "crdDeletion disabled", config: func(c *config.Settings) { c.Checks.CRD.CRDDeletion.Enabled = false }, want: []string{}},
+		{name: "warn mode", config: func(c *config.Settings) { c.Mode = config.ModeWarn }, want: []string{"warning " + msg}},
+		{name: "exempted", config: func(c *config.Settings) {
 			c.Exemptions = []config.Exemption{{CRD: testCRDName, Checks: []string{config.CheckCRDDeletion}, Reason: "moved to another operator"}}
 		}, want: []string{"warning " + msg + " (exempted: moved to another operator)"}},
-		{name: "exemption of another check", config: func(c *config.CRDUpgradeSafety) {
+		{name: "exemption of another check", config: func(c *config.Settings) {
 			c.Exemptions = []config.Exemption{{CRD: testCRDName, Checks: []string{config.CheckEnum}}}
 		}, want: []string{"error " + msg}},
 	}

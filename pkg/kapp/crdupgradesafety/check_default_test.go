@@ -7,8 +7,8 @@ import (
 )
 
 func TestDefault(t *testing.T) {
-	def := func(f func(*config.DefaultCheck)) func(*config.CRDUpgradeSafety) {
-		return func(c *config.CRDUpgradeSafety) { f(&c.Checks.SameVersion.Default) }
+	def := func(f func(*config.DefaultCheck)) func(*config.Settings) {
+		return func(c *config.Settings) { f(&c.Checks.SameVersion.Default) }
 	}
 	runSchemaCases(t, []schemaCase{
 		{name: "unchanged", old: `{type: string, default: a}`, new: `{type: string, default: a}`, want: []string{}},

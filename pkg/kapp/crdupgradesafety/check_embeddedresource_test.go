@@ -32,6 +32,6 @@ func TestEmbeddedResource(t *testing.T) {
 		{name: "embeddedResource toggle off: removed", old: `{type: object, x-kubernetes-embedded-resource: true, properties: {spec: {type: object}}}`,
 			new: `{type: object, properties: {spec: {type: object}}}`, config: toggleOff(config.CheckEmbeddedResource), want: []string{}},
 		{name: "failMode open does not hide it", old: open, new: embedded,
-			config: func(c *config.CRDUpgradeSafety) { c.FailMode = config.FailModeOpen }, want: []string{added}},
+			config: func(c *config.Settings) { c.FailMode = config.FailModeOpen }, want: []string{added}},
 	})
 }

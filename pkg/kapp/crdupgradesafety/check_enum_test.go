@@ -7,8 +7,8 @@ import (
 )
 
 func TestEnum(t *testing.T) {
-	enum := func(f func(*config.EnumCheck)) func(*config.CRDUpgradeSafety) {
-		return func(c *config.CRDUpgradeSafety) { f(&c.Checks.SameVersion.Enum) }
+	enum := func(f func(*config.EnumCheck)) func(*config.Settings) {
+		return func(c *config.Settings) { f(&c.Checks.SameVersion.Enum) }
 	}
 	runSchemaCases(t, []schemaCase{
 		{name: "unchanged", old: `{type: string, enum: [a, b]}`, new: `{type: string, enum: [a, b]}`, want: []string{}},

@@ -21,7 +21,7 @@ import (
 // validateExisting is the existingResources live check: each existing
 // custom resource must stay valid under the new schema (OpenAPI validation
 // and CEL rules) of the version it is served in.
-func validateExisting(newCRD *apiextv1.CustomResourceDefinition, objs []map[string]any, cfg *config.CRDUpgradeSafety) ([]Finding, error) {
+func validateExisting(newCRD *apiextv1.CustomResourceDefinition, objs []map[string]any, cfg *config.Settings) ([]Finding, error) {
 	if cfg == nil {
 		def := config.Default()
 		cfg = &def

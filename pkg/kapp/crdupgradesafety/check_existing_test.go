@@ -25,7 +25,7 @@ func TestValidateExisting(t *testing.T) {
 	cases := []struct {
 		name   string
 		objs   []map[string]any
-		config func(*config.CRDUpgradeSafety)
+		config func(*config.Settings)
 		want   []string
 	}{
 		{name: "valid objects", objs: []map[string]any{
@@ -64,10 +64,10 @@ func TestValidateExisting(t *testing.T) {
 		}, want: []string{}},
 		{name: "existingResources disabled", objs: []map[string]any{
 			widget("v1", "default", "a", map[string]any{"replicas": int64(10)}),
-		}, config: func(c *config.CRDUpgradeSafety) { c.Checks.CRD.ExistingResources.Enabled = false }, want: []string{}},
+		}, config: func(c *config.Settings) { c.Checks.CRD.ExistingResources.Enabled = false }, want: []string{}},
 		{name: "warn mode", objs: []map[string]any{
 			widget("v1", "default", "a", map[string]any{"replicas": int64(10)}),
-		}, config: func(c *config.CRDUpgradeSafety) { c.Mode = config.ModeWarn },
+		}, config: func(c *config.Settings) { c.Mode = config.ModeWarn },
 			want: []string{"warning existingResources v1 : existing Widget default/a would be invalid: spec.replicas: Invalid value: 10: spec.replicas in body should be less than or equal to 5"}},
 		{name: "no objects", objs: nil, want: []string{}},
 	}

@@ -38,7 +38,7 @@ func TestFormat(t *testing.T) {
 			want: []string{`error format v1 ^.spec.x: format changed: "url" -> "uri" (the old format is not validated by the apiserver)`}},
 		{name: "removed relaxes", old: `{type: string, format: uuid}`, new: `{type: string}`, want: []string{}},
 		{name: "format toggle off", old: `{type: string}`, new: `{type: string, format: date-time}`,
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.SameVersion.Toggles[config.CheckFormat] = false },
+			config: func(c *config.Settings) { c.Checks.SameVersion.Toggles[config.CheckFormat] = false },
 			want:   []string{}},
 	})
 }

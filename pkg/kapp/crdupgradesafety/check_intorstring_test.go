@@ -36,7 +36,7 @@ func TestIntOrString(t *testing.T) {
 			new:  `{x-kubernetes-int-or-string: true, anyOf: [{type: integer, minimum: 0}, {type: string}]}`,
 			want: []string{"error anyOf v1 ^.spec.x: anyOf added with 2 sub-schemas"}},
 		{name: "intOrString toggle off", old: `{x-kubernetes-int-or-string: true}`, new: `{type: string}`,
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.SameVersion.Toggles[config.CheckIntOrString] = false },
+			config: func(c *config.Settings) { c.Checks.SameVersion.Toggles[config.CheckIntOrString] = false },
 			want:   []string{}},
 	})
 }

@@ -12,8 +12,8 @@ func TestListType(t *testing.T) {
 		atomicToSet = "x-kubernetes-list-type changed: atomic -> set: stored lists with duplicate items become invalid"
 		setToAtomic = "x-kubernetes-list-type changed: set -> atomic: no stored list becomes invalid, only server-side apply ownership becomes coarser"
 	)
-	listType := func(f func(*config.ListTypeCheck)) func(*config.CRDUpgradeSafety) {
-		return func(c *config.CRDUpgradeSafety) { f(&c.Checks.SameVersion.ListType) }
+	listType := func(f func(*config.ListTypeCheck)) func(*config.Settings) {
+		return func(c *config.Settings) { f(&c.Checks.SameVersion.ListType) }
 	}
 	runSchemaCases(t, []schemaCase{
 		{name: "absent -> atomic", old: `{type: array, items: {type: string}}`, new: `{type: array, x-kubernetes-list-type: atomic, items: {type: string}}`,
@@ -50,7 +50,7 @@ func TestListType(t *testing.T) {
 			new:  `{type: array, x-kubernetes-list-type: set, items: {type: object, x-kubernetes-map-type: atomic, required: [name], properties: {name: {type: string}}}}`,
 			want: []string{"warning listType v1 ^.spec.x: x-kubernetes-list-type changed: map -> set: no stored list becomes invalid, only server-side apply ownership becomes coarser"}},
 		{name: "coarsening is a warning in mode error", old: `{type: array, x-kubernetes-list-type: set, items: {type: string}}`, new: `{type: array, items: {type: string}}`,
-			config: func(c *config.CRDUpgradeSafety) { c.Mode = config.ModeError },
+			config: func(c *config.Settings) { c.Mode = config.ModeError },
 			want:   []string{"warning listType v1 ^.spec.x: " + setToAtomic}},
 
 		// Each enforcement changes what is reported.
@@ -77,7 +77,7 @@ func TestListType(t *testing.T) {
 			config: listType(func(l *config.ListTypeCheck) { l.Enabled = false }),
 			want:   []string{}},
 		{name: "exemption of a warning keeps it a warning", old: `{type: array, x-kubernetes-list-type: set, items: {type: string}}`, new: `{type: array, items: {type: string}}`,
-			config: func(c *config.CRDUpgradeSafety) {
+			config: func(c *config.Settings) {
 				c.Exemptions = []config.Exemption{{CRD: testCRDName, Reason: "ok"}}
 			},
 			want: []string{"warning listType v1 ^.spec.x: " + setToAtomic + " (exempted: ok)"}},
@@ -86,8 +86,8 @@ func TestListType(t *testing.T) {
 
 func TestMapType(t *testing.T) {
 	const granularToAtomic = "x-kubernetes-map-type changed: granular -> atomic: no stored object becomes invalid, only server-side apply ownership changes"
-	mapType := func(e config.Enforcement) func(*config.CRDUpgradeSafety) {
-		return func(c *config.CRDUpgradeSafety) { c.Checks.SameVersion.MapType.ChangeEnforcement = e }
+	mapType := func(e config.Enforcement) func(*config.Settings) {
+		return func(c *config.Settings) { c.Checks.SameVersion.MapType.ChangeEnforcement = e }
 	}
 	runSchemaCases(t, []schemaCase{
 		{name: "absent -> granular", old: `{type: object, additionalProperties: {type: string}}`, new: `{type: object, x-kubernetes-map-type: granular, additionalProperties: {type: string}}`,
@@ -104,7 +104,7 @@ func TestMapType(t *testing.T) {
 		{name: "changeEnforcement Strict", old: `{type: object, additionalProperties: {type: string}}`, new: `{type: object, x-kubernetes-map-type: atomic, additionalProperties: {type: string}}`,
 			config: mapType(config.EnforcementStrict), want: []string{"error mapType v1 ^.spec.x: " + granularToAtomic}},
 		{name: "changeEnforcement Strict in mode warn", old: `{type: object, additionalProperties: {type: string}}`, new: `{type: object, x-kubernetes-map-type: atomic, additionalProperties: {type: string}}`,
-			config: func(c *config.CRDUpgradeSafety) {
+			config: func(c *config.Settings) {
 				mapType(config.EnforcementStrict)(c)
 				c.Mode = config.ModeWarn
 			},
@@ -112,10 +112,10 @@ func TestMapType(t *testing.T) {
 		{name: "changeEnforcement None", old: `{type: object, additionalProperties: {type: string}}`, new: `{type: object, x-kubernetes-map-type: atomic, additionalProperties: {type: string}}`,
 			config: mapType(config.EnforcementNone), want: []string{}},
 		{name: "mapType disabled", old: `{type: object, additionalProperties: {type: string}}`, new: `{type: object, x-kubernetes-map-type: atomic, additionalProperties: {type: string}}`,
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.SameVersion.MapType.Enabled = false },
+			config: func(c *config.Settings) { c.Checks.SameVersion.MapType.Enabled = false },
 			want:   []string{}},
 		{name: "mapType disabled leaves listType on", old: `{type: array, items: {type: string}}`, new: `{type: array, x-kubernetes-list-type: set, items: {type: string}}`,
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.SameVersion.MapType.Enabled = false },
+			config: func(c *config.Settings) { c.Checks.SameVersion.MapType.Enabled = false },
 			want:   []string{"error listType v1 ^.spec.x: x-kubernetes-list-type changed: atomic -> set: stored lists with duplicate items become invalid"}},
 	})
 }

@@ -26,7 +26,7 @@ func TestMultipleOf(t *testing.T) {
 			want: []string{"error multipleOf v1 ^.spec.x: multipleOf changed: 0.25 -> 0.5"}},
 		{name: "removed relaxes", old: `{type: integer, multipleOf: 5}`, new: `{type: integer}`, want: []string{}},
 		{name: "multipleOf toggle off", old: `{type: integer}`, new: `{type: integer, multipleOf: 5}`,
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.SameVersion.Toggles[config.CheckMultipleOf] = false },
+			config: func(c *config.Settings) { c.Checks.SameVersion.Toggles[config.CheckMultipleOf] = false },
 			want:   []string{}},
 	})
 }

@@ -34,10 +34,10 @@ func TestPattern(t *testing.T) {
 		{name: "under map values", old: `{type: object, additionalProperties: {type: string}}`, new: `{type: object, additionalProperties: {type: string, pattern: "^v"}}`,
 			want: []string{`error pattern v1 ^.spec.x{*}: pattern added: (none) -> "^v": "" no longer accepted`}},
 		{name: "pattern toggle off", old: `{type: string}`, new: `{type: string, pattern: "^[a-z]+$"}`,
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.SameVersion.Toggles[config.CheckPattern] = false },
+			config: func(c *config.Settings) { c.Checks.SameVersion.Toggles[config.CheckPattern] = false },
 			want:   []string{}},
 		{name: "pattern toggle off leaves format on", old: `{type: string}`, new: `{type: string, pattern: "^a", format: uri}`,
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.SameVersion.Toggles[config.CheckPattern] = false },
+			config: func(c *config.Settings) { c.Checks.SameVersion.Toggles[config.CheckPattern] = false },
 			want:   []string{`error format v1 ^.spec.x: format added: (none) -> "uri"`}},
 	})
 }

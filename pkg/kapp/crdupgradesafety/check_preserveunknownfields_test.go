@@ -24,7 +24,7 @@ func TestPreserveUnknownFields(t *testing.T) {
 		{name: "removed where the new schema holds an untyped object", old: `{x-kubernetes-preserve-unknown-fields: true}`, new: `{x-kubernetes-int-or-string: true}`,
 			want: []string{`error type v1 ^.spec.x: type changed: (none) -> int-or-string`}},
 		{name: "preserveUnknownFields toggle off", old: `{type: object, x-kubernetes-preserve-unknown-fields: true}`, new: `{type: object}`,
-			config: func(c *config.CRDUpgradeSafety) {
+			config: func(c *config.Settings) {
 				c.Checks.SameVersion.Toggles[config.CheckPreserveUnknownFields] = false
 			},
 			want: []string{}},
@@ -44,12 +44,12 @@ func TestCRDPreserveUnknownFields(t *testing.T) {
 		{name: "false -> true", old: newCRD(t, v1), new: with(newCRD(t, v1), keep(true)), want: []string{}},
 		{name: "true kept", old: with(newCRD(t, v1), keep(true)), new: with(newCRD(t, v1), keep(true)), want: []string{}},
 		{name: "toggle off", old: with(newCRD(t, v1), keep(true)), new: newCRD(t, v1),
-			config: func(c *config.CRDUpgradeSafety) {
+			config: func(c *config.Settings) {
 				c.Checks.SameVersion.Toggles[config.CheckPreserveUnknownFields] = false
 			}, want: []string{}},
 		{name: "sameVersion off", old: with(newCRD(t, v1), keep(true)), new: newCRD(t, v1),
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.SameVersion.Enabled = false }, want: []string{}},
+			config: func(c *config.Settings) { c.Checks.SameVersion.Enabled = false }, want: []string{}},
 		{name: "warn mode", old: with(newCRD(t, v1), keep(true)), new: newCRD(t, v1),
-			config: func(c *config.CRDUpgradeSafety) { c.Mode = config.ModeWarn }, want: []string{"warning" + disabled[len("error"):]}},
+			config: func(c *config.Settings) { c.Mode = config.ModeWarn }, want: []string{"warning" + disabled[len("error"):]}},
 	})
 }

@@ -29,12 +29,12 @@ func TestRequired(t *testing.T) {
 		{name: "under array items", old: `{type: array, items: {type: object, ` + ab + `}}`, new: `{type: array, items: {type: object, required: [b], ` + ab + `}}`,
 			want: []string{`error required v1 ^.spec.x[*]: new required fields: ["b"]`}},
 		{name: "newEnforcement None", old: `{type: object, ` + ab + `}`, new: `{type: object, required: [a], ` + ab + `}`,
-			config: func(c *config.CRDUpgradeSafety) {
+			config: func(c *config.Settings) {
 				c.Checks.SameVersion.Required.NewEnforcement = config.EnforcementNone
 			},
 			want: []string{}},
 		{name: "disabled", old: `{type: object, ` + ab + `}`, new: `{type: object, required: [a], ` + ab + `}`,
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.SameVersion.Required.Enabled = false },
+			config: func(c *config.Settings) { c.Checks.SameVersion.Required.Enabled = false },
 			want:   []string{}},
 	})
 }

@@ -33,6 +33,6 @@ func TestSelectableFields(t *testing.T) {
 				`error selectableFields v1 : selectable field ".spec.size" removed: field selectors on it are rejected`,
 			}},
 		{name: "selectableFields disabled", old: with(newCRD(t, v1), withSelectableFields(".spec.color")), new: newCRD(t, v1),
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.CRD.SelectableFields.Enabled = false }, want: []string{}},
+			config: func(c *config.Settings) { c.Checks.CRD.SelectableFields.Enabled = false }, want: []string{}},
 	})
 }

@@ -100,7 +100,7 @@ func servedByPriority(crd *apiextv1.CustomResourceDefinition) []*apiextv1.Custom
 // servedPairChanges returns the incompatibilities between served versions
 // a -> b of crd, each named by the pair ("v1beta1 -> v1") and the property
 // check that found it.
-func servedPairChanges(cfg *config.CRDUpgradeSafety, sv *config.ServedVersionChecks, crd *apiextv1.CustomResourceDefinition,
+func servedPairChanges(cfg *config.Settings, sv *config.ServedVersionChecks, crd *apiextv1.CustomResourceDefinition,
 	a, b *apiextv1.CustomResourceDefinitionVersion) []change {
 
 	var out []change

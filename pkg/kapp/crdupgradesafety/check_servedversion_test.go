@@ -28,8 +28,8 @@ func TestServedVersion(t *testing.T) {
 	v1 := testVersion{"v1", true, true, str}
 	v1NotStored := testVersion{"v1", true, false, str}
 	v2 := func(spec string) testVersion { return testVersion{"v2", true, true, spec} }
-	served := func(f func(*config.ServedVersionChecks)) func(*config.CRDUpgradeSafety) {
-		return func(c *config.CRDUpgradeSafety) { f(&c.Checks.ServedVersion) }
+	served := func(f func(*config.ServedVersionChecks)) func(*config.Settings) {
+		return func(c *config.Settings) { f(&c.Checks.ServedVersion) }
 	}
 
 	runCRDCases(t, []crdCase{
@@ -108,7 +108,7 @@ func TestServedVersion(t *testing.T) {
 		{name: "servedVersion type check disabled", old: newCRD(t, v1), new: newCRD(t, v1NotStored, v2(intA)),
 			config: served(func(s *config.ServedVersionChecks) { s.Type.Enabled = false }), want: []string{}},
 		{name: "sameVersion options do not apply to servedVersion", old: newCRD(t, v1), new: newCRD(t, v1NotStored, v2(intA)),
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.SameVersion.Type.Enabled = false }, want: []string{typeA}},
+			config: func(c *config.Settings) { c.Checks.SameVersion.Type.Enabled = false }, want: []string{typeA}},
 		{name: "servedVersion toggle", old: newCRD(t, v1), new: newCRD(t, v1NotStored, v2(patternB)),
 			config: served(func(s *config.ServedVersionChecks) { s.Toggles[config.CheckPattern] = false }), want: []string{}},
 		{name: "servedVersion carries the enforcement of its check: a warning", old: newCRD(t, testVersion{"v1", true, true, mapB}), new: newCRD(t, testVersion{"v1", true, false, mapB}, v2(mapAtomicB)),
@@ -126,15 +126,15 @@ func TestServedVersion(t *testing.T) {
 		{name: "servedVersion unhandledFailureMode Open", old: newCRD(t, testVersion{"v1", true, true, plainE}), new: newCRD(t, testVersion{"v1", true, false, plainE}, v2(withItems)),
 			config: served(func(s *config.ServedVersionChecks) { s.UnhandledFailureMode = config.FailModeOpen }), want: []string{}},
 		{name: "failMode open applies to servedVersion", old: newCRD(t, testVersion{"v1", true, true, plainE}), new: newCRD(t, testVersion{"v1", true, false, plainE}, v2(withItems)),
-			config: func(c *config.CRDUpgradeSafety) { c.FailMode = config.FailModeOpen }, want: []string{}},
+			config: func(c *config.Settings) { c.FailMode = config.FailModeOpen }, want: []string{}},
 		{name: "servedVersion unhandledFailureMode Closed overrides failMode open", old: newCRD(t, testVersion{"v1", true, true, plainE}), new: newCRD(t, testVersion{"v1", true, false, plainE}, v2(withItems)),
-			config: func(c *config.CRDUpgradeSafety) {
+			config: func(c *config.Settings) {
 				c.FailMode = config.FailModeOpen
 				c.Checks.ServedVersion.UnhandledFailureMode = config.FailModeClosed
 			},
 			want: []string{unhandleE}},
 		{name: "existingFieldRemoval disabled does not switch off field removal between served versions", old: newCRD(t, v1), new: newCRD(t, v1NotStored, v2(noB)),
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.CRD.ExistingFieldRemoval.Enabled = false },
+			config: func(c *config.Settings) { c.Checks.CRD.ExistingFieldRemoval.Enabled = false },
 			want:   []string{removedB}},
 	})
 }

@@ -59,6 +59,6 @@ func TestSubresources(t *testing.T) {
 		{name: "version removed: left to the version checks", old: with(newCRD(t, testVersion{"v1", false, false, ""}, testVersion{"v2", true, true, ""}), withSubresources(status)),
 			new: with(newCRD(t, testVersion{"v2", true, true, ""}), withSubresources(status)), want: []string{}},
 		{name: "subresources disabled", old: with(newCRD(t, v1), withSubresources(status)), new: newCRD(t, v1),
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.CRD.Subresources.Enabled = false }, want: []string{}},
+			config: func(c *config.Settings) { c.Checks.CRD.Subresources.Enabled = false }, want: []string{}},
 	})
 }

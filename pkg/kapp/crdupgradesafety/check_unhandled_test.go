@@ -11,8 +11,8 @@ func TestUnhandled(t *testing.T) {
 	// items on a string: structurally valid, and no check understands it.
 	const withItems = `{type: string, items: {type: string}}`
 	const plain = `{type: string}`
-	failMode := func(m config.FailMode) func(*config.CRDUpgradeSafety) {
-		return func(c *config.CRDUpgradeSafety) { c.FailMode = m }
+	failMode := func(m config.FailMode) func(*config.Settings) {
+		return func(c *config.Settings) { c.FailMode = m }
 	}
 	long := strings.Repeat("a", 150)
 	runSchemaCases(t, []schemaCase{
@@ -51,21 +51,21 @@ func TestUnhandled(t *testing.T) {
 			config: failMode(config.FailModeOpen),
 			want:   []string{"error maxProperties v1 ^.spec.x: maxProperties decreased: 5 -> 4"}},
 		{name: "sameVersion unhandledFailureMode Open overrides failMode closed", old: plain, new: withItems,
-			config: func(c *config.CRDUpgradeSafety) {
+			config: func(c *config.Settings) {
 				c.FailMode = config.FailModeClosed
 				c.Checks.SameVersion.UnhandledFailureMode = config.FailModeOpen
 			},
 			want: []string{}},
 		{name: "sameVersion unhandledFailureMode Closed overrides failMode open", old: plain, new: withItems,
-			config: func(c *config.CRDUpgradeSafety) {
+			config: func(c *config.Settings) {
 				c.FailMode = config.FailModeOpen
 				c.Checks.SameVersion.UnhandledFailureMode = config.FailModeClosed
 			},
 			want: []string{`error unhandled v1 ^.spec.x: unable to determine if the change to items is safe: (none) -> {"type":"string"}`}},
 		{name: "servedVersion unhandledFailureMode does not apply to sameVersion", old: plain, new: withItems,
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.ServedVersion.UnhandledFailureMode = config.FailModeOpen },
+			config: func(c *config.Settings) { c.Checks.ServedVersion.UnhandledFailureMode = config.FailModeOpen },
 			want:   []string{`error unhandled v1 ^.spec.x: unable to determine if the change to items is safe: (none) -> {"type":"string"}`}},
-		{name: "warn mode", old: plain, new: withItems, config: func(c *config.CRDUpgradeSafety) { c.Mode = config.ModeWarn },
+		{name: "warn mode", old: plain, new: withItems, config: func(c *config.Settings) { c.Mode = config.ModeWarn },
 			want: []string{`warning unhandled v1 ^.spec.x: unable to determine if the change to items is safe: (none) -> {"type":"string"}`}},
 	})
 }

@@ -10,7 +10,7 @@ import (
 // compare runs the CRD-level checks, then the property checks over every
 // version present in both CRDs (sameVersion) and over the served versions of
 // the new CRD (servedVersion), and returns the findings sorted.
-func compare(old, new *apiextv1.CustomResourceDefinition, cfg *config.CRDUpgradeSafety) []Finding {
+func compare(old, new *apiextv1.CustomResourceDefinition, cfg *config.Settings) []Finding {
 	if cfg == nil {
 		def := config.Default()
 		cfg = &def
@@ -87,7 +87,7 @@ func versionSchema(v *apiextv1.CustomResourceDefinitionVersion) *apiextv1.JSONSc
 	return v.Schema.OpenAPIV3Schema
 }
 
-func effectiveFailMode(cfg *config.CRDUpgradeSafety, vc *config.VersionChecks) config.FailMode {
+func effectiveFailMode(cfg *config.Settings, vc *config.VersionChecks) config.FailMode {
 	if vc.UnhandledFailureMode != "" {
 		return vc.UnhandledFailureMode
 	}

@@ -66,7 +66,7 @@ func fuzzParseCRD(b []byte) (*apiextv1.CustomResourceDefinition, bool) {
 // and one that turns every option towards reporting more (strict enum
 // additions, servedVersion even under a webhook) in warn mode with an
 // exemption, so that the policy code runs too.
-func fuzzConfigs() []*config.CRDUpgradeSafety {
+func fuzzConfigs() []*config.Settings {
 	def := config.Default()
 	strict := config.Default()
 	strict.Mode = config.ModeWarn
@@ -76,7 +76,7 @@ func fuzzConfigs() []*config.CRDUpgradeSafety {
 	strict.Exemptions = []config.Exemption{{CRD: "fuzz.test.example.com", Checks: []string{config.CheckType}, Reason: "fuzz"}}
 	open := config.Default()
 	open.FailMode = config.FailModeOpen
-	return []*config.CRDUpgradeSafety{&def, &strict, &open}
+	return []*config.Settings{&def, &strict, &open}
 }
 
 func fuzzCheckCompare(t *testing.T, old, new *apiextv1.CustomResourceDefinition) {

@@ -86,7 +86,7 @@ func parseCRDStrict(tb testing.TB, path string, b []byte) *apiextv1.CustomResour
 
 // caseConfig decodes config.yaml with config.Decode; no file means the
 // default policy.
-func caseConfig(tb testing.TB, c goldenCase) *config.CRDUpgradeSafety {
+func caseConfig(tb testing.TB, c goldenCase) *config.Settings {
 	tb.Helper()
 	if c.config == nil {
 		def := config.Default()

@@ -15,7 +15,7 @@ import (
 type schemaCase struct {
 	name     string
 	old, new string
-	config   func(*config.CRDUpgradeSafety)
+	config   func(*config.Settings)
 	want     []string
 }
 
@@ -30,7 +30,7 @@ func runSchemaCases(t *testing.T, cases []schemaCase) {
 
 // assertFindings compares old with new under the default config changed by
 // configure (when set) and checks the rendered findings are want.
-func assertFindings(t *testing.T, old, new *apiextv1.CustomResourceDefinition, configure func(*config.CRDUpgradeSafety), want []string) {
+func assertFindings(t *testing.T, old, new *apiextv1.CustomResourceDefinition, configure func(*config.Settings), want []string) {
 	t.Helper()
 	cfg := config.Default()
 	if configure != nil {

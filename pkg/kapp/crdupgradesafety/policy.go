@@ -22,7 +22,7 @@ type change struct {
 // enforcement applies; unhandled changes are filtered by failMode in the
 // pair run before they reach here.
 type policy struct {
-	cfg      *config.CRDUpgradeSafety
+	cfg      *config.Settings
 	crd      string
 	findings []Finding
 }

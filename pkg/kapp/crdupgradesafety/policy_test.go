@@ -29,17 +29,17 @@ func TestPolicy(t *testing.T) {
 		"error existingFieldRemoval v1 ^.spec.c: existing field removed (was string)",
 		`error servedVersionRemoval v1alpha1 : served version "v1alpha1" removed without first being set served: false`,
 	}
-	exempt := func(e ...config.Exemption) func(*config.CRDUpgradeSafety) {
-		return func(c *config.CRDUpgradeSafety) { c.Exemptions = e }
+	exempt := func(e ...config.Exemption) func(*config.Settings) {
+		return func(c *config.Settings) { c.Exemptions = e }
 	}
 	cases := []struct {
 		name   string
-		config func(*config.CRDUpgradeSafety)
+		config func(*config.Settings)
 		want   []string
 	}{
 		{name: "defaults: every finding, sorted by version, field, check, message", want: all},
-		{name: "mode error", config: func(c *config.CRDUpgradeSafety) { c.Mode = config.ModeError }, want: all},
-		{name: "mode warn", config: func(c *config.CRDUpgradeSafety) { c.Mode = config.ModeWarn }, want: []string{
+		{name: "mode error", config: func(c *config.Settings) { c.Mode = config.ModeError }, want: all},
+		{name: "mode warn", config: func(c *config.Settings) { c.Mode = config.ModeWarn }, want: []string{
 			"warning scope  : scope changed: Namespaced -> Cluster",
 			`warning type v1 ^.spec.a: type changed: "string" -> "integer"`,
 			"warning maxLength v1 ^.spec.b: maxLength decreased: 9 -> 3",

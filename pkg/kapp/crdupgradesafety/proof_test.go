@@ -422,7 +422,7 @@ func nextCombinator(s string) (int, int) {
 // proofPolicy is the default policy under failMode open: a change no
 // check understands is not reported, so an unhandled finding never covers
 // a change (under failMode open it would pass unseen).
-func proofPolicy() config.CRDUpgradeSafety {
+func proofPolicy() config.Settings {
 	cfg := config.Default()
 	cfg.FailMode = config.FailModeOpen
 	return cfg

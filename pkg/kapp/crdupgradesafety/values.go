@@ -223,11 +223,3 @@ func renderString(s string) string {
 	}
 	return boundText(strconv.Quote(s), maxValueBytes)
 }
-
-// countNoun renders "1 sub-schema", "2 sub-schemas".
-func countNoun(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
-}

@@ -12,7 +12,7 @@ import (
 type specCase struct {
 	name     string
 	old, new string
-	config   func(*config.CRDUpgradeSafety)
+	config   func(*config.Settings)
 	want     []string
 }
 
@@ -77,12 +77,12 @@ func TestWalkFieldRemoval(t *testing.T) {
 		{name: "existingFieldRemoval disabled",
 			old:    `{type: object, properties: {a: {type: string}, b: {type: object, properties: {c: {type: string}}}}}`,
 			new:    `{type: object, properties: {b: {type: object}}}`,
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.CRD.ExistingFieldRemoval.Enabled = false },
+			config: func(c *config.Settings) { c.Checks.CRD.ExistingFieldRemoval.Enabled = false },
 			want:   []string{}},
 		{name: "existingFieldRemoval disabled leaves other checks on",
 			old:    `{type: object, properties: {a: {type: string}, b: {type: string}}}`,
 			new:    `{type: object, properties: {b: {type: integer}}}`,
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.CRD.ExistingFieldRemoval.Enabled = false },
+			config: func(c *config.Settings) { c.Checks.CRD.ExistingFieldRemoval.Enabled = false },
 			want:   []string{"error type v1 ^.spec.b: type changed: \"string\" -> \"integer\""}},
 	})
 }
@@ -143,12 +143,12 @@ func TestWalkAdditionalProperties(t *testing.T) {
 		{name: "value type changed is reported at {*}", old: `{type: object, additionalProperties: {type: string}}`, new: `{type: object, additionalProperties: {type: integer}}`,
 			want: []string{"error type v1 ^.spec.x{*}: type changed: \"string\" -> \"integer\""}},
 		{name: "additionalProperties toggle off", old: `{type: object, additionalProperties: {type: string}}`, new: `{type: object}`,
-			config: func(c *config.CRDUpgradeSafety) {
+			config: func(c *config.Settings) {
 				c.Checks.SameVersion.Toggles[config.CheckAdditionalProperties] = false
 			},
 			want: []string{}},
 		{name: "additionalProperties toggle off keeps walking value schemas", old: `{type: object, additionalProperties: {type: string}}`, new: `{type: object, additionalProperties: {type: string, minLength: 1}}`,
-			config: func(c *config.CRDUpgradeSafety) {
+			config: func(c *config.Settings) {
 				c.Checks.SameVersion.Toggles[config.CheckAdditionalProperties] = false
 			},
 			want: []string{"error minLength v1 ^.spec.x{*}: minLength added: (none) -> 1"}},
@@ -162,7 +162,7 @@ func TestWalkVersionSchemas(t *testing.T) {
 		{name: "version schema removed", old: newCRD(t, v1), new: with(newCRD(t, v1), noSchema),
 			want: []string{"error existingFieldRemoval v1 ^: schema removed"}},
 		{name: "version schema removed, existingFieldRemoval disabled", old: newCRD(t, v1), new: with(newCRD(t, v1), noSchema),
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.CRD.ExistingFieldRemoval.Enabled = false },
+			config: func(c *config.Settings) { c.Checks.CRD.ExistingFieldRemoval.Enabled = false },
 			want:   []string{}},
 		{name: "version schema added", old: with(newCRD(t, v1), noSchema), new: newCRD(t, v1),
 			want: []string{}},
@@ -181,7 +181,7 @@ func TestWalkVersionSchemas(t *testing.T) {
 		{name: "sameVersion disabled",
 			old:    newCRD(t, testVersion{"v1", true, true, `{type: object, properties: {a: {type: string}}}`}),
 			new:    newCRD(t, testVersion{"v1", true, true, `{type: object, properties: {a: {type: integer}}}`}),
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.SameVersion.Enabled = false },
+			config: func(c *config.Settings) { c.Checks.SameVersion.Enabled = false },
 			want:   []string{}},
 	})
 }
@@ -194,12 +194,12 @@ func TestWalkFieldRemovalWithSameVersionDisabled(t *testing.T) {
 		{name: "field removed",
 			old:    `{type: object, properties: {a: {type: string}, b: {type: string}}}`,
 			new:    `{type: object, properties: {b: {type: integer}}}`,
-			config: func(c *config.CRDUpgradeSafety) { c.Checks.SameVersion.Enabled = false },
+			config: func(c *config.Settings) { c.Checks.SameVersion.Enabled = false },
 			want:   []string{"error existingFieldRemoval v1 ^.spec.a: existing field removed (was string)"}},
 		{name: "field removed, both disabled",
 			old: `{type: object, properties: {a: {type: string}, b: {type: string}}}`,
 			new: `{type: object, properties: {b: {type: integer}}}`,
-			config: func(c *config.CRDUpgradeSafety) {
+			config: func(c *config.Settings) {
 				c.Checks.SameVersion.Enabled = false
 				c.Checks.CRD.ExistingFieldRemoval.Enabled = false
 			},

@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
+	"github.com/crdsafety/kapp/pkg/kapp/report"
 	"maps"
 	goruntime "runtime"
 	"strings"
 	"time"
 
 	"carvel.dev/kapp/pkg/kapp/clusterapply"
-	cmdcore "carvel.dev/kapp/pkg/kapp/cmd/core"
 	ctldgraph "carvel.dev/kapp/pkg/kapp/diffgraph"
 	kpreflight "carvel.dev/kapp/pkg/kapp/preflight"
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
@@ -23,10 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
-
-// CheckName is the name of the check in kapp's preflight registry, in
-// --preflight and in a kapp Config's preflightRules.
-const CheckName = "CRDUpgradeSafety"
 
 // ErrUnsafeUpgrade is matched (errors.Is) by the error a run returns when a
 // CRD change has an error finding.
@@ -48,7 +46,7 @@ type UnsafeUpgradeError struct {
 func (e *UnsafeUpgradeError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %d error %s:", ErrUnsafeUpgrade, len(e.Findings),
-		plural(len(e.Findings), "finding", "findings"))
+		plural.Of(len(e.Findings), "finding", "findings"))
 	for _, l := range e.Lines {
 		b.WriteString("\n  ")
 		b.WriteString(l)
@@ -78,9 +76,9 @@ type kappChange interface {
 // error). It implements kapp's preflight.Check.
 type CRDUpgradeSafety struct {
 	ui      ui.UI
-	cluster func() (Cluster, error)
+	cluster func() (evaluation.Cluster, error)
 	enabled bool
-	cfg     config.CRDUpgradeSafety
+	cfg     config.Settings
 	// progressInterval throttles the progress lines of the live checks.
 	progressInterval time.Duration
 }
@@ -89,30 +87,15 @@ var _ kpreflight.Check = &CRDUpgradeSafety{}
 
 // NewCRDUpgradeSafety returns the check. cluster is called at most once per
 // run, and only when the run needs the cluster.
-func NewCRDUpgradeSafety(ui ui.UI, cluster func() (Cluster, error), enabled bool) *CRDUpgradeSafety {
-	return &CRDUpgradeSafety{ui: ui, cluster: cluster, enabled: enabled, cfg: config.Default(), progressInterval: ProgressInterval}
-}
-
-// ClusterFromDeps returns a Cluster factory over kapp's dynamic client.
-func ClusterFromDeps(depsFactory cmdcore.DepsFactory) func() (Cluster, error) {
-	return func() (Cluster, error) {
-		client, err := depsFactory.DynamicClient(cmdcore.DynamicClientOpts{})
-		if err != nil {
-			return nil, fmt.Errorf("building dynamic client: %w", err)
-		}
-		core, err := depsFactory.CoreClient()
-		if err != nil {
-			return nil, fmt.Errorf("building client: %w", err)
-		}
-		return &DynamicCluster{Client: client, REST: core.Discovery().RESTClient()}, nil
-	}
+func NewCRDUpgradeSafety(ui ui.UI, cluster func() (evaluation.Cluster, error), enabled bool) *CRDUpgradeSafety {
+	return &CRDUpgradeSafety{ui: ui, cluster: cluster, enabled: enabled, cfg: config.Default(), progressInterval: evaluation.ProgressInterval}
 }
 
 func (c *CRDUpgradeSafety) Enabled() bool      { return c.enabled }
 func (c *CRDUpgradeSafety) SetEnabled(on bool) { c.enabled = on }
 
 // Config returns the configuration in effect.
-func (c *CRDUpgradeSafety) Config() config.CRDUpgradeSafety { return c.cfg }
+func (c *CRDUpgradeSafety) Config() config.Settings { return c.cfg }
 
 // SetConfig decodes the `config` of the check's preflightRules entry; nil
 // (no entry, or enabled only by --preflight) means the defaults. Decoding
@@ -139,23 +122,23 @@ func (c *CRDUpgradeSafety) Run(ctx context.Context, changeGraph *ctldgraph.Chang
 		return nil
 	}
 
-	ctx, cancel := WithLiveDeadline(ctx, c.cfg.LiveChecksTimeout)
+	ctx, cancel := evaluation.WithLiveDeadline(ctx, c.cfg.LiveChecksTimeout)
 	defer cancel()
-	var cluster Cluster
-	if len(missingOld) > 0 || NeedsCluster(plan, &c.cfg) {
+	var cluster evaluation.Cluster
+	if len(missingOld) > 0 || evaluation.NeedsCluster(plan, &c.cfg) {
 		if cluster, err = c.cluster(); err != nil {
 			return err
 		}
 	}
 	if len(missingOld) > 0 {
-		if err := fillOld(ctx, &plan, missingOld, cluster); err != nil {
+		if err := evaluation.FillOld(ctx, &plan, missingOld, cluster); err != nil {
 			return err
 		}
 	}
 
-	progress := NewProgressPrinter(c.ui.PrintLinef, c.progressInterval)
+	progress := evaluation.NewProgressPrinter(c.ui.PrintLinef, c.progressInterval)
 	plan.Progress = progress.Update
-	findings, err := Evaluate(ctx, plan, &c.cfg, cluster)
+	findings, err := evaluation.Evaluate(ctx, plan, &c.cfg, cluster)
 	progress.Done()
 	if err != nil {
 		return err
@@ -175,18 +158,18 @@ func (c *CRDUpgradeSafety) report(findings []crdupgradesafety.Finding) error {
 	}
 	for _, f := range kept {
 		if f.Severity == crdupgradesafety.SeverityError {
-			unsafe.Lines = append(unsafe.Lines, FindingLine(f))
+			unsafe.Lines = append(unsafe.Lines, report.FindingLine(f))
 		} else {
-			c.ui.PrintLinef("Warning: %s: %s", CheckName, FindingLine(f))
+			c.ui.PrintLinef("Warning: %s: %s", config.CheckName, report.FindingLine(f))
 		}
 	}
 	if len(unsafe.Findings) == 0 {
-		for _, l := range OmittedLines(omitted) {
-			c.ui.PrintLinef("Warning: %s: %s", CheckName, l)
+		for _, l := range report.OmittedLines(omitted) {
+			c.ui.PrintLinef("Warning: %s: %s", config.CheckName, l)
 		}
 		return nil
 	}
-	unsafe.Lines = append(unsafe.Lines, OmittedLines(omitted)...)
+	unsafe.Lines = append(unsafe.Lines, report.OmittedLines(omitted)...)
 	return unsafe
 }
 
@@ -195,8 +178,8 @@ func (c *CRDUpgradeSafety) report(findings []crdupgradesafety.Finding) error {
 // object it will send (for the dry run), and every delete. Upserts whose
 // change does not carry the live object kapp fetched are returned as
 // indexes into plan.Pairs, for fillOld.
-func planFromGraph(graph *ctldgraph.ChangeGraph) (Plan, []int, error) {
-	var plan Plan
+func planFromGraph(graph *ctldgraph.ChangeGraph) (evaluation.Plan, []int, error) {
+	var plan evaluation.Plan
 	var missingOld []int
 	deletedPerGK := map[schema.GroupKind]int{}
 	// Converting large CRDs to their type is most of the cost of planning:
@@ -219,7 +202,7 @@ func planFromGraph(graph *ctldgraph.ChangeGraph) (Plan, []int, error) {
 		case ctldgraph.ActualChangeOpUpsert:
 			strategy, send, err := applyOf(ac)
 			if err != nil {
-				return Plan{}, nil, err
+				return evaluation.Plan{}, nil, err
 			}
 			if !send {
 				continue
@@ -231,7 +214,7 @@ func planFromGraph(graph *ctldgraph.ChangeGraph) (Plan, []int, error) {
 				missingOld = append(missingOld, len(plan.Pairs))
 			}
 			i := len(plan.Pairs)
-			plan.Pairs = append(plan.Pairs, Pair{Strategy: strategy})
+			plan.Pairs = append(plan.Pairs, evaluation.Pair{Strategy: strategy})
 			converts = append(converts, func() error {
 				pair := &plan.Pairs[i]
 				var err error
@@ -245,7 +228,7 @@ func planFromGraph(graph *ctldgraph.ChangeGraph) (Plan, []int, error) {
 					if pair.Old, err = CRDFromResource(live); err != nil {
 						return fmt.Errorf("live %w", err)
 					}
-					if strategy == StrategyAlwaysReplace {
+					if strategy == evaluation.StrategyAlwaysReplace {
 						// kapp deletes the live CRD first.
 						pair.Send = &unstructured.Unstructured{Object: live.DeepCopyRaw()}
 					}
@@ -255,7 +238,7 @@ func planFromGraph(graph *ctldgraph.ChangeGraph) (Plan, []int, error) {
 
 		case ctldgraph.ActualChangeOpDelete:
 			i := len(plan.Removals)
-			plan.Removals = append(plan.Removals, Removal{})
+			plan.Removals = append(plan.Removals, evaluation.Removal{})
 			converts = append(converts, func() error {
 				crd, err := CRDFromResource(res)
 				if err != nil {
@@ -270,7 +253,7 @@ func planFromGraph(graph *ctldgraph.ChangeGraph) (Plan, []int, error) {
 		return converts[i]()
 	})
 	if err != nil {
-		return Plan{}, nil, err
+		return evaluation.Plan{}, nil, err
 	}
 
 	for i := range plan.Removals {
@@ -293,7 +276,7 @@ func planFromGraph(graph *ctldgraph.ChangeGraph) (Plan, []int, error) {
 func applyOf(ac ctldgraph.ActualChange) (strategy string, send bool, err error) {
 	kc, ok := ac.(kappChange)
 	if !ok {
-		return ac.Resource().Annotations()[UpdateStrategyAnnotation], true, nil
+		return ac.Resource().Annotations()[evaluation.UpdateStrategyAnnotation], true, nil
 	}
 	applyOp := kc.ApplyOp()
 	if applyOp != clusterapply.ClusterChangeApplyOpAdd && applyOp != clusterapply.ClusterChangeApplyOpUpdate {
@@ -306,7 +289,7 @@ func applyOf(ac ctldgraph.ActualChange) (strategy string, send bool, err error) 
 	if applyOp == clusterapply.ClusterChangeApplyOpAdd {
 		return "", true, nil // create strategies all start with a create
 	}
-	return string(op), string(op) != StrategySkip, nil
+	return string(op), string(op) != evaluation.StrategySkip, nil
 }
 
 // sentObject is the object kapp sends to create or update res: the
@@ -333,23 +316,6 @@ func sentObject(res ctlres.Resource) (*unstructured.Unstructured, error) {
 
 func crdGroupKind(crd *apiextv1.CustomResourceDefinition) schema.GroupKind {
 	return schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}
-}
-
-// fillOld fetches the live CRDs of upserts whose change did not carry them,
-// concurrently (see DynamicCluster.GetCRDs). Not found means a new CRD.
-func fillOld(ctx context.Context, plan *Plan, missingOld []int, cluster Cluster) error {
-	names := make([]string, len(missingOld))
-	for i, idx := range missingOld {
-		names[i] = plan.Pairs[idx].New.Name
-	}
-	live, err := cluster.GetCRDs(ctx, names)
-	if err != nil {
-		return fmt.Errorf("fetching live CRDs: %w", err)
-	}
-	for _, idx := range missingOld {
-		plan.Pairs[idx].Old = live[plan.Pairs[idx].New.Name]
-	}
-	return nil
 }
 
 // IsCRD reports whether res is an apiextensions.k8s.io/v1 CustomResourceDefinition.

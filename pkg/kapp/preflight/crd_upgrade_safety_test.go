@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"sort"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
 	"strings"
-	"sync"
 	"testing"
 
 	ctlconf "carvel.dev/kapp/pkg/kapp/config"
@@ -16,48 +16,14 @@ import (
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
 	"github.com/cppforlife/go-cli-ui/ui"
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// crdYAML is a Widget CRD whose spec.color enum and spec.size minimum vary.
-func crdYAML(enum string, minimum int) string {
-	return fmt.Sprintf(`
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.example.com
-spec:
-  group: example.com
-  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              size: {type: integer, minimum: %d}
-              color: {type: string, enum: [%s]}
-status:
-  storedVersions: [v1]
-`, minimum, enum)
-}
-
 var (
-	oldCRD    = crdYAML("red, green, blue", 1)
-	unsafeCRD = crdYAML("red, green", 5) // enum value removed, minimum increased
-	safeCRD   = crdYAML("red, green, blue, yellow", 1)
+	oldCRD    = testcrd.OldCRD
+	unsafeCRD = testcrd.UnsafeCRD // enum value removed, minimum increased
+	safeCRD   = testcrd.SafeCRD
 )
 
 func res(t testing.TB, yaml string) ctlres.Resource {
@@ -94,104 +60,15 @@ func graph(t *testing.T, changes ...ctldgraph.ActualChange) *ctldgraph.ChangeGra
 	return g
 }
 
-// fakeCluster records what the check asks of the cluster.
-type fakeCluster struct {
-	mu       sync.Mutex
-	crds     map[string]*apiextv1.CustomResourceDefinition
-	objs     []map[string]any
-	count    int
-	err      error
-	gets     [][]string
-	lists    []string
-	counts   []string
-	contacts int
-
-	// dryRunErr answers dry runs by "verb name" ("update widgets.example.com").
-	dryRunErr map[string]error
-	dryRuns   []dryRun
-	// validates: the other dry runs of creates and updates are validated as
-	// the apiserver validates them, with its own library (an update against
-	// the CRD of that name in crds), and refused as it refuses them.
-	validates bool
-}
-
-type dryRun struct {
-	verb Verb
-	obj  *unstructured.Unstructured
-}
-
-func (f *fakeCluster) DryRun(_ context.Context, verb Verb, obj *unstructured.Unstructured) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.dryRuns = append(f.dryRuns, dryRun{verb: verb, obj: obj.DeepCopy()})
-	if err := f.dryRunErr[string(verb)+" "+obj.GetName()]; err != nil || !f.validates || verb == VerbDelete {
-		return err
-	}
-	crd := &apiextv1.CustomResourceDefinition{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, crd); err != nil {
-		return apierrors.NewBadRequest(err.Error())
-	}
-	prepared := crdupgradesafety.PrepareCRD(crd)
-	errs := prepared.Create(context.Background())
-	if verb == VerbUpdate {
-		errs = prepared.Update(context.Background(), crdupgradesafety.PrepareCRD(f.crds[crd.Name]))
-	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return apierrors.NewInvalid(schema.GroupKind{Group: apiextv1.GroupName, Kind: "CustomResourceDefinition"}, crd.Name, errs)
-}
-
-// dryRunVerbs returns "verb name" of every dry run, sorted.
-func (f *fakeCluster) dryRunVerbs() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := []string{}
-	for _, d := range f.dryRuns {
-		out = append(out, string(d.verb)+" "+d.obj.GetName())
-	}
-	sort.Strings(out)
-	return out
-}
-
-func (f *fakeCluster) GetCRDs(_ context.Context, names []string) (map[string]*apiextv1.CustomResourceDefinition, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.gets = append(f.gets, names)
-	if f.err != nil {
-		return nil, f.err
-	}
-	return crdsNamed(f.crds, names), nil
-}
-
-func (f *fakeCluster) ListCustomResources(_ context.Context, crd *apiextv1.CustomResourceDefinition, version string,
-	fn func([]map[string]any) error) error {
-	f.mu.Lock()
-	f.lists = append(f.lists, crd.Name+" "+version)
-	err := f.err
-	f.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	return fn(f.objs)
-}
-
-func (f *fakeCluster) CountCustomResources(_ context.Context, crd *apiextv1.CustomResourceDefinition) (int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.counts = append(f.counts, crd.Name)
-	return f.count, f.err
-}
-
 // newCheck returns an enabled check printing to out, configured by raw.
-func newCheck(t *testing.T, cluster *fakeCluster, raw map[string]any) (*CRDUpgradeSafety, *bytes.Buffer) {
+func newCheck(t *testing.T, cluster *evaluationtest.Cluster, raw map[string]any) (*CRDUpgradeSafety, *bytes.Buffer) {
 	t.Helper()
 	out := &bytes.Buffer{}
-	check := NewCRDUpgradeSafety(ui.NewWriterUI(out, out, ui.NewNoopLogger()), func() (Cluster, error) {
+	check := NewCRDUpgradeSafety(ui.NewWriterUI(out, out, ui.NewNoopLogger()), func() (evaluation.Cluster, error) {
 		if cluster == nil {
 			return nil, errors.New("test: no cluster expected")
 		}
-		cluster.contacts++
+		cluster.Contacts++
 		return cluster, nil
 	}, true)
 	require.NoError(t, check.SetConfig(raw))
@@ -201,15 +78,15 @@ func newCheck(t *testing.T, cluster *fakeCluster, raw map[string]any) (*CRDUpgra
 func TestRunCreate(t *testing.T) {
 	// A new CRD has nothing to compare: it is only validated, offline and
 	// by a server-side dry run of its create.
-	cluster := &fakeCluster{}
+	cluster := &evaluationtest.Cluster{}
 	check, out := newCheck(t, cluster, nil)
 	err := check.Run(context.Background(), graph(t,
 		change{res: res(t, unsafeCRD), op: ctldgraph.ActualChangeOpUpsert}))
 	require.NoError(t, err)
 	require.Empty(t, out.String())
-	require.Equal(t, []string{"create widgets.example.com"}, cluster.dryRunVerbs())
-	require.Empty(t, cluster.lists)
-	require.Empty(t, cluster.counts)
+	require.Equal(t, []string{"create widgets.example.com"}, cluster.DryRunVerbs())
+	require.Empty(t, cluster.Lists)
+	require.Empty(t, cluster.Counts)
 }
 
 func TestRunCreateMustDecode(t *testing.T) {
@@ -221,7 +98,7 @@ func TestRunCreateMustDecode(t *testing.T) {
 }
 
 func TestRunUpdateError(t *testing.T) {
-	cluster := &fakeCluster{objs: []map[string]any{{
+	cluster := &evaluationtest.Cluster{Objs: []map[string]any{{
 		"apiVersion": "example.com/v1", "kind": "Widget",
 		"metadata": map[string]any{"name": "w1", "namespace": "default"},
 		"spec":     map[string]any{"size": int64(7), "color": "blue"},
@@ -245,12 +122,12 @@ func TestRunUpdateError(t *testing.T) {
 	require.Len(t, lines, 4)
 	require.True(t, strings.HasPrefix(lines[2], "  crd widgets.example.com version v1 field ^.spec.color: [enum] "), lines[2])
 	require.Empty(t, out.String(), "errors are reported in the error, not printed")
-	require.Equal(t, []string{"widgets.example.com v1"}, cluster.lists, "existing resources listed at the old served version")
-	require.Empty(t, cluster.gets, "live CRD taken from kapp's change, not fetched again")
+	require.Equal(t, []string{"widgets.example.com v1"}, cluster.Lists, "existing resources listed at the old served version")
+	require.Empty(t, cluster.Gets, "live CRD taken from kapp's change, not fetched again")
 }
 
 func TestRunUpdateWarn(t *testing.T) {
-	check, out := newCheck(t, &fakeCluster{}, map[string]any{"mode": "warn"})
+	check, out := newCheck(t, &evaluationtest.Cluster{}, map[string]any{"mode": "warn"})
 	err := check.Run(context.Background(), graph(t,
 		change{res: res(t, unsafeCRD), orig: res(t, oldCRD), op: ctldgraph.ActualChangeOpUpsert}))
 	require.NoError(t, err)
@@ -263,7 +140,7 @@ func TestRunUpdateWarn(t *testing.T) {
 }
 
 func TestRunUpdateSafe(t *testing.T) {
-	cluster := &fakeCluster{}
+	cluster := &evaluationtest.Cluster{}
 	check, out := newCheck(t, cluster, nil)
 	err := check.Run(context.Background(), graph(t,
 		change{res: res(t, safeCRD), orig: res(t, oldCRD), op: ctldgraph.ActualChangeOpUpsert}))
@@ -281,7 +158,7 @@ func TestRunNoopIsSkipped(t *testing.T) {
 func TestRunClusterOnlyWhenNeeded(t *testing.T) {
 	// existingResources and apiserverRejects (its dry run) off and no
 	// deletion: the offline comparison needs nothing from the cluster.
-	cluster := &fakeCluster{}
+	cluster := &evaluationtest.Cluster{}
 	check, _ := newCheck(t, cluster, map[string]any{
 		"checks": map[string]any{"crd": map[string]any{
 			"existingResources": map[string]any{"enabled": false},
@@ -291,11 +168,11 @@ func TestRunClusterOnlyWhenNeeded(t *testing.T) {
 	err := check.Run(context.Background(), graph(t,
 		change{res: res(t, unsafeCRD), orig: res(t, oldCRD), op: ctldgraph.ActualChangeOpUpsert}))
 	require.ErrorIs(t, err, ErrUnsafeUpgrade)
-	require.Zero(t, cluster.contacts)
+	require.Zero(t, cluster.Contacts)
 }
 
 func TestRunBound(t *testing.T) {
-	check, _ := newCheck(t, &fakeCluster{}, map[string]any{"maxFindingsPerCRD": 1})
+	check, _ := newCheck(t, &evaluationtest.Cluster{}, map[string]any{"maxFindingsPerCRD": 1})
 	err := check.Run(context.Background(), graph(t,
 		change{res: res(t, unsafeCRD), orig: res(t, oldCRD), op: ctldgraph.ActualChangeOpUpsert}))
 	require.ErrorIs(t, err, ErrUnsafeUpgrade)
@@ -308,15 +185,15 @@ func TestRunBound(t *testing.T) {
 func TestRunFallbackFetchesLiveCRDsInOneBatch(t *testing.T) {
 	old, err := CRDFromResource(res(t, oldCRD))
 	require.NoError(t, err)
-	cluster := &fakeCluster{crds: map[string]*apiextv1.CustomResourceDefinition{old.Name: old}}
+	cluster := &evaluationtest.Cluster{CRDs: map[string]*apiextv1.CustomResourceDefinition{old.Name: old}}
 	check, _ := newCheck(t, cluster, nil)
 	gadget := strings.NewReplacer("widgets", "gadgets", "Widget", "Gadget", "widget", "gadget").Replace(unsafeCRD)
 	err = check.Run(context.Background(), graph(t,
 		bareChange{res: res(t, unsafeCRD), op: ctldgraph.ActualChangeOpUpsert},
 		bareChange{res: res(t, gadget), op: ctldgraph.ActualChangeOpUpsert}))
 	require.ErrorIs(t, err, ErrUnsafeUpgrade)
-	require.Len(t, cluster.gets, 1)
-	require.ElementsMatch(t, []string{"widgets.example.com", "gadgets.example.com"}, cluster.gets[0])
+	require.Len(t, cluster.Gets, 1)
+	require.ElementsMatch(t, []string{"widgets.example.com", "gadgets.example.com"}, cluster.Gets[0])
 	var unsafe *UnsafeUpgradeError
 	require.ErrorAs(t, err, &unsafe)
 	for _, f := range unsafe.Findings {
@@ -332,7 +209,7 @@ func TestRunDeletion(t *testing.T) {
 	crdDelete := change{res: res(t, oldCRD), op: ctldgraph.ActualChangeOpDelete}
 
 	t.Run("custom resources left behind", func(t *testing.T) {
-		cluster := &fakeCluster{count: 3}
+		cluster := &evaluationtest.Cluster{Count: 3}
 		check, _ := newCheck(t, cluster, nil)
 		err := check.Run(context.Background(), graph(t, crdDelete, widget("a")))
 		require.ErrorIs(t, err, ErrUnsafeUpgrade)
@@ -341,26 +218,26 @@ func TestRunDeletion(t *testing.T) {
 		require.Len(t, unsafe.Findings, 1)
 		require.Equal(t, config.CheckCRDDeletion, unsafe.Findings[0].Check)
 		require.Contains(t, unsafe.Findings[0].Message, "2", "the one deleted by the same change set is not lost")
-		require.Equal(t, []string{"widgets.example.com"}, cluster.counts)
+		require.Equal(t, []string{"widgets.example.com"}, cluster.Counts)
 	})
 
 	t.Run("all custom resources deleted by the same change set", func(t *testing.T) {
-		check, _ := newCheck(t, &fakeCluster{count: 2}, nil)
+		check, _ := newCheck(t, &evaluationtest.Cluster{Count: 2}, nil)
 		require.NoError(t, check.Run(context.Background(), graph(t, crdDelete, widget("a"), widget("b"))))
 	})
 
 	t.Run("disabled", func(t *testing.T) {
-		cluster := &fakeCluster{count: 3}
+		cluster := &evaluationtest.Cluster{Count: 3}
 		check, _ := newCheck(t, cluster, map[string]any{
 			"checks": map[string]any{"crd": map[string]any{"crdDeletion": map[string]any{"enabled": false}}},
 		})
 		require.NoError(t, check.Run(context.Background(), graph(t, crdDelete)))
-		require.Zero(t, cluster.contacts)
+		require.Zero(t, cluster.Contacts)
 	})
 }
 
 func TestRunAPIErrorFailsClosed(t *testing.T) {
-	check, _ := newCheck(t, &fakeCluster{err: errors.New("the server is currently unable to handle the request")}, nil)
+	check, _ := newCheck(t, &evaluationtest.Cluster{Err: errors.New("the server is currently unable to handle the request")}, nil)
 	err := check.Run(context.Background(), graph(t,
 		change{res: res(t, safeCRD), orig: res(t, oldCRD), op: ctldgraph.ActualChangeOpUpsert}))
 	require.Error(t, err)
@@ -368,7 +245,7 @@ func TestRunAPIErrorFailsClosed(t *testing.T) {
 	require.Contains(t, err.Error(), "widgets.example.com")
 	require.Contains(t, err.Error(), "unable to handle the request")
 
-	check, _ = newCheck(t, &fakeCluster{err: errors.New("forbidden")}, nil)
+	check, _ = newCheck(t, &evaluationtest.Cluster{Err: errors.New("forbidden")}, nil)
 	err = check.Run(context.Background(), graph(t, change{res: res(t, oldCRD), op: ctldgraph.ActualChangeOpDelete}))
 	require.ErrorContains(t, err, "checking deletion of CRD widgets.example.com: forbidden")
 }

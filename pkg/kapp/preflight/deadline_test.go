@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
 	"strings"
 	"sync"
 	"testing"
@@ -56,18 +59,7 @@ func (s *slowCluster) GetCRDs(ctx context.Context, names []string) (map[string]*
 	if err := s.wait(ctx, s.stallGets); err != nil {
 		return nil, err
 	}
-	return crdsNamed(s.crds, names), nil
-}
-
-// crdsNamed is what GetCRDs returns on a cluster holding crds.
-func crdsNamed(crds map[string]*apiextv1.CustomResourceDefinition, names []string) map[string]*apiextv1.CustomResourceDefinition {
-	out := map[string]*apiextv1.CustomResourceDefinition{}
-	for _, n := range names {
-		if c, ok := crds[n]; ok {
-			out[n] = c
-		}
-	}
-	return out
+	return evaluationtest.CRDsNamed(s.crds, names), nil
 }
 
 func (s *slowCluster) ListCustomResources(ctx context.Context, crd *apiextv1.CustomResourceDefinition, version string,
@@ -92,30 +84,23 @@ func (s *slowCluster) CountCustomResources(ctx context.Context, _ *apiextv1.Cust
 	return 0, s.wait(ctx, s.stallCounts)
 }
 
-func (s *slowCluster) DryRun(ctx context.Context, _ Verb, _ *unstructured.Unstructured) error {
+func (s *slowCluster) DryRun(ctx context.Context, _ evaluation.Verb, _ *unstructured.Unstructured) error {
 	return s.wait(ctx, s.stallDryRuns)
-}
-
-func mustCRD(t testing.TB, yaml string) *apiextv1.CustomResourceDefinition {
-	t.Helper()
-	crd, err := CRDFromResource(res(t, yaml))
-	require.NoError(t, err)
-	return crd
 }
 
 // TestLiveChecksDeadline: a live check that waits past the deadline fails
 // the run (fail closed) with an error naming the CRD and what was waiting.
 func TestLiveChecksDeadline(t *testing.T) {
-	old, safe := mustCRD(t, oldCRD), mustCRD(t, safeCRD)
-	update := Plan{Pairs: []Pair{{Old: old, New: safe}}}
-	removal := Plan{Removals: []Removal{{CRD: old}}}
-	replace := Plan{Pairs: []Pair{{Old: old, New: safe, Strategy: StrategyAlwaysReplace}}}
-	dryRun := Plan{Pairs: []Pair{{Old: old, New: safe, Send: &unstructured.Unstructured{Object: map[string]any{}}}}}
+	old, safe := testcrd.MustCRD(t, oldCRD), testcrd.MustCRD(t, safeCRD)
+	update := evaluation.Plan{Pairs: []evaluation.Pair{{Old: old, New: safe}}}
+	removal := evaluation.Plan{Removals: []evaluation.Removal{{CRD: old}}}
+	replace := evaluation.Plan{Pairs: []evaluation.Pair{{Old: old, New: safe, Strategy: evaluation.StrategyAlwaysReplace}}}
+	dryRun := evaluation.Plan{Pairs: []evaluation.Pair{{Old: old, New: safe, Send: &unstructured.Unstructured{Object: map[string]any{}}}}}
 	const timeout = 50 * time.Millisecond
 
 	cases := []struct {
 		name    string
-		plan    Plan
+		plan    evaluation.Plan
 		cluster *slowCluster
 		want    string
 	}{
@@ -138,14 +123,14 @@ func TestLiveChecksDeadline(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := config.Default()
-			ctx, cancel := WithLiveDeadline(context.Background(), timeout)
+			ctx, cancel := evaluation.WithLiveDeadline(context.Background(), timeout)
 			defer cancel()
-			findings, err := Evaluate(ctx, tc.plan, &cfg, tc.cluster)
+			findings, err := evaluation.Evaluate(ctx, tc.plan, &cfg, tc.cluster)
 			require.EqualError(t, err, tc.want)
 			require.Nil(t, findings)
-			require.ErrorIs(t, err, ErrLiveChecksTimeout)
+			require.ErrorIs(t, err, evaluation.ErrLiveChecksTimeout)
 			require.ErrorIs(t, err, context.DeadlineExceeded, "the cause is kept")
-			var de *DeadlineError
+			var de *evaluation.DeadlineError
 			require.ErrorAs(t, err, &de)
 			require.Equal(t, timeout, de.Timeout)
 		})
@@ -153,20 +138,20 @@ func TestLiveChecksDeadline(t *testing.T) {
 
 	t.Run("a deadline not reached changes nothing", func(t *testing.T) {
 		cfg := config.Default()
-		ctx, cancel := WithLiveDeadline(context.Background(), time.Minute)
+		ctx, cancel := evaluation.WithLiveDeadline(context.Background(), time.Minute)
 		defer cancel()
-		findings, err := Evaluate(ctx, update, &cfg, &slowCluster{pages: 3, pageSize: 2})
+		findings, err := evaluation.Evaluate(ctx, update, &cfg, &slowCluster{pages: 3, pageSize: 2})
 		require.NoError(t, err)
 		require.Empty(t, findings)
 	})
 
 	t.Run("other errors are not deadline errors", func(t *testing.T) {
 		cfg := config.Default()
-		ctx, cancel := WithLiveDeadline(context.Background(), time.Minute)
+		ctx, cancel := evaluation.WithLiveDeadline(context.Background(), time.Minute)
 		defer cancel()
-		_, err := Evaluate(ctx, update, &cfg, &slowCluster{failLists: map[string]error{old.Name: errors.New("forbidden")}})
+		_, err := evaluation.Evaluate(ctx, update, &cfg, &slowCluster{failLists: map[string]error{old.Name: errors.New("forbidden")}})
 		require.EqualError(t, err, "checking existing custom resources of CRD widgets.example.com: forbidden")
-		require.NotErrorIs(t, err, ErrLiveChecksTimeout)
+		require.NotErrorIs(t, err, evaluation.ErrLiveChecksTimeout)
 	})
 }
 
@@ -178,16 +163,16 @@ func gadgetYAML(widgetYAML string) string {
 // error is that failure, not the "context canceled" of the live check of
 // another CRD (listed first) that the failure cancelled.
 func TestLiveChecksShowTheFailure(t *testing.T) {
-	plan := Plan{Pairs: []Pair{
-		{Old: mustCRD(t, oldCRD), New: mustCRD(t, safeCRD)},
-		{Old: mustCRD(t, gadgetYAML(oldCRD)), New: mustCRD(t, gadgetYAML(safeCRD))},
+	plan := evaluation.Plan{Pairs: []evaluation.Pair{
+		{Old: testcrd.MustCRD(t, oldCRD), New: testcrd.MustCRD(t, safeCRD)},
+		{Old: testcrd.MustCRD(t, gadgetYAML(oldCRD)), New: testcrd.MustCRD(t, gadgetYAML(safeCRD))},
 	}}
 	cluster := &slowCluster{stallLists: true, failLists: map[string]error{
 		"gadgets.example.com": errors.New("gadgets.example.com is forbidden: User \"ci\" cannot list resource \"gadgets\""),
 	}}
 	cfg := config.Default()
 	for i := 0; i < 20; i++ { // whatever the scheduling
-		_, err := Evaluate(context.Background(), plan, &cfg, cluster)
+		_, err := evaluation.Evaluate(context.Background(), plan, &cfg, cluster)
 		require.EqualError(t, err, "checking existing custom resources of CRD gadgets.example.com: "+
 			"gadgets.example.com is forbidden: User \"ci\" cannot list resource \"gadgets\"")
 	}
@@ -206,8 +191,8 @@ func TestLiveChecksTimeoutConfig(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cluster := &slowCluster{crds: map[string]*apiextv1.CustomResourceDefinition{"widgets.example.com": mustCRD(t, oldCRD)}}
-			check := NewCRDUpgradeSafety(ui.NewNoopUI(), func() (Cluster, error) { return cluster, nil }, true)
+			cluster := &slowCluster{crds: map[string]*apiextv1.CustomResourceDefinition{"widgets.example.com": testcrd.MustCRD(t, oldCRD)}}
+			check := NewCRDUpgradeSafety(ui.NewNoopUI(), func() (evaluation.Cluster, error) { return cluster, nil }, true)
 			require.NoError(t, check.SetConfig(tc.raw))
 			start := time.Now()
 			err := check.Run(context.Background(), graph(t,
@@ -224,7 +209,7 @@ func TestLiveChecksTimeoutConfig(t *testing.T) {
 
 	t.Run("expiry fails the deploy's check", func(t *testing.T) {
 		cluster := &slowCluster{stallLists: true}
-		check := NewCRDUpgradeSafety(ui.NewNoopUI(), func() (Cluster, error) { return cluster, nil }, true)
+		check := NewCRDUpgradeSafety(ui.NewNoopUI(), func() (evaluation.Cluster, error) { return cluster, nil }, true)
 		require.NoError(t, check.SetConfig(map[string]any{"liveChecksTimeout": "50ms"}))
 		err := check.Run(context.Background(), graph(t,
 			change{res: res(t, safeCRD), orig: res(t, oldCRD), op: ctldgraph.ActualChangeOpUpsert}))

@@ -3,6 +3,8 @@ package preflight
 import (
 	"context"
 	"errors"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
 	"strings"
 	"testing"
 
@@ -22,18 +24,18 @@ var gadgetCRD = strings.NewReplacer("widgets", "gadgets", "Widget", "Gadget", "w
 // live one (its resourceVersion and uid), for a create the new CRD, both
 // with kapp's identity annotation.
 func TestRunDryRunSendsWhatKappSends(t *testing.T) {
-	cluster := &fakeCluster{}
+	cluster := &evaluationtest.Cluster{}
 	check, _ := newCheck(t, cluster, nil)
 	err := check.Run(context.Background(), deployGraph(t, "",
 		[]ctlres.Resource{live(t, oldCRD)}, []ctlres.Resource{res(t, safeCRD), res(t, gadgetCRD)}))
 	require.NoError(t, err)
-	require.Equal(t, []string{"create gadgets.example.com", "update widgets.example.com"}, cluster.dryRunVerbs())
+	require.Equal(t, []string{"create gadgets.example.com", "update widgets.example.com"}, cluster.DryRunVerbs())
 
-	sent := map[Verb]*unstructured.Unstructured{}
-	for _, d := range cluster.dryRuns {
-		sent[d.verb] = d.obj
+	sent := map[evaluation.Verb]*unstructured.Unstructured{}
+	for _, d := range cluster.DryRuns {
+		sent[d.Verb] = d.Obj
 	}
-	update := sent[VerbUpdate]
+	update := sent[evaluation.VerbUpdate]
 	require.Equal(t, "42", update.GetResourceVersion(), "rebased on the live CRD")
 	require.Equal(t, "uid-widgets.example.com", string(update.GetUID()))
 	require.Equal(t, "v1;/apiextensions.k8s.io/CustomResourceDefinition/widgets.example.com;apiextensions.k8s.io/v1",
@@ -41,7 +43,7 @@ func TestRunDryRunSendsWhatKappSends(t *testing.T) {
 	enum, _, _ := unstructured.NestedSlice(update.Object, "spec", "versions")
 	require.Contains(t, mustJSON(t, enum), "yellow", "the new spec")
 
-	create := sent[VerbCreate]
+	create := sent[evaluation.VerbCreate]
 	require.Empty(t, create.GetResourceVersion())
 	require.Contains(t, create.GetAnnotations(), "kapp.k14s.io/identity")
 }
@@ -109,7 +111,7 @@ func TestRunDryRunRefusals(t *testing.T) {
 			if tc.newGadget {
 				key, newRs = "create gadgets.example.com", []ctlres.Resource{res(t, safeCRD), res(t, gadgetCRD)}
 			}
-			cluster := &fakeCluster{dryRunErr: map[string]error{key: tc.err}}
+			cluster := &evaluationtest.Cluster{DryRunErr: map[string]error{key: tc.err}}
 			check, _ := newCheck(t, cluster, nil)
 			err := check.Run(context.Background(), deployGraph(t, "", []ctlres.Resource{live(t, oldCRD)}, newRs))
 			if tc.runErr != "" {
@@ -122,7 +124,7 @@ func TestRunDryRunRefusals(t *testing.T) {
 			require.Len(t, unsafe.Lines, 1, "%q", unsafe.Lines)
 			require.Contains(t, unsafe.Lines[0], tc.finding)
 			if !tc.newGadget {
-				require.Empty(t, cluster.lists, "a refused update changes nothing: existing resources are not checked")
+				require.Empty(t, cluster.Lists, "a refused update changes nothing: existing resources are not checked")
 			}
 		})
 	}
@@ -135,17 +137,17 @@ func TestRunDryRunValidates(t *testing.T) {
 	badSchema := strings.Replace(gadgetCRD, "color: {type: string, enum: [red, green, blue, yellow]}",
 		"color: {type: string, enum: [red, green, blue, yellow]}\n            additionalProperties: false", 1)
 	require.NotEqual(t, gadgetCRD, badSchema)
-	deploy := func(t *testing.T, cluster *fakeCluster, raw map[string]any) error {
+	deploy := func(t *testing.T, cluster *evaluationtest.Cluster, raw map[string]any) error {
 		old, err := CRDFromResource(live(t, oldCRD))
 		require.NoError(t, err)
-		cluster.crds = map[string]*apiextv1.CustomResourceDefinition{old.Name: old}
+		cluster.CRDs = map[string]*apiextv1.CustomResourceDefinition{old.Name: old}
 		check, _ := newCheck(t, cluster, raw)
 		return check.Run(context.Background(), deployGraph(t, "",
 			[]ctlres.Resource{live(t, oldCRD)}, []ctlres.Resource{res(t, safeCRD), res(t, badSchema)}))
 	}
 
 	t.Run("one of several refused", func(t *testing.T) {
-		cluster := &fakeCluster{validates: true}
+		cluster := &evaluationtest.Cluster{Validates: true}
 		err := deploy(t, cluster, nil)
 		var unsafe *UnsafeUpgradeError
 		require.ErrorAs(t, err, &unsafe)
@@ -153,36 +155,36 @@ func TestRunDryRunValidates(t *testing.T) {
 		require.Equal(t, "crd gadgets.example.com field spec.versions[*].schema.openAPIV3Schema.properties[spec].additionalProperties: "+
 			"[apiserverRejects] the apiserver refuses the create (server-side dry run): Forbidden: additionalProperties and properties are mutual exclusive",
 			unsafe.Lines[0])
-		require.Equal(t, []string{"create gadgets.example.com", "update widgets.example.com"}, cluster.dryRunVerbs())
+		require.Equal(t, []string{"create gadgets.example.com", "update widgets.example.com"}, cluster.DryRunVerbs())
 	})
 
 	// The apiserver of the cluster decides, in its own version: a create
 	// it accepts is not refused by the library's version offline.
 	t.Run("accepted by the cluster's apiserver", func(t *testing.T) {
-		cluster := &fakeCluster{}
+		cluster := &evaluationtest.Cluster{}
 		require.NoError(t, deploy(t, cluster, nil))
-		require.Equal(t, []string{"create gadgets.example.com", "update widgets.example.com"}, cluster.dryRunVerbs())
+		require.Equal(t, []string{"create gadgets.example.com", "update widgets.example.com"}, cluster.DryRunVerbs())
 	})
 
 	t.Run("apiserverRejects off: not dry-run", func(t *testing.T) {
-		cluster := &fakeCluster{validates: true}
+		cluster := &evaluationtest.Cluster{Validates: true}
 		require.NoError(t, deploy(t, cluster, map[string]any{
 			"checks": map[string]any{"crd": map[string]any{"apiserverRejects": map[string]any{"enabled": false}}},
 		}))
-		require.Empty(t, cluster.dryRunVerbs())
+		require.Empty(t, cluster.DryRunVerbs())
 	})
 }
 
 // TestRunExistsIsNotSent: a CRD kapp only waits for (kapp.k14s.io/exists)
 // is neither validated nor sent.
 func TestRunExistsIsNotSent(t *testing.T) {
-	cluster := &fakeCluster{}
+	cluster := &evaluationtest.Cluster{}
 	check, _ := newCheck(t, cluster, nil)
 	placeholder := res(t, "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n"+
 		"metadata: {name: gadgets.example.com, annotations: {kapp.k14s.io/exists: \"\"}}\n")
 	err := check.Run(context.Background(), deployGraph(t, "", nil, []ctlres.Resource{placeholder}))
 	require.NoError(t, err)
-	require.Zero(t, cluster.contacts)
+	require.Zero(t, cluster.Contacts)
 }
 
 func mustJSON(t *testing.T, v any) string {

@@ -11,6 +11,8 @@ import (
 	kpreflight "carvel.dev/kapp/pkg/kapp/preflight"
 	"github.com/cppforlife/cobrautil"
 	"github.com/cppforlife/go-cli-ui/ui"
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/spf13/cobra"
 )
 
@@ -34,11 +36,11 @@ type Registry struct {
 // NewRegistry returns the registry of our kapp. Pass its embedded kapp
 // registry to kapp's commands, then call BindFlags on the command tree.
 func NewRegistry(depsFactory cmdcore.DepsFactory, ui ui.UI) *Registry {
-	safety := &envDefaults{CRDUpgradeSafety: NewCRDUpgradeSafety(ui, ClusterFromDeps(depsFactory), false)}
+	safety := &envDefaults{CRDUpgradeSafety: NewCRDUpgradeSafety(ui, evaluation.ClusterFromDeps(depsFactory), false)}
 	return &Registry{
 		Registry: kpreflight.NewRegistry(map[string]kpreflight.Check{
 			PermissionValidationName: permissions.NewPreflight(depsFactory, false),
-			CheckName:                safety,
+			config.CheckName:         safety,
 		}),
 		safety: safety,
 	}
@@ -50,7 +52,7 @@ func NewRegistry(depsFactory cmdcore.DepsFactory, ui ui.UI) *Registry {
 func NewRegistryWith(depsFactory cmdcore.DepsFactory, check *CRDUpgradeSafety) *kpreflight.Registry {
 	return kpreflight.NewRegistry(map[string]kpreflight.Check{
 		PermissionValidationName: permissions.NewPreflight(depsFactory, false),
-		CheckName:                check,
+		config.CheckName:         check,
 	})
 }
 

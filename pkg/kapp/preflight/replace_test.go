@@ -3,6 +3,8 @@ package preflight
 import (
 	"context"
 	"errors"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
 	"strings"
 	"testing"
 
@@ -138,12 +140,12 @@ func TestRunUpdateStrategies(t *testing.T) {
 			for i := 0; i < tc.crsDeleted; i++ {
 				existing = append(existing, live(t, widgetCR(string(rune('a'+i)))))
 			}
-			newRs := []ctlres.Resource{withAnnotation(t, newYAML, UpdateStrategyAnnotation, tc.strategy)}
+			newRs := []ctlres.Resource{withAnnotation(t, newYAML, evaluation.UpdateStrategyAnnotation, tc.strategy)}
 
 			old, err := CRDFromResource(live(t, oldCRD))
 			require.NoError(t, err)
-			cluster := &fakeCluster{count: tc.count, dryRunErr: tc.dryRunErr, validates: true,
-				crds: map[string]*apiextv1.CustomResourceDefinition{crd: old}}
+			cluster := &evaluationtest.Cluster{Count: tc.count, DryRunErr: tc.dryRunErr, Validates: true,
+				CRDs: map[string]*apiextv1.CustomResourceDefinition{crd: old}}
 			check, out := newCheck(t, cluster, tc.config)
 			err = check.Run(context.Background(), deployGraph(t, tc.defaultStrategy, existing, newRs))
 
@@ -167,22 +169,22 @@ func TestRunUpdateStrategies(t *testing.T) {
 			}
 
 			if tc.noContact {
-				require.Zero(t, cluster.contacts)
+				require.Zero(t, cluster.Contacts)
 				return
 			}
 			wantDryRuns := tc.dryRuns
 			if wantDryRuns == nil {
 				wantDryRuns = []string{}
 			}
-			require.Equal(t, wantDryRuns, cluster.dryRunVerbs())
+			require.Equal(t, wantDryRuns, cluster.DryRunVerbs())
 			if tc.counted {
-				require.Equal(t, []string{crd}, cluster.counts)
-				require.Empty(t, cluster.lists, "a replaced CRD's custom resources are not validated: they are deleted")
+				require.Equal(t, []string{crd}, cluster.Counts)
+				require.Empty(t, cluster.Lists, "a replaced CRD's custom resources are not validated: they are deleted")
 			} else {
-				require.Empty(t, cluster.counts)
+				require.Empty(t, cluster.Counts)
 			}
 			if tc.deleteTarget {
-				require.Equal(t, "uid-"+crd, string(cluster.dryRuns[0].obj.GetUID()))
+				require.Equal(t, "uid-"+crd, string(cluster.DryRuns[0].Obj.GetUID()))
 			}
 		})
 	}
@@ -191,7 +193,7 @@ func TestRunUpdateStrategies(t *testing.T) {
 // TestRunReplaceCountFailsClosed: a replace whose custom resources cannot
 // be counted fails the check, naming the CRD.
 func TestRunReplaceCountFailsClosed(t *testing.T) {
-	cluster := &fakeCluster{err: errors.New("connection refused")}
+	cluster := &evaluationtest.Cluster{Err: errors.New("connection refused")}
 	check, _ := newCheck(t, cluster, nil)
 	err := check.Run(context.Background(), deployGraph(t, "always-replace",
 		[]ctlres.Resource{live(t, oldCRD)}, []ctlres.Resource{res(t, safeCRD)}))

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 	"strings"
 )
 
@@ -22,7 +23,7 @@ func Markdown(r Report) string {
 			state = "unsafe"
 		}
 		fmt.Fprintf(&b, "\n#### %s: %s, %s, %s\n\n", mdCode(c.Name), state,
-			Count(c.errors, "error", "errors"), Count(c.warnings, "warning", "warnings"))
+			plural.Count(c.errors, "error", "errors"), plural.Count(c.warnings, "warning", "warnings"))
 		b.WriteString("| Severity | Version | Field | Check | Message | Location |\n")
 		b.WriteString("| --- | --- | --- | --- | --- | --- |\n")
 		for _, f := range c.Findings {
@@ -42,7 +43,7 @@ func Markdown(r Report) string {
 		}
 	}
 	if len(clean) > 0 {
-		fmt.Fprintf(&b, "\n<details><summary>%s without findings</summary>\n\n", Count(len(clean), "CRD", "CRDs"))
+		fmt.Fprintf(&b, "\n<details><summary>%s without findings</summary>\n\n", plural.Count(len(clean), "CRD", "CRDs"))
 		for _, name := range clean {
 			fmt.Fprintf(&b, "- %s\n", mdCode(name))
 		}

@@ -3,7 +3,8 @@
 // finding with the file and line it is about, rendered as markdown (a
 // pull-request comment), GitHub Actions workflow commands, SARIF 2.1.0
 // (code scanning) or our own JSON document (docs/crd-upgrade-safety-report.schema.json).
-// The kapp table of the default output is rendered by pkg/kapp/preflight.
+// table.go renders the kapp table of the default output and the lines the
+// preflight check prints.
 package report
 
 import (
@@ -13,7 +14,7 @@ import (
 	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
-	"github.com/crdsafety/kapp/pkg/kapp/preflight"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 )
 
 // Report is the outcome of one run. It is also the document of the json
@@ -147,7 +148,7 @@ func (r Report) Counts() (unsafe, errors, warnings int) {
 // unsafe: 4 errors, 1 warning", or "3 CRDs checked: no unsafe changes".
 func (r Report) Summary() string {
 	unsafe, errs, warns := r.Counts()
-	checked := Count(len(r.CRDs), "CRD", "CRDs") + " checked"
+	checked := plural.Count(len(r.CRDs), "CRD", "CRDs") + " checked"
 	if errs+warns == 0 {
 		return checked + ": no unsafe changes"
 	}
@@ -156,7 +157,7 @@ func (r Report) Summary() string {
 		u = strconv.Itoa(unsafe)
 	}
 	return fmt.Sprintf("%s, %s unsafe: %s, %s", checked, u,
-		Count(errs, "error", "errors"), Count(warns, "warning", "warnings"))
+		plural.Count(errs, "error", "errors"), plural.Count(warns, "warning", "warnings"))
 }
 
 // OmittedNote is the note about the findings of c that maxFindingsPerCRD
@@ -165,20 +166,12 @@ func (c CRD) OmittedNote() string {
 	if c.Omitted == 0 {
 		return ""
 	}
-	return preflight.OmittedLine(c.Name, c.Omitted) + " (maxFindingsPerCRD; raise it to see them)"
-}
-
-// Count renders "1 CRD", "2 CRDs".
-func Count(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
+	return OmittedLine(c.Name, c.Omitted) + " (maxFindingsPerCRD; raise it to see them)"
 }
 
 // subject names what a finding is about: "crd widgets.example.com version
 // v1 field ^.spec.size", leaving out the parts it lacks.
-func (f Finding) subject() string { return preflight.FindingSubject(f.CRD, f.Version, f.Field) }
+func (f Finding) subject() string { return FindingSubject(f.CRD, f.Version, f.Field) }
 
 // newLocation and oldLocation return the finding's locations.
 func (f Finding) newLocation() Location { return Location{File: f.File, Line: f.Line} }

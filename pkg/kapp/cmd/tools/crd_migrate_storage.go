@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 	"strconv"
 	"strings"
 	"time"
@@ -13,7 +15,6 @@ import (
 	"github.com/cppforlife/go-cli-ui/ui"
 	uitable "github.com/cppforlife/go-cli-ui/ui/table"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
-	"github.com/crdsafety/kapp/pkg/kapp/preflight"
 	"github.com/spf13/cobra"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -136,14 +137,14 @@ func (o *CRDMigrateStorageOptions) Run() error {
 		}
 	}
 	if pending == 0 {
-		o.ui.PrintLinef("Nothing to migrate: status.storedVersions of %s is the storage version alone", countNoun(len(plans), "CRD", "CRDs"))
+		o.ui.PrintLinef("Nothing to migrate: status.storedVersions of %s is the storage version alone", plural.Count(len(plans), "CRD", "CRDs"))
 		return nil
 	}
 	if o.MigrateFlags.DryRun {
 		for _, p := range plans {
 			if !p.done() {
 				o.ui.PrintLinef("Would rewrite the %s of crd %s at %s (those already stored at %s cost no write), then set status.storedVersions %s",
-					countNoun(p.objects, "object", "objects"), p.name, p.storage, p.storage, p.storedVersionsChange())
+					plural.Count(p.objects, "object", "objects"), p.name, p.storage, p.storage, p.storedVersionsChange())
 			}
 		}
 		o.ui.PrintLinef("Dry run: nothing changed")
@@ -157,7 +158,7 @@ func (o *CRDMigrateStorageOptions) Run() error {
 		cluster:         cluster,
 		msgs:            cmdcore.NewPlainMessagesUI(o.ui),
 		concurrency:     o.MigrateFlags.Concurrency,
-		pageSize:        preflight.DefaultPageSize,
+		pageSize:        evaluation.DefaultPageSize,
 		storageWait:     time.Minute,
 		pollInterval:    500 * time.Millisecond,
 		progressEvery:   5 * time.Second,
@@ -174,7 +175,7 @@ func (o *CRDMigrateStorageOptions) Run() error {
 			continue
 		}
 		m.msgs.NotifySection("crd %s: rewriting %s at %s [%d/%d CRDs done]",
-			p.name, countNoun(p.objects, "object", "objects"), p.storage, done, pending)
+			p.name, plural.Count(p.objects, "object", "objects"), p.storage, done, pending)
 		counts, err := m.migrate(ctx, p)
 		total.add(counts)
 		if err != nil {
@@ -232,7 +233,7 @@ func (o *CRDMigrateStorageOptions) crdNames() ([]string, error) {
 func (o *CRDMigrateStorageOptions) plan(ctx context.Context, cluster migrationCluster, names []string) ([]*migrationPlan, error) {
 	plans := make([]*migrationPlan, len(names))
 	cannot := make([]error, len(names))
-	err := parallel.ForEach(ctx, len(names), preflight.DefaultConcurrency, func(ctx context.Context, i int) error {
+	err := parallel.ForEach(ctx, len(names), evaluation.DefaultConcurrency, func(ctx context.Context, i int) error {
 		u, err := cluster.GetCRD(ctx, names[i])
 		switch {
 		case apierrors.IsNotFound(err):
@@ -304,17 +305,6 @@ func migrationTable(plans []*migrationPlan) uitable.Table {
 		})
 	}
 	return table
-}
-
-func countNoun(n int, one, many string) string {
-	return strconv.Itoa(n) + " " + plural(n, one, many)
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 func joinSpace(s []string) string { return strings.Join(s, " ") }

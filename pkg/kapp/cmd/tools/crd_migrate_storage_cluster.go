@@ -5,9 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 
 	cmdcore "carvel.dev/kapp/pkg/kapp/cmd/core"
-	"github.com/crdsafety/kapp/pkg/kapp/preflight"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -84,7 +84,7 @@ func (c *dynamicMigrationCluster) StorageVersionHash(_ context.Context, gvr sche
 }
 
 func (c *dynamicMigrationCluster) CountObjects(ctx context.Context, crd *apiextv1.CustomResourceDefinition) (int, error) {
-	return (&preflight.DynamicCluster{Client: c.dyn}).CountCustomResources(ctx, crd)
+	return (&evaluation.DynamicCluster{Client: c.dyn}).CountCustomResources(ctx, crd)
 }
 
 func (c *dynamicMigrationCluster) Objects(gvr schema.GroupVersionResource) objectClient {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 	"slices"
 	"sort"
 	"sync"
@@ -171,7 +172,7 @@ func (m *storageMigrator) rewriteObjects(ctx context.Context, p *migrationPlan) 
 	if counts.Failed > 0 {
 		sort.Slice(failures, func(i, j int) bool { return failures[i].Error() < failures[j].Error() })
 		return counts, fmt.Errorf("crd %s: %d of %d %s could not be rewritten at %s; status.storedVersions left as %s (fix them and run the command again): %w",
-			p.name, counts.Failed, counts.done(), plural(counts.done(), "object", "objects"), p.storage,
+			p.name, counts.Failed, counts.done(), plural.Of(counts.done(), "object", "objects"), p.storage,
 			"["+joinSpace(p.stored)+"]", errors.Join(failures...))
 	}
 	return counts, nil

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
+	"github.com/crdsafety/kapp/pkg/kapp/report"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -31,11 +34,7 @@ type UnsafeCRDUpgradeError struct {
 }
 
 func (e UnsafeCRDUpgradeError) Error() string {
-	noun := "findings"
-	if e.Errors == 1 {
-		noun = "finding"
-	}
-	return fmt.Sprintf("%s: %d error %s", preflight.ErrUnsafeUpgrade, e.Errors, noun)
+	return fmt.Sprintf("%s: %d error %s", preflight.ErrUnsafeUpgrade, e.Errors, plural.Of(e.Errors, "finding", "findings"))
 }
 
 // ExitStatus implements kapp's cmd/app.ExitStatus.
@@ -80,13 +79,13 @@ type CRDUpgradeSafetyOptions struct {
 
 	// Cluster reaches the live cluster when no --file is given; nil uses
 	// the dynamic client of depsFactory.
-	Cluster func() (preflight.Cluster, error)
+	Cluster func() (evaluation.Cluster, error)
 	// progressInterval throttles the progress lines of the live checks.
 	progressInterval time.Duration
 }
 
 func NewCRDUpgradeSafetyOptions(ui ui.UI, depsFactory cmdcore.DepsFactory) *CRDUpgradeSafetyOptions {
-	return &CRDUpgradeSafetyOptions{ui: ui, depsFactory: depsFactory, progressInterval: preflight.ProgressInterval}
+	return &CRDUpgradeSafetyOptions{ui: ui, depsFactory: depsFactory, progressInterval: evaluation.ProgressInterval}
 }
 
 func NewCRDUpgradeSafetyCmd(o *CRDUpgradeSafetyOptions, _ cmdcore.FlagsFactory) *cobra.Command {
@@ -257,47 +256,39 @@ func (o *CRDUpgradeSafetyOptions) Run() error {
 	}
 
 	oldFromFiles := len(o.FileFlags.OldFiles) > 0 || o.FileFlags.GitRef != ""
-	plan := preflight.Plan{Pairs: make([]preflight.Pair, len(newSet.crds)), OldFromFiles: oldFromFiles}
+	plan := evaluation.Plan{Pairs: make([]evaluation.Pair, len(newSet.crds)), OldFromFiles: oldFromFiles}
 	for i, c := range newSet.crds {
 		plan.Pairs[i].New = c.crd
-		if plan.Pairs[i].Strategy, err = preflight.UpdateStrategyOf(c.crd, o.DefaultUpdateStrategy); err != nil {
+		if plan.Pairs[i].Strategy, err = evaluation.UpdateStrategyOf(c.crd, o.DefaultUpdateStrategy); err != nil {
 			return fmt.Errorf("%s: %w", c.origin, err)
 		}
 	}
 
-	ctx, cancel := preflight.WithLiveDeadline(ctx, cfg.LiveChecksTimeout)
+	ctx, cancel := evaluation.WithLiveDeadline(ctx, cfg.LiveChecksTimeout)
 	defer cancel()
-	var cluster preflight.Cluster
+	var cluster evaluation.Cluster
 	if oldFromFiles {
 		pairFiles(&plan, oldSet.crds)
 	} else {
 		if cluster, err = o.cluster(); err != nil {
 			return err
 		}
-		names := make([]string, len(plan.Pairs))
-		for i, p := range plan.Pairs {
-			names[i] = p.New.Name
-		}
-		live, err := cluster.GetCRDs(ctx, names)
-		if err != nil {
-			return fmt.Errorf("fetching live CRDs: %w", err)
-		}
-		for i := range plan.Pairs {
-			plan.Pairs[i].Old = live[plan.Pairs[i].New.Name]
+		if err := evaluation.FillOld(ctx, &plan, nil, cluster); err != nil {
+			return err
 		}
 	}
 
 	// Progress of long live checks; not in kapp's --json document.
-	var progress *preflight.ProgressPrinter
+	var progress *evaluation.ProgressPrinter
 	if cluster != nil && !o.GlobalJSON {
 		printf := o.ui.PrintLinef
 		if o.Output != OutputTable {
 			printf = o.notef
 		}
-		progress = preflight.NewProgressPrinter(printf, o.progressInterval)
+		progress = evaluation.NewProgressPrinter(printf, o.progressInterval)
 		plan.Progress = progress.Update
 	}
-	findings, err := preflight.Evaluate(ctx, plan, &cfg, cluster)
+	findings, err := evaluation.Evaluate(ctx, plan, &cfg, cluster)
 	progress.Done()
 	if err != nil {
 		return err
@@ -314,7 +305,7 @@ func (o *CRDUpgradeSafetyOptions) Run() error {
 		return err
 	}
 
-	if errs, warns := preflight.Count(findings); errs > 0 {
+	if errs, warns := report.Count(findings); errs > 0 {
 		return UnsafeCRDUpgradeError{Errors: errs, Warnings: warns}
 	}
 	return nil
@@ -328,7 +319,7 @@ func noCRDsError(flag string, files []string) error {
 // pairFiles gives each new CRD of the plan its old CRD from the old files,
 // and makes every old CRD that no new one replaces a removal: kapp deletes
 // the resources a release no longer ships.
-func pairFiles(plan *preflight.Plan, old []crdDoc) {
+func pairFiles(plan *evaluation.Plan, old []crdDoc) {
 	oldByName := make(map[string]*apiextv1.CustomResourceDefinition, len(old))
 	for _, c := range old {
 		oldByName[c.crd.Name] = c.crd
@@ -340,7 +331,7 @@ func pairFiles(plan *preflight.Plan, old []crdDoc) {
 	}
 	for _, c := range old { // input order
 		if crd, ok := oldByName[c.crd.Name]; ok {
-			plan.Removals = append(plan.Removals, preflight.Removal{CRD: crd})
+			plan.Removals = append(plan.Removals, evaluation.Removal{CRD: crd})
 		}
 	}
 }
@@ -391,14 +382,14 @@ func (o *CRDUpgradeSafetyOptions) load() (newSet, oldSet inputSet, err error) {
 // config applies the kapp Config resources as `kapp deploy` does: through
 // a preflight registry, so unknown or duplicate preflightRules entries fail
 // the same way and the CRDUpgradeSafety entry is decoded by the check.
-func (o *CRDUpgradeSafetyOptions) config(configRs []ctlres.Resource) (config.CRDUpgradeSafety, error) {
+func (o *CRDUpgradeSafetyOptions) config(configRs []ctlres.Resource) (config.Settings, error) {
 	_, conf, err := ctlconf.NewConfFromResources(configRs)
 	if err != nil {
-		return config.CRDUpgradeSafety{}, fmt.Errorf("reading kapp config: %w", err)
+		return config.Settings{}, fmt.Errorf("reading kapp config: %w", err)
 	}
 	check := preflight.NewCRDUpgradeSafety(o.ui, nil, true)
 	if err := preflight.NewRegistryWith(o.depsFactory, check).SetConfig(conf.PreflightRules()); err != nil {
-		return config.CRDUpgradeSafety{}, fmt.Errorf("preflight configuration settings failed: %w", err)
+		return config.Settings{}, fmt.Errorf("preflight configuration settings failed: %w", err)
 	}
 	return check.Config(), nil
 }
@@ -425,11 +416,11 @@ func (o *CRDUpgradeSafetyOptions) notef(format string, args ...any) {
 	o.ui.ErrorLinef(format, args...)
 }
 
-func (o *CRDUpgradeSafetyOptions) cluster() (preflight.Cluster, error) {
+func (o *CRDUpgradeSafetyOptions) cluster() (evaluation.Cluster, error) {
 	if o.Cluster != nil {
 		return o.Cluster()
 	}
-	return preflight.ClusterFromDeps(o.depsFactory)()
+	return evaluation.ClusterFromDeps(o.depsFactory)()
 }
 
 func stdinCount(files []string) int {

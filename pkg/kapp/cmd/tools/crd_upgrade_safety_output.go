@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
-	"github.com/crdsafety/kapp/pkg/kapp/preflight"
 	"github.com/crdsafety/kapp/pkg/kapp/report"
 )
 
@@ -78,12 +77,12 @@ func (o *CRDUpgradeSafetyOptions) printReport(checked []string, findings []crdup
 // no findings, the summary line alone (kapp's --json keeps its table, empty).
 func (o *CRDUpgradeSafetyOptions) printFindingsTable(rep report.Report, findings []crdupgradesafety.Finding, maxPerCRD int) error {
 	if len(findings) > 0 || o.GlobalJSON {
-		opts := preflight.TableOptions{}
+		opts := report.TableOptions{}
 		if !o.GlobalJSON {
-			opts = preflight.TableOptions{MaxMessage: TableMaxMessage, FullOutputs: "--output json, markdown, github and sarif"}
+			opts = report.TableOptions{MaxMessage: TableMaxMessage, FullOutputs: "--output json, markdown, github and sarif"}
 		}
 		kept, omitted := crdupgradesafety.Bound(findings, maxPerCRD)
-		if err := printTable(o.ui, "findings", preflight.FindingsTable(kept, omitted, opts)); err != nil {
+		if err := printTable(o.ui, "findings", report.FindingsTable(kept, omitted, opts)); err != nil {
 			return err
 		}
 	}

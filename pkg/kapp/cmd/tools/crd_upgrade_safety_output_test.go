@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cppforlife/go-cli-ui/ui"
-	"github.com/crdsafety/kapp/pkg/kapp/preflight"
 	"github.com/crdsafety/kapp/pkg/kapp/report"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
@@ -31,7 +31,7 @@ func runOutput(t *testing.T, o *CRDUpgradeSafetyOptions) (stdout, stderr string,
 	var out, errOut bytes.Buffer
 	confUI := ui.NewWrappingConfUI(ui.NewWriterUI(&out, &errOut, ui.NewNoopLogger()), ui.NewNoopLogger())
 	o.ui = confUI
-	o.Cluster = func() (preflight.Cluster, error) {
+	o.Cluster = func() (evaluation.Cluster, error) {
 		t.Fatalf("cluster contacted although old CRDs came from files")
 		return nil, nil
 	}
@@ -259,7 +259,7 @@ func TestCRDUpgradeSafetyLiveProgress(t *testing.T) {
 			var out, errOut bytes.Buffer
 			confUI := ui.NewWrappingConfUI(ui.NewWriterUI(&out, &errOut, ui.NewNoopLogger()), ui.NewNoopLogger())
 			o.ui = confUI
-			o.Cluster = func() (preflight.Cluster, error) {
+			o.Cluster = func() (evaluation.Cluster, error) {
 				return &fakeCluster{crds: map[string]*apiextv1.CustomResourceDefinition{live.Name: live},
 					objs: []map[string]any{widget}}, nil
 			}

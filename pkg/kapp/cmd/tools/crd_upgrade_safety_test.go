@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -25,13 +26,13 @@ func td(name string) string { return filepath.Join("testdata", "crd-upgrade-safe
 
 // run runs the command in-process with a JSON UI and returns the decoded
 // JSON UI document and the command's error.
-func run(t *testing.T, old, new []string, cluster preflight.Cluster) (jsonResp, error) {
+func run(t *testing.T, old, new []string, cluster evaluation.Cluster) (jsonResp, error) {
 	t.Helper()
 	return runWith(t, nil, old, new, cluster)
 }
 
 // runWith is run with options set by configure (when not nil).
-func runWith(t *testing.T, configure func(*CRDUpgradeSafetyOptions), old, new []string, cluster preflight.Cluster) (jsonResp, error) {
+func runWith(t *testing.T, configure func(*CRDUpgradeSafetyOptions), old, new []string, cluster evaluation.Cluster) (jsonResp, error) {
 	t.Helper()
 	var out bytes.Buffer
 	confUI := ui.NewWrappingConfUI(ui.NewWriterUI(&out, &out, ui.NewNoopLogger()), ui.NewNoopLogger())
@@ -42,7 +43,7 @@ func runWith(t *testing.T, configure func(*CRDUpgradeSafetyOptions), old, new []
 	if configure != nil {
 		configure(o)
 	}
-	o.Cluster = func() (preflight.Cluster, error) {
+	o.Cluster = func() (evaluation.Cluster, error) {
 		if cluster == nil {
 			t.Fatalf("cluster contacted although old CRDs came from files")
 		}
@@ -299,7 +300,7 @@ func TestCRDUpgradeSafetyLiveChecksTimeout(t *testing.T) {
 		requirePlainError(t, err)
 		require.EqualError(t, err, "listing widgets of CRD widgets.example.com at version v1: "+
 			"deadline of 50ms (liveChecksTimeout) exceeded after reading 1 page (1 custom resource)")
-		require.ErrorIs(t, err, preflight.ErrLiveChecksTimeout)
+		require.ErrorIs(t, err, evaluation.ErrLiveChecksTimeout)
 	})
 }
 
@@ -338,7 +339,7 @@ type fakeCluster struct {
 
 // DryRun counts: the tools command never dry-runs (read-only credentials
 // are enough for it).
-func (f *fakeCluster) DryRun(context.Context, preflight.Verb, *unstructured.Unstructured) error {
+func (f *fakeCluster) DryRun(context.Context, evaluation.Verb, *unstructured.Unstructured) error {
 	f.dryRuns++
 	return nil
 }

@@ -1,8 +1,10 @@
-package preflight
+package evaluation
 
 import (
 	"context"
 	"fmt"
+
+	cmdcore "carvel.dev/kapp/pkg/kapp/cmd/core"
 
 	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -33,6 +35,21 @@ type Cluster interface {
 	// included) and persists nothing. obj is the CRD to create or update,
 	// or the one to delete. A nil error means the apiserver would accept it.
 	DryRun(ctx context.Context, verb Verb, obj *unstructured.Unstructured) error
+}
+
+// ClusterFromDeps returns a Cluster factory over kapp's dynamic client.
+func ClusterFromDeps(depsFactory cmdcore.DepsFactory) func() (Cluster, error) {
+	return func() (Cluster, error) {
+		client, err := depsFactory.DynamicClient(cmdcore.DynamicClientOpts{})
+		if err != nil {
+			return nil, fmt.Errorf("building dynamic client: %w", err)
+		}
+		core, err := depsFactory.CoreClient()
+		if err != nil {
+			return nil, fmt.Errorf("building client: %w", err)
+		}
+		return &DynamicCluster{Client: client, REST: core.Discovery().RESTClient()}, nil
+	}
 }
 
 // Verb is the request a change of a CRD makes.

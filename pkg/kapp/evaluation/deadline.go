@@ -1,9 +1,10 @@
-package preflight
+package evaluation
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 	"time"
 )
 
@@ -72,6 +73,6 @@ func pagesRead(pages, objects int) string {
 	if pages == 0 {
 		return "before the first page"
 	}
-	return fmt.Sprintf("after reading %d %s (%d %s)", pages, plural(pages, "page", "pages"),
-		objects, plural(objects, "custom resource", "custom resources"))
+	return fmt.Sprintf("after reading %d %s (%d %s)", pages, plural.Of(pages, "page", "pages"),
+		objects, plural.Of(objects, "custom resource", "custom resources"))
 }

@@ -1,7 +1,8 @@
-package preflight
+package report
 
 import (
 	"fmt"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 	"sort"
 	"strings"
 
@@ -11,9 +12,7 @@ import (
 
 // This file is the one place that turns findings into lines and kapp
 // tables: the preflight check (warnings and its error) and `kapp tools
-// crd-upgrade-safety` (its table) both render through it. The other
-// outputs of the tools command (markdown, GitHub, SARIF, JSON, and the
-// summary line) are in pkg/kapp/report.
+// crd-upgrade-safety` (its table) both render through it.
 
 // FindingLine renders one finding on one line, e.g.
 //
@@ -62,7 +61,7 @@ func OmittedLines(omitted map[string]int) []string {
 // OmittedLine renders how many findings of a CRD crdupgradesafety.Bound
 // left out: "... and 3 more findings for CRD widgets.example.com".
 func OmittedLine(crd string, n int) string {
-	return fmt.Sprintf("... and %d more %s for CRD %s", n, plural(n, "finding", "findings"), crd)
+	return fmt.Sprintf("... and %d more %s for CRD %s", n, plural.Of(n, "finding", "findings"), crd)
 }
 
 // Table keys double as the JSON keys of the rows under the global --json
@@ -169,11 +168,4 @@ func Count(findings []crdupgradesafety.Finding) (errs, warns int) {
 		}
 	}
 	return errs, warns
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

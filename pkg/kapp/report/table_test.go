@@ -1,4 +1,4 @@
-package preflight
+package report
 
 import (
 	"strings"

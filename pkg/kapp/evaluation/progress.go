@@ -1,7 +1,9 @@
-package preflight
+package evaluation
 
 import (
 	"fmt"
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 	"sync"
 	"time"
 )
@@ -76,7 +78,7 @@ func (p *ProgressPrinter) Update(lp LiveProgress) {
 		p.last = t
 		p.shown = true
 		p.printf("%s: live checks: %d of %d CRDs done, %d %s validated (%s)",
-			CheckName, lp.CRDsDone, lp.CRDs, lp.CustomResources, customResources(lp.CustomResources), p.elapsed(t))
+			config.CheckName, lp.CRDsDone, lp.CRDs, lp.CustomResources, customResources(lp.CustomResources), p.elapsed(t))
 	}
 }
 
@@ -90,7 +92,7 @@ func (p *ProgressPrinter) Done() {
 	defer p.mu.Unlock()
 	if p.shown {
 		p.printf("%s: live checks done: %d of %d CRDs, %d %s validated in %s",
-			CheckName, p.latest.CRDsDone, p.latest.CRDs, p.latest.CustomResources,
+			config.CheckName, p.latest.CRDsDone, p.latest.CRDs, p.latest.CustomResources,
 			customResources(p.latest.CustomResources), p.elapsed(p.now()))
 	}
 }
@@ -99,4 +101,4 @@ func (p *ProgressPrinter) elapsed(t time.Time) string {
 	return fmt.Sprint(t.Sub(p.start).Round(time.Second))
 }
 
-func customResources(n int) string { return plural(n, "custom resource", "custom resources") }
+func customResources(n int) string { return plural.Of(n, "custom resource", "custom resources") }

@@ -1,4 +1,4 @@
-package preflight
+package evaluation
 
 import (
 	"context"
@@ -333,7 +333,7 @@ type batchWatch struct {
 func watchBatches(t *testing.T) *batchWatch {
 	w := &batchWatch{seen: map[int]int{}}
 	prev := validateBatch
-	validateBatch = func(_ *apiextv1.CustomResourceDefinition, objs []map[string]any, _ *config.CRDUpgradeSafety) ([]crdupgradesafety.Finding, error) {
+	validateBatch = func(_ *apiextv1.CustomResourceDefinition, objs []map[string]any, _ *config.Settings) ([]crdupgradesafety.Finding, error) {
 		w.sizes = append(w.sizes, len(objs))
 		for _, o := range objs {
 			if tr, ok := o["tracker"].(*tracker); ok {

@@ -1,7 +1,8 @@
-package preflight
+package evaluation
 
 import (
 	"context"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
 	"strings"
 	"testing"
 
@@ -19,9 +20,7 @@ import (
 func TestEvaluateUnchangedDocument(t *testing.T) {
 	invalid := strings.Replace(oldCRD, "size: {type: integer, minimum: 1}", "size: {minimum: 1}", 1)
 	crd := func() Pair {
-		c, err := CRDFromResource(res(t, invalid))
-		require.NoError(t, err)
-		return Pair{New: c}
+		return Pair{New: testcrd.MustCRD(t, invalid)}
 	}
 	cfg := config.Default()
 	run := func(p Pair) []string {

@@ -1,0 +1,225 @@
+package evaluation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// The apiserverRejects check, as an evaluation runs it: which request of a
+// change the apiserver validates, offline with its own library
+// (crdupgradesafety.PrepareCRD) or as a server-side dry run, and what a
+// refusal means for kapp (a finding, or a replace under
+// fallback-on-replace).
+
+// offlineValidation is the apiserver's validation of one pair, run offline.
+// startOfflineValidation starts the validation of an old CRD read from a
+// file (beside the comparison when cores are spare); finish decides the
+// rest.
+type offlineValidation struct {
+	ctx              context.Context
+	p                Pair
+	cfg              *config.Settings
+	validate         bool
+	unchanged        bool
+	prepOld, prepNew func() *crdupgradesafety.PreparedCRD
+	oldErrs          field.ErrorList
+	oldDone          chan struct{}
+}
+
+// startOfflineValidation prepares the validations of a pair. Each CRD is
+// converted for the apiserver's validation once, however many validations
+// it goes through, and only when one needs it. An old CRD from a file is
+// validated on its own (a warning when the apiserver would refuse to create
+// it), with spare cores beside the rest: validations of a large CRD are
+// most of the work of a pair.
+func startOfflineValidation(ctx context.Context, p Pair, oldFromFiles, spareCores bool, cfg *config.Settings) *offlineValidation {
+	v := &offlineValidation{
+		ctx: ctx, p: p, cfg: cfg,
+		validate: cfg.Checks.CRD.ApiserverRejects.Enabled,
+		prepOld:  sync.OnceValue(func() *crdupgradesafety.PreparedCRD { return crdupgradesafety.PrepareCRD(p.Old) }),
+		prepNew:  sync.OnceValue(func() *crdupgradesafety.PreparedCRD { return crdupgradesafety.PrepareCRD(p.New) }),
+		// The same object on both sides: the old and new inputs hold the
+		// same document (the tools command decodes identical documents
+		// once). kapp sends no update for it, and creating it is what the
+		// old CRD's own validation checks.
+		unchanged: p.Old == p.New,
+	}
+	if v.unchanged {
+		v.prepNew = v.prepOld
+	}
+	if p.Old != nil && oldFromFiles && v.validate {
+		prepared := v.prepOld()
+		v.oldDone = make(chan struct{})
+		validateOld := func() {
+			defer close(v.oldDone)
+			v.oldErrs = prepared.Create(ctx)
+		}
+		if spareCores {
+			go validateOld()
+		} else {
+			validateOld()
+		}
+	}
+	return v
+}
+
+// finish validates the change as the apiserver does. For
+// fallback-on-replace it decides whether kapp falls back to a replace
+// (replace says why): the apiserver refuses an update its own validation
+// rejects with status 422 Invalid, which is the only error kapp falls back
+// on. A replace ends with a create, validated as such.
+//
+// A create or plain update that a server-side dry run will send (live, the
+// pair has Send) is left to it: the apiserver runs this same validation on
+// the request, in its own version, the one that decides; repeating it here
+// would double the work of a large deploy. What the dry run cannot show is
+// still validated here: the create that follows the delete of a replace,
+// and whether fallback-on-replace falls back.
+func (v *offlineValidation) finish(live bool) (rejected bool, replace string, findings []crdupgradesafety.Finding) {
+	p, cfg, ctx := v.p, v.cfg, v.ctx
+	dryRunValidates := live && p.Send != nil && (p.Old == nil || p.Strategy == StrategyUpdate)
+	createErrs := func() []crdupgradesafety.Rejection {
+		if v.unchanged && v.oldDone != nil {
+			<-v.oldDone
+			return crdupgradesafety.Rejections(v.oldErrs)
+		}
+		return crdupgradesafety.Rejections(v.prepNew().Create(ctx))
+	}
+	updateErrs := func() []crdupgradesafety.Rejection {
+		return crdupgradesafety.Rejections(v.prepNew().Update(ctx, v.prepOld()))
+	}
+
+	var verb string
+	var errs []crdupgradesafety.Rejection
+	switch {
+	case p.Old == nil:
+		if v.validate && !dryRunValidates {
+			verb, errs = "create", createErrs()
+		}
+	case p.Strategy == StrategyAlwaysReplace:
+		replace = "update strategy " + StrategyAlwaysReplace
+		if v.validate {
+			verb, errs = "create that follows the delete ("+replace+")", createErrs()
+		}
+	case p.Strategy == StrategyFallbackOnReplace && (v.validate || cfg.Checks.CRD.CRDDeletion.Enabled):
+		if refused := updateErrs(); len(refused) > 0 {
+			replace = fmt.Sprintf("update strategy %s, and the apiserver refuses the update (%s)",
+				StrategyFallbackOnReplace, describe(refused))
+			if v.validate {
+				verb, errs = "create that follows the delete ("+StrategyFallbackOnReplace+")", createErrs()
+			}
+		}
+	default:
+		if v.validate && !v.unchanged && !dryRunValidates {
+			verb, errs = "update", updateErrs()
+		}
+	}
+	if len(errs) > 0 {
+		findings = append(findings, crdupgradesafety.Rejected(p.New.Name, verb, errs, cfg)...)
+		rejected = true
+	}
+	if v.oldDone != nil {
+		<-v.oldDone
+		findings = append(findings, crdupgradesafety.InvalidOld(p.New.Name, v.oldErrs, cfg)...)
+	}
+	return rejected, replace, findings
+}
+
+// needsDryRun: the dry run reports what the apiserver refuses
+// (apiserverRejects), and it tells whether fallback-on-replace falls back
+// to a replace (crdDeletion).
+func needsDryRun(p Pair, cfg *config.Settings) bool {
+	return cfg.Checks.CRD.ApiserverRejects.Enabled ||
+		(p.Old != nil && p.Strategy == StrategyFallbackOnReplace && cfg.Checks.CRD.CRDDeletion.Enabled)
+}
+
+// describe renders the first rejection, and how many more there are.
+func describe(rs []crdupgradesafety.Rejection) string {
+	s := rs[0].Message
+	if f := crdupgradesafety.V1FieldPath(rs[0].Field); f != "" {
+		s = f + ": " + s
+	}
+	if len(rs) > 1 {
+		s += fmt.Sprintf("; and %d more", len(rs)-1)
+	}
+	return s
+}
+
+// dryRunFindings sends the request kapp would send first for the pair as a
+// server-side dry run: a create for a new CRD, the delete of an
+// always-replace, an update otherwise. A refusal is an apiserverRejects
+// finding, except that an update with fallback-on-replace that is refused
+// as invalid (422) is not refused for kapp: it replaces the CRD, and the
+// returned replace says why. Any other error (the apiserver did not answer,
+// a conflict, 5xx) is returned, naming the CRD.
+func dryRunFindings(ctx context.Context, p Pair, cfg *config.Settings,
+	cluster Cluster) (findings []crdupgradesafety.Finding, replace string, err error) {
+
+	verb := VerbUpdate
+	switch {
+	case p.Old == nil:
+		verb = VerbCreate
+	case p.Strategy == StrategyAlwaysReplace:
+		verb = VerbDelete
+	}
+	sendErr := cluster.DryRun(ctx, verb, p.Send)
+	if sendErr == nil {
+		return nil, "", nil
+	}
+	rs, ok := refusal(sendErr)
+	if !ok {
+		if de := deadlineError(ctx, sendErr, ""); de != nil {
+			sendErr = de
+		}
+		return nil, "", fmt.Errorf("server-side dry run of the %s of CRD %s: %w", verb, p.New.Name, sendErr)
+	}
+	if verb == VerbUpdate && p.Strategy == StrategyFallbackOnReplace && apierrors.IsInvalid(sendErr) {
+		return nil, fmt.Sprintf("update strategy %s, and the apiserver refuses the update (server-side dry run: %s)",
+			StrategyFallbackOnReplace, describe(rs)), nil
+	}
+	return crdupgradesafety.Rejected(p.New.Name, string(verb)+" (server-side dry run)", rs, cfg), "", nil
+}
+
+// refusal reports whether err is the apiserver refusing a request it
+// understood (validation, admission webhooks and policies, authorization:
+// status 400, 403, 413 or 422), as opposed to failing to answer it or a
+// state that may pass on a retry (conflict, not found, too many requests,
+// 5xx), and returns its reasons: the status causes when they carry a
+// message, else the status message.
+func refusal(err error) ([]crdupgradesafety.Rejection, bool) {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return nil, false
+	}
+	s := st.Status()
+	switch s.Code {
+	case 400, 403, 413, 422:
+	default:
+		return nil, false
+	}
+	// A webhook that cannot run without side effects makes the dry run
+	// fail, not the request: the dry run cannot tell.
+	if strings.Contains(s.Message, "does not support dry run") {
+		return nil, false
+	}
+	var rs []crdupgradesafety.Rejection
+	if s.Details != nil {
+		for _, c := range s.Details.Causes {
+			if c.Message != "" {
+				rs = append(rs, crdupgradesafety.Rejection{Field: c.Field, Message: c.Message})
+			}
+		}
+	}
+	if len(rs) == 0 {
+		rs = []crdupgradesafety.Rejection{{Message: s.Message}}
+	}
+	return rs, true
+}

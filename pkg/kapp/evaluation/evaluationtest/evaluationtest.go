@@ -1,0 +1,123 @@
+// Package evaluationtest holds the Cluster that the unit tests of the
+// callers of the evaluation service (the kapp preflight hook) share: it
+// answers from memory and records what it was asked. The end-to-end tests
+// use a real apiserver instead.
+package evaluationtest
+
+import (
+	"context"
+	"sort"
+	"sync"
+
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// CRDsNamed is what GetCRDs returns on a cluster holding crds.
+func CRDsNamed(crds map[string]*apiextv1.CustomResourceDefinition, names []string) map[string]*apiextv1.CustomResourceDefinition {
+	out := map[string]*apiextv1.CustomResourceDefinition{}
+	for _, n := range names {
+		if c, ok := crds[n]; ok {
+			out[n] = c
+		}
+	}
+	return out
+}
+
+// Cluster records what the check asks of the cluster and answers from its
+// fields.
+type Cluster struct {
+	mu       sync.Mutex
+	CRDs     map[string]*apiextv1.CustomResourceDefinition
+	Objs     []map[string]any
+	Count    int
+	Err      error
+	Gets     [][]string
+	Lists    []string
+	Counts   []string
+	Contacts int
+
+	// DryRunErr answers dry runs by "verb name" ("update widgets.example.com").
+	DryRunErr map[string]error
+	DryRuns   []DryRun
+	// Validates: the other dry runs of creates and updates are validated as
+	// the apiserver validates them, with its own library (an update against
+	// the CRD of that name in CRDs), and refused as it refuses them.
+	Validates bool
+}
+
+var _ evaluation.Cluster = &Cluster{}
+
+// DryRun is one dry run the Cluster received.
+type DryRun struct {
+	Verb evaluation.Verb
+	Obj  *unstructured.Unstructured
+}
+
+func (f *Cluster) DryRun(_ context.Context, verb evaluation.Verb, obj *unstructured.Unstructured) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.DryRuns = append(f.DryRuns, DryRun{Verb: verb, Obj: obj.DeepCopy()})
+	if err := f.DryRunErr[string(verb)+" "+obj.GetName()]; err != nil || !f.Validates || verb == evaluation.VerbDelete {
+		return err
+	}
+	crd := &apiextv1.CustomResourceDefinition{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, crd); err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	prepared := crdupgradesafety.PrepareCRD(crd)
+	errs := prepared.Create(context.Background())
+	if verb == evaluation.VerbUpdate {
+		errs = prepared.Update(context.Background(), crdupgradesafety.PrepareCRD(f.CRDs[crd.Name]))
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(schema.GroupKind{Group: apiextv1.GroupName, Kind: "CustomResourceDefinition"}, crd.Name, errs)
+}
+
+// DryRunVerbs returns "verb name" of every dry run, sorted.
+func (f *Cluster) DryRunVerbs() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := []string{}
+	for _, d := range f.DryRuns {
+		out = append(out, string(d.Verb)+" "+d.Obj.GetName())
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (f *Cluster) GetCRDs(_ context.Context, names []string) (map[string]*apiextv1.CustomResourceDefinition, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.Gets = append(f.Gets, names)
+	if f.Err != nil {
+		return nil, f.Err
+	}
+	return CRDsNamed(f.CRDs, names), nil
+}
+
+func (f *Cluster) ListCustomResources(_ context.Context, crd *apiextv1.CustomResourceDefinition, version string,
+	fn func([]map[string]any) error) error {
+	f.mu.Lock()
+	f.Lists = append(f.Lists, crd.Name+" "+version)
+	err := f.Err
+	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return fn(f.Objs)
+}
+
+func (f *Cluster) CountCustomResources(_ context.Context, crd *apiextv1.CustomResourceDefinition) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.Counts = append(f.Counts, crd.Name)
+	return f.Count, f.Err
+}

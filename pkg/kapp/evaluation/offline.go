@@ -1,0 +1,24 @@
+package evaluation
+
+import (
+	"context"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+)
+
+// offlineFindings runs the checks of one pair that need no cluster: the
+// engine's comparison of an update, and the apiserver's own validation of
+// the change (see validateOffline). With spare cores, the validation of an
+// old CRD read from a file runs beside the comparison.
+func offlineFindings(ctx context.Context, p Pair, oldFromFiles, spareCores, live bool, cfg *config.Settings) pairOutcome {
+	v := startOfflineValidation(ctx, p, oldFromFiles, spareCores, cfg)
+	var o pairOutcome
+	if p.Old != nil {
+		o.findings = crdupgradesafety.Compare(p.Old, p.New, cfg)
+	}
+	rejected, replace, findings := v.finish(live)
+	o.findings = append(o.findings, findings...)
+	o.rejected, o.replace = rejected, replace
+	return o
+}

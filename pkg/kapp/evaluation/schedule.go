@@ -1,0 +1,129 @@
+package evaluation
+
+import (
+	"context"
+	goruntime "runtime"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
+)
+
+// pairOutcome is what the offline pass learnt about one pair and the live
+// pass goes on from.
+type pairOutcome struct {
+	findings []crdupgradesafety.Finding
+	// rejected: the apiserver would refuse the change (apiserverRejects
+	// enabled), so the CRD stays as it is: no request is dry-run and the
+	// existing custom resources are not checked against the new schema.
+	rejected bool
+	// replace says why kapp deletes and recreates the CRD instead of
+	// updating it; "" when it does not (or the dry run has yet to tell).
+	replace string
+}
+
+// Evaluate runs the engine over a plan and returns every finding, sorted
+// (see crdupgradesafety.SortFindings).
+//
+// Offline, for every pair: the comparison of an update, and the apiserver's
+// own validation of the create or update (apiserverRejects; for a replace,
+// of the create that follows the delete); and without a cluster, each
+// removal is a crdDeletion finding whose custom resources cannot be counted
+// (a CRD missing from the new inputs). With a cluster, the live checks
+// enabled in cfg run too: the server-side dry run of pairs with Send,
+// existingResources for every update, and crdDeletion, with the count, for
+// every removal and every update kapp carries out as a replace. Any API
+// error fails the evaluation (fail closed), wrapped with the CRD it
+// concerns.
+func Evaluate(ctx context.Context, plan Plan, cfg *config.Settings, cluster Cluster) ([]crdupgradesafety.Finding, error) {
+	timing := startEvaluationTiming(plan)
+	defer timing.print()
+	cluster = timing.counting(cluster)
+
+	var pairs []Pair
+	for _, p := range plan.Pairs {
+		if p.Old != nil && p.Strategy == StrategySkip {
+			continue // kapp leaves the CRD alone
+		}
+		pairs = append(pairs, p)
+	}
+
+	// Offline: CPU bound, one CRD per core at a time. With a cluster, each
+	// pair's live checks follow its offline checks at once (at most
+	// DefaultConcurrency pairs at a time): requests to the apiserver overlap
+	// the offline work of the other pairs.
+	outcomes := make([]pairOutcome, len(pairs))
+	workers := goruntime.GOMAXPROCS(0)
+	// With fewer pairs than cores, a pair's validations also run side by
+	// side; otherwise the cores are busy with other pairs, and one
+	// validation at a time per pair bounds memory.
+	spare := len(pairs) < workers
+	cpu := make(chan struct{}, workers)
+	offline := func(ctx context.Context, i int) {
+		cpu <- struct{}{}
+		outcomes[i] = offlineFindings(ctx, pairs[i], plan.OldFromFiles, spare, cluster != nil, cfg)
+		<-cpu
+		timing.offlineDone()
+	}
+
+	var live [][]crdupgradesafety.Finding
+	var err error
+	if cluster == nil {
+		err = parallel.ForEach(ctx, len(pairs), workers, func(ctx context.Context, i int) error {
+			offline(ctx, i)
+			return nil
+		})
+	} else {
+		live, err = liveFindings(ctx, pairs, offline, outcomes, plan.Removals, cfg, cluster, plan.Progress)
+	}
+	timing.end(len(pairs))
+	if err != nil {
+		return nil, err
+	}
+
+	var all []crdupgradesafety.Finding
+	for _, o := range outcomes {
+		all = append(all, o.findings...)
+	}
+	for _, fs := range live {
+		all = append(all, fs...)
+	}
+	if cluster == nil {
+		// No cluster to count the custom resources a removal loses.
+		for _, r := range plan.Removals {
+			all = append(all, crdupgradesafety.Dropped(r.CRD.Name, cfg)...)
+		}
+	}
+	crdupgradesafety.SortFindings(all)
+	return all, nil
+}
+
+// liveFindings runs, one CRD per worker, DefaultConcurrency CRDs at a time,
+// for each pair its offline checks (offline, which fills outcomes) and then
+// its live checks: the dry run, then either the count of the custom
+// resources a replace deletes or the validation of the existing ones; for
+// each removal the count of its custom resources.
+func liveFindings(ctx context.Context, pairs []Pair, offline func(context.Context, int), outcomes []pairOutcome,
+	removals []Removal, cfg *config.Settings, cluster Cluster, progress func(LiveProgress)) ([][]crdupgradesafety.Finding, error) {
+
+	n := len(pairs)
+	if cfg.Checks.CRD.CRDDeletion.Enabled {
+		n += len(removals)
+	}
+	results := make([][]crdupgradesafety.Finding, n)
+	tracker := &liveTracker{report: progress, p: LiveProgress{CRDs: n}}
+	err := parallel.ForEach(ctx, n, DefaultConcurrency, func(ctx context.Context, i int) error {
+		var err error
+		if i < len(pairs) {
+			offline(ctx, i)
+			results[i], err = livePairFindings(ctx, pairs[i], outcomes[i], cfg, cluster, tracker)
+		} else {
+			results[i], err = removalFindings(ctx, removals[i-len(pairs)], cfg, cluster)
+		}
+		if err == nil {
+			tracker.add(1, 0)
+		}
+		return err
+	})
+	return results, err
+}
