@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crdsafety/kapp/pkg/kapp/inputs"
 	"github.com/crdsafety/kapp/pkg/kapp/report"
 	"github.com/stretchr/testify/require"
 )
@@ -237,20 +238,20 @@ func TestGitRefErrors(t *testing.T) {
 	t.Run("unknown revision", func(t *testing.T) {
 		_, _, err := gitRun(t, "origin/nope", "config/crds")
 		requirePlainError(t, err)
-		require.ErrorIs(t, err, ErrUnknownRevision)
+		require.ErrorIs(t, err, inputs.ErrUnknownRevision)
 		require.ErrorContains(t, err, `old CRDs at origin/nope: unknown git revision "origin/nope" in `)
 		require.ErrorContains(t, err, "fetch-depth: 0")
 	})
 	t.Run("an option is no revision", func(t *testing.T) {
 		_, _, err := gitRun(t, "--output=/tmp/x", "config/crds")
-		require.ErrorIs(t, err, ErrUnknownRevision)
+		require.ErrorIs(t, err, inputs.ErrUnknownRevision)
 	})
 	t.Run("outside a repository", func(t *testing.T) {
 		outside := t.TempDir()
 		writeFiles(t, outside, map[string]string{"crd.yaml": crdYAML("widgets", "Widget", widgetsV1)})
 		_, _, err := gitRun(t, "main", filepath.Join(outside, "crd.yaml"))
 		requirePlainError(t, err)
-		require.ErrorIs(t, err, ErrNotInGitRepository)
+		require.ErrorIs(t, err, inputs.ErrNotInGitRepository)
 		require.ErrorContains(t, err, filepath.Join(outside, "crd.yaml")+" is not in a git repository")
 	})
 	t.Run("with --file", func(t *testing.T) {
