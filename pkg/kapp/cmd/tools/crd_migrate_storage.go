@@ -14,6 +14,7 @@ import (
 	cmdcore "carvel.dev/kapp/pkg/kapp/cmd/core"
 	"github.com/cppforlife/go-cli-ui/ui"
 	uitable "github.com/cppforlife/go-cli-ui/ui/table"
+	"github.com/crdsafety/kapp/pkg/kapp/inputs"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
 	"github.com/spf13/cobra"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -212,16 +213,16 @@ func (o *CRDMigrateStorageOptions) crdNames() ([]string, error) {
 		add(name)
 	}
 	if len(o.CRDFlags.Files) > 0 {
-		set, err := loadInputs(o.CRDFlags.Files, "input")
+		set, err := inputs.Load(o.CRDFlags.Files, "input")
 		if err != nil {
 			return nil, fmt.Errorf("reading CRDs: %w", err)
 		}
-		if len(set.crds) == 0 {
+		if len(set.CRDs) == 0 {
 			return nil, fmt.Errorf("%w: the --file inputs (%s) hold no apiextensions.k8s.io/v1 CustomResourceDefinition",
 				ErrNoCRDsToMigrate, strings.Join(o.CRDFlags.Files, ", "))
 		}
-		for _, c := range set.crds {
-			add(c.crd.Name)
+		for _, c := range set.CRDs {
+			add(c.CRD.Name)
 		}
 	}
 	return names, nil

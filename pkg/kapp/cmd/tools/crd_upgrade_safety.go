@@ -19,6 +19,7 @@ import (
 	"github.com/cppforlife/go-cli-ui/ui"
 	uitable "github.com/cppforlife/go-cli-ui/ui/table"
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/inputs"
 	"github.com/crdsafety/kapp/pkg/kapp/preflight"
 	"github.com/spf13/cobra"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -244,23 +245,23 @@ func (o *CRDUpgradeSafetyOptions) Run() error {
 	}
 	// No CRD on a side is most likely the wrong folder or an empty file:
 	// passing would hide it in CI.
-	if len(newSet.crds) == 0 {
+	if len(newSet.CRDs) == 0 {
 		return noCRDsError("--file2", o.FileFlags.NewFiles)
 	}
-	if len(o.FileFlags.OldFiles) > 0 && len(oldSet.crds) == 0 {
+	if len(o.FileFlags.OldFiles) > 0 && len(oldSet.CRDs) == 0 {
 		return noCRDsError("--file", o.FileFlags.OldFiles)
 	}
-	cfg, err := o.config(newSet.configs)
+	cfg, err := o.config(newSet.Configs)
 	if err != nil {
 		return err
 	}
 
 	oldFromFiles := len(o.FileFlags.OldFiles) > 0 || o.FileFlags.GitRef != ""
-	plan := evaluation.Plan{Pairs: make([]evaluation.Pair, len(newSet.crds)), OldFromFiles: oldFromFiles}
-	for i, c := range newSet.crds {
-		plan.Pairs[i].New = c.crd
-		if plan.Pairs[i].Strategy, err = evaluation.UpdateStrategyOf(c.crd, o.DefaultUpdateStrategy); err != nil {
-			return fmt.Errorf("%s: %w", c.origin, err)
+	plan := evaluation.Plan{Pairs: make([]evaluation.Pair, len(newSet.CRDs)), OldFromFiles: oldFromFiles}
+	for i, c := range newSet.CRDs {
+		plan.Pairs[i].New = c.CRD
+		if plan.Pairs[i].Strategy, err = evaluation.UpdateStrategyOf(c.CRD, o.DefaultUpdateStrategy); err != nil {
+			return fmt.Errorf("%s: %w", c.Origin, err)
 		}
 	}
 
@@ -268,7 +269,7 @@ func (o *CRDUpgradeSafetyOptions) Run() error {
 	defer cancel()
 	var cluster evaluation.Cluster
 	if oldFromFiles {
-		pairFiles(&plan, oldSet.crds)
+		pairFiles(&plan, oldSet.CRDs)
 	} else {
 		if cluster, err = o.cluster(); err != nil {
 			return err
@@ -301,7 +302,7 @@ func (o *CRDUpgradeSafetyOptions) Run() error {
 	for _, r := range plan.Removals {
 		checked = append(checked, r.CRD.Name)
 	}
-	if err := o.printReport(checked, findings, cfg.MaxFindingsPerCRD, newSet.crds, oldSet.crds); err != nil {
+	if err := o.printReport(checked, findings, cfg.MaxFindingsPerCRD, newSet.CRDs, oldSet.CRDs); err != nil {
 		return err
 	}
 
@@ -313,16 +314,16 @@ func (o *CRDUpgradeSafetyOptions) Run() error {
 
 func noCRDsError(flag string, files []string) error {
 	return fmt.Errorf("%w: the %s inputs (%s) hold no %s CustomResourceDefinition",
-		ErrNoCRDs, flag, strings.Join(files, ", "), crdV1APIVersion)
+		ErrNoCRDs, flag, strings.Join(files, ", "), apiextv1.SchemeGroupVersion.String())
 }
 
 // pairFiles gives each new CRD of the plan its old CRD from the old files,
 // and makes every old CRD that no new one replaces a removal: kapp deletes
 // the resources a release no longer ships.
-func pairFiles(plan *evaluation.Plan, old []crdDoc) {
+func pairFiles(plan *evaluation.Plan, old []inputs.CRD) {
 	oldByName := make(map[string]*apiextv1.CustomResourceDefinition, len(old))
 	for _, c := range old {
-		oldByName[c.crd.Name] = c.crd
+		oldByName[c.CRD.Name] = c.CRD
 	}
 	for i := range plan.Pairs {
 		name := plan.Pairs[i].New.Name
@@ -330,53 +331,32 @@ func pairFiles(plan *evaluation.Plan, old []crdDoc) {
 		delete(oldByName, name)
 	}
 	for _, c := range old { // input order
-		if crd, ok := oldByName[c.crd.Name]; ok {
+		if crd, ok := oldByName[c.CRD.Name]; ok {
 			plan.Removals = append(plan.Removals, evaluation.Removal{CRD: crd})
 		}
 	}
 }
 
-// load reads the new and (if given) old inputs. Their documents are
-// decoded together, in parallel (decoding dominates the cost of the
-// command): a document found on both sides, an unchanged CRD, is decoded
-// once and its CRD is the same object on both sides. Errors about the old
-// inputs come first.
-func (o *CRDUpgradeSafetyOptions) load() (newSet, oldSet inputSet, err error) {
+// load reads the new and (if given) old inputs, decoded together (see
+// inputs.LoadPair), and sets the garbage collector's target for their size.
+func (o *CRDUpgradeSafetyOptions) load() (newSet, oldSet inputs.Set, err error) {
 	if o.FileFlags.GitRef != "" {
 		// The old side depends on the new one: CRDs missing at the
 		// revision are looked for by name.
-		docs, err := readFiles(o.FileFlags.NewFiles)
-		if err == nil {
+		_, newSet, err = inputs.LoadPair(nil, o.FileFlags.NewFiles, func(n int) {
 			// The old side, read at the revision, is about as large.
-			tuneGC(2 * docBytes(docs))
-			newSet, err = assembleInputs(decodeDocs(docs), "new")
-		}
+			tuneGC(2 * n)
+		})
 		if err != nil {
-			return inputSet{}, inputSet{}, fmt.Errorf("new CRDs: %w", err)
+			return inputs.Set{}, inputs.Set{}, err
 		}
-		if oldSet, err = loadGitInputs(o.FileFlags.GitRef, o.FileFlags.NewFiles, newSet, o.notef); err != nil {
-			return inputSet{}, inputSet{}, fmt.Errorf("old CRDs at %s: %w", o.FileFlags.GitRef, err)
+		if oldSet, err = inputs.LoadGitRef(o.FileFlags.GitRef, o.FileFlags.NewFiles, newSet, o.notef); err != nil {
+			return inputs.Set{}, inputs.Set{}, err
 		}
 		return newSet, oldSet, nil
 	}
-	oldDocs, err := readFiles(o.FileFlags.OldFiles)
-	if err != nil {
-		return inputSet{}, inputSet{}, fmt.Errorf("old CRDs: %w", err)
-	}
-	newDocs, newErr := readFiles(o.FileFlags.NewFiles)
-	docs := append(oldDocs[:len(oldDocs):len(oldDocs)], newDocs...)
-	tuneGC(docBytes(docs))
-	results := decodeDocs(docs)
-	if oldSet, err = assembleInputs(results[:len(oldDocs)], "old"); err != nil {
-		return inputSet{}, inputSet{}, fmt.Errorf("old CRDs: %w", err)
-	}
-	if newErr == nil {
-		newSet, newErr = assembleInputs(results[len(oldDocs):], "new")
-	}
-	if newErr != nil {
-		return inputSet{}, inputSet{}, fmt.Errorf("new CRDs: %w", newErr)
-	}
-	return newSet, oldSet, nil
+	oldSet, newSet, err = inputs.LoadPair(o.FileFlags.OldFiles, o.FileFlags.NewFiles, tuneGC)
+	return newSet, oldSet, err
 }
 
 // config applies the kapp Config resources as `kapp deploy` does: through

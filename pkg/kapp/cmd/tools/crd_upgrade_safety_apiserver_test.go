@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crdsafety/kapp/pkg/kapp/inputs"
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
@@ -45,7 +46,7 @@ func TestCRDUpgradeSafetyAPIServerRejects(t *testing.T) {
 
 	t.Run("invalid old CRD: a warning", func(t *testing.T) {
 		resp, err := run(t, []string{td("invalid-schema.yaml")}, []string{td("new-safe.yaml")}, nil)
-		require.NotErrorIs(t, err, ErrInvalidInput)
+		require.NotErrorIs(t, err, inputs.ErrInvalidInput)
 		require.Equal(t, []string{"widgets.example.com  apiserverRejects warning: the old CRD is itself invalid, the apiserver would refuse to create it: " +
 			"spec.versions[*].schema.openAPIV3Schema.properties[spec].properties[size].type: Required value: must not be empty for specified object fields"},
 			rowsOf(t, resp, "apiserverRejects"))
@@ -89,7 +90,7 @@ func withStrategy(t *testing.T, strategy string, edits ...string) string {
 // has custom resources is a crdDeletion error naming the strategy and how
 // many would be lost. The tools command never sends a dry run.
 func TestCRDUpgradeSafetyLiveReplace(t *testing.T) {
-	oldSet, err := loadInputs([]string{td("old.yaml")}, "old")
+	oldSet, err := inputs.Load([]string{td("old.yaml")}, "old")
 	require.NoError(t, err)
 	widget := func(name string) map[string]any {
 		return map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
@@ -123,7 +124,7 @@ func TestCRDUpgradeSafetyLiveReplace(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cluster := &fakeCluster{crds: map[string]*apiextv1.CustomResourceDefinition{oldSet.crds[0].crd.Name: oldSet.crds[0].crd}}
+			cluster := &fakeCluster{crds: map[string]*apiextv1.CustomResourceDefinition{oldSet.CRDs[0].CRD.Name: oldSet.CRDs[0].CRD}}
 			for i := 0; i < tc.objs; i++ {
 				cluster.objs = append(cluster.objs, widget(string(rune('a'+i))))
 			}

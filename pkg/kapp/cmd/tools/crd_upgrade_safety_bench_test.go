@@ -63,31 +63,3 @@ func BenchmarkParseOnly(b *testing.B) {
 		}
 	}
 }
-
-// BenchmarkDecodeCRDs decodes the same CRDs, already converted to JSON,
-// into typed CRDs as the command does: the JSON decoding alone, without
-// reading files, YAML conversion or validation.
-func BenchmarkDecodeCRDs(b *testing.B) {
-	var docs [][]byte
-	for _, f := range benchFiles(b) {
-		bs, err := os.ReadFile(f)
-		if err != nil {
-			b.Fatal(err)
-		}
-		js, _, err := toJSON(bs)
-		if err != nil {
-			b.Fatal(err)
-		}
-		docs = append(docs, js)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for j, js := range docs {
-			crds, _, err := decodeObject(js, "doc")
-			if err != nil || len(crds) != 1 {
-				b.Fatalf("doc %d: %d CRDs, %v", j, len(crds), err)
-			}
-		}
-	}
-}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crdsafety/kapp/pkg/kapp/internal/gittest"
 	"github.com/stretchr/testify/require"
 	yaml "go.yaml.in/yaml/v3"
 )
@@ -41,7 +42,7 @@ func buildKapp(t *testing.T, dir string) {
 // checked out at pr.
 func ciRepos(t *testing.T) (upstream, work string) {
 	t.Helper()
-	gitEnv(t)
+	gittest.Env(t)
 	ex := func(name string) string {
 		data, err := os.ReadFile(filepath.Join(repoRoot, "examples", "crd-upgrade", name))
 		require.NoError(t, err)
@@ -49,17 +50,17 @@ func ciRepos(t *testing.T) (upstream, work string) {
 	}
 	upstream = filepath.Join(t.TempDir(), "upstream")
 	require.NoError(t, os.Mkdir(upstream, 0o755))
-	git(t, upstream, "init", "-q", "-b", "main")
-	writeFiles(t, upstream, map[string]string{"config/crds/widgets.yaml": ex("crd-v2-safe.yaml")})
-	git(t, upstream, "add", ".")
-	git(t, upstream, "commit", "-q", "-m", "release 2")
-	git(t, upstream, "checkout", "-q", "-b", "pr")
-	writeFiles(t, upstream, map[string]string{"config/crds/widgets.yaml": ex("crd-v3-unsafe.yaml")})
-	git(t, upstream, "commit", "-q", "-am", "release 3")
-	git(t, upstream, "checkout", "-q", "main")
+	gittest.Git(t, upstream, "init", "-q", "-b", "main")
+	gittest.WriteFiles(t, upstream, map[string]string{"config/crds/widgets.yaml": ex("crd-v2-safe.yaml")})
+	gittest.Git(t, upstream, "add", ".")
+	gittest.Git(t, upstream, "commit", "-q", "-m", "release 2")
+	gittest.Git(t, upstream, "checkout", "-q", "-b", "pr")
+	gittest.WriteFiles(t, upstream, map[string]string{"config/crds/widgets.yaml": ex("crd-v3-unsafe.yaml")})
+	gittest.Git(t, upstream, "commit", "-q", "-am", "release 3")
+	gittest.Git(t, upstream, "checkout", "-q", "main")
 
 	work = filepath.Join(t.TempDir(), "work")
-	git(t, ".", "clone", "-q", "--branch", "pr", "file://"+upstream, work)
+	gittest.Git(t, ".", "clone", "-q", "--branch", "pr", "file://"+upstream, work)
 	return upstream, work
 }
 
@@ -170,7 +171,7 @@ func TestCIDocs(t *testing.T) {
 		require.Equal(t, regexp.MustCompile(`(?m)^> ?`).ReplaceAllString(quoted, ""), string(summaryText))
 
 		t.Run("safe branch", func(t *testing.T) {
-			git(t, work, "checkout", "-q", "origin/main", "--", "config/crds/widgets.yaml")
+			gittest.Git(t, work, "checkout", "-q", "origin/main", "--", "config/crds/widgets.yaml")
 			require.NoError(t, os.Remove(summary))
 			for name, res := range runSteps() {
 				require.Equal(t, 0, res.status, "%s: %s%s", name, res.stdout, res.stderr)
@@ -191,7 +192,7 @@ func TestCIDocs(t *testing.T) {
 
 		t.Run("shallow clone: the base is fetched", func(t *testing.T) {
 			shallow := filepath.Join(t.TempDir(), "shallow")
-			git(t, ".", "clone", "-q", "--depth", "1", "--single-branch", "--branch", "pr", "file://"+upstream, shallow)
+			gittest.Git(t, ".", "clone", "-q", "--depth", "1", "--single-branch", "--branch", "pr", "file://"+upstream, shallow)
 			require.Error(t, exec.Command("git", "-C", shallow, "rev-parse", "--verify", "--quiet", "origin/main").Run())
 			r := sh(t, shallow, bin, script)
 			require.Equal(t, 3, r.status, r.stdout+r.stderr)

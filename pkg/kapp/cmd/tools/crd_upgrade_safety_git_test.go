@@ -4,98 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/crdsafety/kapp/pkg/kapp/inputs"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/gittest"
 	"github.com/crdsafety/kapp/pkg/kapp/report"
 	"github.com/stretchr/testify/require"
 )
-
-// gitEnv isolates git from the machine's configuration (signing, hooks,
-// default branch) for the test and for the command under test.
-func gitEnv(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Fatalf("the --git-ref tests need git: %v", err)
-	}
-	t.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	t.Setenv("GIT_AUTHOR_NAME", "test")
-	t.Setenv("GIT_AUTHOR_EMAIL", "test@example.com")
-	t.Setenv("GIT_COMMITTER_NAME", "test")
-	t.Setenv("GIT_COMMITTER_EMAIL", "test@example.com")
-}
-
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
-	require.NoError(t, err, "git %s: %s", strings.Join(args, " "), out)
-	return string(out)
-}
-
-// writeFiles writes files (path relative to dir: content).
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
-	}
-}
-
-// crdYAML is a CRD of group example.com with one version v1 whose spec has
-// the given properties (a YAML flow mapping).
-func crdYAML(plural, kind, props string) string {
-	return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: %[1]s.example.com
-spec:
-  group: example.com
-  names: {kind: %[2]s, listKind: %[2]sList, plural: %[1]s, singular: %[3]s}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties: %[4]s
-`, plural, kind, strings.ToLower(kind), props)
-}
-
-const (
-	widgetsV1 = "{size: {type: string, enum: [small, large]}, color: {type: string}}"
-	// widgetsV2 drops the enum value small and the field color.
-	widgetsV2 = "{size: {type: string, enum: [large]}}"
-)
-
-// newRepo makes a git repository whose main branch holds config/crds/ with
-// widgets and sprockets, and changes its work tree with change.
-func newRepo(t *testing.T, change func(dir string)) string {
-	t.Helper()
-	gitEnv(t)
-	dir := t.TempDir()
-	git(t, dir, "init", "-q", "-b", "main")
-	writeFiles(t, dir, map[string]string{
-		"config/crds/widgets.yaml":   crdYAML("widgets", "Widget", widgetsV1),
-		"config/crds/sprockets.yaml": crdYAML("sprockets", "Sprocket", "{teeth: {type: integer}}"),
-		"README.md":                  "an operator\n",
-	})
-	git(t, dir, "add", ".")
-	git(t, dir, "commit", "-q", "-m", "release 1")
-	if change != nil {
-		change(dir)
-	}
-	t.Chdir(dir)
-	return dir
-}
 
 func gitOptions(output, ref string, new ...string) *CRDUpgradeSafetyOptions {
 	o := outputOptions(output, nil, new)
@@ -135,11 +52,11 @@ func findingsOf(r report.Report) []string {
 // with them, a CRD deleted since is a crdDeletion, and findings carry the
 // file and line in the work tree and, for removals, at the revision.
 func TestGitRef(t *testing.T) {
-	newRepo(t, func(dir string) {
-		git(t, dir, "checkout", "-q", "-b", "feature")
-		writeFiles(t, dir, map[string]string{"config/crds/widgets.yaml": crdYAML("widgets", "Widget", widgetsV2)})
-		git(t, dir, "rm", "-q", "config/crds/sprockets.yaml")
-		git(t, dir, "commit", "-q", "-am", "release 2")
+	gittest.NewRepo(t, func(dir string) {
+		gittest.Git(t, dir, "checkout", "-q", "-b", "feature")
+		gittest.WriteFiles(t, dir, map[string]string{"config/crds/widgets.yaml": gittest.CRDYAML("widgets", "Widget", gittest.WidgetsV2)})
+		gittest.Git(t, dir, "rm", "-q", "config/crds/sprockets.yaml")
+		gittest.Git(t, dir, "commit", "-q", "-am", "release 2")
 	})
 
 	r, stderr, err := gitRun(t, "main", "config/crds/")
@@ -152,7 +69,7 @@ func TestGitRef(t *testing.T) {
 	}, findingsOf(r))
 
 	t.Run("the same with the revision as a commit and the path as a file", func(t *testing.T) {
-		head := strings.TrimSpace(git(t, ".", "rev-parse", "main"))
+		head := strings.TrimSpace(gittest.Git(t, ".", "rev-parse", "main"))
 		r, _, err := gitRun(t, head[:12], "config/crds/widgets.yaml")
 		requireUnsafe(t, err)
 		require.Len(t, findingsOf(r), 2, "no crdDeletion: only widgets.yaml is compared")
@@ -166,8 +83,8 @@ func TestGitRef(t *testing.T) {
 	})
 
 	t.Run("uncommitted changes count", func(t *testing.T) {
-		writeFiles(t, ".", map[string]string{"config/crds/widgets.yaml": crdYAML("widgets", "Widget", widgetsV1)})
-		t.Cleanup(func() { git(t, ".", "checkout", "-q", "--", "config/crds/widgets.yaml") })
+		gittest.WriteFiles(t, ".", map[string]string{"config/crds/widgets.yaml": gittest.CRDYAML("widgets", "Widget", gittest.WidgetsV1)})
+		t.Cleanup(func() { gittest.Git(t, ".", "checkout", "-q", "--", "config/crds/widgets.yaml") })
 		r, _, err := gitRun(t, "main", "config/crds")
 		requireUnsafe(t, err)
 		require.Equal(t, []string{"sprockets.example.com crdDeletion  @ :0 (was config/crds/sprockets.yaml:1 at main)"}, findingsOf(r))
@@ -179,17 +96,17 @@ func TestGitRef(t *testing.T) {
 // (and not taken for a new CRD); a file that mentions the name but does not
 // decode is skipped.
 func TestGitRefMovedCRD(t *testing.T) {
-	newRepo(t, func(dir string) {
-		writeFiles(t, dir, map[string]string{
+	gittest.NewRepo(t, func(dir string) {
+		gittest.WriteFiles(t, dir, map[string]string{
 			// Mentions widgets.example.com, and is no Kubernetes manifest.
 			".github/workflows/crds.yaml": "on: push\njobs: {check: {steps: [{run: 'echo widgets.example.com {{ .Values }}: ['}]}}\n",
 		})
-		git(t, dir, "add", ".")
-		git(t, dir, "commit", "-q", "-m", "a workflow")
+		gittest.Git(t, dir, "add", ".")
+		gittest.Git(t, dir, "commit", "-q", "-m", "a workflow")
 		require.NoError(t, os.Mkdir(filepath.Join(dir, "deploy"), 0o755))
-		git(t, dir, "mv", "config/crds/widgets.yaml", "deploy/widget-crd.yaml")
-		git(t, dir, "mv", "config/crds/sprockets.yaml", "deploy/sprockets.yaml")
-		writeFiles(t, dir, map[string]string{"deploy/widget-crd.yaml": crdYAML("widgets", "Widget", widgetsV2)})
+		gittest.Git(t, dir, "mv", "config/crds/widgets.yaml", "deploy/widget-crd.yaml")
+		gittest.Git(t, dir, "mv", "config/crds/sprockets.yaml", "deploy/sprockets.yaml")
+		gittest.WriteFiles(t, dir, map[string]string{"deploy/widget-crd.yaml": gittest.CRDYAML("widgets", "Widget", gittest.WidgetsV2)})
 	})
 
 	r, stderr, err := gitRun(t, "main", "deploy")
@@ -202,14 +119,14 @@ func TestGitRefMovedCRD(t *testing.T) {
 	require.Contains(t, stderr, "old CRD sprockets.example.com: not in the --file2 paths at main, read from config/crds/sprockets.yaml there (moved)")
 
 	t.Run("a CRD nowhere at the revision is new", func(t *testing.T) {
-		writeFiles(t, ".", map[string]string{"deploy/gadgets.yaml": crdYAML("gadgets", "Gadget", "{name: {type: string}}")})
+		gittest.WriteFiles(t, ".", map[string]string{"deploy/gadgets.yaml": gittest.CRDYAML("gadgets", "Gadget", "{name: {type: string}}")})
 		r, _, err := gitRun(t, "main", "deploy/gadgets.yaml")
 		require.NoError(t, err)
 		require.True(t, r.Safe)
 	})
 
 	t.Run("a path that did not exist at the revision", func(t *testing.T) {
-		writeFiles(t, ".", map[string]string{"new/dir/gadgets.yaml": crdYAML("gadgets", "Gadget", "{name: {type: string}}")})
+		gittest.WriteFiles(t, ".", map[string]string{"new/dir/gadgets.yaml": gittest.CRDYAML("gadgets", "Gadget", "{name: {type: string}}")})
 		r, _, err := gitRun(t, "main", "new/dir")
 		require.NoError(t, err)
 		require.True(t, r.Safe)
@@ -219,8 +136,8 @@ func TestGitRefMovedCRD(t *testing.T) {
 // TestGitRefSubdirectory: run from a subdirectory of the repository, paths
 // are relative to it, as for files on disk.
 func TestGitRefSubdirectory(t *testing.T) {
-	dir := newRepo(t, func(dir string) {
-		writeFiles(t, dir, map[string]string{"config/crds/widgets.yaml": crdYAML("widgets", "Widget", widgetsV2)})
+	dir := gittest.NewRepo(t, func(dir string) {
+		gittest.WriteFiles(t, dir, map[string]string{"config/crds/widgets.yaml": gittest.CRDYAML("widgets", "Widget", gittest.WidgetsV2)})
 	})
 	t.Chdir(filepath.Join(dir, "config"))
 	r, _, err := gitRun(t, "main", "crds/widgets.yaml")
@@ -232,25 +149,25 @@ func TestGitRefSubdirectory(t *testing.T) {
 }
 
 func TestGitRefErrors(t *testing.T) {
-	dir := newRepo(t, nil)
+	dir := gittest.NewRepo(t, nil)
 
 	t.Run("unknown revision", func(t *testing.T) {
 		_, _, err := gitRun(t, "origin/nope", "config/crds")
 		requirePlainError(t, err)
-		require.ErrorIs(t, err, ErrUnknownRevision)
+		require.ErrorIs(t, err, inputs.ErrUnknownRevision)
 		require.ErrorContains(t, err, `old CRDs at origin/nope: unknown git revision "origin/nope" in `)
 		require.ErrorContains(t, err, "fetch-depth: 0")
 	})
 	t.Run("an option is no revision", func(t *testing.T) {
 		_, _, err := gitRun(t, "--output=/tmp/x", "config/crds")
-		require.ErrorIs(t, err, ErrUnknownRevision)
+		require.ErrorIs(t, err, inputs.ErrUnknownRevision)
 	})
 	t.Run("outside a repository", func(t *testing.T) {
 		outside := t.TempDir()
-		writeFiles(t, outside, map[string]string{"crd.yaml": crdYAML("widgets", "Widget", widgetsV1)})
+		gittest.WriteFiles(t, outside, map[string]string{"crd.yaml": gittest.CRDYAML("widgets", "Widget", gittest.WidgetsV1)})
 		_, _, err := gitRun(t, "main", filepath.Join(outside, "crd.yaml"))
 		requirePlainError(t, err)
-		require.ErrorIs(t, err, ErrNotInGitRepository)
+		require.ErrorIs(t, err, inputs.ErrNotInGitRepository)
 		require.ErrorContains(t, err, filepath.Join(outside, "crd.yaml")+" is not in a git repository")
 	})
 	t.Run("with --file", func(t *testing.T) {
@@ -266,10 +183,10 @@ func TestGitRefErrors(t *testing.T) {
 		require.ErrorContains(t, err, `"-" is not a path in a git work tree`)
 	})
 	t.Run("an old file that does not decode", func(t *testing.T) {
-		writeFiles(t, dir, map[string]string{"config/crds/broken.yaml": "kind: [\n"})
-		git(t, dir, "add", ".")
-		git(t, dir, "commit", "-q", "-m", "broken")
-		git(t, dir, "rm", "-q", "config/crds/broken.yaml")
+		gittest.WriteFiles(t, dir, map[string]string{"config/crds/broken.yaml": "kind: [\n"})
+		gittest.Git(t, dir, "add", ".")
+		gittest.Git(t, dir, "commit", "-q", "-m", "broken")
+		gittest.Git(t, dir, "rm", "-q", "config/crds/broken.yaml")
 		_, _, err := gitRun(t, "HEAD", "config/crds")
 		requirePlainError(t, err)
 		require.ErrorContains(t, err, "old CRDs at HEAD: file 'config/crds/broken.yaml' at HEAD doc 1: invalid input: not valid YAML")

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/inputs"
 	"github.com/crdsafety/kapp/pkg/kapp/report"
 )
 
@@ -48,12 +49,16 @@ func (o *CRDUpgradeSafetyOptions) checkOutput() error {
 // the outputs that print locations read them, and only for CRDs with
 // findings).
 func (o *CRDUpgradeSafetyOptions) printReport(checked []string, findings []crdupgradesafety.Finding, maxPerCRD int,
-	newCRDs, oldCRDs []crdDoc) error {
+	newCRDs, oldCRDs []inputs.CRD) error {
 
 	if o.Output == OutputTable {
 		return o.printFindingsTable(report.New(checked, findings, maxPerCRD, nil), findings, maxPerCRD)
 	}
-	rep := report.New(checked, findings, maxPerCRD, newLocator(newCRDs, oldCRDs).locate)
+	locator := inputs.NewLocator(newCRDs, oldCRDs)
+	rep := report.New(checked, findings, maxPerCRD, func(f crdupgradesafety.Finding) (newLoc, oldLoc report.Location) {
+		newPos, oldPos := locator.Locate(inputs.Target{CRD: f.CRD, Version: f.Version, Field: f.Field, Check: f.Check})
+		return location(newPos), location(oldPos)
+	})
 	var out []byte
 	var err error
 	switch o.Output {
@@ -71,6 +76,11 @@ func (o *CRDUpgradeSafetyOptions) printReport(checked []string, findings []crdup
 	}
 	o.ui.PrintBlock(out)
 	return nil
+}
+
+// location is a position in the inputs as the report names it.
+func location(p inputs.Position) report.Location {
+	return report.Location{File: p.File, Line: p.Line, Rev: p.Rev}
 }
 
 // printFindingsTable prints kapp's table of findings and the summary line; with

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/cppforlife/go-cli-ui/ui"
+	"github.com/crdsafety/kapp/pkg/kapp/inputs"
 	"github.com/crdsafety/kapp/pkg/kapp/report"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
@@ -245,9 +246,9 @@ func requireGolden(t *testing.T, path, got string) {
 // their progress through kapp's UI: on standard output beside the table,
 // on standard error when standard output is a document.
 func TestCRDUpgradeSafetyLiveProgress(t *testing.T) {
-	oldSet, err := loadInputs([]string{td("old.yaml")}, "old")
+	oldSet, err := inputs.Load([]string{td("old.yaml")}, "old")
 	require.NoError(t, err)
-	live := oldSet.crds[0].crd
+	live := oldSet.CRDs[0].CRD
 	widget := map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
 		"metadata": map[string]any{"name": "a", "namespace": "default"}, "spec": map[string]any{"size": int64(7)}}
 	const line = "CRDUpgradeSafety: live checks done: 2 of 2 CRDs, 1 custom resource validated in "

@@ -16,6 +16,7 @@ import (
 	cmdapp "carvel.dev/kapp/pkg/kapp/cmd/app"
 	"github.com/cppforlife/go-cli-ui/ui"
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/inputs"
 	"github.com/crdsafety/kapp/pkg/kapp/preflight"
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -246,9 +247,9 @@ func TestCRDUpgradeSafetyRemovedCRD(t *testing.T) {
 }
 
 func TestCRDUpgradeSafetyLive(t *testing.T) {
-	oldSet, err := loadInputs([]string{td("old.yaml")}, "old")
+	oldSet, err := inputs.Load([]string{td("old.yaml")}, "old")
 	require.NoError(t, err)
-	live := oldSet.crds[0].crd
+	live := oldSet.CRDs[0].CRD
 	cluster := &fakeCluster{
 		crds: map[string]*apiextv1.CustomResourceDefinition{live.Name: live},
 		objs: []map[string]any{{
@@ -276,9 +277,9 @@ func TestCRDUpgradeSafetyLive(t *testing.T) {
 // cluster at most liveChecksTimeout (5m by default), then fails (exit
 // status 1) naming what was waiting.
 func TestCRDUpgradeSafetyLiveChecksTimeout(t *testing.T) {
-	oldSet, err := loadInputs([]string{td("old.yaml")}, "old")
+	oldSet, err := inputs.Load([]string{td("old.yaml")}, "old")
 	require.NoError(t, err)
-	live := oldSet.crds[0].crd
+	live := oldSet.CRDs[0].CRD
 	widget := map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
 		"metadata": map[string]any{"name": "a", "namespace": "default"}, "spec": map[string]any{"size": int64(7)}}
 
@@ -384,15 +385,20 @@ func (f *fakeCluster) CountCustomResources(_ context.Context, crd *apiextv1.Cust
 	return len(f.objs), nil
 }
 
-func TestFileSourcesDirectory(t *testing.T) {
-	srcs, err := fileSources(filepath.Join("testdata", "crd-upgrade-safety"))
-	require.NoError(t, err)
-	var names []string
-	for _, s := range srcs {
-		names = append(names, s.Description())
+// TestCRDUpgradeSafetyCaseSensitiveKeys: a key that differs from a schema
+// keyword only in case is an unknown field, as for the apiserver. Matched
+// case-insensitively, "maxlength: 10" (YAML, keys sorted after conversion)
+// or "MAXLENGTH": 10 (JSON, written last) overrode maxLength: 2 and hid the
+// lowered bound: a false green.
+func TestCRDUpgradeSafetyCaseSensitiveKeys(t *testing.T) {
+	for _, file := range []string{"keys-new.yaml", "keys-new.json"} {
+		t.Run(file, func(t *testing.T) {
+			resp, err := run(t, []string{td("keys-old.yaml")}, []string{td(file)}, nil)
+			requireUnsafe(t, err)
+			require.Equal(t, []string{"widgets.example.com v1 ^.spec.name maxLength error"}, checks(resp.rows(t)))
+			require.Contains(t, resp.rows(t)[0]["message"], "10 -> 2")
+		})
 	}
-	require.Contains(t, names, "file '"+td("old.yaml")+"'")
-	require.True(t, strings.HasPrefix(names[0], "file '"+td("config-bad.yaml")), "sorted: %v", names)
 }
 
 func TestGCPercentFor(t *testing.T) {

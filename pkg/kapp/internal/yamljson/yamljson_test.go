@@ -201,7 +201,7 @@ func TestMutatedWindows(t *testing.T) {
 		windows = n // more for a longer hunt
 	}
 	var sources [][]string
-	for _, root := range []string{"../../../../.cache/crds", "../../../../pkg/kapp/cmd/tools/testdata", "../../../../pkg/kapp/crdupgradesafety/testdata"} {
+	for _, root := range []string{"../../../../.cache/crds", "../../../../pkg/kapp/cmd/tools/testdata", "../../../../pkg/kapp/inputs/testdata", "../../../../pkg/kapp/crdupgradesafety/testdata"} {
 		_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 			if err == nil && !d.IsDir() && strings.HasSuffix(path, ".yaml") {
 				if data, err := os.ReadFile(path); err == nil {

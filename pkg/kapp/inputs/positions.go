@@ -1,4 +1,4 @@
-package tools
+package inputs
 
 import (
 	"bytes"
@@ -10,12 +10,11 @@ import (
 
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
-	"github.com/crdsafety/kapp/pkg/kapp/report"
 	yaml "go.yaml.in/yaml/v3"
 )
 
-// Where findings are: the file and line of a field in the inputs. Loading
+// This file holds where findings are: the file and line of a field in the
+// inputs (Locator, Position), and where each document was read from. Loading
 // keeps for each CRD only where its document is (the file, its index among
 // the file's documents); positions are resolved lazily, for the CRDs that
 // have findings, by reading that document again and parsing it into YAML
@@ -43,7 +42,7 @@ type docSource struct {
 }
 
 // pathSource is an input source that knows its path: fileSources returns
-// these for local files and URLs, gitSources for files at a revision.
+// these for local files and URLs, gitRepo.sources for files at a revision.
 type pathSource struct {
 	ctlres.FileSource
 	path string // as given; for git, relative to the current directory
@@ -108,10 +107,29 @@ func docStartLines(data []byte) []int {
 	return starts
 }
 
-// locator finds the file and line of findings in the documents of the new
+// Position is where something is in the inputs: a file (as findings name
+// it: relative to the current directory when below it, slash-separated; a
+// URL; "" for standard input), a line (1-based; 0 when unknown) and the git
+// revision the file was read at ("" for the file on disk).
+type Position struct {
+	File string
+	Line int
+	Rev  string
+}
+
+// Target is what a finding is about, as the engine names it: a CRD, a
+// version ("" for the CRD itself; "v1beta1 -> v1" for a pair of served
+// versions), a field (a schema path "^.spec.a[*]", a field path of the CRD
+// "spec.versions[0].name", or "" for the version, or the CRD, itself) and
+// the check (which selects the keyword's line, e.g. "maximum: 5").
+type Target struct {
+	CRD, Version, Field, Check string
+}
+
+// Locator finds the file and line of findings in the documents of the new
 // and old CRDs. Each file is read and split once, each document parsed
 // once, and only when a finding needs it.
-type locator struct {
+type Locator struct {
 	newDocs, oldDocs map[string]docSource // by CRD name
 	files            map[*inputFile]*splitFile
 	nodes            map[docSource]*yaml.Node // the document's root node; nil: unparsable
@@ -122,52 +140,55 @@ type splitFile struct {
 	starts []int // first line of each doc; nil when it could not be told
 }
 
-func newLocator(newCRDs, oldCRDs []crdDoc) *locator {
-	l := &locator{newDocs: map[string]docSource{}, oldDocs: map[string]docSource{},
+// NewLocator locates findings in the documents that newCRDs and oldCRDs
+// (from Load, LoadPair or LoadGitRef) were read from.
+func NewLocator(newCRDs, oldCRDs []CRD) *Locator {
+	l := &Locator{newDocs: map[string]docSource{}, oldDocs: map[string]docSource{},
 		files: map[*inputFile]*splitFile{}, nodes: map[docSource]*yaml.Node{}}
 	for _, c := range newCRDs {
-		l.newDocs[c.crd.Name] = c.src
+		l.newDocs[c.CRD.Name] = c.src
 	}
 	for _, c := range oldCRDs {
-		l.oldDocs[c.crd.Name] = c.src
+		l.oldDocs[c.CRD.Name] = c.src
 	}
 	return l
 }
 
-// locate returns where a finding is in the new inputs and, when the new
-// CRD lacks what it is about (a removed field, version, or the whole CRD),
-// where that was in the old inputs. Without a position of the field
-// itself, the new location is the closest part of the new CRD there is.
-func (l *locator) locate(f crdupgradesafety.Finding) (newLoc, oldLoc report.Location) {
+// Locate returns where a finding's target is in the new inputs and, when
+// the new CRD lacks it (a removed field, version, or the whole CRD), where
+// it was in the old inputs (zero Positions when unknown). Without a
+// position of the field itself, the new one is the closest part of the new
+// CRD there is.
+func (l *Locator) Locate(t Target) (newPos, oldPos Position) {
 	// A pair of served versions ("v1beta1 -> v1") is about the later one,
 	// compared with the earlier one: both are in the new CRD.
-	newVersions := []string{f.Version}
-	if from, to, ok := strings.Cut(f.Version, " -> "); ok {
+	newVersions := []string{t.Version}
+	if from, to, ok := strings.Cut(t.Version, " -> "); ok {
 		newVersions = []string{to, from}
 	}
 	exact := false
-	if src, ok := l.newDocs[f.CRD]; ok {
-		best := position{}
+	if src, ok := l.newDocs[t.CRD]; ok {
+		best := docPosition{}
 		for _, v := range newVersions {
-			if p := l.find(src, f.CRD, v, f.Field, f.Check); p.better(best) {
+			if p := l.find(src, t.CRD, v, t.Field, t.Check); p.better(best) {
 				best = p
 			}
 		}
-		newLoc, exact = l.location(src, best), best.exact
+		newPos, exact = l.position(src, best), best.exact
 	}
 	if exact || len(newVersions) > 1 {
-		return newLoc, report.Location{}
+		return newPos, Position{}
 	}
-	if src, ok := l.oldDocs[f.CRD]; ok {
-		if p := l.find(src, f.CRD, f.Version, f.Field, f.Check); p.exact {
-			oldLoc = l.location(src, p)
+	if src, ok := l.oldDocs[t.CRD]; ok {
+		if p := l.find(src, t.CRD, t.Version, t.Field, t.Check); p.exact {
+			oldPos = l.position(src, p)
 		}
 	}
-	return newLoc, oldLoc
+	return newPos, oldPos
 }
 
-func (l *locator) location(src docSource, p position) report.Location {
-	loc := report.Location{File: src.file.path, Rev: src.file.rev}
+func (l *Locator) position(src docSource, p docPosition) Position {
+	loc := Position{File: src.file.path, Rev: src.file.rev}
 	sf := l.split(src.file)
 	if p.line > 0 && src.doc < len(sf.starts) {
 		loc.Line = sf.starts[src.doc] + p.line - 1
@@ -175,7 +196,7 @@ func (l *locator) location(src docSource, p position) report.Location {
 	return loc
 }
 
-func (l *locator) split(f *inputFile) *splitFile {
+func (l *Locator) split(f *inputFile) *splitFile {
 	if sf, ok := l.files[f]; ok {
 		return sf
 	}
@@ -194,7 +215,7 @@ func (l *locator) split(f *inputFile) *splitFile {
 
 // find returns the position of a finding in the CRD named crdName of a
 // document (a zero position when the document cannot be read again).
-func (l *locator) find(src docSource, crdName, version, field, check string) position {
+func (l *Locator) find(src docSource, crdName, version, field, check string) docPosition {
 	root, ok := l.nodes[src]
 	if !ok {
 		if sf := l.split(src.file); src.doc < len(sf.docs) {
@@ -207,20 +228,20 @@ func (l *locator) find(src docSource, crdName, version, field, check string) pos
 	}
 	crd := crdNode(root, crdName)
 	if crd == nil {
-		return position{}
+		return docPosition{}
 	}
 	return fieldPosition(crd, version, field, check)
 }
 
-// position is a line in a document (1-based; 0: none) and how much of the
-// path to the field was found: exact when all of it.
-type position struct {
+// docPosition is a line in a document (1-based; 0: none) and how much of
+// the path to the field was found: exact when all of it.
+type docPosition struct {
 	line  int
 	rest  int // length of the path not found
 	exact bool
 }
 
-func (p position) better(q position) bool {
+func (p docPosition) better(q docPosition) bool {
 	switch {
 	case q.line == 0:
 		return p.line > 0
@@ -265,16 +286,16 @@ var crdLevelFields = map[string]string{
 // ("^.spec.a[*].b{*}.anyOf[1]", under schema.openAPIV3Schema), a field
 // path of the CRD as the apiserver names it ("spec.versions[0].name"), or
 // "" for the version (or the CRD) itself.
-func fieldPosition(crd *yaml.Node, version, field, check string) position {
+func fieldPosition(crd *yaml.Node, version, field, check string) docPosition {
 	if version == "" {
 		if field == "" {
 			field = crdLevelFields[check]
 		}
 		if field == "" || strings.HasPrefix(field, "^") {
-			return position{line: crd.Line, exact: field == ""}
+			return docPosition{line: crd.Line, exact: field == ""}
 		}
 		line, rest := walkFieldPath(crd, crd.Line, field)
-		return position{line: line, rest: rest, exact: rest == 0}
+		return docPosition{line: line, rest: rest, exact: rest == 0}
 	}
 
 	_, spec := mapValue(crd, "spec")
@@ -291,21 +312,21 @@ func fieldPosition(crd *yaml.Node, version, field, check string) position {
 	if entry == nil {
 		pathLen := len(version) + len(field) + 1
 		if versionsKey != nil {
-			return position{line: versionsKey.Line, rest: pathLen}
+			return docPosition{line: versionsKey.Line, rest: pathLen}
 		}
-		return position{line: crd.Line, rest: pathLen + 1}
+		return docPosition{line: crd.Line, rest: pathLen + 1}
 	}
 	if field == "" {
-		return position{line: entry.Line, exact: true}
+		return docPosition{line: entry.Line, exact: true}
 	}
 	if !strings.HasPrefix(field, "^") {
 		line, rest := walkFieldPath(entry, entry.Line, field)
-		return position{line: line, rest: rest, exact: rest == 0}
+		return docPosition{line: line, rest: rest, exact: rest == 0}
 	}
 	_, schema := mapValue(entry, "schema")
 	key, root := mapValue(schema, "openAPIV3Schema")
 	if root == nil {
-		return position{line: entry.Line, rest: len(field)}
+		return docPosition{line: entry.Line, rest: len(field)}
 	}
 	line, schema, rest := walkSchema(root, key.Line, field[1:])
 	if rest == 0 {
@@ -313,7 +334,7 @@ func fieldPosition(crd *yaml.Node, version, field, check string) position {
 			line = l
 		}
 	}
-	return position{line: line, rest: rest, exact: rest == 0}
+	return docPosition{line: line, rest: rest, exact: rest == 0}
 }
 
 // walkSchema follows a schema path from schema node s (whose line is
@@ -477,8 +498,4 @@ func deref(n *yaml.Node) *yaml.Node {
 		n = n.Alias
 	}
 	return n
-}
-
-func localSource(path string) pathSource {
-	return pathSource{FileSource: ctlres.NewLocalFileSource(nil, path), path: path}
 }

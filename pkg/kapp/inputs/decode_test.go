@@ -1,4 +1,4 @@
-package tools
+package inputs
 
 import (
 	"fmt"
@@ -13,14 +13,19 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// td is a file of the tools command's test data, which these tests share.
+func td(name string) string {
+	return filepath.Join("..", "cmd", "tools", "testdata", "crd-upgrade-safety", name)
+}
+
 // decodeCorpus lists the YAML and JSON files the decoding tests read: the
 // real CRDs of hack/fetch-crds.sh (.cache/crds, when fetched) and the
 // repository's CRD test data and examples.
 func decodeCorpus(t *testing.T) []string {
 	t.Helper()
 	var files []string
-	roots := []string{"../../../../.cache/crds", "testdata", "../../../../examples",
-		"../../../../pkg/kapp/crdupgradesafety/testdata", "../../../../test/e2e/testdata"}
+	roots := []string{"../../../.cache/crds", "testdata", "../cmd/tools/testdata", "../../../examples",
+		"../../../pkg/kapp/crdupgradesafety/testdata", "../../../test/e2e/testdata"}
 	for _, root := range roots {
 		_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 			if err == nil && !d.IsDir() {
@@ -33,7 +38,7 @@ func decodeCorpus(t *testing.T) []string {
 			return nil
 		})
 	}
-	if !strings.HasPrefix(strings.Join(files, "\n"), "../../../../.cache/crds") {
+	if !strings.HasPrefix(strings.Join(files, "\n"), "../../../.cache/crds") {
 		t.Log("no real CRDs in .cache/crds (run hack/fetch-crds.sh): only the repository's test data is decoded")
 	}
 	require.NotEmpty(t, files)
@@ -64,9 +69,9 @@ func TestDecodeLikeTheOldDecoder(t *testing.T) {
 			require.Equal(t, fmt.Sprint(wantErr), fmt.Sprint(err), doc.origin)
 			require.Len(t, crds, len(wantCRDs), doc.origin)
 			for j := range crds {
-				require.Equal(t, wantCRDs[j].origin, crds[j].origin)
-				if !reflect.DeepEqual(wantCRDs[j].crd, crds[j].crd) {
-					t.Fatalf("%s: the CRD differs from the old decoder's", crds[j].origin)
+				require.Equal(t, wantCRDs[j].Origin, crds[j].Origin)
+				if !reflect.DeepEqual(wantCRDs[j].CRD, crds[j].CRD) {
+					t.Fatalf("%s: the CRD differs from the old decoder's", crds[j].Origin)
 				}
 			}
 			require.Len(t, configs, len(wantConfigs), doc.origin)
@@ -80,41 +85,6 @@ func TestDecodeLikeTheOldDecoder(t *testing.T) {
 
 var defaultYAMLToJSON = yamlToJSON
 
-// TestSplitDocsLikeKapp: documents are split as kapp splits them (the
-// same bytes, the same errors), as slices of the file when it can.
-func TestSplitDocsLikeKapp(t *testing.T) {
-	inputs := []string{
-		"", "\n", "a: 1\n", "a: 1", "---\na: 1\n", "a: 1\n---\nb: 2\n", "---\n---\na: 1\n", "a: 1\n---\n---\nb: 2\n---\n",
-		"a: 1\n--- # comment\nb: 2\n", "a: 1\n---   \nb: 2\n", "a: 1\n----\nb: 2\n", "a: 1\n--- b\n", "a: 1\r\n---\r\nb: 2\r\n",
-		"# only a comment\n", "a: |\n  ---\n", " ---\n", "---", "a: 1\n---",
-	}
-	for _, f := range decodeCorpus(t) {
-		data, err := os.ReadFile(f)
-		require.NoError(t, err)
-		inputs = append(inputs, string(data))
-	}
-	for _, in := range inputs {
-		requireSplitLikeKapp(t, []byte(in))
-	}
-}
-
-func requireSplitLikeKapp(t *testing.T, data []byte) {
-	t.Helper()
-	want, wantErr := ctlres.NewYAMLFile(ctlres.NewBytesSource(data)).Docs()
-	got, err := splitDocs(data)
-	require.Equal(t, fmt.Sprint(wantErr), fmt.Sprint(err), "%q", data)
-	require.Equal(t, len(want), len(got), "%q", data)
-	for i := range want {
-		require.Equal(t, string(want[i]), string(got[i]), "%q doc %d", data, i+1)
-	}
-}
-
-func FuzzSplitDocs(f *testing.F) {
-	f.Add([]byte("a: 1\n---\nb: 2\n"))
-	f.Add([]byte("---\n--- #c\n----\n"))
-	f.Fuzz(requireSplitLikeKapp)
-}
-
 // TestIdenticalDocumentsDecodedOnce: a document found twice (on both
 // sides, or twice on one side) is decoded once: its CRDs are the same
 // objects, each with its own origin. A changed document is decoded on its
@@ -124,32 +94,29 @@ func TestIdenticalDocumentsDecodedOnce(t *testing.T) {
 	old := writeTemp(t, "old.yaml", readTD(t, "old.yaml")+"---\n"+list)
 	new := writeTemp(t, "new.yaml", list+"---\n"+readTD(t, "new-safe.yaml"))
 
-	o := NewCRDUpgradeSafetyOptions(nil, nil)
-	o.FileFlags = CRDUpgradeSafetyFileFlags{OldFiles: []string{old}, NewFiles: []string{new}}
-	newSet, oldSet, err := o.load()
+	oldSet, newSet, err := LoadPair([]string{old}, []string{new}, nil)
 	require.NoError(t, err)
-	require.Len(t, oldSet.crds, 2)
-	require.Len(t, newSet.crds, 3) // sprockets, then widgets and gadgets of new-safe.yaml
+	require.Len(t, oldSet.CRDs, 2)
+	require.Len(t, newSet.CRDs, 3) // sprockets, then widgets and gadgets of new-safe.yaml
 
-	oldWidgets, oldSprockets := oldSet.crds[0], oldSet.crds[1]
-	newSprockets, newWidgets := newSet.crds[0], newSet.crds[1]
-	require.Equal(t, "sprockets.example.com", newSprockets.crd.Name)
-	require.Equal(t, "widgets.example.com", newWidgets.crd.Name)
-	require.Same(t, oldSprockets.crd, newSprockets.crd, "the same list document: decoded once")
-	require.Equal(t, "file '"+old+"' doc 3 item 1", oldSprockets.origin)
-	require.Equal(t, "file '"+new+"' doc 1 item 1", newSprockets.origin)
-	require.NotSame(t, oldWidgets.crd, newWidgets.crd, "changed: decoded on its own")
-	require.Equal(t, "file '"+new+"' doc 2", newWidgets.origin)
+	oldWidgets, oldSprockets := oldSet.CRDs[0], oldSet.CRDs[1]
+	newSprockets, newWidgets := newSet.CRDs[0], newSet.CRDs[1]
+	require.Equal(t, "sprockets.example.com", newSprockets.CRD.Name)
+	require.Equal(t, "widgets.example.com", newWidgets.CRD.Name)
+	require.Same(t, oldSprockets.CRD, newSprockets.CRD, "the same list document: decoded once")
+	require.Equal(t, "file '"+old+"' doc 3 item 1", oldSprockets.Origin)
+	require.Equal(t, "file '"+new+"' doc 1 item 1", newSprockets.Origin)
+	require.NotSame(t, oldWidgets.CRD, newWidgets.CRD, "changed: decoded on its own")
+	require.Equal(t, "file '"+new+"' doc 2", newWidgets.Origin)
 
 	// Twice on one side: a duplicate, named with both origins.
-	_, err = loadInputs([]string{new, new}, "new")
+	_, err = Load([]string{new, new}, "new")
 	require.ErrorIs(t, err, ErrInvalidInput)
 	require.ErrorContains(t, err, "duplicate CustomResourceDefinition sprockets.example.com in new files: file '"+new+"' doc 1 item 1 and file '"+new+"' doc 1 item 1")
 
 	// A failing document found twice: the error names the first.
 	bad := writeTemp(t, "bad.yaml", readTD(t, "undecodable.yaml"))
-	o.FileFlags = CRDUpgradeSafetyFileFlags{OldFiles: []string{old}, NewFiles: []string{new, bad, bad}}
-	_, _, err = o.load()
+	_, _, err = LoadPair([]string{old}, []string{new, bad, bad}, nil)
 	require.ErrorIs(t, err, ErrInvalidInput)
 	require.ErrorContains(t, err, "new CRDs: file '"+bad+"' doc 1")
 }
@@ -166,4 +133,43 @@ func writeTemp(t *testing.T, name, content string) string {
 	path := filepath.Join(t.TempDir(), name)
 	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
 	return path
+}
+
+// Real CRDs come from hack/fetch-crds.sh (git-ignored .cache/crds).
+var benchDir = filepath.Join("..", "..", "..", ".cache", "crds", "prometheus-operator")
+
+func benchFiles(b *testing.B) []string {
+	files, _ := filepath.Glob(filepath.Join(benchDir, "*.yaml"))
+	if len(files) == 0 {
+		b.Skip("no real CRDs: run hack/fetch-crds.sh")
+	}
+	return files
+}
+
+// BenchmarkDecodeCRDs decodes the same CRDs, already converted to JSON,
+// into typed CRDs as the command does: the JSON decoding alone, without
+// reading files, YAML conversion or validation.
+func BenchmarkDecodeCRDs(b *testing.B) {
+	var docs [][]byte
+	for _, f := range benchFiles(b) {
+		bs, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		js, _, err := toJSON(bs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		docs = append(docs, js)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j, js := range docs {
+			crds, _, err := decodeObject(js, "doc")
+			if err != nil || len(crds) != 1 {
+				b.Fatalf("doc %d: %d CRDs, %v", j, len(crds), err)
+			}
+		}
+	}
 }

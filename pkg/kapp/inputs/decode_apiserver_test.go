@@ -1,4 +1,7 @@
-package tools
+package inputs_test
+
+// The decoding compared with packages that the inputs package does not
+// import: the apiserver's codec and the deploy path of the preflight check.
 
 import (
 	"encoding/json"
@@ -6,28 +9,13 @@ import (
 	"testing"
 
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
+	"github.com/crdsafety/kapp/pkg/kapp/inputs"
 	"github.com/crdsafety/kapp/pkg/kapp/preflight"
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 )
-
-// TestCRDUpgradeSafetyCaseSensitiveKeys: a key that differs from a schema
-// keyword only in case is an unknown field, as for the apiserver. Matched
-// case-insensitively, "maxlength: 10" (YAML, keys sorted after conversion)
-// or "MAXLENGTH": 10 (JSON, written last) overrode maxLength: 2 and hid the
-// lowered bound: a false green.
-func TestCRDUpgradeSafetyCaseSensitiveKeys(t *testing.T) {
-	for _, file := range []string{"keys-new.yaml", "keys-new.json"} {
-		t.Run(file, func(t *testing.T) {
-			resp, err := run(t, []string{td("keys-old.yaml")}, []string{td(file)}, nil)
-			requireUnsafe(t, err)
-			require.Equal(t, []string{"widgets.example.com v1 ^.spec.name maxLength error"}, checks(resp.rows(t)))
-			require.Contains(t, resp.rows(t)[0]["message"], "10 -> 2")
-		})
-	}
-}
 
 // TestDecodeLikeTheAPIServer decodes CRD documents three ways and expects
 // the tools command to agree with the other two: the apiserver's own codec
@@ -86,10 +74,10 @@ func TestDecodeLikeTheAPIServer(t *testing.T) {
 					doc = fmt.Sprintf(yamlDoc, tc.schema)
 				}
 
-				crds, _, err := decodeDoc(rawDoc{origin: "doc", data: []byte(doc)})
+				crds, _, err := inputs.DecodeDoc("doc", []byte(doc))
 				require.NoError(t, err)
 				require.Len(t, crds, 1)
-				require.Equal(t, tc.want, schemaJSON(t, crds[0].crd), "tools")
+				require.Equal(t, tc.want, schemaJSON(t, crds[0].CRD), "tools")
 
 				rs, err := ctlres.NewResourcesFromBytes([]byte(doc))
 				require.NoError(t, err)
@@ -114,7 +102,7 @@ func TestDecodeLikeTheAPIServer(t *testing.T) {
 
 	t.Run("case variant of kind: not a CRD", func(t *testing.T) {
 		doc := `{"apiVersion": "apiextensions.k8s.io/v1", "Kind": "CustomResourceDefinition", "metadata": {"name": "widgets.example.com"}}`
-		crds, _, err := decodeDoc(rawDoc{origin: "doc", data: []byte(doc)})
+		crds, _, err := inputs.DecodeDoc("doc", []byte(doc))
 		require.NoError(t, err)
 		require.Empty(t, crds)
 	})

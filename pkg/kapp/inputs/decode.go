@@ -1,27 +1,25 @@
-package tools
+package inputs
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"sort"
+	"hash/maphash"
+	"runtime"
 	"strings"
 
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/yamljson"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	sigsjson "sigs.k8s.io/json"
 )
 
-// Inputs of `kapp tools crd-upgrade-safety`: YAML or JSON files, dirs, URLs
-// or stdin, as `kapp deploy -f` takes them. Every document is read once:
-// YAML is converted to JSON and decoded straight into the typed CRD (no
-// intermediate map); documents are decoded in parallel, identical ones
-// once (decode.go).
+// This file holds the decoding of documents into typed CRDs and kapp
+// Config resources. Every document is read once: YAML is converted to
+// JSON and decoded straight into the typed CRD (no intermediate map);
+// documents are decoded in parallel, identical ones once.
 //
 // JSON is decoded as the apiserver decodes it (sigs.k8s.io/json): keys
 // match case-sensitively, so "MAXLENGTH" or "maxlength" is an unknown field
@@ -30,144 +28,79 @@ import (
 // our check converts them to typed CRDs with case-sensitive keys.
 
 var (
-	// ErrInvalidInput is wrapped by every error about the input documents
-	// (not YAML, undecodable or invalid CRD, duplicate CRD name).
-	ErrInvalidInput = errors.New("invalid input")
-
-	fileExts = []string{".json", ".yaml", ".yml"} // as kapp and kubectl
-
 	kappConfigAPIVersion = "kapp.k14s.io/v1alpha1"
 	kappConfigLabelKey   = "kapp.k14s.io/config"
 	crdV1APIVersion      = apiextv1.SchemeGroupVersion.String()
 	crdV1beta1APIVersion = "apiextensions.k8s.io/v1beta1"
 )
 
-// crdDoc is one CRD with where it came from.
-type crdDoc struct {
-	crd    *apiextv1.CustomResourceDefinition
-	origin string    // "file 'crds/a.yaml' doc 2"
-	src    docSource // for the file and line of findings
-}
-
-// inputSet is what a set of files holds: CRDs (in input order) and kapp
-// Config resources (documents of kapp's config apiVersion or ConfigMaps
-// labeled as kapp config).
-type inputSet struct {
-	crds    []crdDoc
+// decodedDoc is what one document holds.
+type decodedDoc struct {
+	crds    []CRD
 	configs []ctlres.Resource
+	err     error
 }
 
-type rawDoc struct {
-	origin string
-	data   []byte
-	src    docSource
-}
-
-// docBytes is the size of docs.
-func docBytes(docs []rawDoc) int {
-	n := 0
-	for _, d := range docs {
-		n += len(d.data)
-	}
-	return n
-}
-
-// loadInputs reads files (in order) and decodes their documents. Duplicate
-// CRD names are errors; which names "old" or "new" in the error. Whether the
-// apiserver would accept the CRDs is the apiserverRejects check's question,
-// not an input error.
-func loadInputs(files []string, which string) (inputSet, error) {
-	docs, err := readFiles(files)
-	if err != nil {
-		return inputSet{}, err
-	}
-	return assembleInputs(decodeDocs(docs), which)
-}
-
-// readFiles reads files (in order) and splits them into documents.
-func readFiles(files []string) ([]rawDoc, error) {
-	var srcs []ctlres.FileSource
-	for _, file := range files {
-		s, err := fileSources(file)
-		if err != nil {
-			return nil, err
-		}
-		srcs = append(srcs, s...)
-	}
-	return readDocs(srcs)
-}
-
-// loadSources is loadInputs of sources already listed.
-func loadSources(srcs []ctlres.FileSource, which string) (inputSet, error) {
-	docs, err := readDocs(srcs)
-	if err != nil {
-		return inputSet{}, err
-	}
-	return assembleInputs(decodeDocs(docs), which)
-}
-
-// assembleInputs collects the decoded documents of one side, in input
-// order: the first decoding error, or the set; a duplicate CRD name is an
-// error naming both documents.
-func assembleInputs(results []decodedDoc, which string) (inputSet, error) {
-	var set inputSet
-	seen := map[string]string{}
-	for _, r := range results {
-		if r.err != nil {
-			return inputSet{}, r.err
-		}
-		for _, c := range r.crds {
-			if prev, dup := seen[c.crd.Name]; dup {
-				return inputSet{}, fmt.Errorf("%w: duplicate CustomResourceDefinition %s in %s files: %s and %s",
-					ErrInvalidInput, c.crd.Name, which, prev, c.origin)
-			}
-			seen[c.crd.Name] = c.origin
-			set.crds = append(set.crds, c)
-		}
-		set.configs = append(set.configs, r.configs...)
-	}
-	return set, nil
-}
-
-// fileSources expands one --file/--file2 value like kapp does: "-" is
-// stdin, http(s) URLs are fetched, directories are walked recursively for
-// .json/.yaml/.yml files in sorted order. Paths keep their directory so
-// errors name the real file.
-func fileSources(file string) ([]ctlres.FileSource, error) {
-	switch {
-	case file == "-":
-		return []ctlres.FileSource{ctlres.NewStdinSource()}, nil
-	case strings.HasPrefix(file, "http://") || strings.HasPrefix(file, "https://"):
-		return []ctlres.FileSource{pathSource{FileSource: ctlres.NewHTTPFileSource(file), path: file}}, nil
-	}
-	info, err := os.Stat(file)
-	if err != nil {
-		return nil, fmt.Errorf("reading file '%s': %w", file, err)
-	}
-	if !info.IsDir() {
-		return []ctlres.FileSource{localSource(file)}, nil
-	}
-	var paths []string
-	err = filepath.WalkDir(file, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		for _, ext := range fileExts {
-			if filepath.Ext(path) == ext {
-				paths = append(paths, path)
+// decodeDocs decodes documents in parallel. Identical documents are
+// decoded once: the later ones share the CRD objects of the first, with
+// their own origins. Documents that failed or hold kapp Config are decoded
+// again, for their own error and resources.
+func decodeDocs(docs []rawDoc) []decodedDoc {
+	results := make([]decodedDoc, len(docs))
+	first := make([]int, len(docs)) // index of the first identical document
+	byHash := map[uint64][]int{}
+	seed := maphash.MakeSeed()
+	var unique []int
+	for i, d := range docs {
+		first[i] = i
+		h := maphash.Bytes(seed, d.data)
+		for _, j := range byHash[h] {
+			if bytes.Equal(docs[j].data, d.data) {
+				first[i] = j
+				break
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("listing directory '%s': %w", file, err)
+		if first[i] == i {
+			byHash[h] = append(byHash[h], i)
+			unique = append(unique, i)
+		}
 	}
-	sort.Strings(paths)
-	srcs := make([]ctlres.FileSource, len(paths))
-	for i, p := range paths {
-		srcs[i] = localSource(p)
+	decode := func(idx []int) {
+		// Decoding errors are kept per document (reported in input order
+		// by the caller), so the work itself never fails.
+		_ = parallel.ForEach(context.Background(), len(idx), runtime.GOMAXPROCS(0), func(_ context.Context, k int) error {
+			i := idx[k]
+			r := &results[i]
+			r.crds, r.configs, r.err = decodeDoc(docs[i])
+			return nil
+		})
 	}
-	return srcs, nil
+	decode(unique)
+
+	var again []int
+	for i := range docs {
+		j := first[i]
+		if j == i {
+			continue
+		}
+		if r := results[j]; r.err != nil || len(r.configs) > 0 {
+			again = append(again, i)
+			continue
+		}
+		crds := make([]CRD, len(results[j].crds))
+		for k, c := range results[j].crds {
+			// "<doc origin>" or "<doc origin> item N" of the first document.
+			crds[k] = CRD{CRD: c.CRD, Origin: docs[i].origin + strings.TrimPrefix(c.Origin, docs[j].origin), src: docs[i].src}
+		}
+		results[i].crds = crds
+	}
+	decode(again)
+	for i := range results {
+		for k := range results[i].crds {
+			results[i].crds[k].src = docs[i].src // findings point at their own document
+		}
+	}
+	return results
 }
 
 // docHead is what identifies a document.
@@ -180,7 +113,7 @@ type docHead struct {
 	} `json:"metadata"`
 }
 
-func decodeDoc(doc rawDoc) ([]crdDoc, []ctlres.Resource, error) {
+func decodeDoc(doc rawDoc) ([]CRD, []ctlres.Resource, error) {
 	js, asWritten, err := toJSON(doc.data)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w: not valid YAML: %w", doc.origin, ErrInvalidInput, err)
@@ -202,7 +135,7 @@ func decodeDoc(doc rawDoc) ([]crdDoc, []ctlres.Resource, error) {
 	return crds, configs, err
 }
 
-func decodeObject(js []byte, origin string) ([]crdDoc, []ctlres.Resource, error) {
+func decodeObject(js []byte, origin string) ([]CRD, []ctlres.Resource, error) {
 	// Most documents of a CRD check are CRDs: decode straight into the type
 	// and look at its TypeMeta; only on failure look at the head alone.
 	crd := &apiextv1.CustomResourceDefinition{}
@@ -224,7 +157,7 @@ func decodeObject(js []byte, origin string) ([]crdDoc, []ctlres.Resource, error)
 		if crdErr != nil {
 			return nil, nil, fmt.Errorf("%s: %w: decoding CustomResourceDefinition %s: %w", origin, ErrInvalidInput, head.Metadata.Name, crdErr)
 		}
-		return []crdDoc{{crd: crd, origin: origin}}, nil, nil
+		return []CRD{{CRD: crd, Origin: origin}}, nil, nil
 
 	case head.Kind == "CustomResourceDefinition" && head.APIVersion == crdV1beta1APIVersion:
 		return nil, nil, fmt.Errorf("%s: %w: CustomResourceDefinition %s is %s, which Kubernetes no longer serves; only %s is supported",
@@ -245,7 +178,7 @@ func decodeObject(js []byte, origin string) ([]crdDoc, []ctlres.Resource, error)
 		if err := unmarshal(js, &list); err != nil || list.Items == nil {
 			return nil, nil, nil // some other kind named *List, not a list of resources
 		}
-		var crds []crdDoc
+		var crds []CRD
 		var configs []ctlres.Resource
 		for i, item := range list.Items {
 			c, cf, err := decodeObject(item, fmt.Sprintf("%s item %d", origin, i+1))

@@ -1,24 +1,113 @@
-package tools
+package inputs
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"hash/maphash"
-	"runtime"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
-	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
 )
 
+// This file holds where documents come from: the --file values expanded
+// as kapp expands them (files, directories, URLs, "-" for standard input),
+// read and split into YAML documents.
+//
 // Reading the inputs is most of the cost of the tools command, in time and
 // memory: a document is kept once, as the bytes read (documents are
 // slices of their file), converted to JSON by a streaming converter
 // (internal/yamljson, the exact result of sigs.k8s.io/yaml) whose output is
 // dropped once decoded, and identical documents (an old and a new release
 // mostly ship the same CRDs) are decoded once: their CRDs are the same
-// objects.
+// objects (decode.go).
+
+var fileExts = []string{".json", ".yaml", ".yml"} // as kapp and kubectl
+
+// rawDoc is one document as read, not yet decoded.
+type rawDoc struct {
+	origin string
+	data   []byte
+	src    docSource
+}
+
+// docBytes is the size of docs.
+func docBytes(docs []rawDoc) int {
+	n := 0
+	for _, d := range docs {
+		n += len(d.data)
+	}
+	return n
+}
+
+// readFiles reads files (in order) and splits them into documents.
+func readFiles(files []string) ([]rawDoc, error) {
+	var srcs []ctlres.FileSource
+	for _, file := range files {
+		s, err := fileSources(file)
+		if err != nil {
+			return nil, err
+		}
+		srcs = append(srcs, s...)
+	}
+	return readDocs(srcs)
+}
+
+// fileSources expands one --file/--file2 value like kapp does: "-" is
+// stdin, http(s) URLs are fetched, directories are walked recursively for
+// .json/.yaml/.yml files in sorted order. Paths keep their directory so
+// errors name the real file.
+func fileSources(file string) ([]ctlres.FileSource, error) {
+	switch {
+	case file == "-":
+		return []ctlres.FileSource{ctlres.NewStdinSource()}, nil
+	case strings.HasPrefix(file, "http://") || strings.HasPrefix(file, "https://"):
+		return []ctlres.FileSource{pathSource{FileSource: ctlres.NewHTTPFileSource(file), path: file}}, nil
+	}
+	info, err := os.Stat(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading file '%s': %w", file, err)
+	}
+	if !info.IsDir() {
+		return []ctlres.FileSource{localSource(file)}, nil
+	}
+	var paths []string
+	err = filepath.WalkDir(file, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		for _, ext := range fileExts {
+			if filepath.Ext(path) == ext {
+				paths = append(paths, path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing directory '%s': %w", file, err)
+	}
+	sort.Strings(paths)
+	srcs := make([]ctlres.FileSource, len(paths))
+	for i, p := range paths {
+		srcs[i] = localSource(p)
+	}
+	return srcs, nil
+}
+
+func localSource(path string) pathSource {
+	return pathSource{FileSource: ctlres.NewLocalFileSource(nil, path), path: path}
+}
+
+func hasInputExt(name string) bool {
+	for _, ext := range fileExts {
+		if filepath.Ext(name) == ext {
+			return true
+		}
+	}
+	return false
+}
 
 // readDocs reads sources (in order) and splits them into documents.
 func readDocs(srcs []ctlres.FileSource) ([]rawDoc, error) {
@@ -76,73 +165,4 @@ func splitDocs(data []byte) ([][]byte, error) {
 		docs = append(docs, data[start:])
 	}
 	return docs, nil
-}
-
-// decodedDoc is what one document holds.
-type decodedDoc struct {
-	crds    []crdDoc
-	configs []ctlres.Resource
-	err     error
-}
-
-// decodeDocs decodes documents in parallel. Identical documents are
-// decoded once: the later ones share the CRD objects of the first, with
-// their own origins. Documents that failed or hold kapp Config are decoded
-// again, for their own error and resources.
-func decodeDocs(docs []rawDoc) []decodedDoc {
-	results := make([]decodedDoc, len(docs))
-	first := make([]int, len(docs)) // index of the first identical document
-	byHash := map[uint64][]int{}
-	seed := maphash.MakeSeed()
-	var unique []int
-	for i, d := range docs {
-		first[i] = i
-		h := maphash.Bytes(seed, d.data)
-		for _, j := range byHash[h] {
-			if bytes.Equal(docs[j].data, d.data) {
-				first[i] = j
-				break
-			}
-		}
-		if first[i] == i {
-			byHash[h] = append(byHash[h], i)
-			unique = append(unique, i)
-		}
-	}
-	decode := func(idx []int) {
-		// Decoding errors are kept per document (reported in input order
-		// by the caller), so the work itself never fails.
-		_ = parallel.ForEach(context.Background(), len(idx), runtime.GOMAXPROCS(0), func(_ context.Context, k int) error {
-			i := idx[k]
-			r := &results[i]
-			r.crds, r.configs, r.err = decodeDoc(docs[i])
-			return nil
-		})
-	}
-	decode(unique)
-
-	var again []int
-	for i := range docs {
-		j := first[i]
-		if j == i {
-			continue
-		}
-		if r := results[j]; r.err != nil || len(r.configs) > 0 {
-			again = append(again, i)
-			continue
-		}
-		crds := make([]crdDoc, len(results[j].crds))
-		for k, c := range results[j].crds {
-			// "<doc origin>" or "<doc origin> item N" of the first document.
-			crds[k] = crdDoc{crd: c.crd, origin: docs[i].origin + strings.TrimPrefix(c.origin, docs[j].origin), src: docs[i].src}
-		}
-		results[i].crds = crds
-	}
-	decode(again)
-	for i := range results {
-		for k := range results[i].crds {
-			results[i].crds[k].src = docs[i].src // findings point at their own document
-		}
-	}
-	return results
 }

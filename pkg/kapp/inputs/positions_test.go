@@ -1,4 +1,4 @@
-package tools
+package inputs
 
 import (
 	"bytes"
@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
-	"github.com/crdsafety/kapp/pkg/kapp/report"
 	"github.com/stretchr/testify/require"
 )
 
@@ -41,11 +39,11 @@ func markerLine(t *testing.T, file, marker string) int {
 // for what they no longer have, in the old ones.
 func TestLocate(t *testing.T) {
 	newFiles := []string{positionsFile("new.yaml"), positionsFile("new.json")}
-	newSet, err := loadInputs(newFiles, "new")
+	newSet, err := Load(newFiles, "new")
 	require.NoError(t, err)
-	oldSet, err := loadInputs([]string{positionsFile("old.yaml")}, "old")
+	oldSet, err := Load([]string{positionsFile("old.yaml")}, "old")
 	require.NoError(t, err)
-	loc := newLocator(newSet.crds, oldSet.crds)
+	loc := NewLocator(newSet.CRDs, oldSet.CRDs)
 
 	const widgets = "widgets.example.com"
 	newYAML, newJSON, oldYAML := positionsFile("new.yaml"), positionsFile("new.json"), positionsFile("old.yaml")
@@ -99,15 +97,15 @@ func TestLocate(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			newLoc, oldLoc := loc.locate(crdupgradesafety.Finding{CRD: tc.crd, Version: tc.version, Field: tc.field, Check: tc.check})
-			want := report.Location{}
+			newLoc, oldLoc := loc.Locate(Target{CRD: tc.crd, Version: tc.version, Field: tc.field, Check: tc.check})
+			want := Position{}
 			if tc.newFile != "" {
-				want = report.Location{File: filepath.ToSlash(tc.newFile), Line: markerLine(t, tc.newFile, tc.newMarker)}
+				want = Position{File: filepath.ToSlash(tc.newFile), Line: markerLine(t, tc.newFile, tc.newMarker)}
 			}
 			require.Equal(t, want, newLoc, "new")
-			want = report.Location{}
+			want = Position{}
 			if tc.oldFile != "" {
-				want = report.Location{File: filepath.ToSlash(tc.oldFile), Line: markerLine(t, tc.oldFile, tc.oldMarker)}
+				want = Position{File: filepath.ToSlash(tc.oldFile), Line: markerLine(t, tc.oldFile, tc.oldMarker)}
 			}
 			require.Equal(t, want, oldLoc, "old")
 		})
@@ -127,14 +125,14 @@ func TestLocateLazily(t *testing.T) {
 	data, err := os.ReadFile(positionsFile("new.json"))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(path, data, 0o644))
-	set, err := loadInputs([]string{path}, "new")
+	set, err := Load([]string{path}, "new")
 	require.NoError(t, err)
-	loc := newLocator(set.crds, nil)
+	loc := NewLocator(set.CRDs, nil)
 	require.Empty(t, loc.files)
 
 	require.NoError(t, os.Remove(path))
-	newLoc, _ := loc.locate(crdupgradesafety.Finding{CRD: "sprockets.example.com", Version: "v1", Field: "^.spec.size"})
-	require.Equal(t, report.Location{File: displayPath(path)}, newLoc)
+	newLoc, _ := loc.Locate(Target{CRD: "sprockets.example.com", Version: "v1", Field: "^.spec.size"})
+	require.Equal(t, Position{File: displayPath(path)}, newLoc)
 }
 
 func TestDisplayPath(t *testing.T) {

@@ -1,4 +1,4 @@
-package tools
+package inputs
 
 import (
 	"bufio"
@@ -16,11 +16,11 @@ import (
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
 )
 
-// --git-ref: the old CRDs are the --file2 paths as they are at a git
-// revision of the repository that holds them, read with the git CLI (no
-// checkout, nothing written). CRDs of the new inputs that those paths did
-// not hold at the revision (their file moved or was renamed) are looked
-// for in the whole tree at the revision, by name.
+// This file holds the inputs of --git-ref: the old CRDs are the --file2
+// paths as they are at a git revision of the repository that holds them,
+// read with the git CLI (no checkout, nothing written). CRDs of the new
+// inputs that those paths did not hold at the revision (their file moved or
+// was renamed) are looked for in the whole tree at the revision, by name.
 
 var (
 	// ErrNotInGitRepository: a --file2 path is not in a git work tree.
@@ -57,22 +57,32 @@ func runGit(dir string, stdin io.Reader, args ...string) ([]byte, error) {
 	return out, nil
 }
 
-// loadGitInputs reads the old CRDs for --git-ref: every CRD in the files
-// at paths (the --file2 values, all in one repository) as they are at rev,
+// LoadGitRef reads the old CRDs for --git-ref: every CRD in the files at
+// paths (the --file2 values, all in one repository) as they are at rev,
 // and for each CRD of newSet that those do not hold, its document found
-// elsewhere in the tree at rev (a file moved or renamed). A path that did
-// not exist at rev holds nothing: its CRDs are new.
-func loadGitInputs(rev string, paths []string, newSet inputSet, notef func(string, ...any)) (inputSet, error) {
+// elsewhere in the tree at rev (a file moved or renamed); notef is told of
+// each such move. A path that did not exist at rev holds nothing: its CRDs
+// are new. Errors are named "old CRDs at <rev>: ".
+func LoadGitRef(rev string, paths []string, newSet Set, notef func(format string, args ...any)) (Set, error) {
+	set, err := loadGitInputs(rev, paths, newSet, notef)
+	if err != nil {
+		return Set{}, fmt.Errorf("old CRDs at %s: %w", rev, err)
+	}
+	return set, nil
+}
+
+// loadGitInputs is LoadGitRef without the name of its errors.
+func loadGitInputs(rev string, paths []string, newSet Set, notef func(string, ...any)) (Set, error) {
 	if _, err := exec.LookPath("git"); err != nil {
-		return inputSet{}, fmt.Errorf("--git-ref reads the old CRDs with git: %w", err)
+		return Set{}, fmt.Errorf("--git-ref reads the old CRDs with git: %w", err)
 	}
 	repo, rels, err := repoPaths(paths)
 	if err != nil {
-		return inputSet{}, err
+		return Set{}, err
 	}
 	commit, err := repo.git(nil, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
 	if err != nil || strings.HasPrefix(rev, "-") {
-		return inputSet{}, fmt.Errorf("%w %q in %s (a shallow clone may lack it: fetch it, e.g. actions/checkout with fetch-depth: 0)",
+		return Set{}, fmt.Errorf("%w %q in %s (a shallow clone may lack it: fetch it, e.g. actions/checkout with fetch-depth: 0)",
 			ErrUnknownRevision, rev, repo.top)
 	}
 	c := strings.TrimSpace(string(commit))
@@ -81,34 +91,34 @@ func loadGitInputs(rev string, paths []string, newSet inputSet, notef func(strin
 	for i, rel := range rels {
 		fs, err := repo.filesAt(c, rel.path, rel.isDir)
 		if err != nil {
-			return inputSet{}, fmt.Errorf("listing %s at %s: %w", paths[i], rev, err)
+			return Set{}, fmt.Errorf("listing %s at %s: %w", paths[i], rev, err)
 		}
 		files = append(files, fs...)
 	}
 	srcs, err := repo.sources(c, rev, files)
 	if err != nil {
-		return inputSet{}, err
+		return Set{}, err
 	}
 	set, err := loadSources(srcs, "old")
 	if err != nil {
-		return inputSet{}, err
+		return Set{}, err
 	}
 
 	have := map[string]bool{}
-	for _, crd := range set.crds {
-		have[crd.crd.Name] = true
+	for _, crd := range set.CRDs {
+		have[crd.CRD.Name] = true
 	}
 	var missing []string
-	for _, crd := range newSet.crds {
-		if !have[crd.crd.Name] {
-			missing = append(missing, crd.crd.Name)
+	for _, crd := range newSet.CRDs {
+		if !have[crd.CRD.Name] {
+			missing = append(missing, crd.CRD.Name)
 		}
 	}
 	moved, err := repo.findMoved(c, rev, missing, files, notef)
 	if err != nil {
-		return inputSet{}, err
+		return Set{}, err
 	}
-	set.crds = append(set.crds, moved...)
+	set.CRDs = append(set.CRDs, moved...)
 	return set, nil
 }
 
@@ -190,15 +200,6 @@ func (g gitRepo) filesAt(commit, path string, isDir bool) ([]string, error) {
 	return files, nil
 }
 
-func hasInputExt(name string) bool {
-	for _, ext := range fileExts {
-		if filepath.Ext(name) == ext {
-			return true
-		}
-	}
-	return false
-}
-
 // sources reads files at commit (one git process for all of them).
 func (g gitRepo) sources(commit, rev string, files []string) ([]ctlres.FileSource, error) {
 	var in bytes.Buffer
@@ -252,7 +253,7 @@ func (g gitRepo) sources(commit, rev string, files []string) ([]ctlres.FileSourc
 // order), decoded one by one. A file that does not decode is skipped (it
 // was found by a search, not named by the user); the first document of a
 // name wins.
-func (g gitRepo) findMoved(commit, rev string, missing, read []string, notef func(string, ...any)) ([]crdDoc, error) {
+func (g gitRepo) findMoved(commit, rev string, missing, read []string, notef func(string, ...any)) ([]CRD, error) {
 	if len(missing) == 0 {
 		return nil, nil
 	}
@@ -293,7 +294,7 @@ func (g gitRepo) findMoved(commit, rev string, missing, read []string, notef fun
 	for _, name := range missing {
 		want[name] = true
 	}
-	var found []crdDoc
+	var found []CRD
 	for _, name := range candidates {
 		srcs, err := g.sources(commit, rev, []string{name})
 		if err != nil {
@@ -303,11 +304,11 @@ func (g gitRepo) findMoved(commit, rev string, missing, read []string, notef fun
 		if err != nil {
 			continue
 		}
-		for _, c := range set.crds {
-			if want[c.crd.Name] {
-				delete(want, c.crd.Name)
+		for _, c := range set.CRDs {
+			if want[c.CRD.Name] {
+				delete(want, c.CRD.Name)
 				found = append(found, c)
-				notef("old CRD %s: not in the --file2 paths at %s, read from %s there (moved)", c.crd.Name, rev, name)
+				notef("old CRD %s: not in the --file2 paths at %s, read from %s there (moved)", c.CRD.Name, rev, name)
 			}
 		}
 	}
