@@ -26,6 +26,11 @@ go vet ./...
 (cd hack/bench && go vet ./...)
 (cd hack/kappctrl && go vet ./...)
 
+section "staticcheck"
+# The same code as go vet, with staticcheck's default checks; built once from
+# the pins in hack/lint/go.sum into .cache/bin.
+hack/lint.sh
+
 section "real CRDs for the engine's tests"
 # The proof of no false negatives (TestNoFalseNegativesMutations) and the
 # real-CRD tests skip without them; the fetch is cached in .cache/crds.
