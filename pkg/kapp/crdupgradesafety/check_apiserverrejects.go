@@ -209,7 +209,7 @@ func V1FieldPath(path string) string {
 // whatever the configuration says, and going on would apply the rest of the
 // change set and then fail half way.
 func Rejected(crdName, verb string, rs []Rejection, cfg *config.Settings) []Finding {
-	if len(rs) == 0 || !enabledAPIServerRejects(cfg) {
+	if len(rs) == 0 || !newPolicy(cfg, crdName).cfg.Checks.CRD.ApiserverRejects.Enabled {
 		return nil
 	}
 	findings := make([]Finding, len(rs))
@@ -228,7 +228,7 @@ func Rejected(crdName, verb string, rs []Rejection, cfg *config.Settings) []Find
 // still runs, but its old side may not be what a cluster holds. nil when
 // errs is empty or the check is disabled.
 func InvalidOld(crdName string, errs field.ErrorList, cfg *config.Settings) []Finding {
-	if len(errs) == 0 || !enabledAPIServerRejects(cfg) {
+	if len(errs) == 0 || !newPolicy(cfg, crdName).cfg.Checks.CRD.ApiserverRejects.Enabled {
 		return nil
 	}
 	return []Finding{{
@@ -245,8 +245,4 @@ func v1Paths(errs field.ErrorList) field.ErrorList {
 		out[i] = &c
 	}
 	return out
-}
-
-func enabledAPIServerRejects(cfg *config.Settings) bool {
-	return cfg == nil || cfg.Checks.CRD.ApiserverRejects.Enabled
 }

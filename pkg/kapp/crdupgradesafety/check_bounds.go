@@ -61,14 +61,3 @@ func turnedOn(n *node, id string, o, nw *bool, message string) {
 		n.report(id, "%s", message)
 	}
 }
-
-// checkUniqueItems: requiring unique items rejects lists with duplicates.
-func checkUniqueItems(n *node) {
-	turnedOn(n, config.CheckUniqueItems, &n.old.UniqueItems, &n.new.UniqueItems, "uniqueItems set: lists with duplicate items are no longer allowed")
-}
-
-// checkNullable: removing nullable: true rejects stored nulls.
-func checkNullable(n *node) {
-	// nullable's tightening direction is true -> false: swap the arguments.
-	turnedOn(n, config.CheckNullable, &n.new.Nullable, &n.old.Nullable, "nullable removed: null values are no longer allowed")
-}

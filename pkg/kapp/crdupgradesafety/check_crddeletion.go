@@ -5,18 +5,16 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 )
 
-// deletion is the crdDeletion live check. replaceCause is "" for a CRD
-// deleted by the change set, or why kapp replaces it (deletes and creates
-// it again) instead of updating it.
-func deletion(crdName string, count int, replaceCause string, cfg *config.Settings) []Finding {
-	if cfg == nil {
-		def := config.Default()
-		cfg = &def
-	}
-	if count <= 0 || !cfg.Checks.CRD.CRDDeletion.Enabled {
+// Deletion is the crdDeletion live check: the finding for deleting a CRD
+// that still has count custom resources. replaceCause is "" for a CRD the
+// change set deletes, or why kapp replaces it (deletes and creates it
+// again) instead of updating it, e.g. "update strategy always-replace".
+// None when count is 0 or the check is disabled.
+func Deletion(crdName string, count int, replaceCause string, cfg *config.Settings) []Finding {
+	p := newPolicy(cfg, crdName)
+	if count <= 0 || !p.cfg.Checks.CRD.CRDDeletion.Enabled {
 		return nil
 	}
-	p := &policy{cfg: cfg, crd: crdName}
 	noun := plural.Of(count, "custom resource", "custom resources")
 	if replaceCause == "" {
 		p.crdLevel(config.EnforcementStrict, "", config.CheckCRDDeletion, "deleting the CRD would delete its %d existing %s", count, noun)
@@ -27,17 +25,15 @@ func deletion(crdName string, count int, replaceCause string, cfg *config.Settin
 	return p.findings
 }
 
-// dropped is the crdDeletion check without a cluster: a CRD missing from the
-// new inputs, whose custom resources cannot be counted.
-func dropped(crdName string, cfg *config.Settings) []Finding {
-	if cfg == nil {
-		def := config.Default()
-		cfg = &def
-	}
-	if !cfg.Checks.CRD.CRDDeletion.Enabled {
+// Dropped returns the crdDeletion finding for a CRD that the old inputs
+// hold and the new ones lack, when no cluster is at hand to count its
+// custom resources: deploying the new inputs with kapp deletes the CRD, and
+// with it every custom resource it has (none when the check is disabled).
+func Dropped(crdName string, cfg *config.Settings) []Finding {
+	p := newPolicy(cfg, crdName)
+	if !p.cfg.Checks.CRD.CRDDeletion.Enabled {
 		return nil
 	}
-	p := &policy{cfg: cfg, crd: crdName}
 	p.crdLevel(config.EnforcementStrict, "", config.CheckCRDDeletion, "missing from the new inputs: kapp would delete the CRD with all its custom resources")
 	return p.findings
 }

@@ -40,9 +40,9 @@ func TestDeletion(t *testing.T) {
 			if tc.config != nil {
 				tc.config(&cfg)
 			}
-			fs := Deletion(testCRDName, tc.count, &cfg)
+			fs := Deletion(testCRDName, tc.count, "", &cfg)
 			if tc.cause != "" {
-				fs = Replacement(testCRDName, tc.count, tc.cause, &cfg)
+				fs = Deletion(testCRDName, tc.count, tc.cause, &cfg)
 			}
 			if got := render(fs); !equalLines(got, tc.want) {
 				t.Fatalf("findings differ\n got: %q\nwant: %q", got, tc.want)
@@ -54,7 +54,7 @@ func TestDeletion(t *testing.T) {
 			}
 		})
 	}
-	if got := render(Deletion(testCRDName, 1, nil)); len(got) != 1 || got[0] != "error crdDeletion  : deleting the CRD would delete its 1 existing custom resource" {
+	if got := render(Deletion(testCRDName, 1, "", nil)); len(got) != 1 || got[0] != "error crdDeletion  : deleting the CRD would delete its 1 existing custom resource" {
 		t.Fatalf("nil config: got %q", got)
 	}
 }

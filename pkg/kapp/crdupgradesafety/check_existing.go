@@ -18,18 +18,17 @@ import (
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 )
 
-// validateExisting is the existingResources live check: each existing
-// custom resource must stay valid under the new schema (OpenAPI validation
-// and CEL rules) of the version it is served in.
-func validateExisting(newCRD *apiextv1.CustomResourceDefinition, objs []map[string]any, cfg *config.Settings) ([]Finding, error) {
-	if cfg == nil {
-		def := config.Default()
-		cfg = &def
-	}
-	if !cfg.Checks.CRD.ExistingResources.Enabled || len(objs) == 0 {
+// ValidateExisting validates existing custom resources of a CRD against the
+// new CRD's schema (OpenAPI and CEL rules) of the version each object
+// carries in its apiVersion, and returns an existingResources finding per
+// invalid object. Objects whose version the new CRD lacks are skipped (the
+// storedVersionRemoval/servedVersionRemoval checks cover that).
+// This is the existingResources live check.
+func ValidateExisting(newCRD *apiextv1.CustomResourceDefinition, objs []map[string]any, cfg *config.Settings) ([]Finding, error) {
+	p := newPolicy(cfg, newCRD.Name)
+	if !p.cfg.Checks.CRD.ExistingResources.Enabled || len(objs) == 0 {
 		return nil, nil
 	}
-	p := &policy{cfg: cfg, crd: newCRD.Name}
 	// The objects of each version, for the validators built for them.
 	byVersion := map[string][]any{}
 	for _, obj := range objs {

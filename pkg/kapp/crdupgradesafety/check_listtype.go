@@ -38,19 +38,6 @@ func checkListType(n *node) {
 	}
 }
 
-// checkMapType: x-kubernetes-map-type decides server-side apply ownership
-// of map entries and nothing else: no stored object becomes invalid. An
-// absent map type means granular. Reported at changeEnforcement (Warn by
-// default).
-func checkMapType(n *node) {
-	o, nw := orDefault(n.old.XMapType, "granular"), orDefault(n.new.XMapType, "granular")
-	n.old.XMapType, n.new.XMapType = nil, nil
-	if c := n.run.vc.MapType; o != nw && c.Enabled {
-		n.reportAt(c.ChangeEnforcement, config.CheckMapType,
-			"x-kubernetes-map-type changed: %s -> %s: no stored object becomes invalid, only server-side apply ownership changes", o, nw)
-	}
-}
-
 func orDefault(s *string, def string) string {
 	if s == nil || *s == "" {
 		return def

@@ -1,21 +1,20 @@
 package crdupgradesafety
 
 import (
-	"sort"
-
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
-// compare runs the CRD-level checks, then the property checks over every
-// version present in both CRDs (sameVersion) and over the served versions of
-// the new CRD (servedVersion), and returns the findings sorted.
-func compare(old, new *apiextv1.CustomResourceDefinition, cfg *config.Settings) []Finding {
-	if cfg == nil {
-		def := config.Default()
-		cfg = &def
-	}
-	p := &policy{cfg: cfg, crd: new.Name}
+// Compare compares the old CRD (from the cluster, or an old file) with the
+// new one and returns every finding, sorted, with the policy of cfg applied.
+// old's status.storedVersions is used when set; otherwise old's storage
+// version counts as stored.
+//
+// It runs the CRD-level checks, then the property checks over every version
+// present in both CRDs (sameVersion) and over the served versions of the
+// new CRD (servedVersion).
+func Compare(old, new *apiextv1.CustomResourceDefinition, cfg *config.Settings) []Finding {
+	p := newPolicy(cfg, new.Name)
 	checkScope(p, old, new)
 	checkStoredVersionRemoval(p, old, new)
 	checkServedVersionRemoval(p, old, new)
@@ -92,27 +91,4 @@ func effectiveFailMode(cfg *config.Settings, vc *config.VersionChecks) config.Fa
 		return vc.UnhandledFailureMode
 	}
 	return cfg.FailMode
-}
-
-// SortFindings sorts findings by CRD, version, field, check, message and
-// severity: the one stable order of every output, for one CRD or combined
-// results of several CRDs and of the live checks.
-func SortFindings(fs []Finding) {
-	sort.SliceStable(fs, func(i, j int) bool {
-		a, b := &fs[i], &fs[j]
-		switch {
-		case a.CRD != b.CRD:
-			return a.CRD < b.CRD
-		case a.Version != b.Version:
-			return a.Version < b.Version
-		case a.Field != b.Field:
-			return a.Field < b.Field
-		case a.Check != b.Check:
-			return a.Check < b.Check
-		case a.Message != b.Message:
-			return a.Message < b.Message
-		default:
-			return a.Severity < b.Severity
-		}
-	})
 }

@@ -27,6 +27,18 @@ type policy struct {
 	findings []Finding
 }
 
+// defaultSettings is what a nil *config.Settings means, resolved once.
+var defaultSettings = config.Default()
+
+// newPolicy is the policy of cfg for the named CRD. It is the one place
+// that reads a nil cfg as the defaults.
+func newPolicy(cfg *config.Settings, crd string) *policy {
+	if cfg == nil {
+		cfg = &defaultSettings
+	}
+	return &policy{cfg: cfg, crd: crd}
+}
+
 // add records a change as a finding. Its severity is error only for a
 // Strict change under mode error that no exemption waives; Warn changes
 // are warnings whatever the mode.

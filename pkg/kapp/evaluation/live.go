@@ -51,7 +51,7 @@ func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.Se
 			if err != nil {
 				return nil, fmt.Errorf("checking replace of CRD %s: %w", p.New.Name, err)
 			}
-			findings = append(findings, crdupgradesafety.Replacement(p.New.Name, count-p.AlsoDeleted, o.replace, cfg)...)
+			findings = append(findings, crdupgradesafety.Deletion(p.New.Name, count-p.AlsoDeleted, o.replace, cfg)...)
 		}
 	case crd.ExistingResources.Enabled && !o.rejected:
 		fs, err := existingResourceFindings(ctx, p, cfg, cluster, tracker)
@@ -125,5 +125,5 @@ func removalFindings(ctx context.Context, r Removal, cfg *config.Settings,
 	if err != nil {
 		return nil, fmt.Errorf("checking deletion of CRD %s: %w", r.CRD.Name, err)
 	}
-	return crdupgradesafety.Deletion(r.CRD.Name, n-r.AlsoDeleted, cfg), nil
+	return crdupgradesafety.Deletion(r.CRD.Name, n-r.AlsoDeleted, "", cfg), nil
 }
