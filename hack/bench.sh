@@ -4,7 +4,7 @@
 # never imports upstream's validator), then prints a summary table:
 #
 #   - per real CRD pair: median ns/op and B/op of upstream and ours, the
-#     speed-up and bytes factors, and whether the design.md targets
+#     speed-up and bytes factors, and whether the performance targets
 #     ("Performance budget": >= 20x faster, >= 10x fewer bytes allocated)
 #     are met;
 #   - per large real pair, the whole `kapp tools crd-upgrade-safety -f OLD
@@ -39,7 +39,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bench_dir="${root}/hack/bench"
 out_dir="${root}/.cache/bench"
 
-# Targets of design.md, "Performance budget".
+# The performance targets (README, "Performance").
 min_speedup=20
 min_bytes_factor=10
 # Issue 10: the whole command at most this fraction of upstream's run.

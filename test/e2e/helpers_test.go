@@ -33,7 +33,7 @@ import (
 // Group of every CRD the suite creates; each test has its own plural.
 const group = "e2e.example.com"
 
-// The error kapp prints when our check blocks a deploy (design.md, issue 3).
+// The error kapp prints when our check blocks a deploy (README, "Using it").
 const blockedError = `preflight checks failed: running preflight check "CRDUpgradeSafety"`
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}

@@ -17,8 +17,8 @@ type expectation struct {
 	Version string `json:"version"`
 }
 
-// TestUnsafeChangeIsBlocked runs every case under testdata/unsafe (OLM's list
-// of prohibited CRD changes, spec/olm-v1-crd-upgrade-safety.md): the CRD of
+// TestUnsafeChangeIsBlocked runs every case under testdata/unsafe (the CRD
+// changes OLM v1 prohibits): the CRD of
 // testdata/base is deployed, custom resources are created, then the case's
 // new.yaml is deployed with --preflight=CRDUpgradeSafety. kapp must fail with
 // the case's check ID, CRD, version and field on one line, and the cluster

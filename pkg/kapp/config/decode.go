@@ -313,10 +313,8 @@ func choice[T any](p *T, opts map[string]T) fieldFunc {
 }
 
 var (
-	modes     = map[string]Mode{"error": ModeError, "warn": ModeWarn}
-	failModes = map[string]FailMode{"closed": FailModeClosed, "open": FailModeOpen}
-	// unhandledFailureMode is spelled as in spec/crd-diff-validations.md.
-	unhandledModes  = map[string]FailMode{"Closed": FailModeClosed, "Open": FailModeOpen}
+	modes           = map[string]Mode{"error": ModeError, "warn": ModeWarn}
+	failModes       = map[string]FailMode{"closed": FailModeClosed, "open": FailModeOpen}
 	strictWarnNone  = enforcements(EnforcementStrict, EnforcementWarn, EnforcementNone)
 	enumAdditionEnf = enforcements(EnforcementStrict, EnforcementNone, EnforcementIfPreviouslyConstrained)
 )
@@ -348,9 +346,9 @@ func checksFields(c *Checks) fields {
 		"servedVersion": nested(servedVersionFields(&c.ServedVersion)),
 	}
 	fs := fields{
-		"crd":     nested(crdFields(&c.CRD)),
-		"version": alias(versions),
-		// spec/crd-diff-validations.md uses both spellings.
+		"crd": nested(crdFields(&c.CRD)),
+		// The documented alias: crd-diff's configuration nests the pair
+		// checks under checks.versions.
 		"versions": alias(versions),
 	}
 	for k, f := range versions {
@@ -399,7 +397,7 @@ func minCheck(c *MinCheck) fieldFunc {
 func versionFields(v *VersionChecks) fields {
 	fs := fields{
 		"enabled":              boolean(&v.Enabled),
-		"unhandledFailureMode": choice(&v.UnhandledFailureMode, unhandledModes),
+		"unhandledFailureMode": choice(&v.UnhandledFailureMode, failModes),
 		CheckEnum: nested(fields{
 			"enabled":             boolean(&v.Enum.Enabled),
 			"additionEnforcement": choice(&v.Enum.AdditionEnforcement, enumAdditionEnf),

@@ -83,7 +83,8 @@ checks:
 	}
 }
 
-// TestDefaultPolicy checks Default() against design.md's default policy.
+// TestDefaultPolicy checks Default() against the default policy of
+// docs/checks.md.
 func TestDefaultPolicy(t *testing.T) {
 	d := config.Default()
 	assert.Equal(t, config.ModeError, d.Mode)
@@ -102,7 +103,7 @@ func TestDefaultPolicy(t *testing.T) {
 
 	// Every Enabled/Enforcement field anywhere in the config: every check is
 	// on, and every enforcement Strict except enum additions and the
-	// changes that invalidate no stored object (design.md: warnings).
+	// changes that invalidate no stored object are warnings.
 	var enabled, enforcements int
 	walkFields(reflect.ValueOf(d), "", func(path string, f reflect.Value) {
 		switch {
@@ -255,14 +256,10 @@ checks:
 			c.Checks.CRD.CRDDeletion.Enabled = false
 		}},
 
-		// Aliases of spec/crd-diff-validations.md.
-		{"alias version.sameVersion", `checks: {version: {sameVersion: {enum: {enabled: false}}}}`,
-			func(c *cfg) { c.Checks.SameVersion.Enum.Enabled = false }},
+		// The documented alias of crd-diff's configuration.
 		{"alias versions.sameVersion", `checks: {versions: {sameVersion: {required: {newEnforcement: None}}}}`,
 			func(c *cfg) { c.Checks.SameVersion.Required.NewEnforcement = config.EnforcementNone }},
-		{"alias version.servedVersion", `checks: {version: {servedVersion: {ignoreConversion: false}}}`,
-			func(c *cfg) { c.Checks.ServedVersion.IgnoreConversion = false }},
-		{"alias versions.servedVersion", `checks: {versions: {servedVersion: {enabled: false, unhandledFailureMode: Open}}}`,
+		{"alias versions.servedVersion", `checks: {versions: {servedVersion: {enabled: false, unhandledFailureMode: open}}}`,
 			func(c *cfg) {
 				c.Checks.ServedVersion.Enabled = false
 				c.Checks.ServedVersion.UnhandledFailureMode = config.FailModeOpen
@@ -270,8 +267,7 @@ checks:
 		{"different settings through different spellings merge", `
 checks:
   sameVersion: {enum: {enabled: false}}
-  version: {sameVersion: {enum: {removalEnforcement: None}}}
-  versions: {sameVersion: {type: {enabled: false}}, servedVersion: {pattern: {enabled: false}}}
+  versions: {sameVersion: {type: {enabled: false}, enum: {removalEnforcement: None}}, servedVersion: {pattern: {enabled: false}}}
   servedVersion: {pattern: {}}
 `, func(c *cfg) {
 			c.Checks.SameVersion.Enum.Enabled = false
@@ -362,9 +358,9 @@ func TestDecodeEveryOption(t *testing.T) {
 		spellings []string
 		get       func(c *config.Settings) *config.VersionChecks
 	}{
-		{[]string{"checks.sameVersion", "checks.version.sameVersion", "checks.versions.sameVersion"},
+		{[]string{"checks.sameVersion", "checks.versions.sameVersion"},
 			func(c *config.Settings) *config.VersionChecks { return &c.Checks.SameVersion }},
-		{[]string{"checks.servedVersion", "checks.version.servedVersion", "checks.versions.servedVersion"},
+		{[]string{"checks.servedVersion", "checks.versions.servedVersion"},
 			func(c *config.Settings) *config.VersionChecks { return &c.Checks.ServedVersion.VersionChecks }},
 	}
 	vcType := reflect.TypeOf(config.VersionChecks{})
@@ -373,7 +369,7 @@ func TestDecodeEveryOption(t *testing.T) {
 		for _, prefix := range pair.spellings {
 			opts = append(opts,
 				option{prefix + ".enabled", false, func(c *config.Settings) { get(c).Enabled = false }},
-				option{prefix + ".unhandledFailureMode", "Open", func(c *config.Settings) {
+				option{prefix + ".unhandledFailureMode", "open", func(c *config.Settings) {
 					get(c).UnhandledFailureMode = config.FailModeOpen
 				}})
 			structured := map[string]bool{}
@@ -404,7 +400,7 @@ func TestDecodeEveryOption(t *testing.T) {
 			assert.Len(t, structured, 14, "property checks with options")
 		}
 	}
-	for _, prefix := range []string{"checks.servedVersion", "checks.version.servedVersion", "checks.versions.servedVersion"} {
+	for _, prefix := range []string{"checks.servedVersion", "checks.versions.servedVersion"} {
 		opts = append(opts, option{prefix + ".ignoreConversion", false, func(c *config.Settings) {
 			c.Checks.ServedVersion.IgnoreConversion = false
 		}})
@@ -413,8 +409,8 @@ func TestDecodeEveryOption(t *testing.T) {
 	// 9 CRD checks (enabled, plus servedVersionRemoval.unservedEnforcement);
 	// per spelling of each pair: enabled, unhandledFailureMode, the fields
 	// of the 14 checks with options (enum 3, default 4, required 2, type 2,
-	// 8 bounds x 3, listType 3, mapType 2), the toggles; 3 ignoreConversion.
-	require.Len(t, opts, 9+1+3*2*(2+(3+4+2+2+8*3+3+2)+(len(config.PropertyCheckIDs)-14))+3)
+	// 8 bounds x 3, listType 3, mapType 2), the toggles; 2 ignoreConversion.
+	require.Len(t, opts, 9+1+2*2*(2+(3+4+2+2+8*3+3+2)+(len(config.PropertyCheckIDs)-14))+2)
 
 	// Every enforcement option rejects unknown values; each accepts Strict,
 	// Warn and None, except enum.additionEnforcement, which accepts Strict,
@@ -446,7 +442,7 @@ func TestDecodeEveryOption(t *testing.T) {
 			assert.NoError(t, err, o.path)
 		}
 	}
-	assert.Equal(t, 1+2*3*(23+3), enforcementOpts)
+	assert.Equal(t, 1+2*2*(23+3), enforcementOpts)
 
 	seen := map[string]bool{}
 	for _, o := range opts {
@@ -567,7 +563,7 @@ func TestDecodeErrors(t *testing.T) {
 		{name: "checks not a map", in: `checks: [scope]`, kind: config.ErrInvalidType,
 			want: []string{`checks: must be a map, got list`}},
 		{name: "unknown checks key", in: `checks: {enum: {enabled: false}}`, kind: config.ErrUnknownKey,
-			want: []string{`checks.enum: unknown key (allowed: crd, sameVersion, servedVersion, version, versions)`}},
+			want: []string{`checks.enum: unknown key (allowed: crd, sameVersion, servedVersion, versions)`}},
 		{name: "unknown crd check", in: `checks: {crd: {scopee: {enabled: false}}}`, kind: config.ErrUnknownKey,
 			want: []string{`checks.crd.scopee: unknown key (allowed: apiserverRejects, crdDeletion, existingFieldRemoval, existingResources, scope, selectableFields, servedVersionRemoval, storedVersionRemoval, subresources)`}},
 		{name: "servedVersionRemoval keys", in: `checks: {crd: {servedVersionRemoval: {unserved: Warn}}}`, kind: config.ErrUnknownKey,
@@ -597,7 +593,7 @@ func TestDecodeErrors(t *testing.T) {
 		{name: "sameVersion enabled type", in: `checks: {sameVersion: {enabled: 0}}`, kind: config.ErrInvalidType,
 			want: []string{`checks.sameVersion.enabled: must be a bool, got int`}},
 		{name: "unhandledFailureMode value", in: `checks: {sameVersion: {unhandledFailureMode: Ajar}}`, kind: config.ErrInvalidValue,
-			want: []string{`checks.sameVersion.unhandledFailureMode: unknown value "Ajar" (allowed: Closed, Open)`}},
+			want: []string{`checks.sameVersion.unhandledFailureMode: unknown value "Ajar" (allowed: closed, open)`}},
 		{name: "enum additionEnforcement value", in: `checks: {sameVersion: {enum: {additionEnforcement: Sometimes}}}`, kind: config.ErrInvalidValue,
 			want: []string{`checks.sameVersion.enum.additionEnforcement: unknown value "Sometimes" (allowed: IfPreviouslyConstrained, None, Strict)`}},
 		{name: "enforcement type", in: `checks: {sameVersion: {enum: {additionEnforcement: 1}}}`, kind: config.ErrInvalidType,
@@ -627,28 +623,24 @@ func TestDecodeErrors(t *testing.T) {
 
 		{name: "alias holds only pair checks", in: `checks: {versions: {crd: {}}}`, kind: config.ErrUnknownKey,
 			want: []string{`checks.versions.crd: unknown key (allowed: sameVersion, servedVersion)`}},
-		{name: "alias not a map", in: `checks: {version: sameVersion}`, kind: config.ErrInvalidType,
-			want: []string{`checks.version: must be a map, got string`}},
-		{name: "errors inside an alias name the written path", in: `checks: {version: {servedVersion: {enum: {removalEnforcement: Sometimes}}}}`, kind: config.ErrInvalidValue,
-			want: []string{`checks.version.servedVersion.enum.removalEnforcement: unknown value "Sometimes" (allowed: None, Strict, Warn)`}},
+		{name: "alias not a map", in: `checks: {versions: sameVersion}`, kind: config.ErrInvalidType,
+			want: []string{`checks.versions: must be a map, got string`}},
+		{name: "errors inside an alias name the written path", in: `checks: {versions: {servedVersion: {enum: {removalEnforcement: Sometimes}}}}`, kind: config.ErrInvalidValue,
+			want: []string{`checks.versions.servedVersion.enum.removalEnforcement: unknown value "Sometimes" (allowed: None, Strict, Warn)`}},
+		{name: "one alias only: checks.version is not one", in: `checks: {version: {sameVersion: {enum: {enabled: false}}}}`, kind: config.ErrUnknownKey,
+			want: []string{`checks.version: unknown key (allowed: crd, sameVersion, servedVersion, versions)`}},
 		{name: "same setting twice: canonical and alias", in: `
 checks:
   sameVersion: {enum: {enabled: false}}
   versions: {sameVersion: {enum: {enabled: false}}}
 `, kind: config.ErrDuplicateSetting,
 			want: []string{`checks.versions.sameVersion.enum.enabled: duplicate setting: already given as checks.sameVersion.enum.enabled (use one spelling)`}},
-		{name: "same setting twice: two aliases", in: `
-checks:
-  version: {servedVersion: {ignoreConversion: false}}
-  versions: {servedVersion: {ignoreConversion: true}}
-`, kind: config.ErrDuplicateSetting,
-			want: []string{`checks.versions.servedVersion.ignoreConversion: duplicate setting: already given as checks.version.servedVersion.ignoreConversion (use one spelling)`}},
 		{name: "same toggle twice", in: `
 checks:
   servedVersion: {pattern: {enabled: false}}
-  version: {servedVersion: {pattern: {enabled: false}}}
+  versions: {servedVersion: {pattern: {enabled: false}}}
 `, kind: config.ErrDuplicateSetting,
-			want: []string{`checks.version.servedVersion.pattern.enabled: duplicate setting: already given as checks.servedVersion.pattern.enabled (use one spelling)`}},
+			want: []string{`checks.versions.servedVersion.pattern.enabled: duplicate setting: already given as checks.servedVersion.pattern.enabled (use one spelling)`}},
 
 		{name: "exemptions not a list", in: `exemptions: {crd: widgets.example.com}`, kind: config.ErrInvalidType,
 			want: []string{`exemptions: must be a list, got map`}},
@@ -756,7 +748,7 @@ mode: 1
 failMode: ajar
 nope: true
 exemptions: [{}]
-checks: {sameVersion: {enabled: false}, version: {sameVersion: {enabled: false}}}
+checks: {sameVersion: {enabled: false}, versions: {sameVersion: {enabled: false}}}
 `)
 	require.Error(t, err)
 	for _, kind := range []error{config.ErrUnknownKey, config.ErrInvalidType, config.ErrInvalidValue,

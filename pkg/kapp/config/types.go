@@ -97,7 +97,7 @@ const (
 	FailModeOpen   FailMode = "open"   // an unhandled change is not reported
 )
 
-// Enforcement is a per-change strategy from spec/crd-diff-validations.md,
+// Enforcement is a per-change strategy of crd-diff's configuration,
 // extended with Warn.
 type Enforcement string
 
@@ -140,7 +140,7 @@ type Settings struct {
 	Exemptions []Exemption
 }
 
-// Checks is the `checks` key, in the structure of spec/crd-diff-validations.md.
+// Checks is the `checks` key, in the structure of crd-diff's configuration.
 type Checks struct {
 	CRD           CRDChecks
 	SameVersion   VersionChecks
@@ -288,7 +288,7 @@ type Exemption struct {
 // that a hung apiserver connection does not hold a deploy or a CI job.
 const DefaultLiveChecksTimeout = 5 * time.Minute
 
-// Default returns the default policy of design.md: every check on, mode
+// Default returns the default policy (docs/checks.md): every check on, mode
 // error, failMode closed; changes that invalidate no stored object
 // (server-side apply granularity, a version unserved) are warnings.
 func Default() Settings {

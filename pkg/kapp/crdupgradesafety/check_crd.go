@@ -53,7 +53,7 @@ func checkStoredVersionRemoval(p *policy, old, new *apiextv1.CustomResourceDefin
 }
 
 // checkServedVersionRemoval: a served version must first be set
-// served: false before it is removed (spec/olm-v0-crd-upgrade-lifecycle.txt).
+// served: false before it is removed (the removal lifecycle of OLM v0, docs/migrate.md).
 // A version that stays but is no longer served is that documented first
 // step, yet its clients get 404: reported at unservedEnforcement (Warn by
 // default).

@@ -19,7 +19,7 @@ import (
 // updateGolden rewrites testdata/<case>/expected.txt with what Compare
 // returns: go test ./pkg/kapp/crdupgradesafety/ -run Golden -update
 // Read every rewritten file before committing it: a golden file records
-// what design.md says, not whatever the engine happens to do.
+// what docs/checks.md says, not whatever the engine happens to do.
 var updateGolden = flag.Bool("update", false, "rewrite testdata/*/expected.txt with the current findings")
 
 // goldenCase is one directory of testdata/: old.yaml and new.yaml (full

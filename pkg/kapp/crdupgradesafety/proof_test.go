@@ -28,7 +28,7 @@ package crdupgradesafety
 // combinator branch covers the field the branch constrains, and the node
 // that carries the combinator), or a CRD-level finding. Changes at fields
 // no stored object can hold (a new field's default) are the "new optional
-// field" rule of design.md and do not count.
+// field" rule of docs/checks.md and do not count.
 
 import (
 	"encoding/json"

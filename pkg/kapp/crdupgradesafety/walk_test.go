@@ -187,7 +187,7 @@ func TestWalkVersionSchemas(t *testing.T) {
 }
 
 // existingFieldRemoval is a CRD-level check (checks.crd.existingFieldRemoval,
-// spec/crd-diff-validations.md "Global validations"): switching the
+// crd-diff's "Global validations"): switching the
 // sameVersion property checks off should not switch it off.
 func TestWalkFieldRemovalWithSameVersionDisabled(t *testing.T) {
 	runSpecCases(t, []specCase{

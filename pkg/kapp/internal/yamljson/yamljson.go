@@ -85,8 +85,6 @@ func supportedText(doc []byte) bool {
 // bail abandons the streaming conversion (recovered in Convert).
 type bail struct{}
 
-var lastPos int
-
 func fail() { panic(bail{}) }
 
 // entry is one key of an open mapping: the key and where its `"key":value`
