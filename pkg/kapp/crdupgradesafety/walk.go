@@ -94,26 +94,47 @@ func (n *node) emitAt(field string, level config.Enforcement, check, msg string)
 	n.run.sink(change{version: n.run.version, field: field, check: check, message: msg, level: level})
 }
 
+// propertyCheck is one property check: the IDs it reports (its
+// configuration, checks.sameVersion.<id> and checks.servedVersion.<id>) and
+// how it runs at a node. Adding a property check takes its ID constant and
+// entry in config.PropertyCheckIDs, its file here with an entry below, and
+// its section in docs/checks.md; TestEveryPropertyCheckRuns and the config
+// and docs tests fail when one is missing.
+type propertyCheck struct {
+	ids []string
+	run func(*node)
+}
+
 // propertyChecks run in order at every node, after the walks. Each is in
 // its own file.
-var propertyChecks = []func(*node){
-	checkDocumentation,
-	checkPreserveUnknownFields, // before type: it reads the new type
-	checkIntOrString,           // before type: it owns type changes to and from int-or-string
-	checkType,
-	checkEnum,
-	checkDefault,
-	checkBounds,
-	checkExclusiveBounds,
-	checkMultipleOf,
-	checkUniqueItems,
-	checkPattern,
-	checkFormat,
-	checkNullable,
-	checkRequired,
-	checkListType,
-	checkMapType,
-	checkCELValidation,
+var propertyChecks = []propertyCheck{
+	{nil, checkDocumentation}, // reports nothing: clears what is never a finding
+	{[]string{config.CheckPreserveUnknownFields}, checkPreserveUnknownFields}, // before type: it reads the new type
+	{[]string{config.CheckIntOrString}, checkIntOrString},                     // before type: it owns type changes to and from int-or-string
+	{[]string{config.CheckType}, checkType},
+	{[]string{config.CheckEnum}, checkEnum},
+	{[]string{config.CheckDefault}, checkDefault},
+	{[]string{config.CheckMinimum, config.CheckMinLength, config.CheckMinItems, config.CheckMinProperties,
+		config.CheckMaximum, config.CheckMaxLength, config.CheckMaxItems, config.CheckMaxProperties}, checkBounds},
+	{[]string{config.CheckExclusiveMinimum, config.CheckExclusiveMaximum}, checkExclusiveBounds},
+	{[]string{config.CheckMultipleOf}, checkMultipleOf},
+	{[]string{config.CheckUniqueItems}, checkUniqueItems},
+	{[]string{config.CheckPattern}, checkPattern},
+	{[]string{config.CheckFormat}, checkFormat},
+	{[]string{config.CheckNullable}, checkNullable},
+	{[]string{config.CheckRequired}, checkRequired},
+	{[]string{config.CheckListType}, checkListType},
+	{[]string{config.CheckMapType}, checkMapType},
+	{[]string{config.CheckCELValidation}, checkCELValidation},
+}
+
+// walkCheckIDs are the property checks compareNode runs itself, around the
+// walks into sub-schemas: embedded resources (before the properties are
+// walked), map values (walkAdditionalProperties) and combinator branches
+// (check_combinators.go).
+var walkCheckIDs = []string{
+	config.CheckAllOf, config.CheckAnyOf, config.CheckOneOf, config.CheckNot,
+	config.CheckAdditionalProperties, config.CheckEmbeddedResource,
 }
 
 func (r *pairRun) compareSchemas(old, new *apiextv1.JSONSchemaProps) {
@@ -153,7 +174,7 @@ func (r *pairRun) compareNode(n *node) {
 	r.walkAdditionalProperties(n)
 	r.walkCombinators(n)
 	for _, check := range propertyChecks {
-		check(n)
+		check.run(n)
 	}
 }
 

@@ -1,0 +1,79 @@
+// Package kapp_test checks the house plan: which package may import which.
+package kapp_test
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/crdsafety/kapp/"
+
+// layers are the module's packages from the bottom up: a package imports
+// only packages of lower layers (Go itself rules out cycles). Shared
+// helpers at the bottom; the configuration; the engine; the services built
+// on it (evaluation, input loading, the outputs); the kapp hook; the
+// commands; the binary.
+var layers = [][]string{
+	{"docs", "pkg/kapp/internal/", "pkg/kapp/crdupgradesafety/internal/"},
+	{"pkg/kapp/config"},
+	{"pkg/kapp/crdupgradesafety"},
+	{"pkg/kapp/evaluation", "pkg/kapp/inputs", "pkg/kapp/report"},
+	{"pkg/kapp/evaluation/evaluationtest"},
+	{"pkg/kapp/preflight"},
+	{"pkg/kapp/cmd/tools"},
+	{"pkg/kapp/cmd"},
+	{"cmd/kapp", "test/e2e", "hack/", "pkg/kapp"},
+}
+
+// layerOf returns the layer of a package path relative to the module: the
+// one with the longest matching entry (an entry ending in / is a prefix).
+func layerOf(t *testing.T, pkg string) int {
+	best, bestLen := -1, -1
+	for i, entries := range layers {
+		for _, e := range entries {
+			match := pkg == e || (strings.HasSuffix(e, "/") && strings.HasPrefix(pkg, e))
+			if match && len(e) > bestLen {
+				best, bestLen = i, len(e)
+			}
+		}
+	}
+	if best < 0 {
+		t.Fatalf("package %s is in no layer: add it to layers", pkg)
+	}
+	return best
+}
+
+func TestLayers(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json=ImportPath,Imports", module+"...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	checked := 0
+	for dec.More() {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		from := strings.TrimPrefix(p.ImportPath, module)
+		fromLayer := layerOf(t, from)
+		checked++
+		for _, imp := range p.Imports {
+			if !strings.HasPrefix(imp, module) {
+				continue
+			}
+			to := strings.TrimPrefix(imp, module)
+			if l := layerOf(t, to); l >= fromLayer && !strings.HasPrefix(to, from+"/") {
+				t.Errorf("%s (layer %d) imports %s (layer %d): a package imports only lower layers", from, fromLayer, to, l)
+			}
+		}
+	}
+	if checked < 15 {
+		t.Fatalf("only %d packages listed", checked)
+	}
+}
