@@ -6,7 +6,7 @@ import (
 )
 
 // TestParseTiming reads the timing lines kapp prints with
-// KAPP_CRD_UPGRADE_SAFETY_TIMING=1 (pkg/kapp/preflight/timing.go): the
+// KAPP_CRD_UPGRADE_SAFETY_TIMING=1 (pkg/kapp/evaluation/timing.go): the
 // last of each kind, and the check line with or without its allocation
 // figures.
 func TestParseTiming(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 // must stay flat as N grows (linear total), and the highest live heap of
 // the run, which must stay flat too (bounded pages and batches):
 //
-//	go test -run '^$' -bench ExistingResources -benchtime 3x ./pkg/kapp/preflight/
+//	go test -run '^$' -bench ExistingResources -benchtime 3x ./pkg/kapp/evaluation/
 func BenchmarkExistingResources(b *testing.B) {
 	old, safe := mustCRD(b, oldCRD), mustCRD(b, safeCRD)
 	cfg := config.Default()

@@ -1,8 +1,10 @@
-// Package preflight wires our CRDUpgradeSafety check into kapp's preflight
-// registry and adapts kapp's change graph to the comparison engine in
-// pkg/kapp/crdupgradesafety. The engine holds all comparison
-// logic; this package only collects CRD pairs, reads the cluster where the
-// live checks need it, and renders and enforces the outcome.
+// Package preflight is the kapp hook of the CRDUpgradeSafety check, and
+// only that: it wires the check into kapp's preflight registry (registry.go),
+// makes KAPP_CRD_UPGRADE_SAFETY_CONFIG the settings of every deploy
+// (env.go), and adapts kapp's change graph to a plan for the evaluation
+// service (crd_upgrade_safety.go), whose findings it prints or returns as
+// the deploy's error. What is checked and how lives in pkg/kapp/evaluation
+// and the engine, pkg/kapp/crdupgradesafety.
 package preflight
 
 import (
