@@ -53,7 +53,7 @@ func apiserverWrite(tb testing.TB, s *apiextv1.JSONSchemaProps, keepAll bool, ob
 		tb.Fatalf("building the schema validator: %v", err)
 	}
 	errs := validation.ValidateCustomResource(nil, out, validator)
-	errs = append(errs, objectmeta.Validate(nil, out, structural, false)...)
+	errs = append(errs, objectmeta.Validate(context.Background(), nil, out, structural, false)...)
 	errs = append(errs, listtype.ValidateListSetsAndMaps(nil, structural, out)...)
 	celErrs, _ := cel.NewValidator(structural, true, celconfig.PerCallLimit).
 		Validate(context.Background(), nil, structural, out, nil, celconfig.RuntimeCELCostBudget)

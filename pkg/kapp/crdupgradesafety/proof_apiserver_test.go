@@ -158,7 +158,7 @@ func (s *servedSchema) validate(obj map[string]any) field.ErrorList {
 	errs = append(errs, apivalidation.ValidateObjectMetaAccessor(u, s.namespaced, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))...)
 	errs = append(errs, validation.ValidateCustomResource(nil, obj, s.validator)...)
 	errs = append(errs, s.validateScale(obj)...)
-	errs = append(errs, schemaobjectmeta.Validate(nil, obj, s.structural, false)...)
+	errs = append(errs, schemaobjectmeta.Validate(context.Background(), nil, obj, s.structural, false)...)
 	errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, s.structural, obj)...)
 	for _, e := range errs {
 		switch e.Type {
@@ -231,9 +231,18 @@ func (p dataPath) String() string {
 // a failed allOf/anyOf/oneOf/not without a field, naming it quoted at the
 // start of the message instead ("spec.x" must validate ...).
 func errorPath(e *field.Error, obj any) dataPath {
-	if (e.Field == "" || e.Field == "<nil>") && strings.HasPrefix(e.Detail, `"`) {
-		if name, _, ok := strings.Cut(e.Detail[1:], `"`); ok {
-			return parseErrorPath(name, obj)
+	if e.Field == "" || e.Field == "<nil>" {
+		if strings.HasPrefix(e.Detail, `"`) {
+			if name, _, ok := strings.Cut(e.Detail[1:], `"`); ok {
+				return parseErrorPath(name, obj)
+			}
+		}
+		// The format checks of the 1.37 library name the field at the end:
+		// "Checked value must be of type integer (default format) in spec.amount".
+		if strings.HasPrefix(e.Detail, "Checked value must be ") {
+			if i := strings.LastIndex(e.Detail, " in "); i >= 0 {
+				return parseErrorPath(e.Detail[i+len(" in "):], obj)
+			}
 		}
 	}
 	return parseErrorPath(e.Field, obj)
