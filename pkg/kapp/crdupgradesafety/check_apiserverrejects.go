@@ -10,6 +10,7 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
+	"k8s.io/apiextensions-apiserver/pkg/registry/customresourcedefinition"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -94,6 +95,33 @@ func (p *PreparedCRD) Update(ctx context.Context, old *PreparedCRD) field.ErrorL
 	}
 	prepareForUpdate(&newCRD, &oldCRD)
 	return validation.ValidateCustomResourceDefinitionUpdate(ctx, &newCRD, &oldCRD)
+}
+
+// crdStrategy is the apiserver's registry strategy for CRDs: its warnings
+// are what the apiserver returns with an accepted create or update.
+var crdStrategy = customresourcedefinition.NewStrategy(scheme)
+
+// WarningsOnCreate returns the warnings the apiserver gives with the
+// create of the CRD (unrecognized formats, list sets of objects or
+// lists); nil when it cannot be decoded.
+func (p *PreparedCRD) WarningsOnCreate(ctx context.Context) []string {
+	if p.err != nil {
+		return nil
+	}
+	crd := *p.internal
+	prepareForCreate(&crd)
+	return crdStrategy.WarningsOnCreate(ctx, &crd)
+}
+
+// WarningsOnUpdate returns the warnings the apiserver gives with the
+// update of old to the CRD: those the old CRD did not already draw.
+func (p *PreparedCRD) WarningsOnUpdate(ctx context.Context, old *PreparedCRD) []string {
+	if p.err != nil || old.err != nil {
+		return nil
+	}
+	newCRD, oldCRD := *p.internal, *old.internal
+	prepareForUpdate(&newCRD, &oldCRD)
+	return crdStrategy.WarningsOnUpdate(ctx, &newCRD, &oldCRD)
 }
 
 // toInternal defaults a copy of crd and converts it to the internal type,
@@ -217,6 +245,25 @@ func Rejected(crdName, verb string, rs []Rejection, cfg *config.Settings) []Find
 		findings[i] = Finding{
 			CRD: crdName, Field: V1FieldPath(r.Field), Check: config.CheckAPIServerRejects, Severity: SeverityError,
 			Message: boundText(fmt.Sprintf("the apiserver refuses the %s: %s", verb, r.Message), maxMessageBytes),
+		}
+	}
+	SortFindings(findings)
+	return findings
+}
+
+// Warned returns one apiserverRejects warning per warning the apiserver
+// gives with an accepted request (verb as for Rejected) about the named
+// CRD; nil when the check is disabled. The apiserver applies the change;
+// the warning names what will not work as its author may expect.
+func Warned(crdName, verb string, warnings []string, cfg *config.Settings) []Finding {
+	if len(warnings) == 0 || !newPolicy(cfg, crdName).cfg.Checks.CRD.ApiserverRejects.Enabled {
+		return nil
+	}
+	findings := make([]Finding, len(warnings))
+	for i, w := range warnings {
+		findings[i] = Finding{
+			CRD: crdName, Check: config.CheckAPIServerRejects, Severity: SeverityWarning,
+			Message: boundText(fmt.Sprintf("the apiserver warns on the %s: %s", verb, w), maxMessageBytes),
 		}
 	}
 	SortFindings(findings)

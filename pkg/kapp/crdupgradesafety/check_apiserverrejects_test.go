@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -325,5 +326,50 @@ func TestPreparedCRDIsReusable(t *testing.T) {
 		if got := p.Update(ctx, p); got.ToAggregate().Error() != wantUpdate.ToAggregate().Error() {
 			t.Fatalf("update %d: got %v, want %v", i, got, wantUpdate)
 		}
+	}
+}
+
+// TestWarnings: the apiserver's own warnings on an accepted create or
+// update (its registry strategy): a list set of objects, an integer format
+// it does not recognize; on an update only those the old CRD did not draw.
+func TestWarnings(t *testing.T) {
+	v1 := func(spec string) *PreparedCRD {
+		return PrepareCRD(newCRD(t, testVersion{name: "v1", served: true, storage: true, spec: spec}))
+	}
+	const setOfObjects = "type: object\nproperties:\n  ports:\n    type: array\n    x-kubernetes-list-type: set\n" +
+		"    items: {type: object, properties: {port: {type: integer}}}\n"
+	const oddFormat = "type: object\nproperties:\n  size: {type: integer, format: uint8}\n"
+	const setWarning = `x-kubernetes-list-type: set for items of type "object" is not supported by server-side apply or CEL validation rules`
+	ctx := context.Background()
+	cases := []struct {
+		name string
+		got  []string
+		want []string
+	}{
+		{name: "create: list set of objects", got: v1(setOfObjects).WarningsOnCreate(ctx), want: []string{setWarning}},
+		{name: "create: unrecognized format", got: v1(oddFormat).WarningsOnCreate(ctx), want: []string{`unrecognized format "uint8"`}},
+		{name: "create: none", got: v1("").WarningsOnCreate(ctx), want: nil},
+		{name: "update that adds the list set", got: v1(setOfObjects).WarningsOnUpdate(ctx, v1("")), want: []string{setWarning}},
+		{name: "update that keeps it: ratcheted", got: v1(setOfObjects).WarningsOnUpdate(ctx, v1(setOfObjects)), want: nil},
+		{name: "update that adds the format", got: v1(oddFormat).WarningsOnUpdate(ctx, v1("")), want: []string{`unrecognized format "uint8"`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if !slices.Equal(tc.got, tc.want) {
+				t.Fatalf("warnings differ\n got: %q\nwant: %q", tc.got, tc.want)
+			}
+		})
+	}
+
+	cfg := config.Default()
+	got := render(Warned(testCRDName, "update", []string{setWarning}, &cfg))
+	want := []string{"warning apiserverRejects  : the apiserver warns on the update: " + setWarning}
+	if !equalLines(got, want) {
+		t.Fatalf("findings differ\n got: %q\nwant: %q", got, want)
+	}
+	cfg.Mode = config.ModeError
+	cfg.Checks.CRD.ApiserverRejects.Enabled = false
+	if fs := Warned(testCRDName, "update", []string{setWarning}, &cfg); fs != nil {
+		t.Fatalf("disabled check gave %v", fs)
 	}
 }

@@ -96,35 +96,46 @@ func (v *offlineValidation) finish(live bool) (rejected bool, replace string, fi
 	updateErrs := func() []crdupgradesafety.Rejection {
 		return crdupgradesafety.Rejections(v.prepNew().Update(ctx, v.prepOld()))
 	}
+	// The apiserver's warnings on the request, once it accepts it.
+	createWarnings := func() []string { return v.prepNew().WarningsOnCreate(ctx) }
+	updateWarnings := func() []string { return v.prepNew().WarningsOnUpdate(ctx, v.prepOld()) }
 
 	var verb string
 	var errs []crdupgradesafety.Rejection
+	var warnings func() []string
 	switch {
 	case p.Old == nil:
 		if v.validate && !dryRunValidates {
-			verb, errs = "create", createErrs()
+			verb, errs, warnings = "create", createErrs(), createWarnings
 		}
 	case p.Strategy == StrategyAlwaysReplace:
 		replace = "update strategy " + StrategyAlwaysReplace
 		if v.validate {
-			verb, errs = "create that follows the delete ("+replace+")", createErrs()
+			verb, errs, warnings = "create that follows the delete ("+replace+")", createErrs(), createWarnings
 		}
 	case p.Strategy == StrategyFallbackOnReplace && (v.validate || cfg.Checks.CRD.CRDDeletion.Enabled):
 		if refused := updateErrs(); len(refused) > 0 {
 			replace = fmt.Sprintf("update strategy %s, and the apiserver refuses the update (%s)",
 				StrategyFallbackOnReplace, describe(refused))
 			if v.validate {
-				verb, errs = "create that follows the delete ("+StrategyFallbackOnReplace+")", createErrs()
+				verb, errs, warnings = "create that follows the delete ("+StrategyFallbackOnReplace+")", createErrs(), createWarnings
 			}
+		} else if v.validate && !(live && p.Send != nil) {
+			// The update goes through: a dry run (live) gives its
+			// warnings, the library those of a tools run.
+			verb, warnings = "update", updateWarnings
 		}
 	default:
 		if v.validate && !v.unchanged && !dryRunValidates {
-			verb, errs = "update", updateErrs()
+			verb, errs, warnings = "update", updateErrs(), updateWarnings
 		}
 	}
-	if len(errs) > 0 {
+	switch {
+	case len(errs) > 0:
 		findings = append(findings, crdupgradesafety.Rejected(p.New.Name, verb, errs, cfg)...)
 		rejected = true
+	case warnings != nil:
+		findings = append(findings, crdupgradesafety.Warned(p.New.Name, verb, warnings(), cfg)...)
 	}
 	if v.oldDone != nil {
 		<-v.oldDone
@@ -156,12 +167,13 @@ func describe(rs []crdupgradesafety.Rejection) string {
 // dryRunFindings sends the request kapp would send first for the pair as a
 // server-side dry run: a create for a new CRD, the delete of an
 // always-replace, an update otherwise. A refusal is an apiserverRejects
-// finding, except that an update with fallback-on-replace that is refused
+// error finding (rejected), the apiserver's warnings on an accepted request
+// are apiserverRejects warnings, except that an update with fallback-on-replace that is refused
 // as invalid (422) is not refused for kapp: it replaces the CRD, and the
 // returned replace says why. Any other error (the apiserver did not answer,
 // a conflict, 5xx) is returned, naming the CRD.
 func dryRunFindings(ctx context.Context, p Pair, cfg *config.Settings,
-	cluster Cluster) (findings []crdupgradesafety.Finding, replace string, err error) {
+	cluster Cluster) (findings []crdupgradesafety.Finding, rejected bool, replace string, err error) {
 
 	verb := VerbUpdate
 	switch {
@@ -170,22 +182,23 @@ func dryRunFindings(ctx context.Context, p Pair, cfg *config.Settings,
 	case p.Strategy == StrategyAlwaysReplace:
 		verb = VerbDelete
 	}
-	sendErr := cluster.DryRun(ctx, verb, p.Send)
+	how := string(verb) + " (server-side dry run)"
+	warnings, sendErr := cluster.DryRun(ctx, verb, p.Send)
 	if sendErr == nil {
-		return nil, "", nil
+		return crdupgradesafety.Warned(p.New.Name, how, warnings, cfg), false, "", nil
 	}
 	rs, ok := refusal(sendErr)
 	if !ok {
 		if de := deadlineError(ctx, sendErr, ""); de != nil {
 			sendErr = de
 		}
-		return nil, "", fmt.Errorf("server-side dry run of the %s of CRD %s: %w", verb, p.New.Name, sendErr)
+		return nil, false, "", fmt.Errorf("server-side dry run of the %s of CRD %s: %w", verb, p.New.Name, sendErr)
 	}
 	if verb == VerbUpdate && p.Strategy == StrategyFallbackOnReplace && apierrors.IsInvalid(sendErr) {
-		return nil, fmt.Sprintf("update strategy %s, and the apiserver refuses the update (server-side dry run: %s)",
+		return nil, false, fmt.Sprintf("update strategy %s, and the apiserver refuses the update (server-side dry run: %s)",
 			StrategyFallbackOnReplace, describe(rs)), nil
 	}
-	return crdupgradesafety.Rejected(p.New.Name, string(verb)+" (server-side dry run)", rs, cfg), "", nil
+	return crdupgradesafety.Rejected(p.New.Name, how, rs, cfg), true, "", nil
 }
 
 // refusal reports whether err is the apiserver refusing a request it

@@ -33,8 +33,9 @@ type Cluster interface {
 	// DryRun sends one CRD request as a server-side dry run (dryRun=All):
 	// the apiserver validates and admits it (webhooks and policies
 	// included) and persists nothing. obj is the CRD to create or update,
-	// or the one to delete. A nil error means the apiserver would accept it.
-	DryRun(ctx context.Context, verb Verb, obj *unstructured.Unstructured) error
+	// or the one to delete. A nil error means the apiserver would accept it;
+	// warnings are the apiserver's warnings on the accepted request.
+	DryRun(ctx context.Context, verb Verb, obj *unstructured.Unstructured) (warnings []string, err error)
 }
 
 // ClusterFromDeps returns a Cluster factory over kapp's dynamic client.
@@ -215,8 +216,10 @@ func (c *DynamicCluster) CountCustomResources(ctx context.Context, crd *apiextv1
 
 // DryRun sends the request as kapp's clusterapply would (a POST, a PUT of
 // the whole object, a DELETE with background propagation and the UID as
-// precondition), with dryRun=All.
-func (c *DynamicCluster) DryRun(ctx context.Context, verb Verb, obj *unstructured.Unstructured) error {
+// precondition), with dryRun=All. The apiserver's warnings are returned
+// for creates and updates sent through REST (the dynamic client hands
+// them to the process-wide warning handler instead).
+func (c *DynamicCluster) DryRun(ctx context.Context, verb Verb, obj *unstructured.Unstructured) ([]string, error) {
 	if c.REST != nil && (verb == VerbCreate || verb == VerbUpdate) {
 		return c.restDryRun(ctx, verb, obj)
 	}
@@ -236,9 +239,9 @@ func (c *DynamicCluster) DryRun(ctx context.Context, verb Verb, obj *unstructure
 		}
 		err = ri.Delete(ctx, obj.GetName(), opts)
 	default:
-		return fmt.Errorf("dry run of CRD %s: unknown verb %q", obj.GetName(), verb)
+		return nil, fmt.Errorf("dry run of CRD %s: unknown verb %q", obj.GetName(), verb)
 	}
-	return err
+	return nil, err
 }
 
 // crdsPath is the path of the CRD collection (crdGVR's).
@@ -246,20 +249,33 @@ var crdsPath = "/apis/" + crdGVR.Group + "/" + crdGVR.Version + "/" + crdGVR.Res
 
 // restDryRun sends a create (POST) or update (PUT) of obj with dryRun=All:
 // the JSON body the dynamic client sends, asking for a protobuf answer that
-// is not decoded unless it is an error status.
-func (c *DynamicCluster) restDryRun(ctx context.Context, verb Verb, obj *unstructured.Unstructured) error {
+// is not decoded unless it is an error status, and collecting the
+// apiserver's warnings.
+func (c *DynamicCluster) restDryRun(ctx context.Context, verb Verb, obj *unstructured.Unstructured) ([]string, error) {
 	body, err := obj.MarshalJSON()
 	if err != nil {
-		return fmt.Errorf("dry run of CRD %s: encoding: %w", obj.GetName(), err)
+		return nil, fmt.Errorf("dry run of CRD %s: encoding: %w", obj.GetName(), err)
 	}
 	req := c.REST.Post().AbsPath(crdsPath)
 	if verb == VerbUpdate {
 		req = c.REST.Put().AbsPath(crdsPath, obj.GetName())
 	}
-	return req.Param("dryRun", metav1.DryRunAll).
+	warnings := &warningCollector{}
+	err = req.Param("dryRun", metav1.DryRunAll).
+		WarningHandler(warnings).
 		SetHeader("Content-Type", runtime.ContentTypeJSON).
 		SetHeader("Accept", runtime.ContentTypeProtobuf+", "+runtime.ContentTypeJSON).
 		Body(body).Do(ctx).Error()
+	return warnings.texts, err
+}
+
+// warningCollector keeps the warnings of one request, in order.
+type warningCollector struct{ texts []string }
+
+func (w *warningCollector) HandleWarningHeader(code int, _ string, text string) {
+	if code == 299 && text != "" {
+		w.texts = append(w.texts, text)
+	}
 }
 
 func (c *DynamicCluster) concurrency() int {

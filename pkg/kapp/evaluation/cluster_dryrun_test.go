@@ -3,6 +3,7 @@ package evaluation
 import (
 	"context"
 	"io"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -34,8 +35,10 @@ type dryRunRequest struct {
 // set a 422 Invalid status, encoded the same way.
 type dryRunStub struct {
 	refuse *apierrors.StatusError
-	mu     sync.Mutex
-	reqs   []dryRunRequest
+	// warnings are sent as Warning headers, as the apiserver sends them.
+	warnings []string
+	mu       sync.Mutex
+	reqs     []dryRunRequest
 }
 
 func (s *dryRunStub) serve(t *testing.T) *httptest.Server {
@@ -57,6 +60,11 @@ func (s *dryRunStub) serve(t *testing.T) *httptest.Server {
 		info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), mediaType)
 		require.True(t, ok)
 		w.Header().Set("Content-Type", mediaType)
+		for _, warning := range s.warnings {
+			h, err := utilnet.NewWarningHeader(299, "-", warning)
+			require.NoError(t, err)
+			w.Header().Add("Warning", h)
+		}
 		w.WriteHeader(code)
 		require.NoError(t, scheme.Codecs.EncoderForVersion(info.Serializer, metav1.SchemeGroupVersion).Encode(answer, w))
 	}))
@@ -74,7 +82,7 @@ func TestDynamicClusterRESTDryRun(t *testing.T) {
 	require.NoError(t, obj.UnmarshalJSON(js))
 	obj.SetResourceVersion("42")
 
-	send := func(t *testing.T, stub *dryRunStub, useREST bool, verb Verb) error {
+	sendWarned := func(t *testing.T, stub *dryRunStub, useREST bool, verb Verb) ([]string, error) {
 		srv := stub.serve(t)
 		cfg := &rest.Config{Host: srv.URL, QPS: -1}
 		dyn, err := dynamic.NewForConfig(cfg)
@@ -86,6 +94,10 @@ func TestDynamicClusterRESTDryRun(t *testing.T) {
 			c.REST = core.Discovery().RESTClient()
 		}
 		return c.DryRun(context.Background(), verb, obj)
+	}
+	send := func(t *testing.T, stub *dryRunStub, useREST bool, verb Verb) error {
+		_, err := sendWarned(t, stub, useREST, verb)
+		return err
 	}
 
 	for _, verb := range []Verb{VerbCreate, VerbUpdate} {
@@ -105,6 +117,13 @@ func TestDynamicClusterRESTDryRun(t *testing.T) {
 			require.Equal(t, runtime.ContentTypeProtobuf+", "+runtime.ContentTypeJSON, r.accept)
 		})
 	}
+
+	t.Run("warnings", func(t *testing.T) {
+		const warning = `x-kubernetes-list-type: set for items of type "object" is not supported by server-side apply or CEL validation rules`
+		got, err := sendWarned(t, &dryRunStub{warnings: []string{warning, `unrecognized format "uint8"`}}, true, VerbUpdate)
+		require.NoError(t, err)
+		require.Equal(t, []string{warning, `unrecognized format "uint8"`}, got)
+	})
 
 	t.Run("refused", func(t *testing.T) {
 		invalid := apierrors.NewInvalid(schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}, "widgets.example.com",

@@ -365,7 +365,9 @@ func (c *pagedCluster) CountCustomResources(context.Context, *apiextv1.CustomRes
 	return c.total, nil
 }
 
-func (c *pagedCluster) DryRun(context.Context, Verb, *unstructured.Unstructured) error { return nil }
+func (c *pagedCluster) DryRun(context.Context, Verb, *unstructured.Unstructured) ([]string, error) {
+	return nil, nil
+}
 
 func (c *pagedCluster) ListCustomResources(_ context.Context, crd *apiextv1.CustomResourceDefinition, version string,
 	fn func([]map[string]any) error) error {

@@ -58,3 +58,31 @@ func TestEvaluateUnchangedDocument(t *testing.T) {
 			"): Required value: must not be empty for specified object fields", strategy)
 	}
 }
+
+// TestEvaluateAPIServerWarnings: what the apiserver would accept with a
+// warning is a warning finding, offline: a list set of objects added by an
+// update, or brought by a create; not when the old CRD already had it.
+func TestEvaluateAPIServerWarnings(t *testing.T) {
+	withSet := strings.Replace(oldCRD, "color: {type: string, enum: [red, green, blue]}",
+		"color: {type: string, enum: [red, green, blue]}\n              ports: {type: array, x-kubernetes-list-type: set, items: {type: object, x-kubernetes-map-type: atomic}}", 1)
+	require.NotEqual(t, oldCRD, withSet)
+	cfg := config.Default()
+	run := func(p Pair) []string {
+		t.Helper()
+		fs, err := Evaluate(context.Background(), Plan{Pairs: []Pair{p}, OldFromFiles: true}, &cfg, nil)
+		require.NoError(t, err)
+		var out []string
+		for _, f := range fs {
+			out = append(out, string(f.Severity)+" "+f.Check+": "+f.Message)
+		}
+		return out
+	}
+	const warning = `x-kubernetes-list-type: set for items of type "object" is not supported by server-side apply or CEL validation rules`
+	require.Contains(t, run(Pair{Old: testcrd.MustCRD(t, oldCRD), New: testcrd.MustCRD(t, withSet)}),
+		"warning apiserverRejects: the apiserver warns on the update: "+warning)
+	require.Equal(t, []string{"warning apiserverRejects: the apiserver warns on the create: " + warning},
+		run(Pair{New: testcrd.MustCRD(t, withSet)}))
+	for _, f := range run(Pair{Old: testcrd.MustCRD(t, withSet), New: testcrd.MustCRD(t, strings.Replace(withSet, "yellow", "", 1))}) {
+		require.NotContains(t, f, "warns", "the old CRD already had the list set")
+	}
+}

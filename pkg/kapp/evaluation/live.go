@@ -25,12 +25,12 @@ func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.Se
 	// dry run: the apiserver stops at the same validation.
 	decided := p.Strategy == StrategyFallbackOnReplace && o.replace != ""
 	if p.Send != nil && !o.rejected && !decided && needsDryRun(p, cfg) {
-		fs, replace, err := dryRunFindings(ctx, p, cfg, cluster)
+		fs, rejected, replace, err := dryRunFindings(ctx, p, cfg, cluster)
 		if err != nil {
 			return nil, err
 		}
-		if len(fs) > 0 {
-			findings = append(findings, fs...)
+		findings = append(findings, fs...)
+		if rejected {
 			o.rejected = true
 			if p.Strategy == StrategyAlwaysReplace {
 				o.replace = "" // the delete is refused: nothing is lost

@@ -59,7 +59,7 @@ func (c *countingCluster) CountCustomResources(ctx context.Context, crd *apiextv
 	return c.Cluster.CountCustomResources(ctx, crd)
 }
 
-func (c *countingCluster) DryRun(ctx context.Context, verb Verb, obj *unstructured.Unstructured) error {
+func (c *countingCluster) DryRun(ctx context.Context, verb Verb, obj *unstructured.Unstructured) ([]string, error) {
 	c.mu.Lock()
 	c.dryRuns++
 	c.inFlight++

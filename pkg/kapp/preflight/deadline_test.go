@@ -84,8 +84,8 @@ func (s *slowCluster) CountCustomResources(ctx context.Context, _ *apiextv1.Cust
 	return 0, s.wait(ctx, s.stallCounts)
 }
 
-func (s *slowCluster) DryRun(ctx context.Context, _ evaluation.Verb, _ *unstructured.Unstructured) error {
-	return s.wait(ctx, s.stallDryRuns)
+func (s *slowCluster) DryRun(ctx context.Context, _ evaluation.Verb, _ *unstructured.Unstructured) ([]string, error) {
+	return nil, s.wait(ctx, s.stallDryRuns)
 }
 
 // TestLiveChecksDeadline: a live check that waits past the deadline fails

@@ -340,9 +340,9 @@ type fakeCluster struct {
 
 // DryRun counts: the tools command never dry-runs (read-only credentials
 // are enough for it).
-func (f *fakeCluster) DryRun(context.Context, evaluation.Verb, *unstructured.Unstructured) error {
+func (f *fakeCluster) DryRun(context.Context, evaluation.Verb, *unstructured.Unstructured) ([]string, error) {
 	f.dryRuns++
-	return nil
+	return nil, nil
 }
 
 func (f *fakeCluster) recordDeadline(ctx context.Context) {

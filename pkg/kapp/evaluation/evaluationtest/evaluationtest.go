@@ -47,7 +47,8 @@ type Cluster struct {
 	DryRuns   []DryRun
 	// Validates: the other dry runs of creates and updates are validated as
 	// the apiserver validates them, with its own library (an update against
-	// the CRD of that name in CRDs), and refused as it refuses them.
+	// the CRD of that name in CRDs), and refused as it refuses them or
+	// accepted with its warnings.
 	Validates bool
 }
 
@@ -59,26 +60,29 @@ type DryRun struct {
 	Obj  *unstructured.Unstructured
 }
 
-func (f *Cluster) DryRun(_ context.Context, verb evaluation.Verb, obj *unstructured.Unstructured) error {
+func (f *Cluster) DryRun(_ context.Context, verb evaluation.Verb, obj *unstructured.Unstructured) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.DryRuns = append(f.DryRuns, DryRun{Verb: verb, Obj: obj.DeepCopy()})
 	if err := f.DryRunErr[string(verb)+" "+obj.GetName()]; err != nil || !f.Validates || verb == evaluation.VerbDelete {
-		return err
+		return nil, err
 	}
 	crd := &apiextv1.CustomResourceDefinition{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, crd); err != nil {
-		return apierrors.NewBadRequest(err.Error())
+		return nil, apierrors.NewBadRequest(err.Error())
 	}
 	prepared := crdupgradesafety.PrepareCRD(crd)
 	errs := prepared.Create(context.Background())
+	warnings := prepared.WarningsOnCreate(context.Background())
 	if verb == evaluation.VerbUpdate {
-		errs = prepared.Update(context.Background(), crdupgradesafety.PrepareCRD(f.CRDs[crd.Name]))
+		old := crdupgradesafety.PrepareCRD(f.CRDs[crd.Name])
+		errs = prepared.Update(context.Background(), old)
+		warnings = prepared.WarningsOnUpdate(context.Background(), old)
 	}
 	if len(errs) == 0 {
-		return nil
+		return warnings, nil
 	}
-	return apierrors.NewInvalid(schema.GroupKind{Group: apiextv1.GroupName, Kind: "CustomResourceDefinition"}, crd.Name, errs)
+	return nil, apierrors.NewInvalid(schema.GroupKind{Group: apiextv1.GroupName, Kind: "CustomResourceDefinition"}, crd.Name, errs)
 }
 
 // DryRunVerbs returns "verb name" of every dry run, sorted.
