@@ -9,10 +9,9 @@ import (
 
 // offlineFindings runs the checks of one pair that need no cluster: the
 // engine's comparison of an update, and the apiserver's own validation of
-// the change (see validateOffline). With spare cores, the validation of an
-// old CRD read from a file runs beside the comparison.
-func offlineFindings(ctx context.Context, p Pair, oldFromFiles, spareCores, live bool, cfg *config.Settings) pairOutcome {
-	v := startOfflineValidation(ctx, p, oldFromFiles, spareCores, cfg)
+// the change (see offlineValidation).
+func offlineFindings(ctx context.Context, p Pair, oldFromFiles, live bool, cfg *config.Settings) pairOutcome {
+	v := newOfflineValidation(ctx, p, oldFromFiles, cfg)
 	var o pairOutcome
 	if p.Old != nil {
 		o.findings = crdupgradesafety.Compare(p.Old, p.New, cfg)

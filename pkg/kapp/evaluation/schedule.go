@@ -54,14 +54,10 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.Settings, cluster Clus
 	// the offline work of the other pairs.
 	outcomes := make([]pairOutcome, len(pairs))
 	workers := goruntime.GOMAXPROCS(0)
-	// With fewer pairs than cores, a pair's validations also run side by
-	// side; otherwise the cores are busy with other pairs, and one
-	// validation at a time per pair bounds memory.
-	spare := len(pairs) < workers
 	cpu := make(chan struct{}, workers)
 	offline := func(ctx context.Context, i int) {
 		cpu <- struct{}{}
-		outcomes[i] = offlineFindings(ctx, pairs[i], plan.OldFromFiles, spare, cluster != nil, cfg)
+		outcomes[i] = offlineFindings(ctx, pairs[i], plan.OldFromFiles, cluster != nil, cfg)
 		<-cpu
 		timing.offlineDone()
 	}
