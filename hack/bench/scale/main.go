@@ -13,6 +13,7 @@
 //	    input bytes, peak RSS and their ratio per input
 //	scale deploy ...    see deploy.go
 //	scale live ...      see live.go
+//	scale offline ...   see offline.go
 package main
 
 import (
@@ -25,12 +26,13 @@ func main() {
 		usage()
 	}
 	cmds := map[string]func([]string) error{
-		"grow":   grow,
-		"change": change,
-		"app":    appCmd,
-		"memory": memory,
-		"deploy": deploy,
-		"live":   live,
+		"grow":    grow,
+		"change":  change,
+		"app":     appCmd,
+		"memory":  memory,
+		"deploy":  deploy,
+		"live":    live,
+		"offline": offline,
 	}
 	cmd, ok := cmds[os.Args[1]]
 	if !ok {
