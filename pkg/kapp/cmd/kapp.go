@@ -6,7 +6,6 @@ package cmd
 import (
 	"errors"
 	"fmt"
-	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"sort"
 	"strings"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/cppforlife/cobrautil"
 	"github.com/cppforlife/go-cli-ui/ui"
 	"github.com/crdsafety/kapp/pkg/kapp/cmd/tools"
+	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/preflight"
 	"github.com/spf13/cobra"
 )

@@ -2,12 +2,12 @@ package crdupgradesafety
 
 import (
 	"fmt"
-	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 

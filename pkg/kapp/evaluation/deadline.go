@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 	"time"
+
+	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 )
 
 // ErrLiveChecksTimeout is matched (errors.Is) by the error of a run whose

@@ -2,11 +2,11 @@ package evaluation
 
 import (
 	"context"
-	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
 	"strings"
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
 	"github.com/stretchr/testify/require"
 )
 

@@ -3,6 +3,7 @@ package evaluation
 import (
 	"context"
 	"fmt"
+
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 )

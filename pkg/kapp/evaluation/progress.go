@@ -2,10 +2,11 @@ package evaluation
 
 import (
 	"fmt"
-	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 	"sync"
 	"time"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 )
 
 // Progress of the live checks, which may take minutes on a cluster with

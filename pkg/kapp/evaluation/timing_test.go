@@ -3,13 +3,13 @@ package evaluation
 import (
 	"bytes"
 	"context"
-	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
 	"io"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"

@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
-	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
-	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
 	"strings"
 	"testing"
 
@@ -16,6 +13,9 @@ import (
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
 	"github.com/cppforlife/go-cli-ui/ui"
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )

@@ -3,12 +3,12 @@ package preflight
 import (
 	"context"
 	"errors"
-	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
-	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
 	"strings"
 	"testing"
 
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"

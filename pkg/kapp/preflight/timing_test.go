@@ -3,7 +3,6 @@ package preflight
 import (
 	"bytes"
 	"context"
-	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
 	"io"
 	"regexp"
 	"runtime"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
 	"github.com/stretchr/testify/require"
 )
 

@@ -2,8 +2,9 @@ package report
 
 import (
 	"fmt"
-	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 	"strings"
+
+	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 )
 
 // Markdown renders the report for a pull-request comment or a GitHub job

@@ -2,12 +2,12 @@ package report
 
 import (
 	"fmt"
-	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 	"sort"
 	"strings"
 
 	uitable "github.com/cppforlife/go-cli-ui/ui/table"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 )
 
 // This file is the one place that turns findings into lines and kapp

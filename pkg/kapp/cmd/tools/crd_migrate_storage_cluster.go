@@ -5,9 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
-	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 
 	cmdcore "carvel.dev/kapp/pkg/kapp/cmd/core"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 	"slices"
 	"sort"
 	"sync"
@@ -12,6 +11,7 @@ import (
 
 	cmdcore "carvel.dev/kapp/pkg/kapp/cmd/core"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
