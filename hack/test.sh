@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # THE test command: static checks, unit tests, then the end-to-end tests
-# against a real kube-apiserver and etcd built from source, and a real
-# kapp-controller (hack/test-e2e.sh --kapp-controller).
+# against a real control plane (etcd, kube-apiserver, kube-controller-manager)
+# built from source, and a real kapp-controller (hack/test-e2e.sh
+# --kapp-controller): once against Kubernetes 1.37, once against 1.35.
 #
-# Usage: hack/test.sh
+# Usage: [KUBE_VERSIONS="1.37 1.35"] hack/test.sh   (KUBE_VERSIONS: the e2e matrix, in order)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,7 +23,7 @@ fi
 
 section "go vet"
 go vet ./...
-(cd hack/cluster && go vet ./clusterutil/...)
+(cd hack/cluster && go vet ./...) # clusterutil; the k8s-* modules have no Go code of their own
 (cd hack/bench && go vet ./...)
 (cd hack/kappctrl && go vet ./...)
 
@@ -48,9 +49,20 @@ go test -count=1 -json "${pkgs[@]}" | summarize
 (cd hack/bench && go test -count=1 -json ./scale) | summarize
 
 section "end-to-end tests"
-# With kapp-controller (built from source like the cluster) for the
-# TestKappController* tests.
-hack/test-e2e.sh --kapp-controller -json | summarize
+# Against each Kubernetes version of the matrix, with kapp-controller (built
+# from source like the cluster) for the TestKappController* tests; the tests
+# read KUBE_VERSION to skip what needs a newer one. A cluster of the version
+# is started and stopped for each (hack/cluster.sh stop, if one runs).
+# Their skips are listed with the version.
+read -ra versions <<<"${KUBE_VERSIONS:-1.37 1.35}"
+e2e_skipped="$(mktemp)"
+trap 'rm -f "$skipped" "$e2e_skipped"' EXIT
+for v in "${versions[@]}"; do
+  section "end-to-end tests: Kubernetes $v"
+  : >"$e2e_skipped"
+  KUBE_VERSION="$v" hack/test-e2e.sh --kapp-controller -json | .cache/bin/testsummary -skipped "$e2e_skipped"
+  sed "s/^  /  [Kubernetes $v] /" "$e2e_skipped" >>"$skipped"
+done
 
 section "skipped tests"
 if [[ -s "$skipped" ]]; then
