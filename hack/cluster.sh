@@ -80,7 +80,10 @@ build() {
   # One build of a version at a time (test.sh and demo.sh may race on a
   # fresh clone); two versions may build at once.
   exec 9>"$BIN_DIR/.build.lock"
-  flock 9
+  flock -n 9 || {
+    log "waiting for another build of Kubernetes $K8S_VERSION (hack/test.sh builds in the background) to finish"
+    flock 9
+  }
 
   local want have b ok=true
   want="$(stamp_of "$MODULE_DIR/go.mod" "$MODULE_DIR/go.sum" <(echo "$LDFLAGS" "${BINARIES[*]}"))"
