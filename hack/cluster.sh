@@ -55,7 +55,7 @@ die() {
 # clients refuse).
 select_version() {
   [[ -f "$MODULE_DIR/go.mod" ]] ||
-    die "KUBE_VERSION=$KUBE_VERSION: no module hack/cluster/k8s-$KUBE_VERSION (there are: $(cd "$ROOT/hack/cluster" && ls -d k8s-* | sed 's/^k8s-//' | tr '\n' ' '))"
+    die "KUBE_VERSION=$KUBE_VERSION: no module hack/cluster/k8s-$KUBE_VERSION (there are: $(cd "$ROOT/hack/cluster" && ls -d k8s-* | sed 's/^k8s-//' | paste -sd' '))"
   K8S_VERSION="$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ { print $2; exit }' "$MODULE_DIR/go.mod")"
   [[ "$K8S_VERSION" == v"$KUBE_VERSION".* ]] ||
     die "hack/cluster/k8s-$KUBE_VERSION/go.mod requires k8s.io/kubernetes ${K8S_VERSION:-(none)}, not $KUBE_VERSION.x"
