@@ -5,7 +5,8 @@
 #   1. builds bin/kapp
 #   2. without any cluster: compares the example CRD's releases with
 #      `kapp tools crd-upgrade-safety` (a safe one, an unsafe one: exit 3)
-#   3. builds (once) and starts a local cluster: etcd + kube-apiserver from source
+#   3. builds (once) and starts a local cluster: etcd, kube-apiserver and
+#      kube-controller-manager from source (Kubernetes $KUBE_VERSION, default 1.37)
 #   4. deploys the Widget CRD of examples/crd-upgrade with two widgets
 #   5. deploys a safe upgrade of the CRD: applied
 #   6. deploys an unsafe upgrade: blocked, the cluster is unchanged
@@ -16,8 +17,8 @@
 # Usage: hack/demo.sh
 #
 # The first run compiles kapp (a few minutes on a cold Go cache), shows
-# step 2, then compiles kube-apiserver and etcd (about 15 minutes on 2
-# cores, cold); both say how far they are every 30 seconds. Later runs take
+# step 2, then compiles the control plane (about 15 minutes on 2 cores,
+# cold); both say how far they are every 30 seconds. Later runs take
 # about a minute.
 set -euo pipefail
 
@@ -96,9 +97,9 @@ kapp tools crd-upgrade-safety -f "$EX/crd-v2-safe.yaml" --file2 "$EX/crd-v3-unsa
 [[ $status -eq 3 ]] || fail "expected exit status 3, got $status"
 ok "exit status $status. In CI: --git-ref origin/main, --output github|sarif|markdown|json (docs/ci.md)."
 
-heading "Start a local cluster (etcd + kube-apiserver, built from source)"
-if [[ ! -x .cache/cluster/bin/kube-apiserver ]]; then
-  say "The first run builds kube-apiserver and etcd from the Go module proxy: about"
+heading "Start a local cluster (etcd, kube-apiserver, kube-controller-manager, built from source)"
+if [[ ! -x ".cache/cluster/${KUBE_VERSION:-1.37}/bin/kube-apiserver" ]]; then
+  say "The first run builds the control plane from the Go module proxy: about"
   say "15 minutes on 2 cores, with a line every 30 seconds. Later runs start in seconds."
 fi
 trap 'ticker_stop; printf "\n"; hack/cluster.sh stop' EXIT

@@ -84,7 +84,10 @@ build() {
   mkdir -p "$BIN_DIR"
   # One build at a time (two test runs may race on a fresh clone).
   exec 9>"$BIN_DIR/.build.lock"
-  flock 9
+  flock -n 9 || {
+    log "waiting for another build of kapp-controller (hack/test.sh builds in the background) to finish"
+    flock 9
+  }
 
   local want have
   want="$(stamp_of "$MODULE_DIR/go.mod" "$MODULE_DIR/go.sum")"

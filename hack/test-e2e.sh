@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # End-to-end tests: builds bin/kapp, starts the local cluster of
-# hack/cluster.sh (etcd + kube-apiserver from source), runs test/e2e against
-# it and stops it again. A cluster already started with `hack/cluster.sh
-# start` is reused and left running, which makes reruns fast.
+# hack/cluster.sh (etcd, kube-apiserver and kube-controller-manager from
+# source) of Kubernetes $KUBE_VERSION (1.37 by default, or 1.35), runs test/e2e
+# against it with KUBE_VERSION set to the cluster's version, and stops it
+# again. A cluster already started with `hack/cluster.sh start` is reused and
+# left running, which makes reruns fast: without KUBE_VERSION, whatever
+# version it is; with KUBE_VERSION, only if it is that version.
 #
 # With --kapp-controller it also builds and starts kapp-controller
 # (hack/kapp-controller.sh, with bin/kapp and the settings file
@@ -10,7 +13,7 @@
 # KAPP_CRD_UPGRADE_SAFETY_CONFIG) for the TestKappController* tests, which
 # skip without it. A kapp-controller already running is reused likewise.
 #
-# Usage: hack/test-e2e.sh [--kapp-controller] [go test flags, e.g. -run TestFailMode -v]
+# Usage: [KUBE_VERSION=1.37|1.35] hack/test-e2e.sh [--kapp-controller] [go test flags, e.g. -run TestFailMode -v]
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -46,8 +49,9 @@ cleanup() {
   fi
   if $started_cluster; then
     if [[ $rc -ne 0 && -d .cache/cluster/logs ]]; then
-      echo "--- last lines of the apiserver log (.cache/cluster/logs) ---" >&2
+      echo "--- last lines of the apiserver and controller-manager logs (.cache/cluster/logs) ---" >&2
       tail -n 20 .cache/cluster/logs/kube-apiserver.log >&2 || true
+      tail -n 10 .cache/cluster/logs/kube-controller-manager.log >&2 || true
     fi
     hack/cluster.sh stop
   fi
@@ -55,15 +59,28 @@ cleanup() {
 }
 trap cleanup EXIT
 
-section "start the cluster"
+section "start the cluster${KUBE_VERSION:+ (Kubernetes $KUBE_VERSION)}"
 if hack/cluster.sh status >/dev/null 2>&1; then
-  echo "reusing the running cluster (hack/cluster.sh stop to stop it)"
+  running="$(hack/cluster.sh test-env | sed -n 's/^KUBE_VERSION=//p')"
+  if [[ -n "${KUBE_VERSION:-}" && "$running" != "$KUBE_VERSION" ]]; then
+    echo "a Kubernetes $running cluster is running, not $KUBE_VERSION: hack/cluster.sh stop first" >&2
+    exit 1
+  fi
+  echo "reusing the running Kubernetes $running cluster (hack/cluster.sh stop to stop it)"
 else
   started_cluster=true
   hack/cluster.sh start
 fi
 
-test_env=(KAPP_E2E_BINARY="$ROOT/bin/kapp" KUBECONFIG="$ROOT/.cache/cluster/kubeconfig")
+# KUBECONFIG, KUBE_VERSION (of the running cluster: tests needing a newer one
+# skip) and KUBECTL (its version's kubectl).
+mapfile -t cluster_env < <(hack/cluster.sh test-env)
+[[ ${#cluster_env[@]} -gt 0 ]] || {
+  echo "hack/cluster.sh test-env said nothing" >&2
+  exit 1
+}
+version="$(printf '%s\n' "${cluster_env[@]}" | sed -n 's/^KUBE_VERSION=//p')"
+test_env=(KAPP_E2E_BINARY="$ROOT/bin/kapp" "${cluster_env[@]}")
 if $kapp_controller; then
   section "start kapp-controller"
   if hack/kapp-controller.sh status >/dev/null 2>&1; then
@@ -78,7 +95,7 @@ if $kapp_controller; then
   test_env+=("${controller_env[@]}")
 fi
 
-section "e2e tests"
+section "e2e tests against Kubernetes $version"
 env "${test_env[@]}" go test ./test/e2e/... -count=1 -parallel 8 -timeout 20m "$@"
 
 if ! $started_cluster; then
