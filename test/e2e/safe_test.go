@@ -101,3 +101,23 @@ func TestWarnModeAppliesWithWarnings(t *testing.T) {
 	require.NotContains(t, r.out, blockedError)
 	require.Contains(t, e.crdSchemaJSON(t, n, "v1"), `"enum":["red","blue"]`, "the change was not applied")
 }
+
+// TestAPIServerWarningIsShown: a CRD update the apiserver accepts with a
+// warning (a list set of objects, 1.37) deploys, and the warning the dry
+// run returned is shown as an apiserverRejects warning.
+func TestAPIServerWarningIsShown(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	requireKubeVersion(t, e, 37, "the apiserver warns on list sets of objects since 1.37")
+	n := newNames(t)
+	e.cleanupApp(t, n.App)
+
+	e.deployOK(t, n.App, []string{crdDir(t, n, "base/crd.yaml")}, "--preflight=CRDUpgradeSafety")
+	r := e.deployOK(t, n.App, []string{crdDir(t, n, "safe/list-set-of-objects.yaml")}, "--preflight=CRDUpgradeSafety")
+	require.NotContains(t, r.out, blockedError)
+	line, ok := findingLine(r.out, "apiserverRejects", n.CRD)
+	require.True(t, ok, "no apiserverRejects warning in:\n%s", r.out)
+	require.Contains(t, line, `the apiserver warns on the update (server-side dry run): x-kubernetes-list-type: set for items of type "object" is not supported`)
+	require.Contains(t, line, "Warning: CRDUpgradeSafety:")
+	require.Contains(t, e.crdSchemaJSON(t, n, "v1"), `"ports"`, "the update was not applied")
+}
