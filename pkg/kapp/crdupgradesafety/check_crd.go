@@ -44,12 +44,35 @@ func checkStoredVersionRemoval(p *policy, old, new *apiextv1.CustomResourceDefin
 					to = " --to " + v.Name
 				}
 			}
+			if running := migrationRunning(old); running != "" {
+				// The cluster's migrator is at work: it trims the stored
+				// versions itself when it is done.
+				p.crdLevel(config.EnforcementStrict, name, config.CheckStoredVersionRemoval,
+					"stored version %q removed while a storage version migration is running (%s): wait until it is done "+
+						"and status.storedVersions no longer lists %q, then remove it", name, running, name)
+				continue
+			}
 			p.crdLevel(config.EnforcementStrict, name, config.CheckStoredVersionRemoval,
 				"stored version %q removed: objects stored in it must be migrated first: keep %q, deploy the new storage version, "+
 					"run 'kapp tools crd-migrate-storage --crd %s%s', then remove %q",
 				name, name, p.crd, to, name)
 		}
 	}
+}
+
+// migrationRunning returns the message of the CRD's StorageMigrating
+// condition while it is True ("Migration widgets-x7k2p is running": the
+// cluster's storage version migrator, Kubernetes 1.37), "" otherwise.
+func migrationRunning(crd *apiextv1.CustomResourceDefinition) string {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextv1.StorageMigrating && c.Status == apiextv1.ConditionTrue {
+			if c.Message == "" {
+				return "condition StorageMigrating is True"
+			}
+			return c.Message
+		}
+	}
+	return ""
 }
 
 // checkServedVersionRemoval: a served version must first be set

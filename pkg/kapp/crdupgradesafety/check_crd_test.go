@@ -126,6 +126,15 @@ func TestCRDChecks(t *testing.T) {
 			old:  with(newCRD(t, v1Unserved, v2), withStoredVersions("v1", "v2")),
 			new:  newCRD(t, v2),
 			want: []string{"error storedVersionRemoval v1 : stored version \"v1\" removed: objects stored in it must be migrated first: keep \"v1\", deploy the new storage version, run 'kapp tools crd-migrate-storage --crd widgets.example.com --to v2', then remove \"v1\""}},
+		{name: "stored version removed while the cluster's migrator runs: the finding names the migration",
+			old: with(newCRD(t, v1Unserved, v2), withStoredVersions("v1", "v2"), func(c *apiextv1.CustomResourceDefinition) {
+				c.Status.Conditions = append(c.Status.Conditions, apiextv1.CustomResourceDefinitionCondition{
+					Type: apiextv1.StorageMigrating, Status: apiextv1.ConditionTrue, Reason: "MigrationRunning",
+					Message: "Migration widgets.example.com-x7k2p is running"})
+			}),
+			new: newCRD(t, v2),
+			want: []string{"error storedVersionRemoval v1 : stored version \"v1\" removed while a storage version migration is running " +
+				"(Migration widgets.example.com-x7k2p is running): wait until it is done and status.storedVersions no longer lists \"v1\", then remove it"}},
 		{name: "stored version removed, new CRD without a storage version: the command without --to",
 			old: with(newCRD(t, v1Unserved, v2), withStoredVersions("v1", "v2")), new: newCRD(t, v2NotStored),
 			want: []string{"error storedVersionRemoval v1 : stored version \"v1\" removed: objects stored in it must be migrated first: keep \"v1\", deploy the new storage version, run 'kapp tools crd-migrate-storage --crd widgets.example.com', then remove \"v1\""}},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +41,7 @@ func (s *CRDMigrateStorageCRDFlags) Set(cmd *cobra.Command) {
 // CRDMigrateStorageFlags shape the migration.
 type CRDMigrateStorageFlags struct {
 	To          string
+	Method      string
 	Concurrency int
 	DryRun      bool
 }
@@ -47,7 +49,9 @@ type CRDMigrateStorageFlags struct {
 func (s *CRDMigrateStorageFlags) Set(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&s.To, "to", "",
 		"Set the version to migrate to; it must be the CRD's storage version (default: the current storage version)")
-	cmd.Flags().IntVar(&s.Concurrency, "concurrency", DefaultMigrationConcurrency, "Set maximum number of object updates in flight per CRD")
+	cmd.Flags().StringVar(&s.Method, "method", MethodAuto,
+		"Set how objects are migrated (auto: the cluster's storage version migrator where the cluster serves storagemigration.k8s.io/v1, else rewrite; migrator; rewrite: this command rewrites them)")
+	cmd.Flags().IntVar(&s.Concurrency, "concurrency", DefaultMigrationConcurrency, "Set maximum number of object updates in flight per CRD (rewrite)")
 	cmd.Flags().BoolVar(&s.DryRun, "dry-run", false, "Print what would be migrated without changing anything")
 }
 
@@ -74,11 +78,20 @@ func NewCRDMigrateStorageCmd(o *CRDMigrateStorageOptions, _ cmdcore.FlagsFactory
 		Short: "Rewrite stored custom resources at their CRD's storage version and trim status.storedVersions",
 		Long: `Rewrite every stored custom resource of the given CRDs at the CRD's storage
 version, then set the CRD's status.storedVersions to the storage version alone.
+
+Two methods (--method): where the cluster serves storagemigration.k8s.io/v1
+(Kubernetes 1.37 and later), the cluster's own storage version migrator does
+it: the command creates a StorageVersionMigration per CRD, follows its
+conditions, checks that the migrator trimmed status.storedVersions and deletes
+the migration. Elsewhere the command rewrites the objects itself (below).
+--method auto (the default) picks the migrator when the cluster serves it, and
+prints its choice.
 This is the step that makes removing an old version of a CRD safe: the
 CRDUpgradeSafety check blocks the removal (storedVersionRemoval) while the
 version is in status.storedVersions. See docs/migrate.md for the whole path.
 
-For each CRD: its storage version must be --to (when given) and served. Every
+With --method rewrite, for each CRD: its storage version must be --to (when
+given) and served. Every
 custom resource (all namespaces) is listed at the storage version and written
 back unchanged; the apiserver re-encodes it at the storage version, and skips
 the write for objects already stored at it. Only when every object is written
@@ -115,6 +128,9 @@ func (o *CRDMigrateStorageOptions) Run() error {
 	if o.MigrateFlags.Concurrency < 1 {
 		return fmt.Errorf("expected --concurrency to be at least 1, got %d", o.MigrateFlags.Concurrency)
 	}
+	if !slices.Contains(migrationMethods, o.MigrateFlags.Method) {
+		return fmt.Errorf("expected --method to be one of %s, got %q", strings.Join(migrationMethods, ", "), o.MigrateFlags.Method)
+	}
 	names, err := o.crdNames()
 	if err != nil {
 		return err
@@ -131,6 +147,10 @@ func (o *CRDMigrateStorageOptions) Run() error {
 	if err := printTable(o.ui, "CRDs", migrationTable(plans)); err != nil {
 		return err
 	}
+	method, why, err := o.method(ctx, cluster)
+	if err != nil {
+		return err
+	}
 	pending := 0
 	for _, p := range plans {
 		if !p.done() {
@@ -144,6 +164,11 @@ func (o *CRDMigrateStorageOptions) Run() error {
 	if o.MigrateFlags.DryRun {
 		for _, p := range plans {
 			if !p.done() {
+				if method == MethodMigrator {
+					o.ui.PrintLinef("Would create a StorageVersionMigration for crd %s (%s at %s), whose migrator sets status.storedVersions %s",
+						p.name, plural.Count(p.objects, "object", "objects"), p.storage, p.storedVersionsChange())
+					continue
+				}
 				o.ui.PrintLinef("Would rewrite the %s of crd %s at %s (those already stored at %s cost no write), then set status.storedVersions %s",
 					plural.Count(p.objects, "object", "objects"), p.name, p.storage, p.storage, p.storedVersionsChange())
 			}
@@ -155,7 +180,9 @@ func (o *CRDMigrateStorageOptions) Run() error {
 		return err
 	}
 
+	o.ui.PrintLinef("Method: %s (%s)", method, why)
 	m := &storageMigrator{
+		method:          method,
 		cluster:         cluster,
 		msgs:            cmdcore.NewPlainMessagesUI(o.ui),
 		concurrency:     o.MigrateFlags.Concurrency,
@@ -175,8 +202,12 @@ func (o *CRDMigrateStorageOptions) Run() error {
 			done++
 			continue
 		}
-		m.msgs.NotifySection("crd %s: rewriting %s at %s [%d/%d CRDs done]",
-			p.name, plural.Count(p.objects, "object", "objects"), p.storage, done, pending)
+		verb := "rewriting"
+		if method == MethodMigrator {
+			verb = "migrating"
+		}
+		m.msgs.NotifySection("crd %s: %s %s at %s [%d/%d CRDs done]",
+			p.name, verb, plural.Count(p.objects, "object", "objects"), p.storage, done, pending)
 		counts, err := m.migrate(ctx, p)
 		total.add(counts)
 		if err != nil {
@@ -185,8 +216,34 @@ func (o *CRDMigrateStorageOptions) Run() error {
 		done++
 		m.msgs.Notify([]string{fmt.Sprintf("crd %s: status.storedVersions %s", p.name, p.storedVersionsChange())})
 	}
+	if method == MethodMigrator {
+		m.msgs.NotifySection("migration complete [%d/%d CRDs done]: by the cluster's storage version migrator", done, len(plans))
+		return nil
+	}
 	m.msgs.NotifySection("migration complete [%d/%d CRDs done]: %s", done, len(plans), total.describe("the storage version"))
 	return nil
+}
+
+// method resolves --method: auto is the migrator where the cluster serves
+// storagemigration.k8s.io/v1, rewrite elsewhere. It returns why, for the
+// line that says which method runs.
+func (o *CRDMigrateStorageOptions) method(ctx context.Context, cluster migrationCluster) (string, string, error) {
+	method := o.MigrateFlags.Method
+	if method == MethodRewrite {
+		return method, "--method rewrite: this command rewrites the objects", nil
+	}
+	serves, err := cluster.ServesStorageMigration(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	switch {
+	case serves:
+		return MethodMigrator, "the cluster serves " + svmResource.GroupVersion().String() + ": its storage version migrator rewrites the objects", nil
+	case method == MethodMigrator:
+		return "", "", fmt.Errorf("--method migrator: the cluster does not serve %s StorageVersionMigrations (Kubernetes 1.37 and later do); use --method rewrite",
+			svmResource.GroupVersion())
+	}
+	return MethodRewrite, "the cluster does not serve " + svmResource.GroupVersion().String() + ": this command rewrites the objects", nil
 }
 
 // crdNames returns the names of --crd, then of the CRDs in --file, in

@@ -9,6 +9,7 @@ import (
 	cmdcore "carvel.dev/kapp/pkg/kapp/cmd/core"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,6 +33,20 @@ type migrationCluster interface {
 	CountObjects(ctx context.Context, crd *apiextv1.CustomResourceDefinition) (int, error)
 	// Objects returns a client for the custom resources of gvr in all namespaces.
 	Objects(gvr schema.GroupVersionResource) objectClient
+	// ServesStorageMigration reports whether the cluster serves
+	// storagemigration.k8s.io/v1 StorageVersionMigrations (Kubernetes 1.37
+	// and later, where kube-controller-manager migrates them).
+	ServesStorageMigration(ctx context.Context) (bool, error)
+	// Migrations reads and writes StorageVersionMigrations.
+	Migrations() migrationClient
+}
+
+// migrationClient creates, reads and deletes StorageVersionMigrations
+// (cluster-scoped).
+type migrationClient interface {
+	Create(ctx context.Context, svm *unstructured.Unstructured) (*unstructured.Unstructured, error)
+	Get(ctx context.Context, name string) (*unstructured.Unstructured, error)
+	Delete(ctx context.Context, name string) error
 }
 
 // objectClient reads and writes the custom resources of one resource and version.
@@ -41,7 +56,11 @@ type objectClient interface {
 	Update(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)
 }
 
-var crdResource = apiextv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
+var (
+	crdResource = apiextv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
+	// svmResource is the in-tree storage version migrator's API, GA in 1.37.
+	svmResource = schema.GroupVersionResource{Group: "storagemigration.k8s.io", Version: "v1", Resource: "storageversionmigrations"}
+)
 
 // dynamicMigrationCluster implements migrationCluster with kapp's dynamic
 // client and a discovery client.
@@ -89,6 +108,42 @@ func (c *dynamicMigrationCluster) CountObjects(ctx context.Context, crd *apiextv
 
 func (c *dynamicMigrationCluster) Objects(gvr schema.GroupVersionResource) objectClient {
 	return dynamicObjects{c.dyn.Resource(gvr)}
+}
+
+func (c *dynamicMigrationCluster) ServesStorageMigration(_ context.Context) (bool, error) {
+	list, err := c.disc.ServerResourcesForGroupVersion(svmResource.GroupVersion().String())
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("API discovery of %s: %w", svmResource.GroupVersion(), err)
+	}
+	for _, r := range list.APIResources {
+		if r.Name == svmResource.Resource {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (c *dynamicMigrationCluster) Migrations() migrationClient {
+	return dynamicMigrations{c.dyn.Resource(svmResource)}
+}
+
+type dynamicMigrations struct {
+	ri dynamic.NamespaceableResourceInterface
+}
+
+func (m dynamicMigrations) Create(ctx context.Context, svm *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return m.ri.Create(ctx, svm, metav1.CreateOptions{})
+}
+
+func (m dynamicMigrations) Get(ctx context.Context, name string) (*unstructured.Unstructured, error) {
+	return m.ri.Get(ctx, name, metav1.GetOptions{})
+}
+
+func (m dynamicMigrations) Delete(ctx context.Context, name string) error {
+	return m.ri.Delete(ctx, name, metav1.DeleteOptions{})
 }
 
 type dynamicObjects struct {

@@ -36,6 +36,19 @@ type fakeMigrationCluster struct {
 	hashes      []string         // StorageVersionHash answers in turn, the last repeats
 	statusConf  int              // conflicts UpdateCRDStatus answers before accepting
 	afterList   func()           // runs after every LIST (changes during a run)
+	// The cluster's storage version migrator (storagemigration.k8s.io/v1):
+	// served when servesSVM; a migration succeeds on its svmPolls-th read
+	// (rewriting every object and, unless svmNoTrim, trimming the CRD's
+	// status.storedVersions, as kube-controller-manager does), or fails
+	// with svmFail.
+	servesSVM bool
+	svmPolls  int
+	svmFail   string
+	svmNoTrim bool
+	svms      map[string]*unstructured.Unstructured
+	svmReads  map[string]int
+	svmsMade  []string // names created
+	svmsGone  []string // names deleted
 
 	// records
 	writes        int      // object writes that changed what is stored
@@ -128,6 +141,80 @@ func (f *fakeMigrationCluster) CountObjects(context.Context, *apiextv1.CustomRes
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.objects), nil
+}
+
+func (f *fakeMigrationCluster) ServesStorageMigration(context.Context) (bool, error) {
+	return f.servesSVM, nil
+}
+
+func (f *fakeMigrationCluster) Migrations() migrationClient { return fakeMigrations{f} }
+
+type fakeMigrations struct{ f *fakeMigrationCluster }
+
+func (m fakeMigrations) Create(_ context.Context, svm *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	f := m.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.svms == nil {
+		f.svms, f.svmReads = map[string]*unstructured.Unstructured{}, map[string]int{}
+	}
+	c := svm.DeepCopy()
+	c.SetName(c.GetGenerateName() + strconv.Itoa(len(f.svmsMade)))
+	f.svms[c.GetName()] = c
+	f.svmsMade = append(f.svmsMade, c.GetName())
+	return c.DeepCopy(), nil
+}
+
+func (m fakeMigrations) Get(_ context.Context, name string) (*unstructured.Unstructured, error) {
+	f := m.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	svm, ok := f.svms[name]
+	if !ok {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: svmResource.Group, Resource: svmResource.Resource}, name)
+	}
+	f.svmReads[name]++
+	cond := func(typ, reason, msg string) map[string]any {
+		return map[string]any{"type": typ, "status": "True", "reason": reason, "message": msg}
+	}
+	switch {
+	case f.svmReads[name] < f.svmPolls:
+		_ = unstructured.SetNestedSlice(svm.Object, []any{cond("Running", "MigrationRunning", "migrating")}, "status", "conditions")
+	case f.svmFail != "":
+		_ = unstructured.SetNestedSlice(svm.Object, []any{cond("Failed", "StorageVersionMigrationFailed", f.svmFail)}, "status", "conditions")
+	default:
+		_ = unstructured.SetNestedSlice(svm.Object, []any{cond("Succeeded", "StorageVersionMigrationSucceeded", "Migration completed")}, "status", "conditions")
+		group, _, _ := unstructured.NestedString(svm.Object, "spec", "resource", "group")
+		for _, crd := range f.crds {
+			g, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+			if g != group {
+				continue
+			}
+			storage := ""
+			versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+			for _, v := range versions {
+				if vm := v.(map[string]any); vm["storage"] == true {
+					storage = vm["name"].(string)
+				}
+			}
+			for _, o := range f.objects {
+				o.storedAt = storage
+			}
+			if !f.svmNoTrim {
+				_ = unstructured.SetNestedStringSlice(crd.Object, []string{storage}, "status", "storedVersions")
+			}
+		}
+	}
+	return svm.DeepCopy(), nil
+}
+
+func (m fakeMigrations) Delete(_ context.Context, name string) error {
+	f := m.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.svms, name)
+	f.svmsGone = append(f.svmsGone, name)
+	return nil
 }
 
 func (f *fakeMigrationCluster) Objects(gvr schema.GroupVersionResource) objectClient {

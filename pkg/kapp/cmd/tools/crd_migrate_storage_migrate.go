@@ -63,6 +63,7 @@ var ErrCRDChanged = errors.New("crd changed during the migration")
 // storageMigrator rewrites the objects of planned CRDs and trims their
 // status.storedVersions.
 type storageMigrator struct {
+	method      string // MethodMigrator or MethodRewrite
 	cluster     migrationCluster
 	msgs        cmdcore.MessagesUI
 	concurrency int
@@ -91,10 +92,17 @@ func (c *migrationCounts) add(o migrationCounts) {
 	c.Failed += o.Failed
 }
 
-// migrate runs steps 1-3 for one CRD.
+// migrate runs steps 1-3 for one CRD, or hands steps 2 and 3 to the
+// cluster's migrator (crd_migrate_storage_migrator.go).
 func (m *storageMigrator) migrate(ctx context.Context, p *migrationPlan) (migrationCounts, error) {
 	if err := m.waitForStorageVersion(ctx, p); err != nil {
 		return migrationCounts{}, err
+	}
+	if err := m.waitForObservedGeneration(ctx, p); err != nil {
+		return migrationCounts{}, err
+	}
+	if m.method == MethodMigrator {
+		return migrationCounts{}, m.migrateWithMigrator(ctx, p)
 	}
 	counts, err := m.rewriteObjects(ctx, p)
 	if err != nil {
@@ -232,6 +240,12 @@ func (m *storageMigrator) trimStoredVersions(ctx context.Context, p *migrationPl
 		stored, _, _ := unstructured.NestedStringSlice(u.Object, "status", "storedVersions")
 		if slices.Equal(stored, want) {
 			return nil
+		}
+		// Never while the cluster's migrator works on the CRD: it sets
+		// status.storedVersions itself when it is done.
+		if running, msg := storageMigrating(u); running {
+			return fmt.Errorf("crd %s: %w (%s): status.storedVersions left unchanged; run the command again once it is done",
+				p.name, errMigrationRunning, msg)
 		}
 		if err := unstructured.SetNestedStringSlice(u.Object, want, "status", "storedVersions"); err != nil {
 			return fmt.Errorf("crd %s: setting status.storedVersions: %w", p.name, err)

@@ -93,6 +93,9 @@ func planMigration(u *unstructured.Unstructured, to string) (*migrationPlan, err
 			"the storage version is %s, not %s (--to): deploy the CRD with storage: true on %s first, then migrate",
 			storage.Name, to, to)
 	}
+	if running, msg := storageMigrating(u); running {
+		return nil, fail(errMigrationRunning, "%s; wait for it to finish", msg)
+	}
 	if !storage.Served {
 		return nil, fail(ErrStorageVersionNotServed,
 			"storage version %s has served: false: objects are read and rewritten through the API at the storage version, so %s must be served during the migration",
@@ -114,7 +117,28 @@ func planMigration(u *unstructured.Unstructured, to string) (*migrationPlan, err
 var (
 	errCRDNotReady = errors.New("crd not ready")
 	errCRDNotFound = errors.New("crd not found")
+	// errMigrationRunning: the cluster's storage version migrator is
+	// migrating the CRD (its condition StorageMigrating is True).
+	errMigrationRunning = errors.New("a storage version migration is running")
 )
+
+// storageMigrating reports whether the CRD's StorageMigrating condition is
+// True (the cluster's migrator is at work) and its message ("Migration
+// widgets-x7k2p is running").
+func storageMigrating(u *unstructured.Unstructured) (bool, string) {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if ok && m["type"] == string(apiextv1.StorageMigrating) && m["status"] == string(apiextv1.ConditionTrue) {
+			msg, _ := m["message"].(string)
+			if msg == "" {
+				msg = "a storage version migration is running"
+			}
+			return true, msg
+		}
+	}
+	return false, ""
+}
 
 // cannotMigrateError says why a CRD cannot be migrated; it wraps
 // ErrCannotMigrate and the reason's sentinel.

@@ -33,7 +33,8 @@ func switched() *unstructured.Unstructured {
 type migrateRun struct {
 	names, files []string
 	to           string
-	concurrency  int // DefaultMigrationConcurrency when 0
+	method       string // MethodAuto when empty
+	concurrency  int    // DefaultMigrationConcurrency when 0
 	dryRun       bool
 	pageSize     int64
 }
@@ -47,7 +48,10 @@ func runMigrate(t *testing.T, cluster *fakeMigrationCluster, r migrateRun) (stri
 	confUI.EnableNonInteractive() // --yes
 	o := NewCRDMigrateStorageOptions(confUI, nil)
 	o.CRDFlags = CRDMigrateStorageCRDFlags{Names: r.names, Files: r.files}
-	o.MigrateFlags = CRDMigrateStorageFlags{To: r.to, Concurrency: r.concurrency, DryRun: r.dryRun}
+	o.MigrateFlags = CRDMigrateStorageFlags{To: r.to, Method: r.method, Concurrency: r.concurrency, DryRun: r.dryRun}
+	if r.method == "" {
+		o.MigrateFlags.Method = MethodAuto
+	}
 	if r.concurrency == 0 {
 		o.MigrateFlags.Concurrency = DefaultMigrationConcurrency
 	}

@@ -1,0 +1,217 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// How a CRD is migrated by the cluster's own storage version migrator
+// (--method migrator; Kubernetes 1.37 and later, kube-controller-manager's
+// migration runner, which needs the garbage collector running):
+//
+//  1. As for the rewrite: wait until the storage version took effect.
+//  2. Create a StorageVersionMigration for the CRD's group and resource.
+//     The controller marks the CRD StorageMigrating, rewrites every object
+//     at the storage version, and, when the CRD's spec did not change
+//     meanwhile, sets status.storedVersions to the storage version itself.
+//  3. Follow the migration's conditions (Running, Succeeded, Failed) with
+//     progress lines, then check that status.storedVersions was trimmed.
+//  4. Delete the StorageVersionMigration, whatever happened: it is ours.
+//
+// This command writes no object and no CRD status itself on this path.
+
+// Methods of --method.
+const (
+	MethodAuto     = "auto"
+	MethodMigrator = "migrator"
+	MethodRewrite  = "rewrite"
+)
+
+var migrationMethods = []string{MethodAuto, MethodMigrator, MethodRewrite}
+
+// ErrMigrationFailed is returned when the cluster's storage version
+// migrator reports a migration as failed.
+var ErrMigrationFailed = errors.New("storage version migration failed")
+
+// managedByLabel marks the StorageVersionMigrations this command creates.
+const managedByLabel = "app.kubernetes.io/managed-by"
+
+const managedBy = "kapp-crd-migrate-storage"
+
+// migrateWithMigrator runs steps 2-4 for one CRD.
+func (m *storageMigrator) migrateWithMigrator(ctx context.Context, p *migrationPlan) (err error) {
+	svm := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": svmResource.GroupVersion().String(),
+		"kind":       "StorageVersionMigration",
+		"metadata": map[string]any{
+			"generateName": migrationNamePrefix(p.name),
+			"labels":       map[string]any{managedByLabel: managedBy},
+		},
+		"spec": map[string]any{"resource": map[string]any{"group": p.group, "resource": p.plural}},
+	}}
+	created, err := m.cluster.Migrations().Create(ctx, svm)
+	if err != nil {
+		return fmt.Errorf("crd %s: creating a StorageVersionMigration: %w", p.name, err)
+	}
+	name := created.GetName()
+	defer func() {
+		// Removed whatever happened, also when ctx was cancelled.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if derr := m.cluster.Migrations().Delete(dctx, name); derr != nil {
+			err = errors.Join(err, fmt.Errorf("crd %s: deleting StorageVersionMigration %s: %w", p.name, name, derr))
+		}
+	}()
+	m.msgs.Notify([]string{fmt.Sprintf("crd %s: StorageVersionMigration %s created; the cluster's migrator rewrites the objects", p.name, name)})
+
+	if err := m.followMigration(ctx, p, name); err != nil {
+		return err
+	}
+	return m.waitForTrim(ctx, p, name)
+}
+
+// followMigration polls the migration until it succeeds or fails, with a
+// progress line when its Running message changes, at most every
+// progressEvery.
+func (m *storageMigrator) followMigration(ctx context.Context, p *migrationPlan, name string) error {
+	start := time.Now()
+	lastLine, lastMsg := time.Time{}, ""
+	for {
+		u, err := m.cluster.Migrations().Get(ctx, name)
+		if err != nil {
+			return fmt.Errorf("crd %s: reading StorageVersionMigration %s: %w", p.name, name, err)
+		}
+		conds := migrationConditions(u)
+		switch {
+		case conds["Succeeded"].status == "True":
+			m.msgs.Notify([]string{fmt.Sprintf("crd %s: StorageVersionMigration %s succeeded after %s",
+				p.name, name, time.Since(start).Round(time.Second))})
+			return nil
+		case conds["Failed"].status == "True":
+			return fmt.Errorf("crd %s: %w: StorageVersionMigration %s: %s: %s; status.storedVersions left as it was",
+				p.name, ErrMigrationFailed, name, conds["Failed"].reason, conds["Failed"].message)
+		}
+		msg := "waiting for the migrator to start"
+		if c, ok := conds["Running"]; ok && c.status == "True" {
+			msg = "running"
+			if c.message != "" {
+				msg += ": " + c.message
+			}
+		}
+		if msg != lastMsg || time.Since(lastLine) >= m.progressEvery {
+			if msg != lastMsg || !lastLine.IsZero() {
+				m.msgs.Notify([]string{fmt.Sprintf("crd %s: StorageVersionMigration %s %s (%s)", p.name, name, msg,
+					time.Since(start).Round(time.Second))})
+			}
+			lastLine, lastMsg = time.Now(), msg
+		}
+		if err := sleep(ctx, m.pollInterval); err != nil {
+			return err
+		}
+	}
+}
+
+// waitForTrim checks that the migrator set status.storedVersions to the
+// storage version alone, as it does once the migration succeeded and the
+// CRD's spec did not change meanwhile (it says so in the CRD's
+// StorageMigrating condition otherwise).
+func (m *storageMigrator) waitForTrim(ctx context.Context, p *migrationPlan, name string) error {
+	deadline := time.Now().Add(m.storageWait)
+	for {
+		crd, err := m.liveCRD(ctx, p)
+		if err != nil {
+			return err
+		}
+		if slices.Equal(crd.Status.StoredVersions, []string{p.storage}) {
+			return nil
+		}
+		cond := crdCondition(crd, apiextv1.StorageMigrating)
+		if cond != nil && cond.Status == apiextv1.ConditionFalse && cond.Reason != "" && cond.Reason != "MigrationSucceeded" {
+			return fmt.Errorf("crd %s: StorageVersionMigration %s ended with condition StorageMigrating %s: %s; status.storedVersions is [%s]",
+				p.name, name, cond.Reason, cond.Message, joinSpace(crd.Status.StoredVersions))
+		}
+		if time.Now().After(deadline) {
+			why := ""
+			if cond != nil {
+				why = fmt.Sprintf(" (condition StorageMigrating %s: %s)", cond.Reason, cond.Message)
+			}
+			return fmt.Errorf("crd %s: StorageVersionMigration %s succeeded, but status.storedVersions is still [%s] after %s%s; "+
+				"run the command again (with --method rewrite to trim it without the migrator)",
+				p.name, name, joinSpace(crd.Status.StoredVersions), m.storageWait, why)
+		}
+		if err := sleep(ctx, m.pollInterval); err != nil {
+			return err
+		}
+	}
+}
+
+// waitForObservedGeneration waits, after a storage version change, until the
+// CRD's status.observedGeneration reaches its generation, where the cluster
+// reports it (Kubernetes 1.36 and later): until then the apiserver may
+// still serve the previous spec.
+func (m *storageMigrator) waitForObservedGeneration(ctx context.Context, p *migrationPlan) error {
+	deadline := time.Now().Add(m.storageWait)
+	for {
+		crd, err := m.liveCRD(ctx, p)
+		if err != nil {
+			return err
+		}
+		if crd.Status.ObservedGeneration == 0 || crd.Status.ObservedGeneration >= crd.Generation {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("crd %s: status.observedGeneration is %d, its generation %d, after %s: the apiserver has not taken up the current spec",
+				p.name, crd.Status.ObservedGeneration, crd.Generation, m.storageWait)
+		}
+		if err := sleep(ctx, m.pollInterval); err != nil {
+			return err
+		}
+	}
+}
+
+func (m *storageMigrator) liveCRD(ctx context.Context, p *migrationPlan) (*apiextv1.CustomResourceDefinition, error) {
+	u, err := m.cluster.GetCRD(ctx, p.name)
+	if err != nil {
+		return nil, fmt.Errorf("crd %s: reading it: %w", p.name, err)
+	}
+	crd := &apiextv1.CustomResourceDefinition{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, crd); err != nil {
+		return nil, fmt.Errorf("decoding crd %s: %w", p.name, err)
+	}
+	return crd, nil
+}
+
+// migrationNamePrefix is the generateName of a CRD's migration: its name,
+// cut to leave room for the apiserver's random suffix.
+func migrationNamePrefix(crd string) string {
+	const maxPrefix = 253 - 6
+	if len(crd)+1 > maxPrefix {
+		crd = crd[:maxPrefix-1]
+	}
+	return crd + "-"
+}
+
+type migrationCondition struct{ status, reason, message string }
+
+// migrationConditions reads status.conditions of a StorageVersionMigration
+// by type.
+func migrationConditions(u *unstructured.Unstructured) map[string]migrationCondition {
+	out := map[string]migrationCondition{}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok {
+			continue
+		}
+		str := func(k string) string { s, _ := m[k].(string); return s }
+		out[str("type")] = migrationCondition{status: str("status"), reason: str("reason"), message: str("message")}
+	}
+	return out
+}
