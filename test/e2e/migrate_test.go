@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // The safe path for removing a CRD version (docs/migrate.md, OLM's CRD
@@ -50,7 +51,7 @@ func TestMigrateStorageMakesVersionRemovalSafe(t *testing.T) {
 		"kapp tools crd-migrate-storage --crd "+n.CRD+" --to v1")
 	e.requireUnchanged(t, n, before)
 
-	r = e.migrate(t, "--crd", n.CRD, "--to", "v1", "-y")
+	r = e.migrate(t, "--crd", n.CRD, "--to", "v1", "--method=rewrite", "-y")
 	require.Equalf(t, 0, r.exitCode, "output:\n%s", r.out)
 	require.Contains(t, r.out, "4/4 objects done (4 rewritten, 0 already at v1)")
 	require.Contains(t, r.out, "crd "+n.CRD+": status.storedVersions [v1alpha1 v1] -> [v1]")
@@ -121,7 +122,7 @@ func TestMigrateStorageInterruptedRunIsFinishedBySecondRun(t *testing.T) {
 		}
 		done, _ := strconv.Atoi(m[1])
 		return done >= count/4 && done < count
-	}, "tools", "crd-migrate-storage", "--crd", n.CRD, "--concurrency", "1", "-y")
+	}, "tools", "crd-migrate-storage", "--crd", n.CRD, "--method=rewrite", "--concurrency", "1", "-y")
 	require.NotContains(t, killed.out, "status.storedVersions [v1alpha1 v1] -> [v1]")
 
 	// The one update in flight at the kill may still land on the apiserver:
@@ -140,7 +141,7 @@ func TestMigrateStorageInterruptedRunIsFinishedBySecondRun(t *testing.T) {
 	require.GreaterOrEqual(t, rewritten, count/4, "the run was killed before the progress line said so")
 	require.Less(t, rewritten, count, "the run was not interrupted half way")
 
-	r := e.migrate(t, "--crd", n.CRD, "-y")
+	r := e.migrate(t, "--crd", n.CRD, "--method=rewrite", "-y")
 	require.Equalf(t, 0, r.exitCode, "output:\n%s", r.out)
 	require.Contains(t, r.out, fmt.Sprintf("%d/%d objects done (%d rewritten, %d already at v1)", count, count, count-rewritten, rewritten),
 		"the second run writes exactly the objects the first did not reach")
@@ -167,7 +168,7 @@ func TestMigrateStorageDryRunAndRefusalsChangeNothing(t *testing.T) {
 	}
 
 	t.Run("dry-run", func(t *testing.T) {
-		r := e.migrate(t, "--crd", n.CRD, "--dry-run")
+		r := e.migrate(t, "--crd", n.CRD, "--method=rewrite", "--dry-run")
 		require.Equalf(t, 0, r.exitCode, "output:\n%s", r.out)
 		require.Regexp(t, regexp.QuoteMeta(n.CRD)+`\s+v1\s+\[v1alpha1 v1\] -> \[v1\]\s+4`, r.out)
 		require.Contains(t, r.out, "Would rewrite the 4 objects of crd "+n.CRD+" at v1")
@@ -201,3 +202,49 @@ func TestMigrateStorageDryRunAndRefusalsChangeNothing(t *testing.T) {
 		require.Equal(t, before, e.objectVersions(t, n, "v1alpha1"), "custom resources were written")
 	})
 }
+
+// TestMigrateStorageAutoMethod: without --method, the command uses the
+// cluster's storage version migrator where the cluster serves
+// storagemigration.k8s.io/v1 (1.37: kube-controller-manager rewrites the
+// objects and trims status.storedVersions itself; the command deletes the
+// StorageVersionMigration it created), and rewrites the objects itself on
+// older clusters. Either way the removal of the old version then deploys.
+func TestMigrateStorageAutoMethod(t *testing.T) {
+	t.Parallel()
+	e, n := migrateApp(t, func(e *env, n names) { e.createCRs(t, n, "migrate/crs.yaml") })
+	e.deployOK(t, n.App, []string{crdDir(t, n, "migrate/3-v1alpha1-unserved.yaml")}, preflightFlag)
+	before := e.snapshot(t, n)
+
+	r := e.migrate(t, "--crd", n.CRD, "-y")
+	require.Equalf(t, 0, r.exitCode, "output:\n%s", r.out)
+	if kubeMinor(t, e) >= 37 {
+		require.Contains(t, r.out, "Method: migrator (the cluster serves storagemigration.k8s.io/v1")
+		require.Regexp(t, `StorageVersionMigration `+regexp.QuoteMeta(n.CRD)+`-\S+ succeeded`, r.out)
+		require.Contains(t, r.out, "migration complete [1/1 CRDs done]: by the cluster's storage version migrator")
+		svms, err := e.dyn.Resource(svmGVR).List(tctx(t), metav1.ListOptions{})
+		require.NoError(t, err)
+		for _, s := range svms.Items {
+			require.NotContainsf(t, s.GetName(), n.CRD, "StorageVersionMigration %s was left behind", s.GetName())
+		}
+	} else {
+		require.Contains(t, r.out, "Method: rewrite (the cluster does not serve storagemigration.k8s.io/v1")
+		require.Contains(t, r.out, "4/4 objects done (4 rewritten, 0 already at v1)")
+	}
+	require.Equal(t, []string{"v1"}, e.storedVersions(t, n))
+	rvSpec := regexp.MustCompile(`^(\S+) (.*)$`) // snapshot: "resourceVersion spec"
+	migrated := e.snapshot(t, n)
+	for k, v := range before.CRs {
+		old, now := rvSpec.FindStringSubmatch(v), rvSpec.FindStringSubmatch(migrated.CRs[k])
+		require.NotNilf(t, now, "custom resource %s is gone", k)
+		require.NotEqualf(t, old[1], now[1], "%s was not rewritten", k)
+		require.Equalf(t, old[2], now[2], "the spec of %s changed", k)
+	}
+
+	r = e.deployOK(t, n.App, []string{crdDir(t, n, "migrate/4-v1-only.yaml")}, preflightFlag)
+	requireNoFinding(t, r.out, "storedVersionRemoval", n.CRD)
+	spec, stored := e.crdVersions(t, n)
+	require.Equal(t, []string{"v1"}, spec)
+	require.Equal(t, []string{"v1"}, stored)
+}
+
+var svmGVR = schema.GroupVersionResource{Group: "storagemigration.k8s.io", Version: "v1", Resource: "storageversionmigrations"}

@@ -191,6 +191,8 @@ func (o *CRDMigrateStorageOptions) Run() error {
 		pollInterval:    500 * time.Millisecond,
 		progressEvery:   5 * time.Second,
 		progressByCount: 10,
+		// The controller's RESTMapper resyncs discovery every 30 seconds.
+		migratorRetryWait: 35 * time.Second,
 	}
 	if o.tune != nil {
 		o.tune(m)

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -44,6 +45,7 @@ type fakeMigrationCluster struct {
 	servesSVM bool
 	svmPolls  int
 	svmFail   string
+	svmFailN  int // with svmFail: only the first svmFailN migrations fail (0: all)
 	svmNoTrim bool
 	svms      map[string]*unstructured.Unstructured
 	svmReads  map[string]int
@@ -180,7 +182,7 @@ func (m fakeMigrations) Get(_ context.Context, name string) (*unstructured.Unstr
 	switch {
 	case f.svmReads[name] < f.svmPolls:
 		_ = unstructured.SetNestedSlice(svm.Object, []any{cond("Running", "MigrationRunning", "migrating")}, "status", "conditions")
-	case f.svmFail != "":
+	case f.svmFail != "" && (f.svmFailN == 0 || slices.Index(f.svmsMade, name) < f.svmFailN):
 		_ = unstructured.SetNestedSlice(svm.Object, []any{cond("Failed", "StorageVersionMigrationFailed", f.svmFail)}, "status", "conditions")
 	default:
 		_ = unstructured.SetNestedSlice(svm.Object, []any{cond("Succeeded", "StorageVersionMigrationSucceeded", "Migration completed")}, "status", "conditions")

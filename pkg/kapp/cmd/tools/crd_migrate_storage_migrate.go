@@ -73,6 +73,9 @@ type storageMigrator struct {
 	pollInterval    time.Duration // between discovery reads while waiting
 	progressEvery   time.Duration // a progress line at least this often while objects are rewritten
 	progressByCount int           // a progress line every total/progressByCount objects
+	// migratorRetryWait: before another migration when the cluster's
+	// migrator failed on a stale discovery cache.
+	migratorRetryWait time.Duration
 }
 
 // migrationCounts counts the objects of one CRD by outcome.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -45,8 +46,39 @@ const managedByLabel = "app.kubernetes.io/managed-by"
 
 const managedBy = "kapp-crd-migrate-storage"
 
-// migrateWithMigrator runs steps 2-4 for one CRD.
-func (m *storageMigrator) migrateWithMigrator(ctx context.Context, p *migrationPlan) (err error) {
+// staleDiscovery are the failures of a migration whose controller read
+// the CRD's versions from a discovery cache older than the last deploy: its
+// RESTMapper resyncs about every 30 seconds, so a CRD that got a version
+// (or lost one) a moment ago is mapped to a version it no longer serves.
+// Seen with 1.37.2 right after a storage switch or a version unserved.
+var staleDiscovery = []string{"does not support discovery operations", "does not exist in discovery"}
+
+// migratorAttempts bounds the migrations created for one CRD when the
+// controller's discovery is stale.
+const migratorAttempts = 3
+
+// migrateWithMigrator runs steps 2-4 for one CRD, again when the
+// controller's discovery was stale (after waiting for its resync).
+func (m *storageMigrator) migrateWithMigrator(ctx context.Context, p *migrationPlan) error {
+	for attempt := 1; ; attempt++ {
+		err := m.migrateOnce(ctx, p)
+		stale := false
+		for _, s := range staleDiscovery {
+			stale = stale || (errors.Is(err, ErrMigrationFailed) && strings.Contains(err.Error(), s))
+		}
+		if !stale || attempt == migratorAttempts {
+			return err
+		}
+		m.msgs.Notify([]string{fmt.Sprintf("crd %s: the migrator's view of the API is older than the CRD (%v); trying again in %s, after its discovery resync",
+			p.name, err, m.migratorRetryWait)})
+		if err := sleep(ctx, m.migratorRetryWait); err != nil {
+			return err
+		}
+	}
+}
+
+// migrateOnce creates one migration, follows it and deletes it.
+func (m *storageMigrator) migrateOnce(ctx context.Context, p *migrationPlan) (err error) {
 	svm := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": svmResource.GroupVersion().String(),
 		"kind":       "StorageVersionMigration",

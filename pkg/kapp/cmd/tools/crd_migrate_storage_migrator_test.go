@@ -134,3 +134,19 @@ func TestCRDMigrateStorageWaitsForObservedGeneration(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2, f.writes)
 }
+
+// TestCRDMigrateStorageMigratorStaleDiscovery: the 1.37.2 migrator fails a
+// migration when its discovery cache predates the CRD's last change; the
+// command waits for the resync and creates another, deleting both.
+func TestCRDMigrateStorageMigratorStaleDiscovery(t *testing.T) {
+	f := newFakeMigrationCluster(switched())
+	f.addObjects("a", 2, "v1alpha1")
+	f.servesSVM, f.svmFailN = true, 1
+	f.svmFail = `resource "example.com/v1alpha1, Resource=widgets" does not support discovery operations: [update patch list]`
+	out, err := runMigrate(t, f, migrateRun{names: []string{"widgets.example.com"}})
+	require.NoError(t, err)
+	require.Contains(t, out, "the migrator's view of the API is older than the CRD")
+	require.Equal(t, []string{"widgets.example.com-0", "widgets.example.com-1"}, f.svmsMade)
+	require.Equal(t, f.svmsMade, f.svmsGone)
+	require.Equal(t, []string{"v1"}, liveStoredVersions(t, f, "widgets.example.com"))
+}

@@ -62,7 +62,7 @@ func runMigrate(t *testing.T, cluster *fakeMigrationCluster, r migrateRun) (stri
 		return cluster, nil
 	}
 	o.tune = func(m *storageMigrator) {
-		m.storageWait, m.pollInterval = 100*time.Millisecond, time.Millisecond
+		m.storageWait, m.pollInterval, m.migratorRetryWait = 100*time.Millisecond, time.Millisecond, time.Millisecond
 		m.progressEvery = time.Hour // count-driven lines only: deterministic
 		if r.pageSize > 0 {
 			m.pageSize = r.pageSize
