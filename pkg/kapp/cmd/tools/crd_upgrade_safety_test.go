@@ -410,10 +410,13 @@ func TestGCPercentFor(t *testing.T) {
 		{smallInput, 100},
 		{largeInput - 1, 100},
 		{largeInput, 25},
-		{40 << 20, 25},
+		{hugeInput - 1, 25},
+		{hugeInput, 100},
 	} {
 		require.Equal(t, tc.want, GCPercentFor(tc.bytes), "%d bytes", tc.bytes)
 	}
+	require.Zero(t, MemoryLimitFor(hugeInput-1))
+	require.Equal(t, int64(7*hugeInput), MemoryLimitFor(hugeInput))
 }
 
 // The garbage collector's target is the command's while it runs, and the
@@ -425,4 +428,15 @@ func TestCRDUpgradeSafetyRestoresGCPercent(t *testing.T) {
 	o.FileFlags = CRDUpgradeSafetyFileFlags{OldFiles: []string{td("old.yaml")}, NewFiles: []string{td("new-safe.yaml")}}
 	require.NoError(t, o.Run())
 	require.Equal(t, 77, debug.SetGCPercent(77), "the caller's target after Run")
+}
+
+// The soft memory limit too: set for large inputs only while the command
+// runs, the caller's again afterwards.
+func TestCRDUpgradeSafetyRestoresMemoryLimit(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "")
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(1 << 40))
+	o := NewCRDUpgradeSafetyOptions(ui.NewNoopUI(), nil)
+	o.FileFlags = CRDUpgradeSafetyFileFlags{OldFiles: []string{td("old.yaml")}, NewFiles: []string{td("new-safe.yaml")}}
+	require.NoError(t, o.Run())
+	require.Equal(t, int64(1<<40), debug.SetMemoryLimit(-1), "the caller's limit after Run")
 }
