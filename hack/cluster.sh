@@ -217,10 +217,12 @@ start_once() {
   fi
 
   log "starting kube-apiserver $K8S_VERSION on 127.0.0.1:$api_port"
-  # Lean: no admission plugin but NamespaceLifecycle and
-  # ValidatingAdmissionPolicy (the e2e tests prove the check's server-side dry
-  # run sees policies), no priority & fairness, no endpoint reconciler. RBAC
-  # with the admin in system:masters.
+  # Lean: no admission plugin but NamespaceLifecycle, ValidatingAdmissionPolicy
+  # (the e2e tests prove the check's server-side dry run sees policies) and the
+  # admission webhooks (the tests of kapp tools crd-upgrade-safety-webhook: the
+  # apiserver calls it on loopback; without a webhook configuration they cost
+  # nothing), no priority & fairness, no endpoint reconciler. RBAC with the
+  # admin in system:masters.
   "$BIN_DIR/kube-apiserver" \
     --etcd-servers="http://127.0.0.1:$etcd_client" \
     --bind-address=127.0.0.1 \
@@ -235,7 +237,7 @@ start_once() {
     --service-account-key-file="$tmp/pki/sa.pub" \
     --service-account-signing-key-file="$tmp/pki/sa.key" \
     --service-cluster-ip-range=10.96.0.0/24 \
-    --enable-admission-plugins=NamespaceLifecycle,ValidatingAdmissionPolicy \
+    --enable-admission-plugins=NamespaceLifecycle,ValidatingAdmissionPolicy,ValidatingAdmissionWebhook,MutatingAdmissionWebhook \
     --disable-admission-plugins="$DISABLED_ADMISSION" \
     --enable-priority-and-fairness=false \
     --endpoint-reconciler-type=none \
@@ -287,7 +289,7 @@ DISABLED_ADMISSION="$(
     LimitRanger ServiceAccount TaintNodesByCondition PodSecurity Priority DefaultTolerationSeconds
     DefaultStorageClass StorageObjectInUseProtection PersistentVolumeClaimResize RuntimeClass
     CertificateApproval CertificateSigning ClusterTrustBundleAttest CertificateSubjectRestriction
-    DefaultIngressClass MutatingAdmissionWebhook ValidatingAdmissionWebhook ResourceQuota
+    DefaultIngressClass ResourceQuota
   )
   echo "${a[*]}"
 )"
