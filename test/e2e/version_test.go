@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -32,6 +31,6 @@ func kubeMinor(t *testing.T, e *env) int {
 func requireKubeVersion(t *testing.T, e *env, minor int, why string) {
 	t.Helper()
 	if got := kubeMinor(t, e); got < minor {
-		t.Skip(fmt.Sprintf("needs Kubernetes 1.%d or newer, the cluster is 1.%d: %s", minor, got, why))
+		t.Skipf("needs Kubernetes 1.%d or newer, the cluster is 1.%d: %s", minor, got, why)
 	}
 }
