@@ -13,6 +13,8 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	sigsjson "sigs.k8s.io/json"
 )
 
@@ -131,6 +133,10 @@ func (h *Handler) validate(w http.ResponseWriter, req *http.Request) {
 	ctx, cancel := context.WithTimeout(req.Context(), reviewDeadline(timeout))
 	defer cancel()
 
+	// The body is read before waiting for a slot: the apiserver sends
+	// requests over HTTP/2, where bodies left unread hold the connection's
+	// flow-control window, and the request that has a slot could not be
+	// read to its end.
 	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, MaxRequestBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
@@ -141,26 +147,32 @@ func (h *Handler) validate(w http.ResponseWriter, req *http.Request) {
 		writeText(w, http.StatusBadRequest, "reading the request body: "+err.Error())
 		return
 	}
-	review, err := decodeReview(body)
+	// A slot bounds the reviews decoded and evaluated at once: decoding is
+	// most of the CPU and memory of a review of a large CRD.
+	waited := false
+	if h.slots != nil {
+		select {
+		case h.slots <- struct{}{}:
+			defer func() { <-h.slots }()
+		case <-ctx.Done():
+			// Waited for a slot until the deadline: answer, without
+			// judging.
+			waited = true
+		}
+	}
+	review, objs, err := decodeReview(body)
 	if err != nil {
 		writeText(w, http.StatusBadRequest, err.Error())
 		return
 	}
 
 	var resp *admissionv1.AdmissionResponse
-	if h.slots != nil {
-		select {
-		case h.slots <- struct{}{}:
-			defer func() { <-h.slots }()
-		case <-ctx.Done():
-			// Waited for a slot until the deadline: a failure to judge,
-			// which failMode decides.
-			resp = h.Reviewer.Unjudged(review.Request, fmt.Errorf("waited for one of the %d review slots (--max-requests-inflight): %w",
-				h.MaxInFlight, context.Cause(ctx)))
-		}
-	}
-	if resp == nil {
-		resp = h.Reviewer.Review(ctx, review.Request)
+	if waited {
+		// A failure to judge, which failMode decides.
+		resp = h.Reviewer.Unjudged(review.Request, fmt.Errorf("waited for one of the %d review slots (--max-requests-inflight): %w",
+			h.MaxInFlight, context.Cause(ctx)))
+	} else {
+		resp = h.Reviewer.review(ctx, review.Request, objs)
 	}
 	out := admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}
 	data, err := json.Marshal(out)
@@ -172,24 +184,57 @@ func (h *Handler) validate(w http.ResponseWriter, req *http.Request) {
 	_, _ = w.Write(data)
 }
 
+// crdReview is an AdmissionReview whose objects decode as CRDs in the same
+// pass as the review: decoding a review of a large CRD is most of the cost
+// of judging it, and the generic review would scan each object twice more
+// (as raw JSON, then into the CRD).
+type crdReview struct {
+	metav1.TypeMeta `json:",inline"`
+	Request         *struct {
+		admissionv1.AdmissionRequest `json:",inline"`
+		// Object and OldObject shadow the request's raw objects.
+		Object    *apiextv1.CustomResourceDefinition `json:"object,omitempty"`
+		OldObject *apiextv1.CustomResourceDefinition `json:"oldObject,omitempty"`
+	} `json:"request,omitempty"`
+}
+
 // decodeReview decodes an admission.k8s.io/v1 AdmissionReview with a
-// request that has a uid.
-func decodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
-	review := &admissionv1.AdmissionReview{}
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, review); err != nil {
-		return nil, fmt.Errorf("decoding the AdmissionReview: %w", err)
+// request that has a uid, and the request's objects as CRDs. When they do
+// not decode as CRDs, the review is decoded as it is and objs.err says why
+// (the review is then answered as one the webhook cannot judge).
+func decodeReview(body []byte) (*admissionv1.AdmissionReview, objects, error) {
+	var review *admissionv1.AdmissionReview
+	var objs objects
+	var typed crdReview
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, &typed); err == nil && typed.Request != nil {
+		review = &admissionv1.AdmissionReview{TypeMeta: typed.TypeMeta, Request: &typed.Request.AdmissionRequest}
+		objs = objects{newCRD: typed.Request.Object, oldCRD: typed.Request.OldObject}
+		if objs.newCRD != nil {
+			objs.err = checkCRD("object", objs.newCRD)
+		}
+		if objs.oldCRD != nil && objs.err == nil {
+			objs.err = checkCRD("oldObject", objs.oldCRD)
+		}
+	} else {
+		review = &admissionv1.AdmissionReview{}
+		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, review); err != nil {
+			return nil, objects{}, fmt.Errorf("decoding the AdmissionReview: %w", err)
+		}
+		if review.Request != nil {
+			objs = objectsOf(review.Request)
+		}
 	}
 	gv := admissionv1.SchemeGroupVersion.String()
 	switch {
 	case review.APIVersion != gv || review.Kind != "AdmissionReview":
-		return nil, fmt.Errorf("expected a %s AdmissionReview, got apiVersion %q kind %q (set admissionReviewVersions: [v1])",
+		return nil, objects{}, fmt.Errorf("expected a %s AdmissionReview, got apiVersion %q kind %q (set admissionReviewVersions: [v1])",
 			gv, review.APIVersion, review.Kind)
 	case review.Request == nil:
-		return nil, errors.New("the AdmissionReview has no request")
+		return nil, objects{}, errors.New("the AdmissionReview has no request")
 	case review.Request.UID == "":
-		return nil, errors.New("the AdmissionReview's request has no uid")
+		return nil, objects{}, errors.New("the AdmissionReview's request has no uid")
 	}
-	return review, nil
+	return review, objs, nil
 }
 
 // admissionTimeout is the timeout the apiserver gives the call: its

@@ -20,7 +20,6 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/json"
 )
 
@@ -68,13 +67,38 @@ type verdict struct {
 // invalid waiver, or a failure to judge under failMode closed says
 // otherwise. It never panics: a panic while judging is a failure to judge.
 func (r *Reviewer) Review(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	return r.review(ctx, req, objectsOf(req))
+}
+
+// objects are the CRDs of a request, decoded: the CRD as it would be
+// stored (object) and the stored CRD (oldObject), each nil when the
+// request has none. err is a decoding error.
+type objects struct {
+	newCRD, oldCRD *apiextv1.CustomResourceDefinition
+	err            error
+}
+
+// objectsOf decodes the objects of req.
+func objectsOf(req *admissionv1.AdmissionRequest) objects {
+	var o objects
+	if len(req.Object.Raw) > 0 {
+		o.newCRD, o.err = decodeCRD("object", req.Object.Raw)
+	}
+	if len(req.OldObject.Raw) > 0 && o.err == nil {
+		o.oldCRD, o.err = decodeCRD("oldObject", req.OldObject.Raw)
+	}
+	return o
+}
+
+// review is Review with the request's objects decoded.
+func (r *Reviewer) review(ctx context.Context, req *admissionv1.AdmissionRequest, objs objects) *admissionv1.AdmissionResponse {
 	start := time.Now()
 	if d := r.Settings.LiveChecksTimeout; d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = evaluation.WithLiveDeadline(ctx, d)
 		defer cancel()
 	}
-	return r.log(req, r.judge(ctx, req), start)
+	return r.log(req, r.judge(ctx, req, objs), start)
 }
 
 // Unjudged is the response to a request the webhook could not judge
@@ -101,7 +125,7 @@ func (r *Reviewer) log(req *admissionv1.AdmissionRequest, v verdict, start time.
 }
 
 // judge decodes the request and evaluates it.
-func (r *Reviewer) judge(ctx context.Context, req *admissionv1.AdmissionRequest) (v verdict) {
+func (r *Reviewer) judge(ctx context.Context, req *admissionv1.AdmissionRequest, objs objects) (v verdict) {
 	defer func() {
 		if p := recover(); p != nil {
 			if r.Logf != nil {
@@ -116,9 +140,9 @@ func (r *Reviewer) judge(ctx context.Context, req *admissionv1.AdmissionRequest)
 	}
 	switch req.Operation {
 	case admissionv1.Update:
-		return r.judgeUpdate(ctx, req)
+		return r.judgeUpdate(ctx, objs)
 	case admissionv1.Delete:
-		return r.judgeDelete(ctx, req)
+		return r.judgeDelete(ctx, req, objs)
 	default:
 		// A create has no stored custom resources and no old schema;
 		// the apiserver has validated it already.
@@ -126,14 +150,15 @@ func (r *Reviewer) judge(ctx context.Context, req *admissionv1.AdmissionRequest)
 	}
 }
 
-func (r *Reviewer) judgeUpdate(ctx context.Context, req *admissionv1.AdmissionRequest) verdict {
-	oldCRD, err := decodeCRD("oldObject", req.OldObject)
-	if err != nil {
-		return verdict{err: err}
-	}
-	newCRD, err := decodeCRD("object", req.Object)
-	if err != nil {
-		return verdict{err: err}
+func (r *Reviewer) judgeUpdate(ctx context.Context, objs objects) verdict {
+	oldCRD, newCRD := objs.oldCRD, objs.newCRD
+	switch {
+	case objs.err != nil:
+		return verdict{err: objs.err}
+	case oldCRD == nil:
+		return verdict{err: errors.New("the request has no oldObject")}
+	case newCRD == nil:
+		return verdict{err: errors.New("the request has no object")}
 	}
 	switch {
 	case oldCRD.DeletionTimestamp != nil:
@@ -148,14 +173,12 @@ func (r *Reviewer) judgeUpdate(ctx context.Context, req *admissionv1.AdmissionRe
 	return verdict{findings: findings, err: err, waiver: newCRD.Annotations[config.WaiveAnnotation]}
 }
 
-func (r *Reviewer) judgeDelete(ctx context.Context, req *admissionv1.AdmissionRequest) verdict {
-	var crd *apiextv1.CustomResourceDefinition
-	if len(req.OldObject.Raw) > 0 {
-		var err error
-		if crd, err = decodeCRD("oldObject", req.OldObject); err != nil {
-			return verdict{err: err}
-		}
-	} else {
+func (r *Reviewer) judgeDelete(ctx context.Context, req *admissionv1.AdmissionRequest, objs objects) verdict {
+	crd := objs.oldCRD
+	if objs.err != nil {
+		return verdict{err: objs.err}
+	}
+	if crd == nil {
 		// The apiserver sends the object being deleted since 1.15; read
 		// it when it is missing.
 		live, err := r.Cluster.GetCRDs(ctx, []string{req.Name})
@@ -179,19 +202,21 @@ var ErrPanic = errors.New("internal error")
 
 // decodeCRD decodes one object of the request, as the apiserver encodes
 // it (JSON, case-sensitive keys).
-func decodeCRD(what string, raw runtime.RawExtension) (*apiextv1.CustomResourceDefinition, error) {
-	if len(raw.Raw) == 0 {
-		return nil, fmt.Errorf("the request has no %s", what)
-	}
+func decodeCRD(what string, raw []byte) (*apiextv1.CustomResourceDefinition, error) {
 	crd := &apiextv1.CustomResourceDefinition{}
-	if err := json.UnmarshalCaseSensitivePreserveInts(raw.Raw, crd); err != nil {
+	if err := json.UnmarshalCaseSensitivePreserveInts(raw, crd); err != nil {
 		return nil, fmt.Errorf("decoding the %s: %w", what, err)
 	}
+	return crd, checkCRD(what, crd)
+}
+
+// checkCRD checks that an object decoded as a CRD says it is one.
+func checkCRD(what string, crd *apiextv1.CustomResourceDefinition) error {
 	if crd.APIVersion != apiextv1.SchemeGroupVersion.String() || crd.Kind != "CustomResourceDefinition" {
-		return nil, fmt.Errorf("the %s is a %s %s, not an %s CustomResourceDefinition",
+		return fmt.Errorf("the %s is a %s %s, not an %s CustomResourceDefinition",
 			what, crd.APIVersion, crd.Kind, apiextv1.SchemeGroupVersion)
 	}
-	return crd, nil
+	return nil
 }
 
 // respond turns a verdict into the admission response.
