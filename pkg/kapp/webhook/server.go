@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log"
@@ -67,6 +68,8 @@ func (s *Server) Run(ctx context.Context) error {
 		WriteTimeout:   MaxAdmissionTimeout + 5*time.Second,
 		IdleTimeout:    90 * time.Second,
 		MaxHeaderBytes: 64 << 10,
+		// HTTP/1.1 only (see CertReloader.TLSConfig).
+		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
 	}
 	if s.Logf != nil {
 		// TLS handshake errors and the like, through the same log.

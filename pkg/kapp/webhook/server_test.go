@@ -72,6 +72,14 @@ func TestServer(t *testing.T) {
 	require.NoError(t, json.Unmarshal(data, &review))
 	require.False(t, review.Response.Allowed)
 	require.GreaterOrEqual(t, resp.TLS.Version, uint16(tls.VersionTLS12))
+	require.Equal(t, "HTTP/1.1", resp.Proto, "no HTTP/2")
+
+	h2 := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: c.Transport.(*http.Transport).TLSClientConfig.RootCAs},
+		ForceAttemptHTTP2: true}}
+	resp, err = h2.Get("https://" + addr + "/healthz")
+	require.NoError(t, err)
+	require.Equal(t, "HTTP/1.1", resp.Proto, "a client that offers HTTP/2 gets HTTP/1.1")
+	_ = resp.Body.Close()
 
 	for _, path := range []string{"/healthz", "/readyz"} {
 		resp, err := c.Get("https://" + addr + path)

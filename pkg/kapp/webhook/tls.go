@@ -121,11 +121,15 @@ func (c *CertReloader) failed(err error) error {
 }
 
 // TLSConfig is the server's TLS configuration: TLS 1.2 or newer, the
-// certificate from c.
+// certificate from c, HTTP/1.1 only. The apiserver calls webhooks behind a
+// Service over HTTP/1.1 (one connection per request in flight, which
+// spreads them over the replicas); HTTP/2 would only add its attack surface
+// (rapid reset, CVE-2023-44487) and its shared flow-control window, which
+// starves some of many large reviews sent at once on one connection.
 func (c *CertReloader) TLSConfig() *tls.Config {
 	return &tls.Config{
 		MinVersion:     tls.VersionTLS12,
 		GetCertificate: c.GetCertificate,
-		NextProtos:     []string{"h2", "http/1.1"},
+		NextProtos:     []string{"http/1.1"},
 	}
 }
