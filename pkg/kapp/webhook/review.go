@@ -60,6 +60,8 @@ type verdict struct {
 	err error
 	// waiver is the CRD's waiver annotation, for the audit log.
 	waiver string
+	// late: err is the review's deadline.
+	late bool
 }
 
 // Review judges one request within ctx (whose deadline bounds the live
@@ -98,13 +100,27 @@ func (r *Reviewer) review(ctx context.Context, req *admissionv1.AdmissionRequest
 		ctx, cancel = evaluation.WithLiveDeadline(ctx, d)
 		defer cancel()
 	}
-	return r.log(req, r.judge(ctx, req, objs), start)
+	v := r.judge(ctx, req, objs)
+	v.late = v.err != nil && outOfTime(ctx, v.err)
+	return r.log(req, v, start)
+}
+
+// outOfTime reports whether err, an evaluation's, is the deadline of ctx
+// ending it: the context's error or cause, or an error just before the
+// deadline (client-go's rate limiter refuses to wait past it, with an
+// error of its own).
+func outOfTime(ctx context.Context, err error) bool {
+	if errors.Is(err, evaluation.ErrLiveChecksTimeout) || errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+		return true
+	}
+	deadline, ok := ctx.Deadline()
+	return ok && time.Until(deadline) < 250*time.Millisecond
 }
 
 // Unjudged is the response to a request the webhook could not judge
 // (err says why): failMode decides.
 func (r *Reviewer) Unjudged(req *admissionv1.AdmissionRequest, err error) *admissionv1.AdmissionResponse {
-	return r.log(req, verdict{err: err}, time.Now())
+	return r.log(req, verdict{err: err, late: outOfTime(context.Background(), err)}, time.Now())
 }
 
 // log responds to req with v and logs the review.
@@ -231,7 +247,7 @@ func (r *Reviewer) respond(req *admissionv1.AdmissionRequest, v verdict) *admiss
 		return deny(resp, fmt.Sprintf("%s denied the %s: %v", config.CheckName, subject, v.err))
 	case v.err != nil:
 		cause, _ := report.ShortenMessage(v.err.Error(), 1024)
-		if errors.Is(v.err, evaluation.ErrLiveChecksTimeout) || errors.Is(v.err, context.DeadlineExceeded) {
+		if v.late {
 			cause = "the live checks did not finish in time (the apiserver's timeout for this webhook, less a margin, or liveChecksTimeout): " + cause
 		}
 		if r.Settings.FailMode == config.FailModeOpen {
