@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -304,4 +306,62 @@ func TestWebhookWaiverPolicy(t *testing.T) {
 	require.ErrorContains(t, waive(alice, false, map[string]any{config.WaiveReasonAnnotation: "changed"}), denied)
 	require.NoError(t, waive(alice, false, map[string]any{config.WaiveAnnotation: nil, config.WaiveReasonAnnotation: nil}),
 		"removing the waiver")
+}
+
+var (
+	upstreamKappOnce sync.Once
+	upstreamKapp     string
+	upstreamKappErr  error
+)
+
+// upstreamKappBinary is upstream kapp v0.66.0's own binary, without our
+// preflight: $KAPP_UPSTREAM_BINARY, or built from the module this one is
+// built on (carvel.dev/kapp/cmd/kapp at the version of go.mod) once per run.
+func upstreamKappBinary(t *testing.T) string {
+	t.Helper()
+	if bin := os.Getenv("KAPP_UPSTREAM_BINARY"); bin != "" {
+		return bin
+	}
+	upstreamKappOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "kapp-upstream")
+		if err != nil {
+			upstreamKappErr = err
+			return
+		}
+		upstreamKapp = filepath.Join(dir, "kapp")
+		cmd := exec.Command("go", "build", "-o", upstreamKapp, "carvel.dev/kapp/cmd/kapp")
+		cmd.Dir = filepath.Join("..", "..")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			upstreamKappErr = fmt.Errorf("building upstream kapp: %w\n%s", err, out)
+		}
+	})
+	require.NoError(t, upstreamKappErr)
+	return upstreamKapp
+}
+
+// TestWebhookBlocksUpstreamKapp: upstream kapp v0.66.0's own binary, which
+// has no CRDUpgradeSafety preflight of ours, is held to the check by the
+// webhook: its unsafe deploy fails with the findings, nothing changes; a
+// safe deploy goes through.
+func TestWebhookBlocksUpstreamKapp(t *testing.T) {
+	t.Parallel()
+	bin := upstreamKappBinary(t)
+	e, n, _ := webhookApp(t, "")
+	before := e.snapshot(t, n)
+	run := func(template string) (string, error) {
+		cmd := exec.Command(bin, "deploy", "-a", n.App, "-y", "-f", crdDir(t, n, template), "--kubeconfig", e.kubeconfig, "--color=false")
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+e.kubeconfig)
+		out, err := cmd.CombinedOutput()
+		t.Logf("$ kapp-upstream deploy -a %s -f %s\n%s", n.App, template, indent(string(out)))
+		return string(out), err
+	}
+	out, err := run("unsafe/enum-value-removed/new.yaml")
+	require.Error(t, err)
+	require.Contains(t, out, "CRDUpgradeSafety denied the update of CRD "+n.CRD)
+	requireFinding(t, out, "enum", n.CRD, "v1", "^.spec.color")
+	e.requireUnchanged(t, n, before)
+
+	out, err = run("safe/new.yaml")
+	require.NoError(t, err, out)
+	require.Contains(t, e.crdSchemaJSON(t, n, "v1"), "priority")
 }
