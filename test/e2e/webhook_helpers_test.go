@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -27,7 +26,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -207,20 +205,7 @@ func readManifests(t *testing.T, path string) []*unstructured.Unstructured {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
-	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		var obj map[string]any
-		err := dec.Decode(&obj)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		require.NoError(t, err, path)
-		if obj != nil {
-			objs = append(objs, &unstructured.Unstructured{Object: obj})
-		}
-	}
-	return objs
+	return yamlDocs(t, data)
 }
 
 // mapper maps kinds to resources through the apiserver's discovery.
@@ -384,7 +369,7 @@ func (e *env) updateCRD(t *testing.T, n names, template string, dryRun bool, ann
 	t.Helper()
 	live := e.getCRD(t, n)
 	require.NotNil(t, live)
-	objs := readManifestsBytes(t, n.render(t, template))
+	objs := yamlDocs(t, n.render(t, template))
 	require.Len(t, objs, 1)
 	obj := objs[0]
 	obj.SetResourceVersion(live.GetResourceVersion())
@@ -425,13 +410,6 @@ func (e *env) annotateCRD(t *testing.T, n names, annotations map[string]string) 
 	require.NoError(t, err)
 	_, err = e.dyn.Resource(crdGVR).Patch(tctx(t), n.CRD, types.MergePatchType, data, metav1.PatchOptions{})
 	require.NoError(t, err)
-}
-
-func readManifestsBytes(t *testing.T, data []byte) []*unstructured.Unstructured {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "manifest.yaml")
-	require.NoError(t, os.WriteFile(path, data, 0o600))
-	return readManifests(t, path)
 }
 
 // deleteObjects deletes objects (already gone is fine).
