@@ -32,10 +32,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // webhookBench is the admission webhook's load benchmark
@@ -103,9 +99,8 @@ func webhookBench(args []string) error {
 		if oldCRD, err = prepareObjects(ctx, cl, oldCRD, *objects); err != nil {
 			return err
 		}
-		if cluster, err = webhookCluster(*kubeconfig); err != nil {
-			return err
-		}
+		// The webhook's cluster, as evaluation.ClusterFromDeps builds it.
+		cluster = &evaluation.DynamicCluster{Client: cl.dyn, REST: cl.core.Discovery().RESTClient()}
 		what = fmt.Sprintf("%d custom resources on the cluster", *objects)
 	} else {
 		setStoredVersions(oldCRD)
@@ -337,28 +332,15 @@ func setStoredVersions(crd *apiextv1.CustomResourceDefinition) {
 // prepareObjects creates the CRD on the cluster with n minimal custom
 // resources (those already there are kept) and returns the live CRD.
 func prepareObjects(ctx context.Context, cl *cluster, crd *apiextv1.CustomResourceDefinition, n int) (*apiextv1.CustomResourceDefinition, error) {
-	template, ok := minimalObject(crd, "cr")
-	if !ok {
-		return nil, fmt.Errorf("CRD %s: no valid minimal custom resource", crd.Name)
+	crs, err := customResourcesOf(crd)
+	if err != nil {
+		return nil, err
 	}
 	if err := cl.applyCRD(ctx, crd); err != nil {
 		return nil, err
 	}
-	var storage string
-	for _, v := range crd.Spec.Versions {
-		if v.Storage {
-			storage = v.Name
-		}
-	}
-	gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: storage, Resource: crd.Spec.Names.Plural}
-	ns, _ := template["metadata"].(map[string]any)["namespace"].(string)
 	start := time.Now()
-	err := cl.createObjects(ctx, gvr, ns, 0, n, 32, func(i int) *unstructured.Unstructured {
-		o := deepCopy(template)
-		o["metadata"].(map[string]any)["name"] = fmt.Sprintf("cr-%06d", i)
-		return &unstructured.Unstructured{Object: o}
-	})
-	if err != nil {
+	if err := cl.createCustomResources(ctx, crs, 0, n, 32); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(os.Stderr, "webhook: %d custom resources of %s in place (%.0fs)\n", n, crd.Name, time.Since(start).Seconds())
@@ -371,26 +353,6 @@ func prepareObjects(ctx context.Context, cl *cluster, crd *apiextv1.CustomResour
 		return nil, err
 	}
 	return out, nil
-}
-
-// webhookCluster is the webhook's cluster, as evaluation.ClusterFromDeps
-// builds it, with kapp's defaults for QPS and burst (--kube-api-qps,
-// --kube-api-burst).
-func webhookCluster(kubeconfig string) (*evaluation.DynamicCluster, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	cfg.QPS, cfg.Burst = 1000, 1000
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	core, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &evaluation.DynamicCluster{Client: dyn, REST: core.Discovery().RESTClient()}, nil
 }
 
 // noObjects is a cluster without custom resources.
