@@ -211,7 +211,11 @@ func webhookBench(args []string) error {
 			if *kubeconfig != "" {
 				target = "10s (the default admission timeout)"
 			}
-			summary = append(summary, fmt.Sprintf("p99 at 10 concurrent reviews with %s: %s (target < %s)", what, round(p99), target))
+			line := fmt.Sprintf("p99 at 10 concurrent reviews with %s: %s (target < %s)", what, round(p99), target)
+			if late > 0 {
+				line += fmt.Sprintf("; %d of %d reviews not finished within the deadline: target missed", late, len(lat))
+			}
+			summary = append(summary, line)
 		}
 	}
 	for _, s := range summary {
