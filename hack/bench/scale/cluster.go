@@ -120,6 +120,43 @@ func (c *cluster) createObjects(ctx context.Context, gvr schema.GroupVersionReso
 	return <-errs
 }
 
+// customResources are the custom resources the benchmarks create for a
+// CRD: copies of one minimal valid object (minimalObject), cr-000000,
+// cr-000001, ..., at the storage version.
+type customResources struct {
+	gvr       schema.GroupVersionResource
+	namespace string
+	template  map[string]any
+}
+
+func customResourcesOf(crd *apiextv1.CustomResourceDefinition) (customResources, error) {
+	template, ok := minimalObject(crd, "cr")
+	if !ok {
+		return customResources{}, fmt.Errorf("CRD %s: no valid minimal custom resource", crd.Name)
+	}
+	var storage string
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			storage = v.Name
+		}
+	}
+	ns, _ := template["metadata"].(map[string]any)["namespace"].(string)
+	return customResources{
+		gvr:       schema.GroupVersionResource{Group: crd.Spec.Group, Version: storage, Resource: crd.Spec.Names.Plural},
+		namespace: ns, template: template,
+	}, nil
+}
+
+// createCustomResources creates the custom resources from..to-1 of crs
+// with workers concurrent requests; existing ones are kept.
+func (c *cluster) createCustomResources(ctx context.Context, crs customResources, from, to, workers int) error {
+	return c.createObjects(ctx, crs.gvr, crs.namespace, from, to, workers, func(i int) *unstructured.Unstructured {
+		o := deepCopy(crs.template)
+		o["metadata"].(map[string]any)["name"] = fmt.Sprintf("cr-%06d", i)
+		return &unstructured.Unstructured{Object: o}
+	})
+}
+
 // requestCounts are the apiserver's apiserver_request_total counters,
 // summed per category (see category).
 type requestCounts map[string]float64

@@ -11,9 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // live is the many-custom-resources benchmark (hack/bench-live.sh): a
@@ -74,23 +71,15 @@ func live(args []string) error {
 	if err := os.WriteFile(newFile, newYAML, 0o644); err != nil {
 		return err
 	}
-	template, ok := minimalObject(crd, "cr")
-	if !ok {
-		return fmt.Errorf("%s: no valid minimal custom resource", *src)
+	crs, err := customResourcesOf(crd)
+	if err != nil {
+		return fmt.Errorf("%s: %w", *src, err)
 	}
 	if err := cl.applyCRD(ctx, crd); err != nil {
 		return err
 	}
-	var storage string
-	for _, v := range crd.Spec.Versions {
-		if v.Storage {
-			storage = v.Name
-		}
-	}
-	gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: storage, Resource: crd.Spec.Names.Plural}
-	ns, _ := template["metadata"].(map[string]any)["namespace"].(string)
 	fmt.Printf("CRD %s (%s, %.0f KB), custom resources like %s created through the API, %d at a time\n",
-		crd.Name, filepath.Base(*src), float64(len(oldYAML))/1024, gvr.Resource, *workers)
+		crd.Name, filepath.Base(*src), float64(len(oldYAML))/1024, crs.gvr.Resource, *workers)
 
 	type row struct {
 		count        int
@@ -102,12 +91,7 @@ func live(args []string) error {
 	created := 0
 	for _, count := range counts {
 		start := time.Now()
-		err := cl.createObjects(ctx, gvr, ns, created, count, *workers, func(i int) *unstructured.Unstructured {
-			o := deepCopy(template)
-			o["metadata"].(map[string]any)["name"] = fmt.Sprintf("cr-%06d", i)
-			return &unstructured.Unstructured{Object: o}
-		})
-		if err != nil {
+		if err := cl.createCustomResources(ctx, crs, created, count, *workers); err != nil {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "created %d custom resources in %.0fs\n", count-created, time.Since(start).Seconds())

@@ -14,6 +14,7 @@
 //	scale deploy ...    see deploy.go
 //	scale live ...      see live.go
 //	scale offline ...   see offline.go
+//	scale webhook ...   see webhook.go
 package main
 
 import (
@@ -33,6 +34,7 @@ func main() {
 		"deploy":  deploy,
 		"live":    live,
 		"offline": offline,
+		"webhook": webhookBench,
 	}
 	cmd, ok := cmds[os.Args[1]]
 	if !ok {
@@ -45,6 +47,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: scale grow|memory|deploy|live [flags] (see hack/bench/scale/main.go)")
+	fmt.Fprintln(os.Stderr, "usage: scale grow|change|app|memory|deploy|live|offline|webhook [flags] (see hack/bench/scale/main.go)")
 	os.Exit(2)
 }

@@ -1,6 +1,7 @@
 // Package cmd builds our kapp command tree: upstream kapp's commands with
 // our preflight registry, our version command, `kapp tools
-// crd-upgrade-safety` and `kapp tools crd-migrate-storage`.
+// crd-upgrade-safety`, `kapp tools crd-upgrade-safety-webhook` and `kapp
+// tools crd-migrate-storage`.
 package cmd
 
 import (
@@ -38,8 +39,8 @@ func NewDefaultKappCmd(confUI *ui.ConfUI) *cobra.Command {
 }
 
 // NewKappCmd builds upstream's command tree from o, then replaces the
-// version command and adds crd-upgrade-safety and crd-migrate-storage under
-// tools.
+// version command and adds crd-upgrade-safety, crd-upgrade-safety-webhook
+// and crd-migrate-storage under tools.
 func NewKappCmd(o *kappcmd.KappOptions, confUI *ui.ConfUI, configFactory cmdcore.ConfigFactory,
 	depsFactory cmdcore.DepsFactory, flagsFactory cmdcore.FlagsFactory) *cobra.Command {
 
@@ -61,6 +62,9 @@ func NewKappCmd(o *kappcmd.KappOptions, confUI *ui.ConfUI, configFactory cmdcore
 	safetyCmd := tools.NewCRDUpgradeSafetyCmd(tools.NewCRDUpgradeSafetyOptions(confUI, depsFactory), flagsFactory)
 	toolsCmd.AddCommand(safetyCmd)
 	configureAdded(safetyCmd, o, confUI, configFactory, depsFactory)
+	webhookCmd := tools.NewCRDUpgradeSafetyWebhookCmd(tools.NewCRDUpgradeSafetyWebhookOptions(confUI, depsFactory), flagsFactory)
+	toolsCmd.AddCommand(webhookCmd)
+	configureAdded(webhookCmd, o, confUI, configFactory, depsFactory)
 	migrateCmd := tools.NewCRDMigrateStorageCmd(tools.NewCRDMigrateStorageOptions(confUI, depsFactory), flagsFactory)
 	toolsCmd.AddCommand(migrateCmd)
 	configureAdded(migrateCmd, o, confUI, configFactory, depsFactory)

@@ -82,8 +82,13 @@ func TestToolsListsCRDUpgradeSafety(t *testing.T) {
 	root := NewDefaultKappCmd(ui.NewWrappingConfUI(ui.NewNoopUI(), ui.NewNoopLogger()))
 	tools := subcommand(root, "tools")
 	require.NotNil(t, tools)
-	require.Equal(t, "Tools (crd-migrate-storage, crd-upgrade-safety, diff, inspect, list-labels)", tools.Short)
+	require.Equal(t, "Tools (crd-migrate-storage, crd-upgrade-safety, crd-upgrade-safety-webhook, diff, inspect, list-labels)", tools.Short)
 	require.NotNil(t, subcommand(tools, "crd-upgrade-safety"))
+	webhook := subcommand(tools, "crd-upgrade-safety-webhook")
+	require.NotNil(t, webhook)
+	for _, flag := range []string{"bind-address", "secure-port", "tls-cert-file", "tls-private-key-file", "config", "kubeconfig"} {
+		require.NotNilf(t, webhook.Flag(flag), "--%s", flag)
+	}
 
 	// --tty, added per leaf command by kapp's wrappers, defaults to true
 	// here (human-readable output in CI logs).

@@ -176,7 +176,7 @@ func dryRunFindings(ctx context.Context, p Pair, cfg *config.Settings,
 	how := string(verb) + " (server-side dry run)"
 	warnings, sendErr := cluster.DryRun(ctx, verb, p.Send)
 	if sendErr == nil {
-		return crdupgradesafety.Warned(p.New.Name, how, warnings, cfg), false, "", nil
+		return crdupgradesafety.Warned(p.New.Name, how, notOurs(warnings), cfg), false, "", nil
 	}
 	rs, ok := refusal(sendErr)
 	if !ok {
@@ -190,6 +190,20 @@ func dryRunFindings(ctx context.Context, p Pair, cfg *config.Settings,
 			StrategyFallbackOnReplace, describe(rs)), nil
 	}
 	return crdupgradesafety.Rejected(p.New.Name, how, rs, cfg), true, "", nil
+}
+
+// notOurs drops the warnings of the CRDUpgradeSafety admission webhook
+// (they start with the check's name): in a dry run they repeat, as the
+// apiserver's, what this evaluation reports itself. A denial by the webhook
+// is kept: it is what the apiserver will answer to the update.
+func notOurs(warnings []string) []string {
+	var out []string
+	for _, w := range warnings {
+		if !strings.HasPrefix(w, config.CheckName+": ") {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // refusal reports whether err is the apiserver refusing a request it

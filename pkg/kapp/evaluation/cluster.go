@@ -3,6 +3,7 @@ package evaluation
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	cmdcore "carvel.dev/kapp/pkg/kapp/cmd/core"
 
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	sigsjson "sigs.k8s.io/json"
 )
 
 // Cluster is what the live checks need from the cluster. Production code
@@ -136,7 +138,7 @@ func (c *DynamicCluster) GetCRDs(ctx context.Context, names []string) (map[strin
 func (c *DynamicCluster) ListCustomResources(ctx context.Context, crd *apiextv1.CustomResourceDefinition,
 	version string, fn func(objs []map[string]any) error) error {
 
-	ri := c.Client.Resource(customResourceGVR(crd, version))
+	gvr := customResourceGVR(crd, version)
 	ctx, cancel := context.WithCancel(ctx)
 	pages := make(chan []map[string]any)
 	var listErr error
@@ -146,23 +148,19 @@ func (c *DynamicCluster) ListCustomResources(ctx context.Context, crd *apiextv1.
 		defer close(pages)
 		opts := metav1.ListOptions{Limit: c.pageSize()}
 		for {
-			list, err := ri.List(ctx, opts)
+			objs, cont, err := c.listPage(ctx, gvr, opts)
 			if err != nil {
 				listErr = fmt.Errorf("listing %s of CRD %s at version %s: %w", crd.Spec.Names.Plural, crd.Name, version, err)
 				return
 			}
-			if len(list.Items) > 0 {
-				objs := make([]map[string]any, len(list.Items))
-				for i := range list.Items {
-					objs[i] = list.Items[i].Object
-				}
+			if len(objs) > 0 {
 				select {
 				case pages <- objs:
 				case <-ctx.Done():
 					return
 				}
 			}
-			opts.Continue = list.GetContinue()
+			opts.Continue = cont
 			if opts.Continue == "" {
 				return
 			}
@@ -180,6 +178,45 @@ func (c *DynamicCluster) ListCustomResources(ctx context.Context, crd *apiextv1.
 		return fnErr
 	}
 	return listErr
+}
+
+// listPage reads one page of custom resources: the objects and the
+// continue token. With REST, the page is decoded in one pass into the
+// objects; the dynamic client decodes a list three times over (the items
+// as raw JSON, the whole list into a map, then each item), which was half
+// the cost of reading custom resources.
+func (c *DynamicCluster) listPage(ctx context.Context, gvr schema.GroupVersionResource, opts metav1.ListOptions) ([]map[string]any, string, error) {
+	if c.REST == nil {
+		list, err := c.Client.Resource(gvr).List(ctx, opts)
+		if err != nil {
+			return nil, "", err
+		}
+		objs := make([]map[string]any, len(list.Items))
+		for i := range list.Items {
+			objs[i] = list.Items[i].Object
+		}
+		return objs, list.GetContinue(), nil
+	}
+	req := c.REST.Get().AbsPath("/apis", gvr.Group, gvr.Version, gvr.Resource).
+		Param("limit", strconv.FormatInt(opts.Limit, 10)).
+		SetHeader("Accept", runtime.ContentTypeJSON)
+	if opts.Continue != "" {
+		req = req.Param("continue", opts.Continue)
+	}
+	raw, err := req.Do(ctx).Raw()
+	if err != nil {
+		return nil, "", err
+	}
+	var page struct {
+		Metadata struct {
+			Continue string `json:"continue"`
+		} `json:"metadata"`
+		Items []map[string]any `json:"items"`
+	}
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &page); err != nil {
+		return nil, "", fmt.Errorf("decoding a page of %s: %w", gvr.Resource, err)
+	}
+	return page.Items, page.Metadata.Continue, nil
 }
 
 // CountCustomResources issues one LIST with limit 1 and adds the API

@@ -19,8 +19,10 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -54,6 +56,9 @@ type pagingAPIServer struct {
 	// stallGets: CRD GETs wait until the client gives up.
 	stallGets bool
 	crd       *apiextv1.CustomResourceDefinition
+	// viaREST: the cluster reads pages through a REST client, as
+	// ClusterFromDeps builds it, not the dynamic client.
+	viaREST bool
 
 	mu    sync.Mutex
 	lists []listRequest
@@ -70,9 +75,16 @@ const maxLists = 1000
 func (s *pagingAPIServer) start() *DynamicCluster {
 	srv := httptest.NewServer(http.HandlerFunc(s.serve))
 	s.t.Cleanup(srv.Close)
-	client, err := dynamic.NewForConfig(&rest.Config{Host: srv.URL, QPS: -1})
+	cfg := &rest.Config{Host: srv.URL, QPS: -1}
+	client, err := dynamic.NewForConfig(cfg)
 	require.NoError(s.t, err)
-	return &DynamicCluster{Client: client, PageSize: 100}
+	c := &DynamicCluster{Client: client, PageSize: 100}
+	if s.viaREST {
+		core, err := kubernetes.NewForConfig(cfg)
+		require.NoError(s.t, err)
+		c.REST = core.Discovery().RESTClient()
+	}
+	return c
 }
 
 func (s *pagingAPIServer) serve(w http.ResponseWriter, r *http.Request) {
@@ -177,9 +189,12 @@ func TestListCustomResourcesReadsEveryPage(t *testing.T) {
 		{name: "exactly one page", widgets: 100, wantPages: []int{100}},
 		{name: "one page and one object", widgets: 101, wantPages: []int{100, 1}},
 		{name: "none", widgets: 0, wantPages: nil},
+		{name: "many pages via REST", widgets: 1234, wantPages: []int{100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 34}},
+		{name: "none via REST", widgets: 0, wantPages: nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			api := &pagingAPIServer{t: t, widgets: tc.widgets, reportRemaining: tc.reportRemaining}
+			api := &pagingAPIServer{t: t, widgets: tc.widgets, reportRemaining: tc.reportRemaining,
+				viaREST: strings.HasSuffix(tc.name, "via REST")}
 			cluster := api.start()
 
 			var pages []int
@@ -305,16 +320,47 @@ func TestDynamicClusterDeadline(t *testing.T) {
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 	})
 
-	t.Run("LIST of custom resources", func(t *testing.T) {
-		api := &pagingAPIServer{t: t, widgets: 1000, stallAfter: 2}
-		ctx, cancel := WithLiveDeadline(context.Background(), 100*time.Millisecond)
-		defer cancel()
-		cfg := config.Default()
-		_, err := Evaluate(ctx, Plan{Pairs: []Pair{{Old: old, New: safe}}}, &cfg, api.start())
-		require.EqualError(t, err, "listing widgets of CRD widgets.example.com at version v1: "+
-			"deadline of 100ms (liveChecksTimeout) exceeded after reading 2 pages (200 custom resources)")
-		require.ErrorIs(t, err, context.DeadlineExceeded)
-	})
+	for _, viaREST := range []bool{false, true} {
+		t.Run(fmt.Sprintf("LIST of custom resources, via REST %t", viaREST), func(t *testing.T) {
+			api := &pagingAPIServer{t: t, widgets: 1000, stallAfter: 2, viaREST: viaREST}
+			ctx, cancel := WithLiveDeadline(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			cfg := config.Default()
+			_, err := Evaluate(ctx, Plan{Pairs: []Pair{{Old: old, New: safe}}}, &cfg, api.start())
+			require.EqualError(t, err, "listing widgets of CRD widgets.example.com at version v1: "+
+				"deadline of 100ms (liveChecksTimeout) exceeded after reading 2 pages (200 custom resources)")
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+		})
+	}
+}
+
+// TestListPageViaREST: a page read through REST holds the objects the
+// dynamic client gives (integers as int64, nested values), and an error
+// status is the apiserver's error.
+func TestListPageViaREST(t *testing.T) {
+	crd := mustCRD(t, oldCRD)
+	read := func(viaREST bool, widgets int) ([]map[string]any, error) {
+		api := &pagingAPIServer{t: t, widgets: widgets, viaREST: viaREST,
+			spec: map[string]any{"size": 2, "ratio": 0.5, "tags": []any{"a", map[string]any{"b": nil}}}}
+		var all []map[string]any
+		err := api.start().ListCustomResources(context.Background(), crd, "v1", func(objs []map[string]any) error {
+			all = append(all, objs...)
+			return nil
+		})
+		return all, err
+	}
+	viaDynamic, err := read(false, 150)
+	require.NoError(t, err)
+	viaREST, err := read(true, 150)
+	require.NoError(t, err)
+	require.Equal(t, viaDynamic, viaREST)
+	require.IsType(t, int64(0), viaREST[0]["spec"].(map[string]any)["size"])
+
+	api := &pagingAPIServer{t: t, widgets: 10, viaREST: true}
+	c := api.start()
+	crd.Spec.Names.Plural = "gadgets"
+	err = c.ListCustomResources(context.Background(), crd, "v1", func([]map[string]any) error { return nil })
+	require.True(t, apierrors.IsNotFound(err), "%v", err)
 }
 
 // tracker makes a custom resource's liveness visible: the object holds

@@ -1,6 +1,6 @@
 // Package evaluation is the evaluation service of the CRDUpgradeSafety check,
 // shared by the kapp preflight hook (pkg/kapp/preflight), the tools commands
-// (pkg/kapp/cmd/tools) and, later, the admission webhook. It takes a Plan (the
+// (pkg/kapp/cmd/tools) and the admission webhook (pkg/kapp/webhook). It takes a Plan (the
 // CRD creates, updates and deletes of one run), runs the engine
 // (pkg/kapp/crdupgradesafety) over it and, where a Cluster is at hand, the
 // live checks, and returns every finding, sorted.
@@ -12,6 +12,7 @@
 //	offline.go            the checks of one pair that need no cluster
 //	apiserver_rejects.go  the apiserverRejects check: the apiserver's validation, offline or as a server-side dry run
 //	live.go               existingResources and crdDeletion: the checks that read the cluster
+//	waivers.go            the waiver annotations of the plan's CRDs, as exemptions of the run
 //	fetch.go              filling the old side of a plan from the live cluster
 //	cluster.go            the Cluster interface and its client-go implementation
 //	deadline.go           liveChecksTimeout

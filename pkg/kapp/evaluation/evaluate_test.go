@@ -8,6 +8,7 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
 	"github.com/stretchr/testify/require"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
 // TestEvaluateUnchangedDocument: the tools command passes the same object
@@ -85,4 +86,58 @@ func TestEvaluateAPIServerWarnings(t *testing.T) {
 	for _, f := range run(Pair{Old: testcrd.MustCRD(t, withSet), New: testcrd.MustCRD(t, strings.Replace(withSet, "yellow", "", 1))}) {
 		require.NotContains(t, f, "warns", "the old CRD already had the list set")
 	}
+}
+
+// TestEvaluateWaiver: the waiver annotations of a new CRD (of a removed
+// one) exempt the checks they name, for that CRD only, shown in the
+// message; the settings passed in are not changed; an invalid waiver fails
+// the run.
+func TestEvaluateWaiver(t *testing.T) {
+	annotate := func(doc, checks, reason string) *apiextv1.CustomResourceDefinition {
+		crd := testcrd.MustCRD(t, doc)
+		crd.Annotations = map[string]string{config.WaiveAnnotation: checks, config.WaiveReasonAnnotation: reason}
+		return crd
+	}
+	cfg := config.Default()
+	run := func(plan Plan) ([]string, error) {
+		t.Helper()
+		fs, err := Evaluate(context.Background(), plan, &cfg, nil)
+		var out []string
+		for _, f := range fs {
+			out = append(out, f.CRD+" "+string(f.Severity)+" "+f.Check+": "+f.Message)
+		}
+		return out, err
+	}
+	gadgets := func(crd *apiextv1.CustomResourceDefinition) *apiextv1.CustomResourceDefinition {
+		crd.Name = "gadgets.example.com"
+		return crd
+	}
+	got, err := run(Plan{
+		Pairs: []Pair{
+			{Old: mustCRD(t, oldCRD), New: annotate(testcrd.UnsafeCRD, "enum", "red, green only since v2 (PR 123)")},
+			{Old: gadgets(mustCRD(t, oldCRD)), New: gadgets(mustCRD(t, testcrd.UnsafeCRD))},
+		},
+		Removals: []Removal{{CRD: annotate(strings.Replace(oldCRD, "widgets.example.com", "gizmos.example.com", 1), "crdDeletion", "replaced by gadgets")}},
+	})
+	require.NoError(t, err)
+	require.Equal(t, []string{
+		"gadgets.example.com error enum: enum values removed: [\"blue\"]",
+		"gadgets.example.com error minimum: minimum increased: 1 -> 5",
+		"gizmos.example.com warning crdDeletion: missing from the new inputs: kapp would delete the CRD with all its custom resources (exempted: waive annotation: replaced by gadgets)",
+		"widgets.example.com warning enum: enum values removed: [\"blue\"] (exempted: waive annotation: red, green only since v2 (PR 123))",
+		"widgets.example.com error minimum: minimum increased: 1 -> 5",
+	}, got)
+	require.Empty(t, cfg.Exemptions, "the caller's settings")
+
+	// The annotation on the old CRD only waives nothing: the new CRD
+	// (what is applied) carries the review.
+	got, err = run(Plan{Pairs: []Pair{{Old: annotate(oldCRD, "enum,minimum", "old review"), New: mustCRD(t, testcrd.UnsafeCRD)}}})
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	for _, f := range got {
+		require.Contains(t, f, " error ")
+	}
+
+	_, err = run(Plan{Pairs: []Pair{{Old: mustCRD(t, oldCRD), New: annotate(testcrd.UnsafeCRD, "enum,apiserverRejects", "why")}}})
+	require.ErrorIs(t, err, config.ErrInvalidWaiver)
 }

@@ -35,7 +35,14 @@ type pairOutcome struct {
 // every removal and every update kapp carries out as a replace. Any API
 // error fails the evaluation (fail closed), wrapped with the CRD it
 // concerns.
+//
+// The waiver annotations of the plan's CRDs are exemptions of this run
+// (see waivedSettings); an invalid one fails it (config.ErrInvalidWaiver).
 func Evaluate(ctx context.Context, plan Plan, cfg *config.Settings, cluster Cluster) ([]crdupgradesafety.Finding, error) {
+	cfg, err := waivedSettings(plan, cfg)
+	if err != nil {
+		return nil, err
+	}
 	timing := startEvaluationTiming(plan)
 	defer timing.print()
 	cluster = timing.counting(cluster)
@@ -63,7 +70,6 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.Settings, cluster Clus
 	}
 
 	var live [][]crdupgradesafety.Finding
-	var err error
 	if cluster == nil {
 		err = parallel.ForEach(ctx, len(pairs), workers, func(ctx context.Context, i int) error {
 			offline(ctx, i)

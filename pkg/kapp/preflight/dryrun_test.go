@@ -193,3 +193,18 @@ func mustJSON(t *testing.T, v any) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// TestRunDryRunLeavesOurWebhooksWarnings: the warnings the CRDUpgradeSafety
+// webhook gives on the dry run repeat the check's own findings; the other
+// warnings of the apiserver are reported.
+func TestRunDryRunLeavesOurWebhooksWarnings(t *testing.T) {
+	cluster := &evaluationtest.Cluster{DryRunWarnings: []string{
+		"CRDUpgradeSafety: version v1 field ^.spec.size: [minimum] minimum increased: 1 -> 5 (exempted: waive annotation: r)",
+		"another webhook: careful",
+	}}
+	check, out := newCheck(t, cluster, nil)
+	err := check.Run(context.Background(), deployGraph(t, "", []ctlres.Resource{live(t, oldCRD)}, []ctlres.Resource{res(t, safeCRD)}))
+	require.NoError(t, err)
+	require.Equal(t, "Warning: CRDUpgradeSafety: crd widgets.example.com: [apiserverRejects] the apiserver warns on the update (server-side dry run): another webhook: careful\n",
+		out.String())
+}

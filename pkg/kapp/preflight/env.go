@@ -1,17 +1,12 @@
 package preflight
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	kpreflight "carvel.dev/kapp/pkg/kapp/preflight"
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
 )
 
 // EnvConfigVar names the environment variable that protects every deploy:
@@ -70,81 +65,19 @@ func (c *envDefaults) SetConfig(raw kpreflight.CheckConfig) error {
 	return c.CRDUpgradeSafety.SetConfig(fileCfg)
 }
 
-// loadEnvConfig reads and validates the file named by EnvConfigVar. ok is
-// false when the variable is unset or empty. The returned map is the file's
-// content, decoded by the caller with the same strict decoder as a Config
-// entry; it is validated here so that errors name the file.
+// loadEnvConfig reads and validates the file named by EnvConfigVar
+// (config.ReadFile). ok is false when the variable is unset or empty. The
+// returned map is the file's content, decoded by the caller with the same
+// strict decoder as a Config entry; it is validated here so that errors
+// name the file.
 func loadEnvConfig() (raw map[string]any, ok bool, err error) {
 	path := os.Getenv(EnvConfigVar)
 	if path == "" {
 		return nil, false, nil
 	}
-	fail := func(format string, args ...any) (map[string]any, bool, error) {
-		return nil, false, fmt.Errorf("%w: file %s: "+format, append([]any{ErrEnvConfig, path}, args...)...)
-	}
-	data, err := os.ReadFile(path)
+	_, raw, err = config.ReadFile(path)
 	if err != nil {
-		return fail("%w", err)
-	}
-	raw, err = decodeSettingsYAML(data)
-	if err != nil {
-		return fail("%w", err)
-	}
-	if _, err := config.Decode(raw); err != nil {
-		return fail("%w", err)
+		return nil, false, fmt.Errorf("%w: %w", ErrEnvConfig, err)
 	}
 	return raw, true, nil
-}
-
-// decodeSettingsYAML decodes one YAML (or JSON) map. An empty file, or one
-// of comments only, is an empty map: the defaults.
-func decodeSettingsYAML(data []byte) (map[string]any, error) {
-	var doc any
-	docs := 0
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for {
-		chunk, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading YAML: %w", err)
-		}
-		var v any
-		if err := yaml.Unmarshal(chunk, &v); err != nil {
-			return nil, fmt.Errorf("not YAML: %w", err)
-		}
-		if v == nil { // empty, or comments only
-			continue
-		}
-		if docs++; docs > 1 {
-			return nil, errors.New("holds more than one YAML document; it holds one map, the settings of the check")
-		}
-		doc = v
-	}
-	if doc == nil {
-		return map[string]any{}, nil
-	}
-	m, isMap := doc.(map[string]any)
-	if !isMap {
-		return nil, fmt.Errorf("must be a YAML map of the check's settings (mode, failMode, checks, ...), got %s", jsonTypeName(doc))
-	}
-	if _, hasKind := m["kind"]; hasKind {
-		return nil, errors.New("holds a Kubernetes object (it has a kind), not the check's settings: write only the `config` of the CRDUpgradeSafety preflightRules entry (mode, failMode, checks, ...)")
-	}
-	return m, nil
-}
-
-func jsonTypeName(v any) string {
-	switch v.(type) {
-	case []any:
-		return "a list"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case float64:
-		return "a number"
-	}
-	return fmt.Sprintf("%T", v)
 }

@@ -44,7 +44,10 @@ type Cluster struct {
 
 	// DryRunErr answers dry runs by "verb name" ("update widgets.example.com").
 	DryRunErr map[string]error
-	DryRuns   []DryRun
+	// DryRunWarnings are warnings of every accepted create and update, as
+	// admission webhooks give them, before the validation's own.
+	DryRunWarnings []string
+	DryRuns        []DryRun
 	// Validates: the other dry runs of creates and updates are validated as
 	// the apiserver validates them, with its own library (an update against
 	// the CRD of that name in CRDs), and refused as it refuses them or
@@ -64,8 +67,11 @@ func (f *Cluster) DryRun(_ context.Context, verb evaluation.Verb, obj *unstructu
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.DryRuns = append(f.DryRuns, DryRun{Verb: verb, Obj: obj.DeepCopy()})
-	if err := f.DryRunErr[string(verb)+" "+obj.GetName()]; err != nil || !f.Validates || verb == evaluation.VerbDelete {
+	if err := f.DryRunErr[string(verb)+" "+obj.GetName()]; err != nil || verb == evaluation.VerbDelete {
 		return nil, err
+	}
+	if !f.Validates {
+		return f.DryRunWarnings, nil
 	}
 	crd := &apiextv1.CustomResourceDefinition{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, crd); err != nil {
@@ -80,7 +86,7 @@ func (f *Cluster) DryRun(_ context.Context, verb evaluation.Verb, obj *unstructu
 		warnings = prepared.WarningsOnUpdate(context.Background(), old)
 	}
 	if len(errs) == 0 {
-		return warnings, nil
+		return append(append([]string(nil), f.DryRunWarnings...), warnings...), nil
 	}
 	return nil, apierrors.NewInvalid(schema.GroupKind{Group: apiextv1.GroupName, Kind: "CustomResourceDefinition"}, crd.Name, errs)
 }

@@ -4,6 +4,8 @@ package parallel
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime/debug"
 	"sync"
 )
 
@@ -21,6 +23,10 @@ var errSiblingFailed = errors.New("a parallel task failed")
 // scheduling. When ctx itself ends (a deadline), the calls in flight fail
 // with it, each with its own message, and these are real errors: the
 // returned error is always one a call returned.
+//
+// A call that panics fails like one that returns an error: with a
+// *PanicError. A long-running process (the admission webhook) answers the
+// request it was serving instead of crashing.
 func ForEach(ctx context.Context, n, limit int, fn func(ctx context.Context, i int) error) error {
 	if n == 0 {
 		return nil
@@ -44,7 +50,7 @@ func ForEach(ctx context.Context, n, limit int, fn func(ctx context.Context, i i
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				if err := fn(ctx, i); err != nil {
+				if err := call(ctx, i, fn); err != nil {
 					errs[i] = err
 					failOnce.Do(func() {
 						close(failed)
@@ -70,6 +76,25 @@ feed:
 	close(next)
 	wg.Wait()
 	return explain(errs, errors.Is(context.Cause(ctx), errSiblingFailed))
+}
+
+// PanicError is the error of a call that panicked: the value it panicked
+// with and the goroutine's stack.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
+
+// call runs fn, turning a panic into a *PanicError.
+func call(ctx context.Context, i int, fn func(ctx context.Context, i int) error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &PanicError{Value: p, Stack: debug.Stack()}
+		}
+	}()
+	return fn(ctx, i)
 }
 
 // explain picks the error of a run: the lowest-index error that is not a

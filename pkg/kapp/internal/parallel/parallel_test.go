@@ -119,3 +119,19 @@ func TestForEachParentEnds(t *testing.T) {
 		require.NoError(t, ForEach(ctx, 3, 1, func(context.Context, int) error { return nil }))
 	})
 }
+
+// A panicking call fails the run with a *PanicError, and cancels the
+// others, as an error would.
+func TestForEachPanic(t *testing.T) {
+	err := ForEach(context.Background(), 5, 2, func(ctx context.Context, i int) error {
+		if i == 1 {
+			panic("boom")
+		}
+		return nil
+	})
+	var p *PanicError
+	require.ErrorAs(t, err, &p)
+	require.Equal(t, "boom", p.Value)
+	require.Equal(t, "panic: boom", err.Error())
+	require.Contains(t, string(p.Stack), "parallel_test.go")
+}

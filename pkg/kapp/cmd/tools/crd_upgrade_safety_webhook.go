@@ -1,0 +1,183 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	goruntime "runtime"
+	"syscall"
+	"time"
+
+	cmdcore "carvel.dev/kapp/pkg/kapp/cmd/core"
+	"github.com/cppforlife/go-cli-ui/ui"
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
+	"github.com/crdsafety/kapp/pkg/kapp/webhook"
+	"github.com/spf13/cobra"
+)
+
+// CRDUpgradeSafetyWebhookServingFlags are the serving flags, named as
+// Kubernetes components name them.
+type CRDUpgradeSafetyWebhookServingFlags struct {
+	BindAddress         string
+	SecurePort          int
+	TLSCertFile         string
+	TLSPrivateKeyFile   string
+	MaxRequestsInflight int
+	ShutdownDelay       time.Duration
+}
+
+// DefaultWebhookPort is the default of --secure-port.
+const DefaultWebhookPort = 9443
+
+func (s *CRDUpgradeSafetyWebhookServingFlags) Set(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&s.BindAddress, "bind-address", "0.0.0.0",
+		"Set the IP address on which to listen for --secure-port (0.0.0.0 or :: for all interfaces)")
+	cmd.Flags().IntVar(&s.SecurePort, "secure-port", DefaultWebhookPort,
+		"Set the port on which to serve HTTPS (0: any free port, logged at start)")
+	cmd.Flags().StringVar(&s.TLSCertFile, "tls-cert-file", "",
+		"Set file containing the x509 serving certificate (PEM, with any intermediates after it); reloaded when it changes")
+	cmd.Flags().StringVar(&s.TLSPrivateKeyFile, "tls-private-key-file", "",
+		"Set file containing the x509 private key matching --tls-cert-file; reloaded when it changes")
+	cmd.Flags().IntVar(&s.MaxRequestsInflight, "max-requests-inflight", 0,
+		"Set maximum number of reviews evaluated at once; the others wait within their deadline (0: twice the number of CPUs, at least 4)")
+	cmd.Flags().DurationVar(&s.ShutdownDelay, "shutdown-delay-duration", 0,
+		"Set time to keep serving after SIGTERM with /readyz failing, so that endpoints stop routing to this replica first")
+}
+
+type CRDUpgradeSafetyWebhookOptions struct {
+	ui          ui.UI
+	depsFactory cmdcore.DepsFactory
+
+	ServingFlags CRDUpgradeSafetyWebhookServingFlags
+	// ConfigFile holds the check's settings, as the file of
+	// KAPP_CRD_UPGRADE_SAFETY_CONFIG does; "" for the defaults.
+	ConfigFile string
+
+	// Cluster reaches the cluster; nil uses kapp's dynamic client (tests
+	// set it).
+	Cluster func() (evaluation.Cluster, error)
+	// Log receives the server's log; nil: standard error.
+	Log io.Writer
+	// Context ends the server; nil: SIGINT or SIGTERM (tests set it).
+	Context context.Context
+	// Listening, when set, is told the address once the server listens.
+	Listening func(net.Addr)
+}
+
+func NewCRDUpgradeSafetyWebhookOptions(ui ui.UI, depsFactory cmdcore.DepsFactory) *CRDUpgradeSafetyWebhookOptions {
+	return &CRDUpgradeSafetyWebhookOptions{ui: ui, depsFactory: depsFactory}
+}
+
+func NewCRDUpgradeSafetyWebhookCmd(o *CRDUpgradeSafetyWebhookOptions, _ cmdcore.FlagsFactory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "crd-upgrade-safety-webhook",
+		Short: "Serve the CRDUpgradeSafety check as a validating admission webhook for CRD updates and deletes",
+		Long: `Serve the CRDUpgradeSafety check as a validating admission webhook, so that every
+writer of CustomResourceDefinitions (kubectl, Helm, Flux, Argo CD, kapp-controller's
+stock kapp, this kapp) is held to it.
+
+It serves admission.k8s.io/v1 AdmissionReview requests at /validate over TLS only
+(1.2 or newer), and /healthz and /readyz for probes. An UPDATE of a CRD is judged
+as the preflight judges it (the stored CRD against the new one, the stored custom
+resources against the new schema); a DELETE is refused while the CRD has custom
+resources. Error findings deny the request (403 Forbidden) with the findings in
+its message; warnings, and every finding in mode warn, come back as admission
+warnings, which kubectl prints. CREATE is always allowed: nothing is stored yet.
+Dry-run requests are judged the same way.
+
+--config names a file of the check's settings, the same content as the file of
+KAPP_CRD_UPGRADE_SAFETY_CONFIG (mode, failMode, checks, exemptions, ...). The
+waiver annotations crd-upgrade-safety.kapp.k14s.io/waive and waive-reason on the
+CRD are honoured as by the preflight. apiserverRejects does not run: the apiserver
+validates a request before it calls validating webhooks.
+
+Each review must finish within the timeout the apiserver gives the call (its
+?timeout= parameter, timeoutSeconds of the webhook configuration), less 2s, and
+within liveChecksTimeout; when the live checks cannot finish, failMode decides:
+closed denies, open allows with a warning.
+
+The cluster is reached with kapp's usual kubeconfig flags, or the pod's service
+account when run in a pod. Install manifests: examples/webhook; docs/webhook.md.`,
+		RunE: func(_ *cobra.Command, _ []string) error { return o.Run() },
+		Example: `
+  # Serve on all interfaces, port 9443, with the settings of a file
+  kapp tools crd-upgrade-safety-webhook --tls-cert-file /certs/tls.crt --tls-private-key-file /certs/tls.key \
+    --config /config/settings.yaml`,
+	}
+	o.ServingFlags.Set(cmd)
+	cmd.Flags().StringVar(&o.ConfigFile, "config", "",
+		"Set file with the check's settings (as for KAPP_CRD_UPGRADE_SAFETY_CONFIG: mode, failMode, checks, exemptions, ...); default: the built-in defaults")
+	return cmd
+}
+
+func (o *CRDUpgradeSafetyWebhookOptions) Run() error {
+	f := o.ServingFlags
+	if f.TLSCertFile == "" || f.TLSPrivateKeyFile == "" {
+		return fmt.Errorf("expected --tls-cert-file and --tls-private-key-file: the webhook serves TLS only")
+	}
+	if f.SecurePort < 0 || f.SecurePort > 65535 {
+		return fmt.Errorf("expected --secure-port between 0 and 65535, got %d", f.SecurePort)
+	}
+	if f.MaxRequestsInflight < 0 || f.ShutdownDelay < 0 {
+		return fmt.Errorf("expected --max-requests-inflight and --shutdown-delay-duration not to be negative")
+	}
+	cfg := config.Default()
+	if o.ConfigFile != "" {
+		var err error
+		if cfg, _, err = config.ReadFile(o.ConfigFile); err != nil {
+			return fmt.Errorf("reading --config: %w", err)
+		}
+	}
+	cfg = webhook.WebhookSettings(cfg)
+
+	clusterFn := o.Cluster
+	if clusterFn == nil {
+		clusterFn = evaluation.ClusterFromDeps(o.depsFactory)
+	}
+	cluster, err := clusterFn()
+	if err != nil {
+		return err
+	}
+
+	out := o.Log
+	if out == nil {
+		out = os.Stderr
+	}
+	logger := log.New(out, "", log.LstdFlags|log.LUTC)
+	inflight := f.MaxRequestsInflight
+	if inflight == 0 {
+		inflight = max(4, 2*goruntime.GOMAXPROCS(0))
+	}
+	logger.Printf("settings: mode %s, failMode %s, %d exemptions, liveChecksTimeout %s (config: %s); at most %d reviews at once",
+		cfg.Mode, cfg.FailMode, len(cfg.Exemptions), cfg.LiveChecksTimeout, orDefault(o.ConfigFile, "built-in defaults"), inflight)
+
+	reviewer := &webhook.Reviewer{Settings: &cfg, Cluster: cluster, Logf: logger.Printf}
+	srv := &webhook.Server{
+		BindAddress:   f.BindAddress,
+		SecurePort:    f.SecurePort,
+		Certs:         &webhook.CertReloader{CertFile: f.TLSCertFile, KeyFile: f.TLSPrivateKeyFile, Logf: logger.Printf},
+		Handler:       webhook.NewHandler(reviewer, inflight),
+		ShutdownDelay: f.ShutdownDelay,
+		Logf:          logger.Printf,
+		Listening:     o.Listening,
+	}
+	ctx := o.Context
+	if ctx == nil {
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+	}
+	return srv.Run(ctx)
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

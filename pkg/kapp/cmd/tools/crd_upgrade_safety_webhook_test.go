@@ -1,0 +1,97 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	cmdcore "carvel.dev/kapp/pkg/kapp/cmd/core"
+	"github.com/cppforlife/go-cli-ui/ui"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
+	"github.com/crdsafety/kapp/pkg/kapp/webhook/webhooktest"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+)
+
+// TestWebhookCommand runs the command as it runs in a pod (flags, a
+// settings file) over an in-memory cluster, and sends it a review over TLS.
+func TestWebhookCommand(t *testing.T) {
+	dir := t.TempDir()
+	cert, err := webhooktest.WriteCert(dir)
+	require.NoError(t, err)
+	settings := filepath.Join(dir, "settings.yaml")
+	require.NoError(t, os.WriteFile(settings, []byte("mode: warn\n"), 0o644))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	listening := make(chan net.Addr, 1)
+	var log bytes.Buffer
+	o := NewCRDUpgradeSafetyWebhookOptions(ui.NewNoopUI(), nil)
+	o.Cluster = func() (evaluation.Cluster, error) { return &evaluationtest.Cluster{}, nil }
+	o.Context, o.Log, o.Listening = ctx, &log, func(a net.Addr) { listening <- a }
+	cmd := NewCRDUpgradeSafetyWebhookCmd(o, cmdcore.FlagsFactory{})
+	cmd.SetArgs([]string{"--bind-address", "127.0.0.1", "--secure-port", "0", "--tls-cert-file", cert.CertFile,
+		"--tls-private-key-file", cert.KeyFile, "--config", settings})
+	done := make(chan error, 1)
+	go func() { done <- cmd.Execute() }()
+	var addr net.Addr
+	select {
+	case addr = <-listening:
+	case err := <-done:
+		t.Fatalf("the command ended: %v", err)
+	}
+
+	oldCRD, newCRD := testcrd.MustCRD(t, testcrd.OldCRD), testcrd.MustCRD(t, testcrd.UnsafeCRD)
+	req, err := webhooktest.Request(admissionv1.Update, newCRD, oldCRD)
+	require.NoError(t, err)
+	body, err := webhooktest.Review(req)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(cert.PEM)
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	resp, err := client.Post("https://"+addr.String()+"/validate?timeout=10s", "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var review admissionv1.AdmissionReview
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&review))
+	require.True(t, review.Response.Allowed, "mode warn from --config")
+	require.Len(t, review.Response.Warnings, 2)
+
+	cancel()
+	require.NoError(t, <-done)
+	require.Contains(t, log.String(), "settings: mode warn, failMode closed, 0 exemptions, liveChecksTimeout 5m0s (config: "+settings+")")
+	require.Contains(t, log.String(), "review uid="+string(req.UID)+" op=UPDATE crd=widgets.example.com")
+	require.Contains(t, log.String(), "stopped")
+}
+
+func TestWebhookCommandErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte("mode: sometimes\n"), 0o644))
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "expected --tls-cert-file and --tls-private-key-file: the webhook serves TLS only"},
+		{[]string{"--tls-cert-file", "c", "--tls-private-key-file", "k", "--secure-port", "70000"}, "expected --secure-port between 0 and 65535, got 70000"},
+		{[]string{"--tls-cert-file", "c", "--tls-private-key-file", "k", "--config", bad},
+			"reading --config: file " + bad + `: mode: unknown value "sometimes" (allowed: error, warn)`},
+	} {
+		o := NewCRDUpgradeSafetyWebhookOptions(ui.NewNoopUI(), nil)
+		o.Cluster = func() (evaluation.Cluster, error) { return &evaluationtest.Cluster{}, nil }
+		cmd := NewCRDUpgradeSafetyWebhookCmd(o, cmdcore.FlagsFactory{})
+		cmd.SetArgs(tt.args)
+		cmd.SilenceUsage, cmd.SilenceErrors = true, true
+		require.EqualError(t, cmd.Execute(), tt.want)
+	}
+}

@@ -1,0 +1,60 @@
+package preflight
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	ctlres "carvel.dev/kapp/pkg/kapp/resources"
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRunWaiver: a CRD deployed with the waiver annotations has the
+// findings of the checks they name waived, as an exemption would (a
+// warning that names the reason); the others still block. The same CRD
+// with an invalid waiver fails the deploy, and deleting a CRD whose live
+// object waives crdDeletion is a warning.
+func TestRunWaiver(t *testing.T) {
+	waived := func(checks, reason string) ctlres.Resource {
+		r := res(t, unsafeCRD)
+		r.UnstructuredObject()["metadata"].(map[string]any)["annotations"] = map[string]any{
+			config.WaiveAnnotation: checks, config.WaiveReasonAnnotation: reason}
+		return r
+	}
+	run := func(newRs ...ctlres.Resource) (string, error) {
+		cluster := &evaluationtest.Cluster{CRDs: evaluationtest.CRDsNamed(nil, nil), Count: 3}
+		check, out := newCheck(t, cluster, nil)
+		err := check.Run(context.Background(), deployGraph(t, "", []ctlres.Resource{live(t, oldCRD)}, newRs))
+		return out.String(), err
+	}
+
+	out, err := run(waived("enum, minimum", "values renamed in PR 123"))
+	require.NoError(t, err)
+	require.Equal(t, []string{
+		`Warning: CRDUpgradeSafety: crd widgets.example.com version v1 field ^.spec.color: [enum] enum values removed: ["blue"] (exempted: waive annotation: values renamed in PR 123)`,
+		`Warning: CRDUpgradeSafety: crd widgets.example.com version v1 field ^.spec.size: [minimum] minimum increased: 1 -> 5 (exempted: waive annotation: values renamed in PR 123)`,
+	}, strings.Split(strings.TrimSpace(out), "\n"))
+
+	out, err = run(waived("enum", "values renamed in PR 123"))
+	require.ErrorIs(t, err, ErrUnsafeUpgrade)
+	require.Contains(t, err.Error(), "[minimum] minimum increased: 1 -> 5")
+	require.NotContains(t, err.Error(), "[enum]")
+	require.Contains(t, out, "[enum] enum values removed")
+
+	_, err = run(waived("enum,pattern,typo", "values renamed in PR 123"))
+	require.ErrorIs(t, err, config.ErrInvalidWaiver)
+	require.ErrorContains(t, err, `CRD widgets.example.com: invalid waiver annotation: crd-upgrade-safety.kapp.k14s.io/waive: unknown check ID "typo"`)
+
+	// A deploy that deletes the CRD: the live object carries the waiver.
+	liveWaived := live(t, oldCRD)
+	liveWaived.UnstructuredObject()["metadata"].(map[string]any)["annotations"] = map[string]any{
+		config.WaiveAnnotation: "crdDeletion", config.WaiveReasonAnnotation: "data migrated to gadgets"}
+	cluster := &evaluationtest.Cluster{Count: 3}
+	check, buf := newCheck(t, cluster, nil)
+	err = check.Run(context.Background(), deployGraph(t, "", []ctlres.Resource{liveWaived}, nil))
+	require.NoError(t, err)
+	require.Equal(t, "Warning: CRDUpgradeSafety: crd widgets.example.com: [crdDeletion] deleting the CRD would delete its 3 existing custom resources (exempted: waive annotation: data migrated to gadgets)",
+		strings.TrimSpace(buf.String()))
+}

@@ -1,0 +1,121 @@
+package webhook
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
+	"github.com/crdsafety/kapp/pkg/kapp/webhook/webhooktest"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+)
+
+func post(h http.Handler, target, contentType string, body []byte) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, target, bytes.NewReader(body))
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+func TestHandler(t *testing.T) {
+	r, _ := reviewer(t, nil, &evaluationtest.Cluster{})
+	h := NewHandler(r, 2)
+	body, err := webhooktest.Review(request(t, admissionv1.Update, testcrd.UnsafeCRD, testcrd.OldCRD))
+	require.NoError(t, err)
+
+	rec := post(h, "/validate?timeout=10s", "application/json", body)
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.Equal(t, "application/json", rec.Header().Get("Content-Type"))
+	var review admissionv1.AdmissionReview
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &review))
+	require.Equal(t, "admission.k8s.io/v1", review.APIVersion)
+	require.Equal(t, "AdmissionReview", review.Kind)
+	require.False(t, review.Response.Allowed)
+	require.Contains(t, review.Response.Result.Message, "[enum] enum values removed")
+
+	for _, tt := range []struct {
+		name, method, target, contentType string
+		body                              []byte
+		code                              int
+		text                              string
+	}{
+		{"GET", http.MethodGet, "/validate", "", nil, 405, "method not allowed"},
+		{"not JSON", http.MethodPost, "/validate", "application/yaml", body, 415, "unsupported content type"},
+		{"malformed", http.MethodPost, "/validate", "application/json", []byte(`{"apiVersion":`), 400, "decoding the AdmissionReview"},
+		{"v1beta1", http.MethodPost, "/validate", "application/json",
+			[]byte(`{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"x"}}`), 400,
+			`expected a admission.k8s.io/v1 AdmissionReview, got apiVersion "admission.k8s.io/v1beta1"`},
+		{"no request", http.MethodPost, "/validate", "application/json",
+			[]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`), 400, "has no request"},
+		{"no uid", http.MethodPost, "/validate", "application/json",
+			[]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{}}`), 400, "has no uid"},
+		{"too large", http.MethodPost, "/validate", "application/json",
+			append([]byte(`{"apiVersion":"`), bytes.Repeat([]byte("x"), MaxRequestBytes)...), 413, "request body over 16777216 bytes"},
+		{"healthz", http.MethodGet, "/healthz", "", nil, 200, "ok"},
+		{"readyz", http.MethodGet, "/readyz", "", nil, 200, "ok"},
+		{"elsewhere", http.MethodGet, "/mutate", "", nil, 404, "404 page not found"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req := httptest.NewRequest(tt.method, tt.target, bytes.NewReader(tt.body))
+			if tt.contentType != "" {
+				req.Header.Set("Content-Type", tt.contentType)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			require.Equal(t, tt.code, rec.Code, rec.Body.String())
+			require.Contains(t, rec.Body.String(), tt.text)
+		})
+	}
+	require.Zero(t, h.Panics())
+}
+
+func TestDeadlines(t *testing.T) {
+	for _, tt := range []struct {
+		query    string
+		timeout  time.Duration
+		deadline time.Duration
+	}{
+		{"", 10 * time.Second, 8 * time.Second},
+		{"timeout=15s", 15 * time.Second, 13 * time.Second},
+		{"timeout=30s", 30 * time.Second, 28 * time.Second},
+		{"timeout=5m", 30 * time.Second, 28 * time.Second},
+		{"timeout=3s", 3 * time.Second, 1500 * time.Millisecond},
+		{"timeout=1s", time.Second, 500 * time.Millisecond},
+		{"timeout=-1s", 10 * time.Second, 8 * time.Second},
+		{"timeout=soon", 10 * time.Second, 8 * time.Second},
+	} {
+		req := httptest.NewRequest(http.MethodPost, "/validate?"+tt.query, nil)
+		got := admissionTimeout(req)
+		require.Equal(t, tt.timeout, got, tt.query)
+		require.Equal(t, tt.deadline, reviewDeadline(got), tt.query)
+	}
+}
+
+// TestHandlerSlots: a review that waits for a slot past its deadline is
+// one the webhook could not judge: failMode decides.
+func TestHandlerSlots(t *testing.T) {
+	r, _ := reviewer(t, nil, &evaluationtest.Cluster{})
+	h := NewHandler(r, 1)
+	h.slots <- struct{}{} // the one slot is taken
+	body, err := webhooktest.Review(request(t, admissionv1.Update, testcrd.SafeCRD, testcrd.OldCRD))
+	require.NoError(t, err)
+	start := time.Now()
+	rec := post(h, "/validate?timeout=1s", "application/json", body)
+	require.Less(t, time.Since(start), time.Second)
+	var review admissionv1.AdmissionReview
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &review))
+	require.False(t, review.Response.Allowed)
+	require.True(t, strings.HasPrefix(review.Response.Result.Message,
+		"CRDUpgradeSafety could not check the update of CRD widgets.example.com, denied under failMode closed: "+
+			"the live checks did not finish in time"), review.Response.Result.Message)
+	require.Contains(t, review.Response.Result.Message, "waited for one of the 1 review slots (--max-requests-inflight)")
+}

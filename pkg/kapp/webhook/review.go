@@ -1,0 +1,303 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
+	"github.com/crdsafety/kapp/pkg/kapp/report"
+	admissionv1 "k8s.io/api/admission/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/json"
+)
+
+// Reviewer judges admission requests for CustomResourceDefinitions with the
+// evaluation service: an UPDATE is a pair (the stored CRD, the CRD as it
+// would be stored), a DELETE a removal of the stored CRD. It is safe for
+// concurrent use.
+type Reviewer struct {
+	// Settings are the check's settings, shared by every review (each
+	// review adds the waivers of its CRD to a copy).
+	Settings *config.Settings
+	// Cluster reads the live custom resources (existingResources) and
+	// counts them (crdDeletion). The reviewer never calls its DryRun: a
+	// server-side dry run of the request would come back to this webhook.
+	Cluster evaluation.Cluster
+	// Logf, when set, gets one line per review and the stack of any panic.
+	Logf func(format string, args ...any)
+}
+
+// WebhookSettings returns the settings the webhook evaluates with: cfg with
+// apiserverRejects off. The apiserver calls validating webhooks after its
+// own validation of the object: a request that reaches the webhook is
+// already one the apiserver accepts, and its warnings go to the client
+// from the apiserver itself.
+func WebhookSettings(cfg config.Settings) config.Settings {
+	cfg.Checks.CRD.ApiserverRejects.Enabled = false
+	return cfg
+}
+
+var crdResource = metav1.GroupVersionResource{Group: apiextv1.GroupName, Version: "v1", Resource: "customresourcedefinitions"}
+
+// verdict is what a review decided, before it becomes a response.
+type verdict struct {
+	findings []crdupgradesafety.Finding
+	// skip says why the request was let through without judging it.
+	skip string
+	// err: the review could not judge the request; failMode decides.
+	err error
+	// waiver is the CRD's waiver annotation, for the audit log.
+	waiver string
+	// late: err is the review's deadline.
+	late bool
+}
+
+// Review judges one request within ctx (whose deadline bounds the live
+// checks) and returns the response: allowed unless an error finding, an
+// invalid waiver, or a failure to judge under failMode closed says
+// otherwise. It never panics: a panic while judging is a failure to judge.
+func (r *Reviewer) Review(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	return r.review(ctx, req, objectsOf(req))
+}
+
+// objects are the CRDs of a request, decoded: the CRD as it would be
+// stored (object) and the stored CRD (oldObject), each nil when the
+// request has none. err is a decoding error.
+type objects struct {
+	newCRD, oldCRD *apiextv1.CustomResourceDefinition
+	err            error
+}
+
+// objectsOf decodes the objects of req.
+func objectsOf(req *admissionv1.AdmissionRequest) objects {
+	var o objects
+	if len(req.Object.Raw) > 0 {
+		o.newCRD, o.err = decodeCRD("object", req.Object.Raw)
+	}
+	if len(req.OldObject.Raw) > 0 && o.err == nil {
+		o.oldCRD, o.err = decodeCRD("oldObject", req.OldObject.Raw)
+	}
+	return o
+}
+
+// review is Review with the request's objects decoded.
+func (r *Reviewer) review(ctx context.Context, req *admissionv1.AdmissionRequest, objs objects) *admissionv1.AdmissionResponse {
+	start := time.Now()
+	if d := r.Settings.LiveChecksTimeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = evaluation.WithLiveDeadline(ctx, d)
+		defer cancel()
+	}
+	v := r.judge(ctx, req, objs)
+	v.late = v.err != nil && outOfTime(ctx, v.err)
+	return r.log(req, v, start)
+}
+
+// outOfTime reports whether err, an evaluation's, is the deadline of ctx
+// ending it: the context's error or cause, or an error just before the
+// deadline (client-go's rate limiter refuses to wait past it, with an
+// error of its own).
+func outOfTime(ctx context.Context, err error) bool {
+	if errors.Is(err, evaluation.ErrLiveChecksTimeout) || errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+		return true
+	}
+	deadline, ok := ctx.Deadline()
+	return ok && time.Until(deadline) < 250*time.Millisecond
+}
+
+// Unjudged is the response to a request the webhook could not judge
+// (err says why): failMode decides.
+func (r *Reviewer) Unjudged(req *admissionv1.AdmissionRequest, err error) *admissionv1.AdmissionResponse {
+	return r.log(req, verdict{err: err, late: outOfTime(context.Background(), err)}, time.Now())
+}
+
+// log responds to req with v and logs the review.
+func (r *Reviewer) log(req *admissionv1.AdmissionRequest, v verdict, start time.Time) *admissionv1.AdmissionResponse {
+	var p *parallel.PanicError
+	if errors.As(v.err, &p) {
+		// A panic in one of the evaluation's goroutines.
+		if r.Logf != nil {
+			r.Logf("panic reviewing %s %s: %v\n%s", req.Operation, req.Name, p.Value, p.Stack)
+		}
+		v.err = fmt.Errorf("%w: %w", ErrPanic, v.err)
+	}
+	resp := r.respond(req, v)
+	if r.Logf != nil {
+		r.Logf("%s", logLine(req, v, resp, time.Since(start)))
+	}
+	return resp
+}
+
+// judge decodes the request and evaluates it.
+func (r *Reviewer) judge(ctx context.Context, req *admissionv1.AdmissionRequest, objs objects) (v verdict) {
+	defer func() {
+		if p := recover(); p != nil {
+			if r.Logf != nil {
+				r.Logf("panic reviewing %s %s: %v\n%s", req.Operation, req.Name, p, debug.Stack())
+			}
+			v = verdict{err: fmt.Errorf("%w: panic: %v", ErrPanic, p)}
+		}
+	}()
+	if req.Resource != crdResource || req.SubResource != "" {
+		return verdict{skip: fmt.Sprintf("not a CustomResourceDefinition (%s/%s %s): the webhook configuration routes requests it does not judge",
+			req.Resource.Group, req.Resource.Resource, req.SubResource)}
+	}
+	switch req.Operation {
+	case admissionv1.Update:
+		return r.judgeUpdate(ctx, objs)
+	case admissionv1.Delete:
+		return r.judgeDelete(ctx, req, objs)
+	default:
+		// A create has no stored custom resources and no old schema;
+		// the apiserver has validated it already.
+		return verdict{skip: "nothing stored to protect on " + strings.ToLower(string(req.Operation))}
+	}
+}
+
+func (r *Reviewer) judgeUpdate(ctx context.Context, objs objects) verdict {
+	oldCRD, newCRD := objs.oldCRD, objs.newCRD
+	switch {
+	case objs.err != nil:
+		return verdict{err: objs.err}
+	case oldCRD == nil:
+		return verdict{err: errors.New("the request has no oldObject")}
+	case newCRD == nil:
+		return verdict{err: errors.New("the request has no object")}
+	}
+	switch {
+	case oldCRD.DeletionTimestamp != nil:
+		// The deletion was judged on DELETE; the apiserver's finalizer
+		// now updates the CRD to finish it.
+		return verdict{skip: "the CRD is being deleted"}
+	case equality.Semantic.DeepEqual(oldCRD.Spec, newCRD.Spec):
+		return verdict{skip: "spec unchanged", waiver: newCRD.Annotations[config.WaiveAnnotation]}
+	}
+	plan := evaluation.Plan{Pairs: []evaluation.Pair{{Old: oldCRD, New: newCRD, Strategy: evaluation.StrategyUpdate}}}
+	findings, err := evaluation.Evaluate(ctx, plan, r.Settings, r.Cluster)
+	return verdict{findings: findings, err: err, waiver: newCRD.Annotations[config.WaiveAnnotation]}
+}
+
+func (r *Reviewer) judgeDelete(ctx context.Context, req *admissionv1.AdmissionRequest, objs objects) verdict {
+	crd := objs.oldCRD
+	if objs.err != nil {
+		return verdict{err: objs.err}
+	}
+	if crd == nil {
+		// The apiserver sends the object being deleted since 1.15; read
+		// it when it is missing.
+		live, err := r.Cluster.GetCRDs(ctx, []string{req.Name})
+		if err != nil {
+			return verdict{err: err}
+		}
+		if crd = live[req.Name]; crd == nil {
+			return verdict{skip: "the CRD no longer exists"}
+		}
+	}
+	if crd.DeletionTimestamp != nil {
+		return verdict{skip: "the CRD is being deleted already"}
+	}
+	plan := evaluation.Plan{Removals: []evaluation.Removal{{CRD: crd}}}
+	findings, err := evaluation.Evaluate(ctx, plan, r.Settings, r.Cluster)
+	return verdict{findings: findings, err: err, waiver: crd.Annotations[config.WaiveAnnotation]}
+}
+
+// ErrPanic is wrapped by the error of a review that panicked.
+var ErrPanic = errors.New("internal error")
+
+// decodeCRD decodes one object of the request, as the apiserver encodes
+// it (JSON, case-sensitive keys).
+func decodeCRD(what string, raw []byte) (*apiextv1.CustomResourceDefinition, error) {
+	crd := &apiextv1.CustomResourceDefinition{}
+	if err := json.UnmarshalCaseSensitivePreserveInts(raw, crd); err != nil {
+		return nil, fmt.Errorf("decoding the %s: %w", what, err)
+	}
+	return crd, checkCRD(what, crd)
+}
+
+// checkCRD checks that an object decoded as a CRD says it is one.
+func checkCRD(what string, crd *apiextv1.CustomResourceDefinition) error {
+	if crd.APIVersion != apiextv1.SchemeGroupVersion.String() || crd.Kind != "CustomResourceDefinition" {
+		return fmt.Errorf("the %s is a %s %s, not an %s CustomResourceDefinition",
+			what, crd.APIVersion, crd.Kind, apiextv1.SchemeGroupVersion)
+	}
+	return nil
+}
+
+// respond turns a verdict into the admission response.
+func (r *Reviewer) respond(req *admissionv1.AdmissionRequest, v verdict) *admissionv1.AdmissionResponse {
+	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
+	op := strings.ToLower(string(req.Operation))
+	subject := fmt.Sprintf("%s of CRD %s", op, req.Name)
+	switch {
+	case v.skip != "":
+		return resp
+	case errors.Is(v.err, config.ErrInvalidWaiver):
+		return deny(resp, fmt.Sprintf("%s denied the %s: %v", config.CheckName, subject, v.err))
+	case v.err != nil:
+		cause, _ := report.ShortenMessage(v.err.Error(), 1024)
+		if v.late {
+			cause = "the live checks did not finish in time (the apiserver's timeout for this webhook, less a margin, or liveChecksTimeout): " + cause
+		}
+		if r.Settings.FailMode == config.FailModeOpen {
+			resp.Warnings = []string{report.AdmissionWarning(fmt.Sprintf("could not check the %s, allowed under failMode open: %s", subject, cause))}
+			return resp
+		}
+		return deny(resp, fmt.Sprintf("%s could not check the %s, denied under failMode closed: %s", config.CheckName, subject, cause))
+	}
+	denial, warnings := report.Admission(v.findings)
+	resp.Warnings = warnings
+	errs, warns := report.Count(v.findings)
+	resp.AuditAnnotations = map[string]string{"errors": strconv.Itoa(errs), "warnings": strconv.Itoa(warns)}
+	if v.waiver != "" {
+		resp.AuditAnnotations["waived"] = v.waiver
+	}
+	if errs == 0 {
+		return resp
+	}
+	msg := fmt.Sprintf("%s denied the %s: %d error %s:\n  %s", config.CheckName, subject, errs,
+		plural.Of(errs, "finding", "findings"), strings.Join(denial, "\n  "))
+	return deny(resp, msg)
+}
+
+// deny refuses the request with 403 Forbidden: never 422 Invalid, on which
+// kapp's fallback-on-replace update strategy would delete and recreate the
+// CRD (and lose its custom resources).
+func deny(resp *admissionv1.AdmissionResponse, msg string) *admissionv1.AdmissionResponse {
+	resp.Allowed = false
+	resp.Result = &metav1.Status{Status: metav1.StatusFailure, Code: http.StatusForbidden,
+		Reason: metav1.StatusReasonForbidden, Message: msg}
+	return resp
+}
+
+// logLine is the one log line of a review.
+func logLine(req *admissionv1.AdmissionRequest, v verdict, resp *admissionv1.AdmissionResponse, took time.Duration) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "review uid=%s op=%s crd=%s user=%q dryRun=%t allowed=%t", req.UID, req.Operation, req.Name,
+		req.UserInfo.Username, req.DryRun != nil && *req.DryRun, resp.Allowed)
+	switch {
+	case v.skip != "":
+		fmt.Fprintf(&b, " skipped=%q", v.skip)
+	case v.err != nil:
+		fmt.Fprintf(&b, " error=%q", v.err.Error())
+	default:
+		errs, warns := report.Count(v.findings)
+		fmt.Fprintf(&b, " errors=%d warnings=%d", errs, warns)
+	}
+	if v.waiver != "" {
+		fmt.Fprintf(&b, " waived=%q", v.waiver)
+	}
+	fmt.Fprintf(&b, " took=%s", took.Round(time.Millisecond))
+	return b.String()
+}

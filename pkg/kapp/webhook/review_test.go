@@ -1,0 +1,286 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
+	"github.com/crdsafety/kapp/pkg/kapp/webhook/webhooktest"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// reviewer returns a Reviewer with the settings of raw (as a settings file
+// holds them) over cluster, and the lines it logged.
+func reviewer(t *testing.T, raw map[string]any, cluster *evaluationtest.Cluster) (*Reviewer, *[]string) {
+	t.Helper()
+	cfg, err := config.Decode(raw)
+	require.NoError(t, err)
+	cfg = WebhookSettings(cfg)
+	var logged []string
+	return &Reviewer{Settings: &cfg, Cluster: cluster, Logf: func(format string, args ...any) {
+		logged = append(logged, strings.TrimSpace(fmt.Sprintf(format, args...)))
+	}}, &logged
+}
+
+func request(t *testing.T, op admissionv1.Operation, newDoc, oldDoc string, annotate ...string) *admissionv1.AdmissionRequest {
+	t.Helper()
+	var newCRD, oldCRD *apiextv1.CustomResourceDefinition
+	if newDoc != "" {
+		newCRD = testcrd.MustCRD(t, newDoc)
+		if len(annotate) > 0 {
+			newCRD.Annotations = map[string]string{}
+			for i := 0; i+1 < len(annotate); i += 2 {
+				newCRD.Annotations[annotate[i]] = annotate[i+1]
+			}
+		}
+	}
+	if oldDoc != "" {
+		oldCRD = testcrd.MustCRD(t, oldDoc)
+	}
+	req, err := webhooktest.Request(op, newCRD, oldCRD)
+	require.NoError(t, err)
+	return req
+}
+
+func deleteRequest(t *testing.T, doc string, annotate ...string) *admissionv1.AdmissionRequest {
+	t.Helper()
+	req := request(t, admissionv1.Delete, doc, "", annotate...)
+	req.Object, req.OldObject = req.OldObject, req.Object
+	return req
+}
+
+// invalidWidget is a Widget that the unsafe CRD refuses (size below 5,
+// color blue no longer allowed).
+var invalidWidget = map[string]any{
+	"apiVersion": "example.com/v1", "kind": "Widget",
+	"metadata": map[string]any{"name": "w1", "namespace": "default"},
+	"spec":     map[string]any{"size": int64(2), "color": "blue"},
+}
+
+func TestReviewUpdate(t *testing.T) {
+	unsafe := request(t, admissionv1.Update, testcrd.UnsafeCRD, testcrd.OldCRD)
+
+	t.Run("unsafe: denied with the findings, no dry run", func(t *testing.T) {
+		cluster := &evaluationtest.Cluster{Objs: []map[string]any{invalidWidget}}
+		r, logged := reviewer(t, nil, cluster)
+		resp := r.Review(context.Background(), unsafe)
+		require.False(t, resp.Allowed)
+		require.Equal(t, unsafe.UID, resp.UID)
+		require.EqualValues(t, 403, resp.Result.Code)
+		require.Equal(t, metav1.StatusReasonForbidden, resp.Result.Reason)
+		require.Equal(t, `CRDUpgradeSafety denied the update of CRD widgets.example.com: 3 error findings:
+  crd widgets.example.com version v1: [existingResources] existing Widget default/w1 would be invalid: spec.color: Unsupported value: "blue": supported values: "red", "green"; spec.size: Invalid value: 2: spec.size in body should be greater than or equal to 5
+  crd widgets.example.com version v1 field ^.spec.color: [enum] enum values removed: ["blue"]
+  crd widgets.example.com version v1 field ^.spec.size: [minimum] minimum increased: 1 -> 5`, resp.Result.Message)
+		require.Empty(t, resp.Warnings)
+		require.Empty(t, cluster.DryRuns, "a dry run would call this webhook again")
+		require.Equal(t, []string{"widgets.example.com v1"}, cluster.Lists)
+		require.Equal(t, map[string]string{"errors": "3", "warnings": "0"}, resp.AuditAnnotations)
+		require.Len(t, *logged, 1)
+		require.Regexp(t, `^review uid=review-\d+ op=UPDATE crd=widgets.example.com user="test" dryRun=false allowed=false errors=3 warnings=0 took=`, (*logged)[0])
+	})
+	t.Run("safe: allowed", func(t *testing.T) {
+		cluster := &evaluationtest.Cluster{Objs: []map[string]any{invalidWidget}}
+		r, _ := reviewer(t, nil, cluster)
+		resp := r.Review(context.Background(), request(t, admissionv1.Update, testcrd.SafeCRD, testcrd.OldCRD))
+		require.True(t, resp.Allowed)
+		require.Nil(t, resp.Result)
+		require.Empty(t, resp.Warnings)
+	})
+	t.Run("mode warn: allowed with the findings as warnings", func(t *testing.T) {
+		r, _ := reviewer(t, map[string]any{"mode": "warn"}, &evaluationtest.Cluster{})
+		resp := r.Review(context.Background(), unsafe)
+		require.True(t, resp.Allowed)
+		require.Equal(t, []string{
+			`CRDUpgradeSafety: version v1 field ^.spec.color: [enum] enum values removed: ["blue"]`,
+			`CRDUpgradeSafety: version v1 field ^.spec.size: [minimum] minimum increased: 1 -> 5`,
+		}, resp.Warnings)
+	})
+	t.Run("a dry run is judged the same", func(t *testing.T) {
+		r, logged := reviewer(t, nil, &evaluationtest.Cluster{})
+		dry := *unsafe
+		yes := true
+		dry.DryRun = &yes
+		resp := r.Review(context.Background(), &dry)
+		require.False(t, resp.Allowed)
+		require.Contains(t, resp.Result.Message, "2 error findings")
+		require.Contains(t, (*logged)[0], "dryRun=true allowed=false")
+	})
+	t.Run("the settings' exemptions apply", func(t *testing.T) {
+		r, _ := reviewer(t, map[string]any{"exemptions": []any{map[string]any{"crd": "widgets.example.com", "checks": []any{"enum"}, "reason": "PR 7"}}},
+			&evaluationtest.Cluster{})
+		resp := r.Review(context.Background(), unsafe)
+		require.False(t, resp.Allowed)
+		require.Contains(t, resp.Result.Message, "1 error finding:\n  crd widgets.example.com version v1 field ^.spec.size: [minimum]")
+		require.Equal(t, []string{`CRDUpgradeSafety: version v1 field ^.spec.color: [enum] enum values removed: ["blue"] (exempted: PR 7)`}, resp.Warnings)
+	})
+	t.Run("the waiver annotations apply", func(t *testing.T) {
+		r, logged := reviewer(t, nil, &evaluationtest.Cluster{})
+		resp := r.Review(context.Background(), request(t, admissionv1.Update, testcrd.UnsafeCRD, testcrd.OldCRD,
+			config.WaiveAnnotation, "enum,minimum", config.WaiveReasonAnnotation, "reviewed in PR 9"))
+		require.True(t, resp.Allowed)
+		require.Equal(t, []string{
+			`CRDUpgradeSafety: version v1 field ^.spec.color: [enum] enum values removed: ["blue"] (exempted: waive annotation: reviewed in PR 9)`,
+			`CRDUpgradeSafety: version v1 field ^.spec.size: [minimum] minimum increased: 1 -> 5 (exempted: waive annotation: reviewed in PR 9)`,
+		}, resp.Warnings)
+		require.Equal(t, "enum,minimum", resp.AuditAnnotations["waived"])
+		require.Contains(t, (*logged)[0], `waived="enum,minimum"`)
+	})
+	t.Run("an invalid waiver is denied, whatever the mode", func(t *testing.T) {
+		r, _ := reviewer(t, map[string]any{"mode": "warn", "failMode": "open"}, &evaluationtest.Cluster{})
+		resp := r.Review(context.Background(), request(t, admissionv1.Update, testcrd.UnsafeCRD, testcrd.OldCRD,
+			config.WaiveAnnotation, "enum"))
+		require.False(t, resp.Allowed)
+		require.Equal(t, "CRDUpgradeSafety denied the update of CRD widgets.example.com: CRD widgets.example.com: invalid waiver annotation: "+
+			"crd-upgrade-safety.kapp.k14s.io/waive requires crd-upgrade-safety.kapp.k14s.io/waive-reason: say why the findings are acceptable (a review, a migration)",
+			resp.Result.Message)
+	})
+	t.Run("apiserverRejects is the apiserver's own business", func(t *testing.T) {
+		// The apiserver validated the object before calling the webhook:
+		// the library would only repeat it (here: a structural schema
+		// needs a type).
+		noType := strings.Replace(testcrd.SafeCRD, "size: {type: integer, minimum: 1}", "size: {minimum: 1}", 1)
+		r, _ := reviewer(t, nil, &evaluationtest.Cluster{})
+		resp := r.Review(context.Background(), request(t, admissionv1.Update, noType, testcrd.OldCRD))
+		require.True(t, resp.Allowed)
+		require.Empty(t, resp.Warnings)
+	})
+}
+
+func TestReviewSkips(t *testing.T) {
+	cluster := &evaluationtest.Cluster{Err: errors.New("must not be called")}
+	r, logged := reviewer(t, nil, cluster)
+	relabelled := strings.Replace(testcrd.OldCRD, "name: widgets.example.com", "name: widgets.example.com\n  labels: {team: a}", 1)
+	now := metav1.Now()
+	old := testcrd.MustCRD(t, testcrd.OldCRD)
+	old.DeletionTimestamp = &now
+	deleting, err := webhooktest.Request(admissionv1.Update, testcrd.MustCRD(t, testcrd.UnsafeCRD), old)
+	require.NoError(t, err)
+	status := request(t, admissionv1.Update, testcrd.UnsafeCRD, testcrd.OldCRD)
+	status.SubResource = "status"
+
+	for _, req := range []*admissionv1.AdmissionRequest{
+		request(t, admissionv1.Create, testcrd.UnsafeCRD, ""),
+		request(t, admissionv1.Update, relabelled, testcrd.OldCRD),
+		deleting,
+		status,
+	} {
+		resp := r.Review(context.Background(), req)
+		require.True(t, resp.Allowed)
+		require.Empty(t, resp.Warnings)
+	}
+	require.Empty(t, cluster.Lists)
+	require.Empty(t, cluster.Counts)
+	var skipped []string
+	for _, l := range *logged {
+		_, s, _ := strings.Cut(l, "skipped=")
+		s, _, _ = strings.Cut(s, " took=")
+		skipped = append(skipped, s)
+	}
+	require.Equal(t, []string{`"nothing stored to protect on create"`, `"spec unchanged"`, `"the CRD is being deleted"`,
+		`"not a CustomResourceDefinition (apiextensions.k8s.io/customresourcedefinitions status): the webhook configuration routes requests it does not judge"`},
+		skipped)
+}
+
+func TestReviewDelete(t *testing.T) {
+	t.Run("custom resources would be lost: denied", func(t *testing.T) {
+		cluster := &evaluationtest.Cluster{Count: 3}
+		r, _ := reviewer(t, nil, cluster)
+		resp := r.Review(context.Background(), deleteRequest(t, testcrd.OldCRD))
+		require.False(t, resp.Allowed)
+		require.Equal(t, "CRDUpgradeSafety denied the delete of CRD widgets.example.com: 1 error finding:\n"+
+			"  crd widgets.example.com: [crdDeletion] deleting the CRD would delete its 3 existing custom resources", resp.Result.Message)
+		require.Equal(t, []string{"widgets.example.com"}, cluster.Counts)
+	})
+	t.Run("none: allowed", func(t *testing.T) {
+		r, _ := reviewer(t, nil, &evaluationtest.Cluster{})
+		require.True(t, r.Review(context.Background(), deleteRequest(t, testcrd.OldCRD)).Allowed)
+	})
+	t.Run("waived on the CRD: allowed with a warning", func(t *testing.T) {
+		r, _ := reviewer(t, nil, &evaluationtest.Cluster{Count: 3})
+		resp := r.Review(context.Background(), deleteRequest(t, testcrd.OldCRD,
+			config.WaiveAnnotation, "crdDeletion", config.WaiveReasonAnnotation, "moved to gadgets"))
+		require.True(t, resp.Allowed)
+		require.Equal(t, []string{"CRDUpgradeSafety: [crdDeletion] deleting the CRD would delete its 3 existing custom resources (exempted: waive annotation: moved to gadgets)"},
+			resp.Warnings)
+	})
+	t.Run("without oldObject the live CRD is read", func(t *testing.T) {
+		cluster := &evaluationtest.Cluster{Count: 1, CRDs: map[string]*apiextv1.CustomResourceDefinition{
+			"widgets.example.com": testcrd.MustCRD(t, testcrd.OldCRD)}}
+		r, _ := reviewer(t, nil, cluster)
+		req := deleteRequest(t, testcrd.OldCRD)
+		req.OldObject.Raw = nil
+		resp := r.Review(context.Background(), req)
+		require.False(t, resp.Allowed)
+		require.Equal(t, [][]string{{"widgets.example.com"}}, cluster.Gets)
+	})
+}
+
+// TestReviewCannotJudge: when the live checks fail or do not finish,
+// failMode decides: closed denies, open allows with a warning.
+func TestReviewCannotJudge(t *testing.T) {
+	unsafe := request(t, admissionv1.Update, testcrd.SafeCRD, testcrd.OldCRD)
+	t.Run("API error, closed", func(t *testing.T) {
+		r, _ := reviewer(t, nil, &evaluationtest.Cluster{Err: errors.New("connection refused")})
+		resp := r.Review(context.Background(), unsafe)
+		require.False(t, resp.Allowed)
+		require.Equal(t, "CRDUpgradeSafety could not check the update of CRD widgets.example.com, denied under failMode closed: "+
+			"checking existing custom resources of CRD widgets.example.com: connection refused", resp.Result.Message)
+	})
+	t.Run("API error, open", func(t *testing.T) {
+		r, _ := reviewer(t, map[string]any{"failMode": "open"}, &evaluationtest.Cluster{Err: errors.New("connection refused")})
+		resp := r.Review(context.Background(), unsafe)
+		require.True(t, resp.Allowed)
+		require.Equal(t, []string{"CRDUpgradeSafety: could not check the update of CRD widgets.example.com, allowed under failMode open: " +
+			"checking existing custom resources of CRD widgets.example.com: connection refused"}, resp.Warnings)
+	})
+	t.Run("deadline", func(t *testing.T) {
+		r, _ := reviewer(t, nil, nil)
+		r.Cluster = blockingCluster{&evaluationtest.Cluster{}}
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		resp := r.Review(ctx, unsafe)
+		require.False(t, resp.Allowed)
+		require.Contains(t, resp.Result.Message, "denied under failMode closed: the live checks did not finish in time")
+	})
+	t.Run("liveChecksTimeout", func(t *testing.T) {
+		r, _ := reviewer(t, map[string]any{"liveChecksTimeout": "20ms", "failMode": "open"}, nil)
+		r.Cluster = blockingCluster{&evaluationtest.Cluster{}}
+		resp := r.Review(context.Background(), unsafe)
+		require.True(t, resp.Allowed)
+		require.Contains(t, resp.Warnings[0], "allowed under failMode open: the live checks did not finish in time")
+		require.Contains(t, resp.Warnings[0], "deadline of 20ms (liveChecksTimeout) exceeded")
+	})
+	t.Run("panic", func(t *testing.T) {
+		r, logged := reviewer(t, nil, nil)
+		r.Cluster = panickingCluster{&evaluationtest.Cluster{}}
+		resp := r.Review(context.Background(), unsafe)
+		require.False(t, resp.Allowed)
+		require.Contains(t, resp.Result.Message, "denied under failMode closed: internal error: panic: boom")
+		require.Contains(t, (*logged)[0], "panic reviewing UPDATE widgets.example.com: boom")
+	})
+}
+
+type blockingCluster struct{ *evaluationtest.Cluster }
+
+func (blockingCluster) ListCustomResources(ctx context.Context, _ *apiextv1.CustomResourceDefinition, _ string,
+	_ func([]map[string]any) error) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+type panickingCluster struct{ *evaluationtest.Cluster }
+
+func (panickingCluster) ListCustomResources(context.Context, *apiextv1.CustomResourceDefinition, string,
+	func([]map[string]any) error) error {
+	panic("boom")
+}

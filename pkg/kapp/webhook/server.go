@@ -1,0 +1,120 @@
+package webhook
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Server serves a Handler over TLS only.
+type Server struct {
+	// BindAddress and SecurePort are where to listen (port 0: any free
+	// port, see Addr).
+	BindAddress string
+	SecurePort  int
+	Certs       *CertReloader
+	Handler     *Handler
+	// ShutdownDelay: on shutdown, /readyz fails at once but reviews are
+	// still served for this long, so that endpoints stop routing to the
+	// server before it closes (a rolling update, a drained node).
+	ShutdownDelay time.Duration
+	// Logf gets the server's own messages.
+	Logf func(format string, args ...any)
+
+	// Listening, when set, is called with the address once the server
+	// listens.
+	Listening func(addr net.Addr)
+}
+
+// shutdownGrace bounds how long the reviews in flight get to finish on
+// shutdown: the longest admission timeout.
+const shutdownGrace = MaxAdmissionTimeout
+
+// Run loads the certificate, listens and serves until ctx ends, then shuts
+// down gracefully. It returns the error that stopped it (nil after ctx
+// ended).
+func (s *Server) Run(ctx context.Context) error {
+	if err := s.Certs.Load(); err != nil {
+		return err
+	}
+	shuttingDown := make(chan struct{})
+	s.Handler.Ready = func() error {
+		select {
+		case <-shuttingDown:
+			return errors.New("shutting down")
+		default:
+		}
+		return s.Certs.Ready()
+	}
+	addr := net.JoinHostPort(s.BindAddress, strconv.Itoa(s.SecurePort))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	srv := &http.Server{
+		Handler:           s.Handler,
+		TLSConfig:         s.Certs.TLSConfig(),
+		ReadHeaderTimeout: 10 * time.Second,
+		// A review reads at most MaxRequestBytes and answers within the
+		// admission timeout.
+		ReadTimeout:    MaxAdmissionTimeout,
+		WriteTimeout:   MaxAdmissionTimeout + 5*time.Second,
+		IdleTimeout:    90 * time.Second,
+		MaxHeaderBytes: 64 << 10,
+		// HTTP/1.1 only (see CertReloader.TLSConfig).
+		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
+	}
+	if s.Logf != nil {
+		// TLS handshake errors and the like, through the same log.
+		srv.ErrorLog = log.New(logWriter(s.Logf), "", 0)
+	}
+	if s.Listening != nil {
+		s.Listening(ln.Addr())
+	}
+	s.logf("serving admission reviews on https://%s%s", ln.Addr(), ValidatePath)
+	served := make(chan error, 1)
+	go func() { served <- srv.ServeTLS(ln, "", "") }()
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+	close(shuttingDown)
+	if s.ShutdownDelay > 0 {
+		s.logf("shutting down in %s (not ready meanwhile)", s.ShutdownDelay)
+		select {
+		case <-time.After(s.ShutdownDelay):
+		case err := <-served:
+			return fmt.Errorf("serving: %w", err)
+		}
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	s.logf("stopped")
+	return nil
+}
+
+// logWriter writes each write as one log line.
+type logWriter func(format string, args ...any)
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w("%s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func (s *Server) logf(format string, args ...any) {
+	if s.Logf != nil {
+		s.Logf(format, args...)
+	}
+}

@@ -1,0 +1,138 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
+	"github.com/crdsafety/kapp/pkg/kapp/webhook/webhooktest"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+)
+
+// startServer runs a Server on a free loopback port until the test ends.
+func startServer(t *testing.T, certs *CertReloader) (addr string, stop func() error) {
+	t.Helper()
+	r, _ := reviewer(t, nil, &evaluationtest.Cluster{})
+	listening := make(chan net.Addr, 1)
+	srv := &Server{BindAddress: "127.0.0.1", SecurePort: 0, Certs: certs, Handler: NewHandler(r, 4),
+		Listening: func(a net.Addr) { listening <- a }, Logf: t.Logf}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	select {
+	case a := <-listening:
+		addr = a.String()
+	case err := <-done:
+		cancel()
+		t.Fatalf("server did not start: %v", err)
+	}
+	stop = sync.OnceValue(func() error {
+		cancel()
+		return <-done
+	})
+	t.Cleanup(func() { _ = stop() })
+	return addr, stop
+}
+
+func client(caPEM []byte, maxTLS uint16) *http.Client {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig:   &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS10, MaxVersion: maxTLS},
+		DisableKeepAlives: true,
+	}}
+}
+
+func TestServer(t *testing.T) {
+	cert, err := webhooktest.WriteCert(t.TempDir())
+	require.NoError(t, err)
+	addr, stop := startServer(t, &CertReloader{CertFile: cert.CertFile, KeyFile: cert.KeyFile, CheckInterval: time.Millisecond})
+	c := client(cert.PEM, 0)
+
+	body, err := webhooktest.Review(request(t, admissionv1.Update, testcrd.UnsafeCRD, testcrd.OldCRD))
+	require.NoError(t, err)
+	resp, err := c.Post("https://"+addr+"/validate?timeout=10s", "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	var review admissionv1.AdmissionReview
+	require.NoError(t, json.Unmarshal(data, &review))
+	require.False(t, review.Response.Allowed)
+	require.GreaterOrEqual(t, resp.TLS.Version, uint16(tls.VersionTLS12))
+	require.Equal(t, "HTTP/1.1", resp.Proto, "no HTTP/2")
+
+	h2 := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: c.Transport.(*http.Transport).TLSClientConfig.RootCAs},
+		ForceAttemptHTTP2: true}}
+	resp, err = h2.Get("https://" + addr + "/healthz")
+	require.NoError(t, err)
+	require.Equal(t, "HTTP/1.1", resp.Proto, "a client that offers HTTP/2 gets HTTP/1.1")
+	_ = resp.Body.Close()
+
+	for _, path := range []string{"/healthz", "/readyz"} {
+		resp, err := c.Get("https://" + addr + path)
+		require.NoError(t, err)
+		require.Equal(t, 200, resp.StatusCode, path)
+		_ = resp.Body.Close()
+	}
+
+	t.Run("TLS only, 1.2 or newer", func(t *testing.T) {
+		_, err := client(cert.PEM, tls.VersionTLS11).Get("https://" + addr + "/healthz")
+		require.ErrorContains(t, err, "protocol version")
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			require.Equal(t, http.StatusBadRequest, resp.StatusCode, "plain HTTP is answered with TLS's 400")
+			_ = resp.Body.Close()
+		}
+	})
+
+	t.Run("certificate reloaded when the files change", func(t *testing.T) {
+		servedSerial := func() string {
+			conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true}) // reads the served certificate
+			require.NoError(t, err)
+			defer conn.Close()
+			return conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
+		}
+		before := servedSerial()
+		renewed, err := webhooktest.WriteCert(t.TempDir())
+		require.NoError(t, err)
+		for _, f := range [][2]string{{renewed.CertFile, cert.CertFile}, {renewed.KeyFile, cert.KeyFile}} {
+			data, err := os.ReadFile(f[0])
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(f[1], data, 0o600))
+		}
+		require.Eventually(t, func() bool { return servedSerial() != before }, 5*time.Second, 10*time.Millisecond)
+		// The client that trusts the renewed certificate gets through.
+		resp, err := client(renewed.PEM, 0).Get("https://" + addr + "/healthz")
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+
+		// A broken pair keeps the last good one in use.
+		require.NoError(t, os.WriteFile(cert.KeyFile, []byte("not a key"), 0o600))
+		time.Sleep(5 * time.Millisecond)
+		resp, err = client(renewed.PEM, 0).Get("https://" + addr + "/healthz")
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+	})
+
+	require.NoError(t, stop())
+}
+
+func TestServerNeedsCertificate(t *testing.T) {
+	r, _ := reviewer(t, nil, &evaluationtest.Cluster{})
+	srv := &Server{BindAddress: "127.0.0.1", Certs: &CertReloader{CertFile: "/nonexistent/tls.crt", KeyFile: "/nonexistent/tls.key"},
+		Handler: NewHandler(r, 1)}
+	require.ErrorContains(t, srv.Run(context.Background()), "/nonexistent/tls.crt: no such file or directory")
+}
