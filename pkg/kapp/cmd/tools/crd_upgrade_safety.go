@@ -180,7 +180,7 @@ var ErrNoCRDs = errors.New("no CRDs to check")
 // their size in short-lived objects, and the apiserver's validation (CEL
 // compilation above all) many times more:
 //
-//   - from hugeInput on, Go's default with a soft memory limit of
+//   - from hugeInput (64 MiB) on, Go's default with a soft memory limit of
 //     MemoryLimitFor(n) (7x the input): the heap grows freely below the
 //     limit, and the collector works harder only near it. On 300 real CRDs
 //     (105 MiB of input, hack/bench-offline.sh) a fixed target of 25 made
@@ -226,7 +226,7 @@ func MemoryLimitFor(n int) int64 {
 const (
 	smallInput = 2 << 20
 	largeInput = 4 << 20
-	hugeInput  = 32 << 20
+	hugeInput  = 64 << 20
 )
 
 // tuneGC sets the garbage collector's target for inputs of n bytes, unless
