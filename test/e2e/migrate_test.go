@@ -59,13 +59,7 @@ func TestMigrateStorageMakesVersionRemovalSafe(t *testing.T) {
 	require.Equal(t, []string{"v1"}, e.storedVersions(t, n))
 	migrated := e.snapshot(t, n)
 	require.Len(t, migrated.CRs, 4)
-	rvSpec := regexp.MustCompile(`^(\S+) (.*)$`) // snapshot: "resourceVersion spec"
-	for k, v := range before.CRs {
-		old, now := rvSpec.FindStringSubmatch(v), rvSpec.FindStringSubmatch(migrated.CRs[k])
-		require.NotNilf(t, now, "custom resource %s is gone", k)
-		require.NotEqualf(t, old[1], now[1], "%s was not rewritten", k)
-		require.Equalf(t, old[2], now[2], "the spec of %s changed", k)
-	}
+	requireRewritten(t, before, migrated)
 
 	r = e.deployOK(t, n.App, []string{crdDir(t, n, "migrate/4-v1-only.yaml")}, preflightFlag)
 	requireNoFinding(t, r.out, "storedVersionRemoval", n.CRD)
@@ -231,14 +225,7 @@ func TestMigrateStorageAutoMethod(t *testing.T) {
 		require.Contains(t, r.out, "4/4 objects done (4 rewritten, 0 already at v1)")
 	}
 	require.Equal(t, []string{"v1"}, e.storedVersions(t, n))
-	rvSpec := regexp.MustCompile(`^(\S+) (.*)$`) // snapshot: "resourceVersion spec"
-	migrated := e.snapshot(t, n)
-	for k, v := range before.CRs {
-		old, now := rvSpec.FindStringSubmatch(v), rvSpec.FindStringSubmatch(migrated.CRs[k])
-		require.NotNilf(t, now, "custom resource %s is gone", k)
-		require.NotEqualf(t, old[1], now[1], "%s was not rewritten", k)
-		require.Equalf(t, old[2], now[2], "the spec of %s changed", k)
-	}
+	requireRewritten(t, before, e.snapshot(t, n))
 
 	r = e.deployOK(t, n.App, []string{crdDir(t, n, "migrate/4-v1-only.yaml")}, preflightFlag)
 	requireNoFinding(t, r.out, "storedVersionRemoval", n.CRD)
@@ -248,3 +235,16 @@ func TestMigrateStorageAutoMethod(t *testing.T) {
 }
 
 var svmGVR = schema.GroupVersionResource{Group: "storagemigration.k8s.io", Version: "v1", Resource: "storageversionmigrations"}
+
+// requireRewritten requires every custom resource of before to be in after,
+// written again (a new resourceVersion) with the same spec.
+func requireRewritten(t *testing.T, before, after snapshot) {
+	t.Helper()
+	rvSpec := regexp.MustCompile(`^(\S+) (.*)$`) // snapshot: "resourceVersion spec"
+	for k, v := range before.CRs {
+		old, now := rvSpec.FindStringSubmatch(v), rvSpec.FindStringSubmatch(after.CRs[k])
+		require.NotNilf(t, now, "custom resource %s is gone", k)
+		require.NotEqualf(t, old[1], now[1], "%s was not rewritten", k)
+		require.Equalf(t, old[2], now[2], "the spec of %s changed", k)
+	}
+}

@@ -23,17 +23,7 @@ func TestEvaluateUnchangedDocument(t *testing.T) {
 	crd := func() Pair {
 		return Pair{New: testcrd.MustCRD(t, invalid)}
 	}
-	cfg := config.Default()
-	run := func(p Pair) []string {
-		t.Helper()
-		fs, err := Evaluate(context.Background(), Plan{Pairs: []Pair{p}, OldFromFiles: true}, &cfg, nil)
-		require.NoError(t, err)
-		var out []string
-		for _, f := range fs {
-			out = append(out, string(f.Severity)+" "+f.Check+": "+f.Message)
-		}
-		return out
-	}
+	run := func(p Pair) []string { return evaluateOffline(t, p) }
 	const warning = "warning apiserverRejects: the old CRD is itself invalid, the apiserver would refuse to create it: " +
 		"spec.versions[*].schema.openAPIV3Schema.properties[spec].properties[size].type: Required value: must not be empty for specified object fields"
 
@@ -67,17 +57,7 @@ func TestEvaluateAPIServerWarnings(t *testing.T) {
 	withSet := strings.Replace(oldCRD, "color: {type: string, enum: [red, green, blue]}",
 		"color: {type: string, enum: [red, green, blue]}\n              ports: {type: array, x-kubernetes-list-type: set, items: {type: object, x-kubernetes-map-type: atomic}}", 1)
 	require.NotEqual(t, oldCRD, withSet)
-	cfg := config.Default()
-	run := func(p Pair) []string {
-		t.Helper()
-		fs, err := Evaluate(context.Background(), Plan{Pairs: []Pair{p}, OldFromFiles: true}, &cfg, nil)
-		require.NoError(t, err)
-		var out []string
-		for _, f := range fs {
-			out = append(out, string(f.Severity)+" "+f.Check+": "+f.Message)
-		}
-		return out
-	}
+	run := func(p Pair) []string { return evaluateOffline(t, p) }
 	const warning = `x-kubernetes-list-type: set for items of type "object" is not supported by server-side apply or CEL validation rules`
 	require.Contains(t, run(Pair{Old: testcrd.MustCRD(t, oldCRD), New: testcrd.MustCRD(t, withSet)}),
 		"warning apiserverRejects: the apiserver warns on the update: "+warning)
@@ -140,4 +120,19 @@ func TestEvaluateWaiver(t *testing.T) {
 
 	_, err = run(Plan{Pairs: []Pair{{Old: mustCRD(t, oldCRD), New: annotate(testcrd.UnsafeCRD, "enum,apiserverRejects", "why")}}})
 	require.ErrorIs(t, err, config.ErrInvalidWaiver)
+}
+
+// evaluateOffline evaluates one pair of CRDs read from files, without a
+// cluster, under the default settings, and renders its findings as
+// "severity check: message".
+func evaluateOffline(t *testing.T, p Pair) []string {
+	t.Helper()
+	cfg := config.Default()
+	fs, err := Evaluate(context.Background(), Plan{Pairs: []Pair{p}, OldFromFiles: true}, &cfg, nil)
+	require.NoError(t, err)
+	var out []string
+	for _, f := range fs {
+		out = append(out, string(f.Severity)+" "+f.Check+": "+f.Message)
+	}
+	return out
 }
