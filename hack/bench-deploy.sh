@@ -29,9 +29,10 @@ hack/cluster.sh start >&2
 # shellcheck disable=SC1091
 pids="$(source "$CLUSTER_STATE_DIR/cluster.env" && echo "$APISERVER_PID,$ETCD_PID")"
 echo "bench-deploy: load $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min)" >&2
-# Each measured deploy waits for the apiserver and etcd to be idle (the
+# Each measured deploy waits for the apiserver and etcd to settle (the
 # apiserver rebuilds the OpenAPI documents of changed CRDs in the
-# background). PROFILE=FILE writes a CPU profile of the first deploy with
+# background): until their CPU use is under 5% of a core or stops falling
+# (scale/settle.go), which it prints. PROFILE=FILE writes a CPU profile of the first deploy with
 # the check.
 "$scale" deploy -kapp bin/kapp -kubeconfig "$CLUSTER_STATE_DIR/kubeconfig" -crds .cache/crds \
   -work .cache/bench/deploy -n "${CRDS:-300}" -crs "${CRS:-5000}" -rounds "${ROUNDS:-3}" \

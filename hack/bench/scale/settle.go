@@ -8,23 +8,76 @@ import (
 	"time"
 )
 
-// settle waits until the processes (the apiserver, etcd) are idle: after
-// CRDs change, the apiserver rebuilds their OpenAPI documents in the
-// background, which would slow down the next deploy measured. Idle: less
-// than 5% of a core over 2 seconds (at most 10 minutes).
+// settleWindow is how long one CPU sample of settle lasts.
+const settleWindow = 2 * time.Second
+
+// settle waits until the processes (the apiserver, etcd) have settled:
+// after CRDs change, the apiserver rebuilds their OpenAPI documents in the
+// background, which would slow down the next deploy measured. The criterion
+// is relative, not an absolute idle level (an apiserver serving 300 CRDs
+// idles at about 6% of a core): see settled. At most 10 minutes.
 func settle(pids []int) {
 	if len(pids) == 0 {
 		return
 	}
-	cpu := func() time.Duration { return cpuTime(pids) }
-	deadline := time.Now().Add(10 * time.Minute)
+	start := time.Now()
+	deadline := start.Add(10 * time.Minute)
+	var samples []time.Duration
+	last := cpuTime(pids)
 	for time.Now().Before(deadline) {
-		before := cpu()
-		time.Sleep(2 * time.Second)
-		if cpu()-before < 100*time.Millisecond {
+		time.Sleep(settleWindow)
+		now := cpuTime(pids)
+		samples = append(samples, now-last)
+		last = now
+		if settled(samples, settleWindow) {
+			fmt.Fprintf(os.Stderr, "settled after %s (CPU per %s window: %s)\n",
+				time.Since(start).Round(time.Second), settleWindow, formatSamples(samples))
 			return
 		}
 	}
+	fmt.Fprintf(os.Stderr, "not settled after %s (CPU per %s window: %s)\n",
+		time.Since(start).Round(time.Second), settleWindow, formatSamples(samples))
+}
+
+// settled tells, from the CPU time used in consecutive windows of the same
+// length, whether the background work is over: the last window used less
+// than 5% of a core, or CPU use stopped falling, that is the last two
+// windows each used at least 80% of what the window before them used
+// (within one clock tick, 10 ms) and at most half a core.
+func settled(samples []time.Duration, window time.Duration) bool {
+	n := len(samples)
+	if n == 0 {
+		return false
+	}
+	if samples[n-1] < window/20 {
+		return true
+	}
+	if n < 3 {
+		return false
+	}
+	const tick = 10 * time.Millisecond
+	for _, i := range []int{n - 2, n - 1} {
+		if samples[i] > window/2 || samples[i]+tick < samples[i-1]*8/10 {
+			return false
+		}
+	}
+	return true
+}
+
+func formatSamples(samples []time.Duration) string {
+	const max = 8
+	from := 0
+	if len(samples) > max {
+		from = len(samples) - max
+	}
+	parts := make([]string, 0, max+1)
+	if from > 0 {
+		parts = append(parts, "...")
+	}
+	for _, s := range samples[from:] {
+		parts = append(parts, s.Round(10*time.Millisecond).String())
+	}
+	return strings.Join(parts, " ")
 }
 
 // cpuTime is the CPU time (user and system) the processes have used so
