@@ -316,6 +316,7 @@ var (
 	modes           = map[string]Mode{"error": ModeError, "warn": ModeWarn}
 	failModes       = map[string]FailMode{"closed": FailModeClosed, "open": FailModeOpen}
 	strictWarnNone  = enforcements(EnforcementStrict, EnforcementWarn, EnforcementNone)
+	strictWarn      = enforcements(EnforcementStrict, EnforcementWarn)
 	enumAdditionEnf = enforcements(EnforcementStrict, EnforcementNone, EnforcementIfPreviouslyConstrained)
 )
 
@@ -331,12 +332,13 @@ func enforcements(es ...Enforcement) map[string]Enforcement {
 
 func rootFields(c *Settings) fields {
 	return fields{
-		"mode":              choice(&c.Mode, modes),
-		"failMode":          choice(&c.FailMode, failModes),
-		"maxFindingsPerCRD": nonNegativeInt(&c.MaxFindingsPerCRD),
-		"liveChecksTimeout": positiveDuration(&c.LiveChecksTimeout),
-		"checks":            nested(checksFields(&c.Checks)),
-		"exemptions":        exemptions(&c.Exemptions),
+		"mode":                  choice(&c.Mode, modes),
+		"failMode":              choice(&c.FailMode, failModes),
+		"maxFindingsPerCRD":     nonNegativeInt(&c.MaxFindingsPerCRD),
+		"liveChecksTimeout":     positiveDuration(&c.LiveChecksTimeout),
+		"unaffectedEnforcement": choice(&c.UnaffectedEnforcement, strictWarn),
+		"checks":                nested(checksFields(&c.Checks)),
+		"exemptions":            exemptions(&c.Exemptions),
 	}
 }
 

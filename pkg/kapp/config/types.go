@@ -135,7 +135,15 @@ type Settings struct {
 	// (fetching live CRDs, server-side dry runs, listing and counting
 	// custom resources); when it passes, the run fails.
 	LiveChecksTimeout time.Duration
-	Checks            Checks
+	// UnaffectedEnforcement is what a finding does that the read of the
+	// stored objects (a cluster, or --objects samples) proved to affect
+	// none of them: Strict (the default) keeps its severity, Warn makes it
+	// a warning. It never applies where the read cannot see the risk
+	// (removed versions, scope, list map keys, subresources, selectable
+	// fields, CRD deletion, apiserverRejects, unhandled changes), and
+	// changes nothing when no object was read.
+	UnaffectedEnforcement Enforcement
+	Checks                Checks
 	// Exemptions waive findings of named CRDs after a human review.
 	Exemptions []Exemption
 }
@@ -294,10 +302,11 @@ const DefaultLiveChecksTimeout = 5 * time.Minute
 func Default() Settings {
 	on := Toggle{Enabled: true}
 	return Settings{
-		Mode:              ModeError,
-		FailMode:          FailModeClosed,
-		MaxFindingsPerCRD: 50,
-		LiveChecksTimeout: DefaultLiveChecksTimeout,
+		Mode:                  ModeError,
+		FailMode:              FailModeClosed,
+		MaxFindingsPerCRD:     50,
+		LiveChecksTimeout:     DefaultLiveChecksTimeout,
+		UnaffectedEnforcement: EnforcementStrict,
 		Checks: Checks{
 			CRD: CRDChecks{
 				Scope: on, StoredVersionRemoval: on,

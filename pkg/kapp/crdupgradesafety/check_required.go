@@ -3,13 +3,19 @@ package crdupgradesafety
 import (
 	"sort"
 
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 )
 
 // checkRequired: a field newly required on an object that already existed
 // invalidates objects without it. A required field made optional relaxes.
 // A new optional parent may bring required children: new properties are not
-// walked, so they are not reported.
+// walked, so they are not reported. A field made required that has the same
+// default before and after is not reported either: the apiserver applies
+// defaults (to absent fields and to nulls) before it validates, on reads
+// and on writes, so no stored object and no writer can lack it
+// (TestRequiredWithSameDefaultAgreesWithAPIServer proves it).
 func checkRequired(n *node) {
 	o, nw := n.old.Required, n.new.Required
 	n.old.Required, n.new.Required = nil, nil
@@ -21,10 +27,30 @@ func checkRequired(n *node) {
 	for _, r := range o {
 		had[r] = struct{}{}
 	}
+	for name := range n.sameDefault {
+		had[name] = struct{}{}
+	}
 	added := missingFrom(nw, had)
 	if len(added) == 0 {
 		return
 	}
 	sort.Strings(added)
 	n.reportAt(c.NewEnforcement, config.CheckRequired, "new required fields: %s", quoteList(added))
+}
+
+// propertiesWithSameDefault returns the properties named in required that
+// both schemas declare with the same default (nil when there are none).
+func propertiesWithSameDefault(required []string, old, new *apiextv1.JSONSchemaProps) map[string]bool {
+	var out map[string]bool
+	for _, name := range required {
+		o, okOld := old.Properties[name]
+		nw, okNew := new.Properties[name]
+		if okOld && okNew && o.Default != nil && nw.Default != nil && sameJSON(o.Default, nw.Default) {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[name] = true
+		}
+	}
+	return out
 }

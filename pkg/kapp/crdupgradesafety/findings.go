@@ -29,6 +29,13 @@ type Finding struct {
 	Check    string   `json:"check"`   // a config.Check* ID
 	Severity Severity `json:"severity"`
 	Message  string   `json:"message"` // readable, with old -> new values
+	// DataLoss: the change loses stored data (pruned fields, a CRD deleted
+	// or replaced, a stored version removed); the message starts with
+	// "data loss".
+	DataLoss bool `json:"dataLoss,omitempty"`
+	// Impact: what the finding does to the stored objects read (a cluster,
+	// or samples); nil when none were read.
+	Impact *Impact `json:"impact,omitempty"`
 }
 
 // HasErrors reports whether any finding has severity error.
@@ -60,13 +67,16 @@ func Bound(findings []Finding, maxPerCRD int) (kept []Finding, omitted map[strin
 	return kept, omitted
 }
 
-// SortFindings sorts findings by CRD, version, field, check, message and
-// severity: the one stable order of every output, for one CRD or combined
-// results of several CRDs and of the live checks.
+// SortFindings sorts findings that lose stored data first, then by CRD,
+// version, field, check, message and severity: the one stable order of
+// every output, for one CRD or combined results of several CRDs and of the
+// live checks.
 func SortFindings(fs []Finding) {
 	sort.SliceStable(fs, func(i, j int) bool {
 		a, b := &fs[i], &fs[j]
 		switch {
+		case a.DataLoss != b.DataLoss:
+			return a.DataLoss
 		case a.CRD != b.CRD:
 			return a.CRD < b.CRD
 		case a.Version != b.Version:

@@ -315,11 +315,6 @@ func schemaPath(s *structuralschema.Structural, p dataPath) string {
 	return out
 }
 
-func hasProperty(s *structuralschema.Structural, key string) bool {
-	_, ok := s.Properties[key]
-	return ok
-}
-
 // storable reports whether an object stored under m can hold a value at
 // p: the CRD keeps unknown fields, or every key is a property, a map value,
 // or under a node that preserves unknown fields (or is the metadata of a

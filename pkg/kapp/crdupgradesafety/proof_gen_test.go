@@ -596,21 +596,3 @@ func (g *objGen) randomJSON(depth int) any {
 		return l
 	}
 }
-
-func deepCopyJSON(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(t))
-		for k, e := range t {
-			m[k] = deepCopyJSON(e)
-		}
-		return m
-	case []any:
-		l := make([]any, len(t))
-		for i, e := range t {
-			l[i] = deepCopyJSON(e)
-		}
-		return l
-	}
-	return v
-}

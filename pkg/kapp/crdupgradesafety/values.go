@@ -3,6 +3,7 @@ package crdupgradesafety
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -222,4 +223,15 @@ func renderString(s string) string {
 		return "(none)"
 	}
 	return boundText(strconv.Quote(s), maxValueBytes)
+}
+
+// canonicalValue renders a decoded value (from JSON, YAML or the apiserver:
+// numbers as int64, float64 or json.Number) as canonical JSON: 1.0 and 1
+// render alike.
+func canonicalValue(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return canonicalJSON(b)
 }

@@ -66,6 +66,9 @@ type node struct {
 	// keyword.
 	oldResource, newResource bool
 	old, new                 apiextv1.JSONSchemaProps
+	// sameDefault: the properties with the same default on both sides,
+	// read for checkRequired before walkProperties clears them.
+	sameDefault map[string]bool
 }
 
 // report emits a change at this node under Strict enforcement.
@@ -169,6 +172,7 @@ func (r *pairRun) walk(pos position, old, new *apiextv1.JSONSchemaProps) {
 func (r *pairRun) compareNode(n *node) {
 	n.oldResource, n.newResource = n.resource(&n.old), n.resource(&n.new)
 	checkEmbeddedResource(n) // reads the declared properties
+	n.sameDefault = propertiesWithSameDefault(n.new.Required, &n.old, &n.new)
 	r.walkProperties(n)
 	r.walkItems(n)
 	r.walkAdditionalProperties(n)

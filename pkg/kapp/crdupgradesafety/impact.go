@@ -1,0 +1,145 @@
+package crdupgradesafety
+
+import (
+	"strings"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// Effect is what the new CRD does to a stored object at one field.
+type Effect string
+
+const (
+	// EffectRejected: the object, read under the new CRD, fails its
+	// validation; writes to it are refused (but see Impact.Ratcheted).
+	EffectRejected Effect = "rejected"
+	// EffectPruned: data the object holds is no longer kept: a field no
+	// longer declared, unknown fields no longer preserved, a null no
+	// longer allowed. It is gone from reads and lost on the next write.
+	EffectPruned Effect = "data pruned"
+	// EffectDefaulted: a field reads differently, because a default is
+	// applied where none was or a different default applies.
+	EffectDefaulted Effect = "value defaulted differently"
+	// EffectDeleted: the object is deleted with its CRD.
+	EffectDeleted Effect = "deleted"
+)
+
+// Impact is what one finding does to the stored custom resources of its
+// version (or, for crdDeletion, of its CRD): how many were read, how many
+// the finding affects and how, with the first few by name.
+type Impact struct {
+	// Source says where the objects came from: "cluster" (the stored
+	// objects, read live) or "samples" (--objects).
+	Source string `json:"source"`
+	// Kind is the kind of the objects, "Widget".
+	Kind string `json:"kind"`
+	// Objects is how many objects of the finding's version were read.
+	Objects int `json:"objects"`
+	// Affected is how many of them the finding affects (0: none, proven
+	// by the read).
+	Affected int `json:"affected"`
+	// Effects says how, one entry per effect, in the order of Effect*.
+	Effects []EffectCount `json:"effects,omitempty"`
+	// Ratcheted is how many of the rejected objects can still be updated
+	// while their invalid fields are left alone (CRD validation
+	// ratcheting); they are refused on create and on any change of those
+	// fields.
+	Ratcheted int `json:"ratcheted,omitempty"`
+	// VersionAffected is how many objects of the version any finding
+	// affects: what the summary line counts.
+	VersionAffected int `json:"versionAffected"`
+}
+
+// EffectCount is one effect of a finding on the objects.
+type EffectCount struct {
+	Effect Effect `json:"effect"`
+	// Objects is how many objects have this effect.
+	Objects int `json:"objects"`
+	// Examples are the first few of them (by name) with what happens.
+	Examples []ObjectEffect `json:"examples"`
+}
+
+// ObjectEffect is the effect on one object at one field.
+type ObjectEffect struct {
+	Object string `json:"object"` // namespace/name, or name
+	Field  string `json:"field"`  // spec.color, spec.items[2].name
+	// Value is what the object holds there ("red"), for a default the
+	// change ("absent -> \"large\""), for a rejection the apiserver's error.
+	Value string `json:"value"`
+
+	schemaPath string // ^.spec.items[*].name: Field shows only when it differs from the finding's
+}
+
+// maxExamples is how many objects an effect names.
+const maxExamples = 3
+
+// sourceNoun is how an impact message names objects of a source.
+func sourceNoun(source string) string {
+	if source == SourceSamples {
+		return "sample"
+	}
+	return "stored"
+}
+
+// Impact sources.
+const (
+	SourceCluster = "cluster"
+	SourceSamples = "samples"
+)
+
+// VersionsToRead returns the versions at which the stored objects of an
+// updated CRD must be read to see what the update does to them: the
+// versions the old CRD serves and the new one still has, whose schema
+// changed in more than documentation. Reading at any other version would
+// only cost conversions (through the CRD's conversion webhook, if it has
+// one) without showing anything: validation, pruning and defaulting of
+// those versions stay as they are.
+func VersionsToRead(oldCRD, newCRD *apiextv1.CustomResourceDefinition) []string {
+	newVersions := versionsByName(newCRD)
+	var out []string
+	for i := range oldCRD.Spec.Versions {
+		ov := &oldCRD.Spec.Versions[i]
+		nv, ok := newVersions[ov.Name]
+		if !ov.Served || !ok {
+			continue
+		}
+		if !sameSchema(versionSchema(ov), versionSchema(nv)) {
+			out = append(out, ov.Name)
+		}
+	}
+	return out
+}
+
+// unaffectedApplies tells whether unaffectedEnforcement may turn a finding
+// that affects no stored object into a warning: only where the read of the
+// objects can see the whole risk, a change of what a value may be. Never
+// for a change clients see without any object (removed versions, scope,
+// subresources, selectable fields, list map keys), a CRD deletion, the
+// apiserver's refusal, or a change no check understands.
+func unaffectedApplies(f Finding) bool {
+	if f.Field == "" {
+		return false
+	}
+	switch f.Check {
+	case config.CheckType, config.CheckEnum, config.CheckDefault, config.CheckRequired,
+		config.CheckMinimum, config.CheckMinLength, config.CheckMinItems, config.CheckMinProperties,
+		config.CheckMaximum, config.CheckMaxLength, config.CheckMaxItems, config.CheckMaxProperties,
+		config.CheckPattern, config.CheckFormat, config.CheckNullable,
+		config.CheckExclusiveMinimum, config.CheckExclusiveMaximum, config.CheckMultipleOf,
+		config.CheckUniqueItems, config.CheckAdditionalProperties, config.CheckPreserveUnknownFields,
+		config.CheckIntOrString, config.CheckCELValidation, config.CheckAllOf, config.CheckAnyOf,
+		config.CheckOneOf, config.CheckNot, config.CheckEmbeddedResource, config.CheckExistingFieldRemoval:
+		return true
+	case config.CheckListType:
+		return !changesListMapKeys(f)
+	}
+	return false
+}
+
+// changesListMapKeys tells whether a listType finding is about the keys of
+// a list map (the keys changed, or a list became a map): server-side apply
+// clients merge by those keys, which no stored object shows.
+func changesListMapKeys(f Finding) bool {
+	return strings.Contains(f.Message, "list-map-keys") || strings.Contains(f.Message, "-> map")
+}

@@ -1,0 +1,603 @@
+package crdupgradesafety
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apiextensions-apiserver/pkg/registry/customresource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured/unstructuredscheme"
+	"k8s.io/apimachinery/pkg/runtime"
+	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// ObjectReader reads the stored objects of one version of an updated CRD
+// as the apiserver will read and write them under the new CRD, with the
+// apiserver's own code: pruning (fields no longer declared, unknown fields
+// no longer preserved), nulls dropped where no longer nullable, defaults
+// applied, then the validation of a create (OpenAPI schema, metadata, list
+// sets and maps, CEL rules) and, for an object that fails it, of an update
+// that leaves it as it is (CRD validation ratcheting). What changes for each
+// object is joined to the findings of the comparison at its field or above:
+// each such finding gets its Impact (see ApplyImpacts).
+//
+// The baseline is the object as the old CRD reads it (pruned and defaulted
+// under the old schema too, which changes nothing for an object the
+// apiserver returns and keeps, for a sample, what the old CRD would drop
+// from being counted as the update's doing).
+type ObjectReader struct {
+	source, kind, version string
+	oldS, newS            *structuralschema.Structural
+	validator             objectValidator
+	cfg                   *config.Settings
+
+	findings []Finding        // the pair's findings
+	byField  map[string][]int // schema path -> indexes of findings of this version at it
+	acc      map[int]*impactAcc
+	objects  int // objects read
+	affected int // objects with an effect
+	residual *policy
+}
+
+// objectValidator is the apiserver's custom resource strategy
+// (k8s.io/apiextensions-apiserver/pkg/registry/customresource).
+type objectValidator interface {
+	Validate(ctx context.Context, obj runtime.Object) field.ErrorList
+	ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList
+}
+
+// NewObjectReader returns the reader of the objects of version (which both
+// CRDs have) of an updated CRD; findings are the findings of the
+// comparison of the pair, source is SourceCluster or SourceSamples.
+func NewObjectReader(oldCRD, newCRD *apiextv1.CustomResourceDefinition, version, source string,
+	findings []Finding, cfg *config.Settings) (*ObjectReader, error) {
+
+	p := newPolicy(cfg, newCRD.Name)
+	r := &ObjectReader{source: source, kind: newCRD.Spec.Names.Kind, version: version, cfg: p.cfg,
+		findings: findings, byField: map[string][]int{}, acc: map[int]*impactAcc{}, residual: p}
+	for i, f := range findings {
+		if f.Version == version && f.Field != "" {
+			r.byField[f.Field] = append(r.byField[f.Field], i)
+		}
+	}
+	nv := versionsByName(newCRD)[version]
+	if nv == nil {
+		return nil, fmt.Errorf("crd %s has no version %s", newCRD.Name, version)
+	}
+	newInternal, err := internalSchemaOf(versionSchema(nv))
+	if err != nil {
+		return nil, err
+	}
+	if r.newS, err = structuralschema.NewStructural(newInternal); err != nil {
+		return nil, fmt.Errorf("crd %s version %s: structural schema: %w", newCRD.Name, version, err)
+	}
+	if ov := versionsByName(oldCRD)[version]; ov != nil && versionSchema(ov) != nil {
+		oldInternal, err := internalSchemaOf(versionSchema(ov))
+		if err != nil {
+			return nil, err
+		}
+		// An old schema that is not structural prunes nothing the
+		// apiserver would: the objects are taken as they are.
+		r.oldS, _ = structuralschema.NewStructural(oldInternal)
+	}
+	schemaValidator, _, err := validation.NewSchemaValidator(newInternal)
+	if err != nil {
+		return nil, fmt.Errorf("crd %s version %s: building schema validator: %w", newCRD.Name, version, err)
+	}
+	var subresources apiextensions.CustomResourceSubresources
+	if nv.Subresources != nil {
+		if err := apiextv1.Convert_v1_CustomResourceSubresources_To_apiextensions_CustomResourceSubresources(nv.Subresources, &subresources, nil); err != nil {
+			return nil, fmt.Errorf("crd %s version %s: converting subresources: %w", newCRD.Name, version, err)
+		}
+	}
+	gvk := runtimeschema.GroupVersionKind{Group: newCRD.Spec.Group, Version: version, Kind: newCRD.Spec.Names.Kind}
+	r.validator = customresource.NewStrategy(unstructuredscheme.NewUnstructuredObjectTyper(),
+		newCRD.Spec.Scope == apiextv1.NamespaceScoped, gvk, schemaValidator, schemaValidator, r.newS,
+		subresources.Status, subresources.Scale, nv.SelectableFields)
+	return r, nil
+}
+
+func internalSchemaOf(s *apiextv1.JSONSchemaProps) (*apiextensions.JSONSchemaProps, error) {
+	internal := &apiextensions.JSONSchemaProps{}
+	if s == nil {
+		return internal, nil
+	}
+	if err := apiextv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(s, internal, nil); err != nil {
+		return nil, fmt.Errorf("converting schema: %w", err)
+	}
+	return internal, nil
+}
+
+// Read reads a batch of objects of the reader's version. It keeps none of
+// them and leaves them as they are.
+func (r *ObjectReader) Read(objs []map[string]any) {
+	for _, obj := range objs {
+		r.read(obj)
+	}
+}
+
+// objectEffect is one effect on one object.
+type objectEffect struct {
+	effect     Effect
+	field      string // concrete: spec.items[2].name
+	schemaPath string // ^.spec.items[*].name
+	value      string
+	required   bool // a rejection for a missing required field
+}
+
+func (r *ObjectReader) read(obj map[string]any) {
+	r.objects++
+	name := objectName(obj)
+	// Copies: the caller's object stays as it is, and typed nils (which
+	// the apiserver's code does not expect) become untyped.
+	next, _ := deepCopyJSON(obj).(map[string]any)
+	base := next
+	if r.oldS != nil {
+		base, _ = deepCopyJSON(next).(map[string]any)
+		readAs(base, r.oldS)
+	}
+	readAs(next, r.newS)
+
+	var effects []objectEffect
+	d := differ{out: &effects, stored: r.source == SourceCluster}
+	d.object(nil, "^", base, next, r.oldS, r.newS, true)
+
+	u := &unstructured.Unstructured{Object: next}
+	errs := r.validator.Validate(context.Background(), u)
+	ratchets := false
+	if len(errs) > 0 {
+		// An update that leaves the object as it is (an update needs a
+		// resourceVersion, which samples lack).
+		if u.GetResourceVersion() == "" {
+			u.SetResourceVersion("1")
+		}
+		ratchets = len(r.validator.ValidateUpdate(context.Background(), u, u)) == 0
+		for _, e := range errs {
+			effects = append(effects, objectEffect{effect: EffectRejected, field: e.Field,
+				schemaPath: schemaPathOf(r.newS, e.Field), value: boundText(e.ErrorBody(), 200),
+				required: e.Type == field.ErrorTypeRequired})
+		}
+	}
+	if len(effects) == 0 {
+		return
+	}
+	r.affected++
+	sort.SliceStable(effects, func(i, j int) bool { return effects[i].field < effects[j].field })
+	var residual []objectEffect
+	for _, e := range effects {
+		idxs := r.attribute(e)
+		if len(idxs) == 0 {
+			residual = append(residual, e)
+			continue
+		}
+		for _, i := range idxs {
+			acc := r.acc[i]
+			if acc == nil {
+				acc = &impactAcc{}
+				r.acc[i] = acc
+			}
+			acc.add(r.objects, name, e, ratchets)
+		}
+	}
+	r.addResidual(name, residual, ratchets)
+}
+
+// readAs does to obj what the apiserver does to an object it reads or
+// writes under the structural schema s: prune, drop nulls that are not
+// allowed, apply defaults.
+func readAs(obj map[string]any, s *structuralschema.Structural) {
+	structuralpruning.Prune(obj, s, true)
+	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, s)
+	structuraldefaulting.Default(obj, s)
+}
+
+// attribute returns the findings an effect is joined to: from the
+// effect's field up to the root, the first findings at one field whose
+// check can cause the effect; failing that, the first findings at all.
+func (r *ObjectReader) attribute(e objectEffect) []int {
+	for _, prefer := range []bool{true, false} {
+		for p := e.schemaPath; p != ""; p = parentPath(p) {
+			var hit []int
+			for _, i := range r.byField[p] {
+				if !prefer || causes(r.findings[i].Check, e) {
+					hit = append(hit, i)
+				}
+			}
+			if len(hit) > 0 {
+				return hit
+			}
+		}
+	}
+	return nil
+}
+
+// causes tells whether a finding of check can cause the effect e.
+func causes(check string, e objectEffect) bool {
+	switch e.effect {
+	case EffectPruned:
+		switch check {
+		case config.CheckExistingFieldRemoval, config.CheckPreserveUnknownFields, config.CheckAdditionalProperties,
+			config.CheckNullable, config.CheckType, config.CheckIntOrString, config.CheckEmbeddedResource, config.CheckUnhandled:
+			return true
+		}
+		return false
+	case EffectDefaulted:
+		return check == config.CheckDefault
+	case EffectRejected:
+		if e.required {
+			return check == config.CheckRequired
+		}
+		switch check {
+		case config.CheckRequired, config.CheckDefault, config.CheckExistingFieldRemoval,
+			config.CheckPreserveUnknownFields, config.CheckMapType:
+			return false
+		}
+		return true
+	}
+	return false
+}
+
+// parentPath is the schema path above p ("" above the root "^").
+func parentPath(p string) string {
+	switch {
+	case p == "^" || p == "":
+		return ""
+	case strings.HasSuffix(p, "[*]") || strings.HasSuffix(p, "{*}"):
+		return p[:len(p)-3]
+	}
+	if i := strings.LastIndexByte(p, '.'); i > 0 {
+		return p[:i]
+	}
+	return "^"
+}
+
+// addResidual reports effects that no finding explains as existingResources
+// findings, one per object and effect (there should be none: an object
+// invalid before the update, or a gap of the comparison).
+func (r *ObjectReader) addResidual(name string, effects []objectEffect, ratchets bool) {
+	if len(effects) == 0 || !r.cfg.Checks.CRD.ExistingResources.Enabled {
+		return
+	}
+	subject := fmt.Sprintf("%s %s %s", existingNoun(r.source), r.kind, name)
+	byEffect := map[Effect][]string{}
+	for _, e := range effects {
+		byEffect[e.effect] = append(byEffect[e.effect], e.field+": "+e.value)
+	}
+	for _, effect := range []Effect{EffectPruned, EffectDefaulted, EffectRejected} {
+		list := byEffect[effect]
+		if len(list) == 0 {
+			continue
+		}
+		detail := summarizeList(list)
+		switch effect {
+		case EffectPruned:
+			r.residual.crdLevel(config.EnforcementStrict, r.version, config.CheckExistingResources,
+				"%s would lose data, pruned under the new schema: %s", subject, detail)
+		case EffectDefaulted:
+			r.residual.crdLevel(config.EnforcementStrict, r.version, config.CheckExistingResources,
+				"%s would read differently under the new schema: %s", subject, detail)
+		case EffectRejected:
+			r.residual.crdLevel(config.EnforcementStrict, r.version, config.CheckExistingResources,
+				"%s would be invalid: %s%s", subject, detail, ratchetNote(r.source, ratchets, 1, 1))
+		}
+	}
+}
+
+func existingNoun(source string) string {
+	if source == SourceSamples {
+		return "sample"
+	}
+	return "existing"
+}
+
+// summarizeList renders items sorted, the first few in full.
+func summarizeList(items []string) string {
+	slices.Sort(items)
+	items = slices.Compact(items)
+	const max = 3
+	if len(items) > max {
+		return strings.Join(items[:max], "; ") + fmt.Sprintf("; and %d more", len(items)-max)
+	}
+	return strings.Join(items, "; ")
+}
+
+// impactAcc accumulates the impact of one finding.
+type impactAcc struct {
+	lastObject int // the last object counted (objects are numbered from 1)
+	affected   int
+	ratcheted  int
+	rejected   bool // the last object counted was rejected
+	effects    map[Effect]*effectAcc
+}
+
+type effectAcc struct {
+	lastObject int
+	objects    int
+	examples   []ObjectEffect // the smallest names, sorted
+}
+
+func (a *impactAcc) add(objectNo int, name string, e objectEffect, ratchets bool) {
+	if a.lastObject != objectNo {
+		a.lastObject, a.rejected = objectNo, false
+		a.affected++
+	}
+	if e.effect == EffectRejected && !a.rejected {
+		a.rejected = true
+		if ratchets {
+			a.ratcheted++
+		}
+	}
+	if a.effects == nil {
+		a.effects = map[Effect]*effectAcc{}
+	}
+	ea := a.effects[e.effect]
+	if ea == nil {
+		ea = &effectAcc{}
+		a.effects[e.effect] = ea
+	}
+	if ea.lastObject == objectNo {
+		return // one example per object
+	}
+	ea.lastObject = objectNo
+	ea.objects++
+	i := sort.Search(len(ea.examples), func(i int) bool { return ea.examples[i].Object >= name })
+	if i >= maxExamples {
+		return
+	}
+	ea.examples = slices.Insert(ea.examples, i, ObjectEffect{Object: name, Field: e.field, Value: e.value, schemaPath: e.schemaPath})
+	if len(ea.examples) > maxExamples {
+		ea.examples = ea.examples[:maxExamples]
+	}
+}
+
+// differ finds the fields whose value differs between an object read under
+// the old CRD and under the new one.
+type differ struct {
+	out *[]objectEffect
+	// stored: the objects are read from the apiserver, which applied the
+	// old defaults on read: a value equal to the old default may be
+	// stored, or only read (defaulting is not persisted until a write).
+	stored bool
+}
+
+// object compares a (old read) and b (new read) at the concrete path
+// segments path and the schema path sp, under the old and the new
+// structural schemas of that node (nil where a side declares none).
+func (d differ) object(path []string, sp string, a, b any, oldS, newS *structuralschema.Structural, root bool) {
+	if d.stored && oldS != nil && oldS.Default.Object != nil && a != nil &&
+		!sameDefault(oldS, newS) && sameValue(a, oldS.Default.Object) && sameValue(a, b) {
+		to := "absent"
+		if newS != nil && newS.Default.Object != nil {
+			to = renderValue(newS.Default.Object)
+		}
+		d.emit(EffectDefaulted, path, sp, fmt.Sprintf("%s, the old default -> %s where it is not stored", renderValue(a), to))
+		return
+	}
+	switch av := a.(type) {
+	case map[string]any:
+		bv, ok := b.(map[string]any)
+		if !ok {
+			d.emit(EffectDefaulted, path, sp, renderValue(a)+" -> "+renderValue(b))
+			return
+		}
+		for k, x := range av {
+			if root && (k == "apiVersion" || k == "kind" || k == "metadata") {
+				continue
+			}
+			csp, co, cn := childSchema(sp, k, oldS, newS)
+			cpath := append(path[:len(path):len(path)], fieldSegment(k, len(path) == 0))
+			y, present := bv[k]
+			if !present {
+				d.emit(EffectPruned, cpath, csp, renderValue(x))
+				continue
+			}
+			d.object(cpath, csp, x, y, co, cn, false)
+		}
+		for k, y := range bv {
+			if _, present := av[k]; present || root && (k == "apiVersion" || k == "kind" || k == "metadata") {
+				continue
+			}
+			csp, _, _ := childSchema(sp, k, oldS, newS)
+			d.emit(EffectDefaulted, append(path[:len(path):len(path)], fieldSegment(k, len(path) == 0)), csp, "absent -> "+renderValue(y))
+		}
+	case []any:
+		bv, ok := b.([]any)
+		if !ok {
+			d.emit(EffectDefaulted, path, sp, renderValue(a)+" -> "+renderValue(b))
+			return
+		}
+		var co, cn *structuralschema.Structural
+		if oldS != nil {
+			co = oldS.Items
+		}
+		if newS != nil {
+			cn = newS.Items
+		}
+		for i := range max(len(av), len(bv)) {
+			cpath := append(path[:len(path):len(path)], "["+strconv.Itoa(i)+"]")
+			switch {
+			case i >= len(bv):
+				d.emit(EffectPruned, cpath, sp+"[*]", renderValue(av[i]))
+			case i >= len(av):
+				d.emit(EffectDefaulted, cpath, sp+"[*]", "absent -> "+renderValue(bv[i]))
+			default:
+				d.object(cpath, sp+"[*]", av[i], bv[i], co, cn, false)
+			}
+		}
+	default:
+		if !sameScalar(a, b) {
+			d.emit(EffectDefaulted, path, sp, renderValue(a)+" -> "+renderValue(b))
+		}
+	}
+}
+
+func (d differ) emit(effect Effect, path []string, sp, value string) {
+	*d.out = append(*d.out, objectEffect{effect: effect, field: strings.Join(path, ""), schemaPath: sp, value: value})
+}
+
+// fieldSegment is the concrete path segment of a map key: "spec" at the
+// root, ".spec" below.
+func fieldSegment(k string, first bool) string {
+	if first {
+		return k
+	}
+	return "." + k
+}
+
+// childSchema returns the schema path of the field k of an object at sp and
+// its old and new schemas: a declared property (in either schema) is
+// ".k", an entry of a map (additionalProperties) is "{*}".
+func childSchema(sp, k string, oldS, newS *structuralschema.Structural) (string, *structuralschema.Structural, *structuralschema.Structural) {
+	prop := func(s *structuralschema.Structural) (*structuralschema.Structural, bool) {
+		if s == nil {
+			return nil, false
+		}
+		if p, ok := s.Properties[k]; ok {
+			return &p, true
+		}
+		return nil, false
+	}
+	entry := func(s *structuralschema.Structural) *structuralschema.Structural {
+		if s == nil || s.AdditionalProperties == nil {
+			return nil
+		}
+		return s.AdditionalProperties.Structural
+	}
+	po, okOld := prop(oldS)
+	pn, okNew := prop(newS)
+	if okOld || okNew {
+		return childPath(sp, k), po, pn
+	}
+	if eo, en := entry(oldS), entry(newS); eo != nil || en != nil ||
+		oldS != nil && oldS.AdditionalProperties != nil || newS != nil && newS.AdditionalProperties != nil {
+		return sp + "{*}", eo, en
+	}
+	return childPath(sp, k), nil, nil
+}
+
+// schemaPathOf turns the field path of a validation error (spec.items[2].name,
+// spec.labels[key], spec.labels.key) into a schema path (^.spec.items[*].name,
+// ^.spec.labels{*}) by walking the schema s.
+func schemaPathOf(s *structuralschema.Structural, fieldPath string) string {
+	out, cur := "^", s
+	rest := strings.TrimPrefix(fieldPath, "<nil>")
+	for rest != "" {
+		var seg string
+		bracket := false
+		switch rest[0] {
+		case '.':
+			rest = rest[1:]
+			continue
+		case '[':
+			end := strings.IndexByte(rest, ']')
+			if end < 0 {
+				end = len(rest) - 1
+			}
+			seg, rest, bracket = rest[1:end], rest[min(end+1, len(rest)):], true
+		default:
+			end := strings.IndexAny(rest, ".[")
+			if end < 0 {
+				end = len(rest)
+			}
+			seg, rest = rest[:end], rest[end:]
+		}
+		switch {
+		case bracket && cur != nil && cur.Items != nil:
+			out, cur = out+"[*]", cur.Items
+		case bracket && allDigits(seg):
+			out, cur = out+"[*]", nil
+		case cur != nil && !bracket && hasProperty(cur, seg):
+			p := cur.Properties[seg]
+			out, cur = childPath(out, seg), &p
+		case cur != nil && cur.AdditionalProperties != nil:
+			out, cur = out+"{*}", cur.AdditionalProperties.Structural
+		default:
+			out, cur = childPath(out, seg), nil
+		}
+	}
+	return out
+}
+
+func hasProperty(s *structuralschema.Structural, name string) bool {
+	_, ok := s.Properties[name]
+	return ok
+}
+
+// renderValue is a value as it appears in a message, bounded.
+func renderValue(v any) string {
+	if v == nil {
+		return "null"
+	}
+	if s, ok := v.(string); ok {
+		return boundText(strconv.Quote(s), 64)
+	}
+	return boundText(canonicalValue(v), 64)
+}
+
+// sameDefault tells whether two schemas have the same default.
+func sameDefault(oldS, newS *structuralschema.Structural) bool {
+	if newS == nil {
+		return false
+	}
+	return sameValue(oldS.Default.Object, newS.Default.Object)
+}
+
+// sameValue compares two decoded values by their canonical JSON.
+func sameValue(a, b any) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return canonicalValue(a) == canonicalValue(b)
+}
+
+func sameScalar(a, b any) bool {
+	switch av := a.(type) {
+	case nil:
+		return b == nil
+	case string:
+		bv, ok := b.(string)
+		return ok && av == bv
+	case bool:
+		bv, ok := b.(bool)
+		return ok && av == bv
+	}
+	return canonicalValue(a) == canonicalValue(b)
+}
+
+// deepCopyJSON copies a decoded JSON or YAML value: maps and lists are
+// copied (a nil one becomes an untyped nil), anything else is kept as it is.
+func deepCopyJSON(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if x == nil {
+			return nil
+		}
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = deepCopyJSON(e)
+		}
+		return out
+	case []any:
+		if x == nil {
+			return nil
+		}
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = deepCopyJSON(e)
+		}
+		return out
+	}
+	return v
+}
