@@ -126,9 +126,10 @@ func TestDefaultPolicy(t *testing.T) {
 	})
 	// 9 CRD checks + 2 x (pair switch + 14 property checks with options).
 	assert.Equal(t, 9+2*(1+14), enabled)
-	// servedVersionRemoval.unservedEnforcement + 2 x (enum 2, default 3,
-	// required 1, type 1, 8 bounds x 2, listType 2, mapType 1).
-	assert.Equal(t, 1+2*(2+3+1+1+8*2+2+1), enforcements)
+	// unaffectedEnforcement + servedVersionRemoval.unservedEnforcement + 2 x
+	// (enum 2, default 3, required 1, type 1, 8 bounds x 2, listType 2,
+	// mapType 1).
+	assert.Equal(t, 1+1+2*(2+3+1+1+8*2+2+1), enforcements)
 
 	// Default returns fresh maps: changing one result leaves the next alone.
 	d.Checks.SameVersion.Toggles[config.CheckPattern] = false
@@ -171,6 +172,7 @@ func TestDecode(t *testing.T) {
 		{"maxFindingsPerCRD integral float", `maxFindingsPerCRD: 12.0`, func(c *cfg) { c.MaxFindingsPerCRD = 12 }},
 		{"maxFindingsPerCRD large", `maxFindingsPerCRD: 1000000`, func(c *cfg) { c.MaxFindingsPerCRD = 1000000 }},
 		{"liveChecksTimeout", `liveChecksTimeout: 90s`, func(c *cfg) { c.LiveChecksTimeout = 90 * time.Second }},
+		{"unaffectedEnforcement", `unaffectedEnforcement: Warn`, func(c *cfg) { c.UnaffectedEnforcement = config.EnforcementWarn }},
 		{"liveChecksTimeout compound", `liveChecksTimeout: 1h30m`, func(c *cfg) { c.LiveChecksTimeout = 90 * time.Minute }},
 		{"liveChecksTimeout short", `liveChecksTimeout: 250ms`, func(c *cfg) { c.LiveChecksTimeout = 250 * time.Millisecond }},
 
@@ -522,9 +524,9 @@ func TestDecodeErrors(t *testing.T) {
 		kind error
 	}{
 		{name: "unknown top-level key", in: `mod: warn`, kind: config.ErrUnknownKey,
-			want: []string{`mod: unknown key (allowed: checks, exemptions, failMode, liveChecksTimeout, maxFindingsPerCRD, mode)`}},
+			want: []string{`mod: unknown key (allowed: checks, exemptions, failMode, liveChecksTimeout, maxFindingsPerCRD, mode, unaffectedEnforcement)`}},
 		{name: "keys are case-sensitive", in: `failmode: open`, kind: config.ErrUnknownKey,
-			want: []string{`failmode: unknown key (allowed: checks, exemptions, failMode, liveChecksTimeout, maxFindingsPerCRD, mode)`}},
+			want: []string{`failmode: unknown key (allowed: checks, exemptions, failMode, liveChecksTimeout, maxFindingsPerCRD, mode, unaffectedEnforcement)`}},
 		{name: "mode type", in: `mode: 5`, kind: config.ErrInvalidType,
 			want: []string{`mode: must be a string, got int`}},
 		{name: "mode type from Go int", raw: map[string]any{"mode": 5}, kind: config.ErrInvalidType,
@@ -806,6 +808,7 @@ func TestFullConfig(t *testing.T) {
 	want.FailMode = config.FailModeOpen
 	want.MaxFindingsPerCRD = 0
 	want.LiveChecksTimeout = 90 * time.Second
+	want.UnaffectedEnforcement = config.EnforcementWarn
 	want.Checks.CRD.ExistingResources.Enabled = false
 	want.Checks.CRD.CRDDeletion.Enabled = false
 	want.Checks.CRD.ServedVersionRemoval.UnservedEnforcement = config.EnforcementStrict

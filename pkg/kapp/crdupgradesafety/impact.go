@@ -143,3 +143,20 @@ func unaffectedApplies(f Finding) bool {
 func changesListMapKeys(f Finding) bool {
 	return strings.Contains(f.Message, "list-map-keys") || strings.Contains(f.Message, "-> map")
 }
+
+// Unreadable is the existingResources finding for a version of a CRD whose
+// stored objects could not be read through its conversion webhook (webhook
+// names it, err says why): what the update does to them is unknown. The
+// failMode decides, as for any live check that cannot run: an error under
+// closed, a warning under open.
+func Unreadable(crdName, version, webhook string, err error, cfg *config.Settings) []Finding {
+	p := newPolicy(cfg, crdName)
+	level := config.EnforcementStrict
+	if p.cfg.FailMode == config.FailModeOpen {
+		level = config.EnforcementWarn
+	}
+	p.crdLevel(level, version, config.CheckExistingResources,
+		"stored objects could not be read at version %s through the conversion webhook (%s), so what the update does to them is unknown (failMode %s): %v",
+		version, webhook, p.cfg.FailMode, err)
+	return p.findings
+}

@@ -368,18 +368,18 @@ func TestListPageViaREST(t *testing.T) {
 // weak pointer dies with the object alone).
 type tracker struct{ id, _, _ int }
 
-// batchWatch replaces validateBatch for a test and records the size of
+// batchWatch replaces readBatch for a test and records the size of
 // every batch and which objects it saw.
 type batchWatch struct {
 	sizes []int
-	seen  map[int]int // tracker id -> times validated
+	seen  map[int]int // tracker id -> times read
 	bad   int         // objects that are not ones the cluster served
 }
 
 func watchBatches(t *testing.T) *batchWatch {
 	w := &batchWatch{seen: map[int]int{}}
-	prev := validateBatch
-	validateBatch = func(_ *apiextv1.CustomResourceDefinition, objs []map[string]any, _ *config.Settings) ([]crdupgradesafety.Finding, error) {
+	prev := readBatch
+	readBatch = func(_ *crdupgradesafety.ObjectReader, objs []map[string]any) {
 		w.sizes = append(w.sizes, len(objs))
 		for _, o := range objs {
 			if tr, ok := o["tracker"].(*tracker); ok {
@@ -388,9 +388,8 @@ func watchBatches(t *testing.T) *batchWatch {
 				w.bad++
 			}
 		}
-		return nil, nil
 	}
-	t.Cleanup(func() { validateBatch = prev })
+	t.Cleanup(func() { readBatch = prev })
 	return w
 }
 
@@ -451,7 +450,7 @@ func (c *pagedCluster) measure() {
 }
 
 // TestExistingResourcesBatching: the existingResources check validates the
-// pages of a LIST in batches of about objectsPerValidation objects, every
+// pages of a LIST in batches of about objectsPerRead objects, every
 // object exactly once, and releases each batch once validated, so memory
 // is bounded by a batch, not by the number of custom resources.
 func TestExistingResourcesBatching(t *testing.T) {
@@ -459,7 +458,7 @@ func TestExistingResourcesBatching(t *testing.T) {
 	for _, pageSize := range []int{500, 700, 3000} {
 		t.Run(fmt.Sprintf("pages of %d", pageSize), func(t *testing.T) {
 			w := watchBatches(t)
-			total := 10*objectsPerValidation + 123
+			total := 10*objectsPerRead + 123
 			cluster := &pagedCluster{total: total, pageSize: pageSize}
 			cfg := config.Default()
 			_, err := Evaluate(context.Background(), Plan{Pairs: []Pair{{Old: old, New: safe}}}, &cfg, cluster)
@@ -472,12 +471,12 @@ func TestExistingResourcesBatching(t *testing.T) {
 			}
 			largest := 0
 			for _, n := range w.sizes[:len(w.sizes)-1] {
-				require.GreaterOrEqual(t, n, objectsPerValidation, "batches %v: too small to amortise the validators", w.sizes)
+				require.GreaterOrEqual(t, n, objectsPerRead, "batches %v: too small to amortise the validators", w.sizes)
 				largest = max(largest, n)
 			}
-			require.Less(t, max(largest, w.sizes[len(w.sizes)-1]), objectsPerValidation+pageSize, "batches %v", w.sizes)
+			require.Less(t, max(largest, w.sizes[len(w.sizes)-1]), objectsPerRead+pageSize, "batches %v", w.sizes)
 			// Between pages the check holds only the batch being filled.
-			require.Less(t, cluster.maxAlive, objectsPerValidation, "objects alive between pages")
+			require.Less(t, cluster.maxAlive, objectsPerRead, "objects alive between pages")
 		})
 	}
 }

@@ -101,9 +101,10 @@ func TestEvaluateWaiver(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Equal(t, []string{
+		// Data loss first.
+		"gizmos.example.com warning crdDeletion: data loss: missing from the new inputs: kapp would delete the CRD with all its custom resources (exempted: waive annotation: replaced by gadgets)",
 		"gadgets.example.com error enum: enum values removed: [\"blue\"]",
 		"gadgets.example.com error minimum: minimum increased: 1 -> 5",
-		"gizmos.example.com warning crdDeletion: missing from the new inputs: kapp would delete the CRD with all its custom resources (exempted: waive annotation: replaced by gadgets)",
 		"widgets.example.com warning enum: enum values removed: [\"blue\"] (exempted: waive annotation: red, green only since v2 (PR 123))",
 		"widgets.example.com error minimum: minimum increased: 1 -> 5",
 	}, got)

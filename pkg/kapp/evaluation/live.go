@@ -6,21 +6,27 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
-// objectsPerValidation batches existing custom resources for one
-// crdupgradesafety.ValidateExisting call: large enough that the schema and
-// CEL validators built per call are amortised, small enough to bound memory.
-const objectsPerValidation = 2000
+// objectsPerRead batches stored custom resources for one
+// crdupgradesafety.ObjectReader.Read: pages are released once read, so
+// memory stays flat however many objects a CRD has.
+const objectsPerRead = 2000
 
-// validateBatch validates one batch of existing custom resources; tests
-// replace it to watch the batches.
-var validateBatch = crdupgradesafety.ValidateExisting
+// readBatch reads one batch of stored custom resources; tests replace it
+// to watch the batches.
+var readBatch = (*crdupgradesafety.ObjectReader).Read
 
+// livePairFindings runs the live checks of one pair after its offline
+// checks (o): the dry run, then either the count of the custom resources a
+// replace deletes or the read of the stored ones (their impact, joined to
+// the findings by the caller).
 func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.Settings,
-	cluster Cluster, tracker *liveTracker) ([]crdupgradesafety.Finding, error) {
+	cluster Cluster, tracker *liveTracker) ([]crdupgradesafety.Finding, []crdupgradesafety.VersionImpact, error) {
 
 	var findings []crdupgradesafety.Finding
+	var impacts []crdupgradesafety.VersionImpact
 	crd := &cfg.Checks.CRD
 	// A fallback-on-replace update the validation already refused needs no
 	// dry run: the apiserver stops at the same validation.
@@ -28,7 +34,7 @@ func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.Se
 	if p.Send != nil && !o.rejected && !decided && needsDryRun(p, cfg) {
 		fs, rejected, replace, err := dryRunFindings(ctx, p, cfg, cluster)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		findings = append(findings, fs...)
 		if rejected {
@@ -47,73 +53,91 @@ func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.Se
 		if crd.CRDDeletion.Enabled {
 			count, err := cluster.CountCustomResources(ctx, p.Old)
 			if de := deadlineError(ctx, err, ""); de != nil {
-				return nil, fmt.Errorf("counting custom resources of CRD %s: %w", p.New.Name, de)
+				return nil, nil, fmt.Errorf("counting custom resources of CRD %s: %w", p.New.Name, de)
 			}
 			if err != nil {
-				return nil, fmt.Errorf("checking replace of CRD %s: %w", p.New.Name, err)
+				return nil, nil, fmt.Errorf("checking replace of CRD %s: %w", p.New.Name, err)
 			}
 			findings = append(findings, crdupgradesafety.Deletion(p.New.Name, count-p.AlsoDeleted, o.replace, cfg)...)
 		}
 	case crd.ExistingResources.Enabled && !o.rejected:
-		fs, err := existingResourceFindings(ctx, p, cfg, cluster, tracker)
+		var fs []crdupgradesafety.Finding
+		var err error
+		impacts, fs, err = readStoredObjects(ctx, p, o.findings, cfg, cluster, tracker)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		findings = append(findings, fs...)
 	}
-	return findings, nil
+	return findings, impacts, nil
 }
 
-// existingResourceFindings validates the existing custom resources of an
-// updated CRD under the new schema, read at every version the old CRD serves
-// and the new CRD still has (objects come back converted to the version
-// asked for, so each such version's new schema gets checked).
-func existingResourceFindings(ctx context.Context, pair Pair, cfg *config.Settings,
-	cluster Cluster, tracker *liveTracker) ([]crdupgradesafety.Finding, error) {
+// readStoredObjects reads the stored custom resources of an updated CRD as
+// the apiserver will under the new CRD (crdupgradesafety.ObjectReader), at
+// the versions whose schema changed (crdupgradesafety.VersionsToRead):
+// objects come back converted to the version asked for, through the CRD's
+// conversion webhook if it has one, so no version is read that need not
+// be. A read that fails through the conversion webhook is a finding
+// (unreadableFinding) rather than an error.
+func readStoredObjects(ctx context.Context, pair Pair, pairFindings []crdupgradesafety.Finding, cfg *config.Settings,
+	cluster Cluster, tracker *liveTracker) ([]crdupgradesafety.VersionImpact, []crdupgradesafety.Finding, error) {
 
-	inNew := map[string]bool{}
-	for _, v := range pair.New.Spec.Versions {
-		inNew[v.Name] = true
-	}
+	var impacts []crdupgradesafety.VersionImpact
 	var findings []crdupgradesafety.Finding
-	for _, v := range pair.Old.Spec.Versions {
-		if !v.Served || !inNew[v.Name] {
-			continue
+	for _, version := range crdupgradesafety.VersionsToRead(pair.Old, pair.New) {
+		reader, err := crdupgradesafety.NewObjectReader(pair.Old, pair.New, version, crdupgradesafety.SourceCluster, pairFindings, cfg)
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading custom resources of CRD %s: %w", pair.New.Name, err)
 		}
 		var batch []map[string]any
 		pages, objects := 0, 0
-		flush := func() error {
-			fs, err := validateBatch(pair.New, batch, cfg)
-			if err != nil {
-				return fmt.Errorf("validating existing custom resources of CRD %s version %s: %w", pair.New.Name, v.Name, err)
-			}
-			findings = append(findings, fs...)
+		flush := func() {
+			readBatch(reader, batch)
 			tracker.add(0, len(batch))
-			clear(batch) // release the validated objects now, not when overwritten
+			clear(batch) // release the objects now, not when overwritten
 			batch = batch[:0]
-			return nil
 		}
-		err := cluster.ListCustomResources(ctx, pair.Old, v.Name, func(objs []map[string]any) error {
+		err = cluster.ListCustomResources(ctx, pair.Old, version, func(objs []map[string]any) error {
 			pages, objects = pages+1, objects+len(objs)
 			batch = append(batch, objs...)
-			if len(batch) >= objectsPerValidation {
-				return flush()
+			if len(batch) >= objectsPerRead {
+				flush()
 			}
 			return nil
 		})
 		if de := deadlineError(ctx, err, pagesRead(pages, objects)); de != nil {
-			return nil, fmt.Errorf("listing %s of CRD %s at version %s: %w", pair.Old.Spec.Names.Plural, pair.New.Name, v.Name, de)
+			return nil, nil, fmt.Errorf("listing %s of CRD %s at version %s: %w", pair.Old.Spec.Names.Plural, pair.New.Name, version, de)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("checking existing custom resources of CRD %s: %w", pair.New.Name, err)
+			if webhook := conversionService(pair.Old); webhook != "" {
+				findings = append(findings, crdupgradesafety.Unreadable(pair.New.Name, version, webhook, err, cfg)...)
+				continue
+			}
+			return nil, nil, fmt.Errorf("checking existing custom resources of CRD %s: %w", pair.New.Name, err)
 		}
 		if len(batch) > 0 {
-			if err := flush(); err != nil {
-				return nil, err
-			}
+			flush()
 		}
+		impacts = append(impacts, reader.Result())
 	}
-	return findings, nil
+	return impacts, findings, nil
+}
+
+// conversionService names the conversion webhook of a CRD ("namespace/name"
+// of its Service, or its URL), "" when it has none.
+func conversionService(crd *apiextv1.CustomResourceDefinition) string {
+	c := crd.Spec.Conversion
+	if c == nil || c.Strategy != apiextv1.WebhookConverter || c.Webhook == nil || c.Webhook.ClientConfig == nil {
+		return ""
+	}
+	cc := c.Webhook.ClientConfig
+	if cc.Service != nil {
+		return "service " + cc.Service.Namespace + "/" + cc.Service.Name
+	}
+	if cc.URL != nil {
+		return "url " + *cc.URL
+	}
+	return "webhook"
 }
 
 func removalFindings(ctx context.Context, r Removal, cfg *config.Settings,

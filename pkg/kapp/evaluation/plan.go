@@ -28,6 +28,10 @@ type Pair struct {
 	// is sent to the apiserver as a server-side dry run; nil: no dry run
 	// (the tools command).
 	Send *unstructured.Unstructured
+	// Samples are custom resources of the CRD to read as stored objects
+	// when there is no cluster (kapp tools crd-upgrade-safety --objects):
+	// their impact is computed as for the stored objects of a cluster.
+	Samples []map[string]any
 }
 
 // kapp's update strategies (kapp.k14s.io/update-strategy), as kapp's

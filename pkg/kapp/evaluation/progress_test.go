@@ -88,7 +88,7 @@ func (l *progressLog) report(p LiveProgress) {
 func TestEvaluateReportsProgress(t *testing.T) {
 	old, safe := mustCRD(t, oldCRD), mustCRD(t, safeCRD)
 	watchBatches(t)
-	total := 5*objectsPerValidation + 17
+	total := 5*objectsPerRead + 17
 	cluster := &pagedCluster{total: total, pageSize: 500}
 	cfg := config.Default()
 	log := &progressLog{}

@@ -73,6 +73,11 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.Settings, cluster Clus
 	if cluster == nil {
 		err = parallel.ForEach(ctx, len(pairs), workers, func(ctx context.Context, i int) error {
 			offline(ctx, i)
+			impacts, err := readSamples(pairs[i], outcomes[i].findings, cfg)
+			if err != nil {
+				return err
+			}
+			outcomes[i].findings = crdupgradesafety.ApplyImpacts(outcomes[i].findings, impacts, cfg)
 			return nil
 		})
 	} else {
@@ -93,7 +98,7 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.Settings, cluster Clus
 	if cluster == nil {
 		// No cluster to count the custom resources a removal loses.
 		for _, r := range plan.Removals {
-			all = append(all, crdupgradesafety.Dropped(r.CRD.Name, cfg)...)
+			all = append(all, crdupgradesafety.ApplyImpacts(crdupgradesafety.Dropped(r.CRD.Name, cfg), nil, cfg)...)
 		}
 	}
 	crdupgradesafety.SortFindings(all)
@@ -118,9 +123,16 @@ func liveFindings(ctx context.Context, pairs []Pair, offline func(context.Contex
 		var err error
 		if i < len(pairs) {
 			offline(ctx, i)
-			results[i], err = livePairFindings(ctx, pairs[i], outcomes[i], cfg, cluster, tracker)
+			var live []crdupgradesafety.Finding
+			var impacts []crdupgradesafety.VersionImpact
+			live, impacts, err = livePairFindings(ctx, pairs[i], outcomes[i], cfg, cluster, tracker)
+			// The offline findings with what the stored objects showed,
+			// here rather than in outcomes.
+			results[i] = crdupgradesafety.ApplyImpacts(append(outcomes[i].findings, live...), impacts, cfg)
+			outcomes[i].findings = nil
 		} else {
 			results[i], err = removalFindings(ctx, removals[i-len(pairs)], cfg, cluster)
+			results[i] = crdupgradesafety.ApplyImpacts(results[i], nil, cfg)
 		}
 		if err == nil {
 			tracker.add(1, 0)
