@@ -4,7 +4,7 @@
 # run out of cluster as two local processes (the controller and its
 # --sidecarexec, which runs vendir and ytt) against the cluster of
 # hack/cluster.sh, with our bin/kapp first on PATH: every App is deployed by
-# this distribution's kapp.
+# this distribution's kapp (or by the kapp of $KAPPCTRL_KAPP).
 #
 # Usage: hack/kapp-controller.sh build              build the binaries if the pins changed
 #        hack/kapp-controller.sh start              build, install what the cluster needs, start, wait until ready
@@ -12,7 +12,8 @@
 #        hack/kapp-controller.sh status             say whether it runs
 #        hack/kapp-controller.sh run CMD [ARG...]   start, run CMD, always stop
 #        hack/kapp-controller.sh test-env           print, as KEY=value lines, what test/e2e reads
-#                                                   of the running controller (KAPPCTRL_E2E_*)
+#                                                   of the running controller (KAPPCTRL_E2E_*: its logs,
+#                                                   settings file, ytt, release config, kapp, namespace)
 #
 # The cluster must be running (hack/cluster.sh start) and bin/kapp built
 # (hack/build.sh). Delete your Apps before stop: kapp-controller removes an
@@ -20,7 +21,18 @@
 #
 # Environment:
 #   CLUSTER_STATE_DIR     the cluster to use (default .cache/cluster; its kubeconfig)
-#   KAPPCTRL_STATE_DIR    (default .cache/kappctrl) pids, logs of the running controller
+#   KAPPCTRL_STATE_DIR    (default .cache/kappctrl) pids, logs of the running controller;
+#                         a second controller needs a directory of its own
+#   KAPPCTRL_KAPP         the kapp the controller runs (default bin/kapp), first on
+#                         its PATH as `kapp`: e.g. upstream kapp, built without our
+#                         preflight. (The install and the probe App are deployed
+#                         with bin/kapp; the probe App is reconciled with this one.)
+#   KAPPCTRL_NAMESPACE    the one namespace whose Apps the controller reconciles
+#                         (kapp-controller's --namespace; created if missing; the
+#                         probe App runs there). Default: every namespace, the probe
+#                         in kapp-controller. Two controllers on one cluster must
+#                         each have a namespace of their own, or they fight over
+#                         the same Apps.
 #   KAPP_CRD_UPGRADE_SAFETY_CONFIG
 #                         passed to the controller only (and so to every kapp it
 #                         runs); not to CMD of run
@@ -37,7 +49,9 @@ STATE_DIR="${KAPPCTRL_STATE_DIR:-$ROOT/.cache/kappctrl}"
 RUN_FILE="$STATE_DIR/controller.env" # pids and temp dir of the running controller
 LOG_DIR="$STATE_DIR/logs"
 CLUSTER_KUBECONFIG="${CLUSTER_STATE_DIR:-$ROOT/.cache/cluster}/kubeconfig"
-KAPP="$ROOT/bin/kapp"
+KAPP="$ROOT/bin/kapp"                          # installs and deploys the probe App
+CONTROLLER_KAPP="${KAPPCTRL_KAPP:-$ROOT/bin/kapp}" # what the controller runs
+WATCH_NAMESPACE="${KAPPCTRL_NAMESPACE:-}"         # "": every namespace
 
 SYSTEM_NAMESPACE="kapp-controller" # hack/kappctrl/cluster.yaml creates it
 SETUP_APP="kapp-controller-e2e-setup"
@@ -145,7 +159,7 @@ stop() {
     log "no kapp-controller recorded in $STATE_DIR"
     return 0
   fi
-  local CONTROLLER_PID="" SIDECAR_PID="" TMP_DIR="" SAFETY_CONFIG=""
+  local CONTROLLER_PID="" SIDECAR_PID="" TMP_DIR="" SAFETY_CONFIG="" CONTROLLER_KAPP="" WATCH_NAMESPACE=""
   # shellcheck disable=SC1090
   source "$RUN_FILE"
   # The controller first: it runs kapp and talks to the sidecar.
@@ -186,6 +200,12 @@ install() {
     cat "$LOG_DIR/install.log" >&2
     die "installing kapp-controller's CRDs failed"
   }
+  if [[ -n "$WATCH_NAMESPACE" ]]; then
+    "$BIN_DIR/kappctrlutil" namespace "$CLUSTER_KUBECONFIG" "$WATCH_NAMESPACE" >>"$LOG_DIR/install.log" 2>&1 || {
+      cat "$LOG_DIR/install.log" >&2
+      die "creating namespace $WATCH_NAMESPACE failed"
+    }
+  fi
 }
 
 # wait_ready waits until both processes run, the sidecar listens and the
@@ -205,9 +225,13 @@ wait_ready() {
 
 # probe deploys a trivial App (inline fetch, ytt, kapp through a service
 # account) and waits until it is reconciled: proof that the whole chain works before tests
-# rely on it. It is deleted again so that a later start probes anew.
+# rely on it. It is deleted again so that a later start probes anew. It runs
+# in the namespace the controller watches (hack/kappctrl/probe.yaml is
+# written for kapp-controller's).
 probe() {
-  local kc=(--kubeconfig "$CLUSTER_KUBECONFIG" -n "$SYSTEM_NAMESPACE" --tty=false -y --wait-timeout=2m)
+  local ns="${WATCH_NAMESPACE:-$SYSTEM_NAMESPACE}" manifest="$STATE_DIR/probe.yaml"
+  sed "s/namespace: $SYSTEM_NAMESPACE\b/namespace: $ns/g" "$MODULE_DIR/probe.yaml" >"$manifest"
+  local kc=(--kubeconfig "$CLUSTER_KUBECONFIG" -n "$ns" --tty=false -y --wait-timeout=2m)
   # A probe left by an interrupted start goes first (the controller must
   # run to delete an App).
   "$KAPP" delete "${kc[@]}" -a "$PROBE_APP" >"$LOG_DIR/probe.log" 2>&1 || {
@@ -215,9 +239,9 @@ probe() {
     die "deleting the probe App of an earlier start failed"
   }
   # kapp waits for an App to reconcile, and fails with its status.
-  "$KAPP" deploy "${kc[@]}" -a "$PROBE_APP" -f "$MODULE_DIR/probe.yaml" >>"$LOG_DIR/probe.log" 2>&1 || {
+  "$KAPP" deploy "${kc[@]}" -a "$PROBE_APP" -f "$manifest" >>"$LOG_DIR/probe.log" 2>&1 || {
     cat "$LOG_DIR/probe.log" >&2
-    die "kapp-controller did not reconcile the probe App (hack/kappctrl/probe.yaml)"
+    die "kapp-controller did not reconcile the probe App (hack/kappctrl/probe.yaml, in namespace $ns)"
   }
   "$KAPP" delete "${kc[@]}" -a "$PROBE_APP" >>"$LOG_DIR/probe.log" 2>&1 || {
     cat "$LOG_DIR/probe.log" >&2
@@ -232,6 +256,8 @@ start() {
   fi
   [[ -s "$CLUSTER_KUBECONFIG" ]] || die "no cluster: $CLUSTER_KUBECONFIG does not exist (hack/cluster.sh start)"
   [[ -x "$KAPP" ]] || die "$KAPP does not exist (hack/build.sh)"
+  [[ -x "$CONTROLLER_KAPP" && ! -d "$CONTROLLER_KAPP" ]] || die "KAPPCTRL_KAPP=$CONTROLLER_KAPP: no such executable"
+  CONTROLLER_KAPP="$(cd "$(dirname "$CONTROLLER_KAPP")" && pwd)/$(basename "$CONTROLLER_KAPP")"
   if [[ -n "$SAFETY_CONFIG" ]]; then
     [[ -f "$SAFETY_CONFIG" ]] || die "KAPP_CRD_UPGRADE_SAFETY_CONFIG=$SAFETY_CONFIG: no such file"
     SAFETY_CONFIG="$(cd "$(dirname "$SAFETY_CONFIG")" && pwd)/$(basename "$SAFETY_CONFIG")"
@@ -251,7 +277,9 @@ start() {
 
   local tmp
   tmp="$(mktemp -d "${TMPDIR:-/tmp}/kapp-e2e-kappctrl.XXXXXX")"
-  mkdir "$tmp/mem"
+  mkdir "$tmp/mem" "$tmp/bin"
+  # kapp-controller runs `kapp` from its PATH.
+  ln -s "$CONTROLLER_KAPP" "$tmp/bin/kapp"
   # Record what exists as soon as it exists, so stop can clean up after any failure.
   printf 'TMP_DIR=%q\n' "$tmp" >"$RUN_FILE"
 
@@ -263,7 +291,7 @@ start() {
   cluster_env="$("$BIN_DIR/kappctrlutil" env "$CLUSTER_KUBECONFIG")" || die "reading $CLUSTER_KUBECONFIG"
   eval "$cluster_env" # three assignments, quoted by kappctrlutil
   local -a env=(
-    "PATH=$ROOT/bin:$BIN_DIR:$PATH"
+    "PATH=$tmp/bin:$BIN_DIR:$PATH"
     "KUBECONFIG=$CLUSTER_KUBECONFIG"
     "KAPPCTRL_SYSTEM_NAMESPACE=$SYSTEM_NAMESPACE"
     "KAPPCTRL_MEM_TMP_DIR=$tmp/mem"
@@ -272,7 +300,8 @@ start() {
     "KUBERNETES_SERVICE_PORT=$KUBERNETES_SERVICE_PORT"
     "KAPPCTRL_KUBERNETES_CA_DATA=$KAPPCTRL_KUBERNETES_CA_DATA"
   )
-  printf 'SAFETY_CONFIG=%q\n' "$SAFETY_CONFIG" >>"$RUN_FILE"
+  printf 'SAFETY_CONFIG=%q\nCONTROLLER_KAPP=%q\nWATCH_NAMESPACE=%q\n' "$SAFETY_CONFIG" "$CONTROLLER_KAPP" "$WATCH_NAMESPACE" >>"$RUN_FILE"
+  log "every App${WATCH_NAMESPACE:+ of namespace $WATCH_NAMESPACE} is deployed by $CONTROLLER_KAPP ($("$CONTROLLER_KAPP" version 2>/dev/null | head -n 1))"
   if [[ -n "$SAFETY_CONFIG" ]]; then
     env+=("KAPP_CRD_UPGRADE_SAFETY_CONFIG=$SAFETY_CONFIG")
     log "every kapp deploy of the controller runs CRDUpgradeSafety with $SAFETY_CONFIG"
@@ -281,10 +310,11 @@ start() {
   env "${env[@]}" "$BIN_DIR/kapp-controller" --sidecarexec >"$LOG_DIR/sidecar.log" 2>&1 &
   local sidecar_pid=$!
   printf 'SIDECAR_PID=%q\n' "$sidecar_pid" >>"$RUN_FILE"
-  env "${env[@]}" "$BIN_DIR/kapp-controller" \
-    --start-api-server=false \
-    --metrics-bind-address=0 \
-    >"$LOG_DIR/controller.log" 2>&1 &
+  local -a flags=(--start-api-server=false --metrics-bind-address=0)
+  if [[ -n "$WATCH_NAMESPACE" ]]; then
+    flags+=("--namespace=$WATCH_NAMESPACE")
+  fi
+  env "${env[@]}" "$BIN_DIR/kapp-controller" "${flags[@]}" >"$LOG_DIR/controller.log" 2>&1 &
   local controller_pid=$!
   printf 'CONTROLLER_PID=%q\n' "$controller_pid" >>"$RUN_FILE"
 
@@ -297,8 +327,9 @@ start() {
 
 status() {
   if is_running; then
+    local CONTROLLER_KAPP="$ROOT/bin/kapp" WATCH_NAMESPACE=""
     # shellcheck disable=SC1090
-    (source "$RUN_FILE" && log "running (controller pid $CONTROLLER_PID, sidecar pid $SIDECAR_PID); logs in $LOG_DIR")
+    (source "$RUN_FILE" && log "running (controller pid $CONTROLLER_PID, sidecar pid $SIDECAR_PID, Apps of ${WATCH_NAMESPACE:-every namespace}, kapp $CONTROLLER_KAPP); logs in $LOG_DIR")
   else
     log "not running"
     return 1
@@ -307,10 +338,11 @@ status() {
 
 test_env() {
   is_running || die "not running (hack/kapp-controller.sh start)"
+  local SAFETY_CONFIG="" CONTROLLER_KAPP="$ROOT/bin/kapp" WATCH_NAMESPACE="" # as recorded by start
   # shellcheck disable=SC1090
   source "$RUN_FILE"
-  printf 'KAPPCTRL_E2E_LOGS=%s\nKAPPCTRL_E2E_SAFETY_CONFIG=%s\nKAPPCTRL_E2E_YTT=%s\nKAPPCTRL_E2E_RELEASE_CONFIG=%s\n' \
-    "$LOG_DIR" "$SAFETY_CONFIG" "$BIN_DIR/ytt" "$(kapp_controller_dir)/config"
+  printf 'KAPPCTRL_E2E_LOGS=%s\nKAPPCTRL_E2E_SAFETY_CONFIG=%s\nKAPPCTRL_E2E_YTT=%s\nKAPPCTRL_E2E_RELEASE_CONFIG=%s\nKAPPCTRL_E2E_KAPP=%s\nKAPPCTRL_E2E_NAMESPACE=%s\n' \
+    "$LOG_DIR" "$SAFETY_CONFIG" "$BIN_DIR/ytt" "$(kapp_controller_dir)/config" "$CONTROLLER_KAPP" "$WATCH_NAMESPACE"
 }
 
 run() {

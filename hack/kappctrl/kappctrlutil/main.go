@@ -7,15 +7,25 @@
 //	    with spec.serviceAccountName access to the cluster from outside it:
 //	    KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT (the apiserver of the
 //	    kubeconfig) and KAPPCTRL_KUBERNETES_CA_DATA (its CA, PEM)
+//
+//	kappctrlutil namespace KUBECONFIG NAME
+//	    create the namespace NAME unless it exists (the namespace a
+//	    controller started with KAPPCTRL_NAMESPACE watches)
 package main
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -24,8 +34,10 @@ func main() {
 	switch {
 	case len(os.Args) == 3 && os.Args[1] == "env":
 		err = printEnv(os.Args[2])
+	case len(os.Args) == 4 && os.Args[1] == "namespace":
+		err = ensureNamespace(os.Args[2], os.Args[3])
 	default:
-		fmt.Fprintln(os.Stderr, "usage: kappctrlutil env KUBECONFIG")
+		fmt.Fprintln(os.Stderr, "usage: kappctrlutil env KUBECONFIG | kappctrlutil namespace KUBECONFIG NAME")
 		os.Exit(2)
 	}
 	if err != nil {
@@ -71,4 +83,29 @@ func printEnv(kubeconfig string) error {
 // shellQuote quotes s for bash: single quotes, with ' as '\”.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// ensureNamespace creates the namespace unless it exists.
+func ensureNamespace(kubeconfig, name string) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	_, err = client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		fmt.Printf("namespace %s created\n", name)
+	case apierrors.IsAlreadyExists(err):
+		fmt.Printf("namespace %s exists\n", name)
+	default:
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return nil
 }
