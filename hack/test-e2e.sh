@@ -11,7 +11,12 @@
 # (hack/kapp-controller.sh, with bin/kapp and the settings file
 # test/e2e/testdata/kappctrl/controller-settings.yaml as
 # KAPP_CRD_UPGRADE_SAFETY_CONFIG) for the TestKappController* tests, which
-# skip without it. A kapp-controller already running is reused likewise.
+# skip without it; it reconciles the Apps of namespace default only. Beside
+# it runs a second kapp-controller with upstream kapp v0.66.0 (built from the
+# module, without our preflight) for the Apps of namespace kappctrl-upstream
+# only, for TestWebhookBlocksUpstreamKappController (its state in
+# .cache/kappctrl-upstream). Controllers already running are reused
+# likewise.
 #
 # Usage: [KUBE_VERSION=1.37|1.35] hack/test-e2e.sh [--kapp-controller] [go test flags, e.g. -run TestFailMode -v]
 set -euo pipefail
@@ -38,12 +43,28 @@ fi
   echo "bin/kapp was not built" >&2
   exit 1
 }
+# Upstream kapp, without our preflight (TestWebhookBlocksUpstreamKapp, and
+# the second kapp-controller): $KAPP_UPSTREAM_BINARY, or built from the
+# module ours is built on (carvel.dev/kapp at the version of go.mod).
+if [[ -z "${KAPP_UPSTREAM_BINARY:-}" ]]; then
+  KAPP_UPSTREAM_BINARY="$ROOT/.cache/kapp-upstream/kapp"
+  # With its version set as its release builds set it (else it says "develop").
+  CGO_ENABLED=0 go build -trimpath -o "$KAPP_UPSTREAM_BINARY" \
+    -ldflags "-X carvel.dev/kapp/pkg/kapp/version.Version=$(go list -m -f '{{.Version}}' carvel.dev/kapp)" carvel.dev/kapp/cmd/kapp
+fi
+echo "upstream kapp: $KAPP_UPSTREAM_BINARY ($("$KAPP_UPSTREAM_BINARY" version | head -n 1))"
 
 # Stopped in reverse order on exit: kapp-controller (after the tests have
 # deleted their Apps), then the cluster; only what this run started.
-started_cluster=false started_controller=false
+started_cluster=false started_controller=false started_upstream_controller=false
+# The second controller's state, beside the first's.
+upstream_state_dir="${KAPPCTRL_STATE_DIR:-$ROOT/.cache/kappctrl}-upstream"
+upstream_namespace=kappctrl-upstream
 cleanup() {
   local rc=$?
+  if $started_upstream_controller; then
+    KAPPCTRL_STATE_DIR="$upstream_state_dir" hack/kapp-controller.sh stop
+  fi
   if $started_controller; then
     hack/kapp-controller.sh stop
   fi
@@ -80,19 +101,40 @@ mapfile -t cluster_env < <(hack/cluster.sh test-env)
   exit 1
 }
 version="$(printf '%s\n' "${cluster_env[@]}" | sed -n 's/^KUBE_VERSION=//p')"
-test_env=(KAPP_E2E_BINARY="$ROOT/bin/kapp" "${cluster_env[@]}")
+test_env=(KAPP_E2E_BINARY="$ROOT/bin/kapp" KAPP_UPSTREAM_BINARY="$KAPP_UPSTREAM_BINARY" "${cluster_env[@]}")
 if $kapp_controller; then
   section "start kapp-controller"
   if hack/kapp-controller.sh status >/dev/null 2>&1; then
     echo "reusing the running kapp-controller (hack/kapp-controller.sh stop to stop it)"
   else
     started_controller=true
-    KAPP_CRD_UPGRADE_SAFETY_CONFIG="$ROOT/test/e2e/testdata/kappctrl/controller-settings.yaml" \
+    # Namespace default: the tests' Apps (test/e2e kcNamespace). The
+    # namespace of the second controller must be no business of this one.
+    KAPP_CRD_UPGRADE_SAFETY_CONFIG="$ROOT/test/e2e/testdata/kappctrl/controller-settings.yaml" KAPPCTRL_NAMESPACE=default \
       hack/kapp-controller.sh start
   fi
   # KAPPCTRL_E2E_*: what the tests need to know of it.
   mapfile -t controller_env < <(hack/kapp-controller.sh test-env)
   test_env+=("${controller_env[@]}")
+
+  section "start kapp-controller with upstream kapp (namespace $upstream_namespace)"
+  watched="$(printf '%s\n' "${controller_env[@]}" | sed -n 's/^KAPPCTRL_E2E_NAMESPACE=//p')"
+  if [[ -z "$watched" || "$watched" == "$upstream_namespace" ]]; then
+    # Both would reconcile the Apps of that namespace, and fight over them.
+    echo "not started: the running kapp-controller reconciles the Apps of ${watched:-every namespace}" \
+      "(hack/kapp-controller.sh stop, then rerun, to start one for namespace default only)"
+  else
+    if KAPPCTRL_STATE_DIR="$upstream_state_dir" hack/kapp-controller.sh status >/dev/null 2>&1; then
+      echo "reusing the running kapp-controller of $upstream_state_dir (KAPPCTRL_STATE_DIR=$upstream_state_dir hack/kapp-controller.sh stop to stop it)"
+    else
+      started_upstream_controller=true
+      KAPPCTRL_STATE_DIR="$upstream_state_dir" KAPPCTRL_KAPP="$KAPP_UPSTREAM_BINARY" KAPPCTRL_NAMESPACE="$upstream_namespace" \
+        hack/kapp-controller.sh start
+    fi
+    # KAPPCTRL_E2E_UPSTREAM_*: the same of the second controller.
+    mapfile -t upstream_env < <(KAPPCTRL_STATE_DIR="$upstream_state_dir" hack/kapp-controller.sh test-env | sed 's/^KAPPCTRL_E2E_/KAPPCTRL_E2E_UPSTREAM_/')
+    test_env+=("${upstream_env[@]}")
+  fi
 fi
 
 section "e2e tests against Kubernetes $version"
@@ -103,4 +145,7 @@ if ! $started_cluster; then
 fi
 if $kapp_controller && ! $started_controller; then
   echo "kapp-controller is still running"
+fi
+if $kapp_controller && ! $started_upstream_controller && [[ -n "${upstream_env[*]:-}" ]]; then
+  echo "the kapp-controller with upstream kapp is still running"
 fi
