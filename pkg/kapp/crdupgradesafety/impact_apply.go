@@ -79,7 +79,7 @@ func ApplyImpacts(findings []Finding, impacts []VersionImpact, cfg *config.Setti
 				f.Severity = SeverityWarning
 				text += "; a warning under unaffectedEnforcement Warn: writers that send values the old schema accepted may still be refused"
 			}
-			f.Message = boundText(f.Message+": "+text, maxMessageBytes)
+			f.Message = boundText(withImpact(f.Message, text), maxMessageBytes)
 		}
 		out = append(out, markDataLoss(f))
 	}
@@ -94,6 +94,15 @@ func ApplyImpacts(findings []Finding, impacts []VersionImpact, cfg *config.Setti
 	}
 	SortFindings(out)
 	return out
+}
+
+// withImpact inserts the impact text after a finding's message, before
+// the exemption note the policy may have added.
+func withImpact(msg, text string) string {
+	if i := strings.LastIndex(msg, " (exempted"); i >= 0 && strings.HasSuffix(msg, ")") {
+		return msg[:i] + ": " + text + msg[i:]
+	}
+	return msg + ": " + text
 }
 
 // markDataLoss marks a finding that loses stored data: one whose read
@@ -194,10 +203,10 @@ func ratchetNote(source string, ratchets bool, ratcheted, rejected int) string {
 	case !ratchets || ratcheted == 0:
 		return fmt.Sprintf("; every write to %s is refused, updates included", them)
 	case ratcheted == rejected:
-		return "; updates that leave " + these + " alone still pass (validation ratcheting), but a create (a restore, " +
-			"a re-apply to another cluster, a GitOps recreate) and any change of " + these + " are refused"
+		return "; updates that leave " + these + " alone still pass (validation ratcheting); a create (a restore, " +
+			"a re-apply elsewhere, a GitOps recreate) or a change of them is refused"
 	}
-	return fmt.Sprintf("; %d of them can still be updated while %s are left alone (validation ratcheting), "+
-		"but a create (a restore, a re-apply to another cluster, a GitOps recreate) and any change of %s are refused; "+
-		"every write to the others is refused", ratcheted, these, these)
+	return fmt.Sprintf("; %d of them can still be updated while %s are left alone (validation ratcheting); "+
+		"a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused; "+
+		"every write to the others is refused", ratcheted, these)
 }

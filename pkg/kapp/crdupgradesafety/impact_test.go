@@ -81,7 +81,7 @@ func TestImpact(t *testing.T) {
 				widget("v1", "ns", "nine", map[string]any{"replicas": int64(9)}),
 			},
 			want: []string{
-				"error maximum ^.spec.replicas: maximum decreased: 10 -> 5: 2 of 3 stored Widgets rejected: ns/nine (Invalid value: 9: spec.replicas in body should be less than or equal to 5), ns/seven (Invalid value: 7: spec.replicas in body should be less than or equal to 5); updates that leave these fields alone still pass (validation ratcheting), but a create (a restore, a re-apply to another cluster, a GitOps recreate) and any change of these fields are refused",
+				"error maximum ^.spec.replicas: maximum decreased: 10 -> 5: 2 of 3 stored Widgets rejected: ns/nine (Invalid value: 9: spec.replicas in body should be less than or equal to 5), ns/seven (Invalid value: 7: spec.replicas in body should be less than or equal to 5); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
 			}},
 		{name: "new required field: objects lacking it rejected",
 			old: `{type: object, properties: {replicas: {type: integer}, size: {type: string, maxLength: 10}}}`,
@@ -91,8 +91,8 @@ func TestImpact(t *testing.T) {
 				widget("v1", "ns", "b", map[string]any{"replicas": int64(1), "size": "XXL"}),
 			},
 			want: []string{
-				"error required ^.spec: new required fields: [\"replicas\"]: 1 of 2 stored Widgets rejected: ns/a (spec.replicas: Required value); updates that leave these fields alone still pass (validation ratcheting), but a create (a restore, a re-apply to another cluster, a GitOps recreate) and any change of these fields are refused",
-				"error maxLength ^.spec.size: maxLength decreased: 10 -> 2: 1 of 2 stored Widgets rejected: ns/b (Too long: may not be more than 2 bytes); updates that leave these fields alone still pass (validation ratcheting), but a create (a restore, a re-apply to another cluster, a GitOps recreate) and any change of these fields are refused",
+				"error required ^.spec: new required fields: [\"replicas\"]: 1 of 2 stored Widgets rejected: ns/a (spec.replicas: Required value); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
+				"error maxLength ^.spec.size: maxLength decreased: 10 -> 2: 1 of 2 stored Widgets rejected: ns/b (Too long: may not be more than 2 bytes); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
 			}},
 		{name: "unaffected tightening: error by default",
 			old:  `{type: object, properties: {replicas: {type: integer, maximum: 10}}}`,
@@ -107,7 +107,7 @@ func TestImpact(t *testing.T) {
 			objs:   []map[string]any{widget("v1", "ns", "three", map[string]any{"replicas": int64(3), "name": "long-name"})},
 			config: warnUnaffected,
 			want: []string{
-				"error maxLength ^.spec.name: maxLength decreased: 10 -> 3: 1 of 1 stored Widget rejected: ns/three (Too long: may not be more than 3 bytes); updates that leave these fields alone still pass (validation ratcheting), but a create (a restore, a re-apply to another cluster, a GitOps recreate) and any change of these fields are refused",
+				"error maxLength ^.spec.name: maxLength decreased: 10 -> 3: 1 of 1 stored Widget rejected: ns/three (Too long: may not be more than 3 bytes); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
 				"warning maximum ^.spec.replicas: maximum decreased: 10 -> 5: none of 1 stored Widget affected; a warning under unaffectedEnforcement Warn: writers that send values the old schema accepted may still be refused",
 			}},
 		{name: "no objects at all",
@@ -130,14 +130,14 @@ func TestImpact(t *testing.T) {
 				"labels": map[string]any{"k": "long"}, "items": []any{map[string]any{"name": "x", "port": int64(80)}}})},
 			want: []string{
 				"error existingFieldRemoval ^.spec.items[*].port: data loss: existing field removed (was integer): 1 of 1 stored Widget holds data here, lost on their next write: ns/a (80)",
-				"error maxLength ^.spec.labels{*}: maxLength added: (none) -> 2: 1 of 1 stored Widget rejected: ns/a (Too long: may not be more than 2 bytes); updates that leave these fields alone still pass (validation ratcheting), but a create (a restore, a re-apply to another cluster, a GitOps recreate) and any change of these fields are refused",
+				"error maxLength ^.spec.labels{*}: maxLength added: (none) -> 2: 1 of 1 stored Widget rejected: ns/a (Too long: may not be more than 2 bytes); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
 			}},
 		{name: "an object already invalid before: existingResources",
 			old:  `{type: object, properties: {replicas: {type: integer, maximum: 5}, size: {type: string}}}`,
 			new:  `{type: object, properties: {replicas: {type: integer, maximum: 5}, size: {type: string, maxLength: 1}}}`,
 			objs: []map[string]any{widget("v1", "ns", "old", map[string]any{"replicas": int64(9), "size": "S"})},
 			want: []string{
-				"error existingResources : existing Widget ns/old would be invalid: spec.replicas: Invalid value: 9: spec.replicas in body should be less than or equal to 5; updates that leave these fields alone still pass (validation ratcheting), but a create (a restore, a re-apply to another cluster, a GitOps recreate) and any change of these fields are refused",
+				"error existingResources : existing Widget ns/old would be invalid: spec.replicas: Invalid value: 9: spec.replicas in body should be less than or equal to 5; updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
 				"error maxLength ^.spec.size: maxLength added: (none) -> 1: none of 1 stored Widget affected",
 			}},
 		{name: "a field made required with the same default before and after: nothing",

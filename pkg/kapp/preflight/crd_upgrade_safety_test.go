@@ -116,11 +116,14 @@ func TestRunUpdateError(t *testing.T) {
 	for _, f := range unsafe.Findings {
 		checks = append(checks, f.Version+" "+f.Field+" "+f.Check)
 	}
-	require.Equal(t, []string{"v1  existingResources", "v1 ^.spec.color enum", "v1 ^.spec.size minimum"}, checks)
+	// The stored object's impact is joined to the findings that cause it.
+	require.Equal(t, []string{"v1 ^.spec.color enum", "v1 ^.spec.size minimum"}, checks)
 	lines := strings.Split(err.Error(), "\n")
-	require.Equal(t, "unsafe CRD upgrade: 3 error findings:", lines[0])
-	require.Len(t, lines, 4)
-	require.True(t, strings.HasPrefix(lines[2], "  crd widgets.example.com version v1 field ^.spec.color: [enum] "), lines[2])
+	require.Equal(t, "unsafe CRD upgrade: 2 error findings:", lines[0])
+	require.Len(t, lines, 3)
+	require.True(t, strings.HasPrefix(lines[1], "  crd widgets.example.com version v1 field ^.spec.color: [enum] "), lines[1])
+	require.Contains(t, lines[1], `1 of 1 stored Widget rejected: default/w1 (Unsupported value: "blue"`)
+	require.Contains(t, lines[2], "[minimum] minimum increased: 1 -> 5: none of 1 stored Widget affected")
 	require.Empty(t, out.String(), "errors are reported in the error, not printed")
 	require.Equal(t, []string{"widgets.example.com v1"}, cluster.Lists, "existing resources listed at the old served version")
 	require.Empty(t, cluster.Gets, "live CRD taken from kapp's change, not fetched again")

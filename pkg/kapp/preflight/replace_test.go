@@ -75,10 +75,10 @@ func TestRunUpdateStrategies(t *testing.T) {
 		deleteTarget bool     // the dry run of the delete names the live CRD's uid
 	}{
 		{name: "always-replace annotation", strategy: "always-replace", count: 3,
-			errors:  []string{"crd " + crd + ": [crdDeletion] " + lostAll},
+			errors:  []string{"crd " + crd + ": [crdDeletion] data loss: " + lostAll},
 			dryRuns: []string{"delete " + crd}, counted: true, deleteTarget: true},
 		{name: "always-replace as --apply-default-update-strategy", defaultStrategy: "always-replace", count: 3,
-			errors:  []string{"crd " + crd + ": [crdDeletion] " + lostAll},
+			errors:  []string{"crd " + crd + ": [crdDeletion] data loss: " + lostAll},
 			dryRuns: []string{"delete " + crd}, counted: true},
 		{name: "the annotation wins over the default", defaultStrategy: "always-replace", strategy: "fallback-on-replace", count: 3,
 			dryRuns: []string{"update " + crd}},
@@ -95,14 +95,14 @@ func TestRunUpdateStrategies(t *testing.T) {
 			errors:    []string{"[apiserverRejects] the apiserver refuses the delete (server-side dry run): admission webhook"},
 			dryRuns:   []string{"delete " + crd}},
 		{name: "always-replace in warn mode", strategy: "always-replace", count: 3, config: map[string]any{"mode": "warn"},
-			warnings: []string{"Warning: CRDUpgradeSafety: crd " + crd + ": [crdDeletion] " + lostAll},
+			warnings: []string{"Warning: CRDUpgradeSafety: crd " + crd + ": [crdDeletion] data loss: " + lostAll},
 			dryRuns:  []string{"delete " + crd}, counted: true},
 		{name: "always-replace with crdDeletion off", strategy: "always-replace", count: 3,
 			config:  map[string]any{"checks": map[string]any{"crd": map[string]any{"crdDeletion": map[string]any{"enabled": false}}}},
 			dryRuns: []string{"delete " + crd}},
 		{name: "fallback-on-replace, update refused by validation (names.kind)", newCRD: kindChanged,
 			strategy: "fallback-on-replace", count: 3,
-			errors: []string{"crd " + crd + `: [crdDeletion] update strategy fallback-on-replace, and the apiserver refuses the update ` +
+			errors: []string{"crd " + crd + `: [crdDeletion] data loss: update strategy fallback-on-replace, and the apiserver refuses the update ` +
 				`(spec.names.kind: Invalid value: "Gizmo": field is immutable): kapp would delete and recreate the CRD, deleting its 3 existing custom resources`},
 			counted: true},
 		{name: "fallback-on-replace, update refused, no custom resources", newCRD: kindChanged,
@@ -111,7 +111,7 @@ func TestRunUpdateStrategies(t *testing.T) {
 			dryRuns: []string{"update " + crd}},
 		{name: "fallback-on-replace, a policy refuses the update as invalid", strategy: "fallback-on-replace", count: 3,
 			dryRunErr: map[string]error{"update " + crd: policyDenial(crd)},
-			errors: []string{"[crdDeletion] update strategy fallback-on-replace, and the apiserver refuses the update (server-side dry run: " +
+			errors: []string{"[crdDeletion] data loss: update strategy fallback-on-replace, and the apiserver refuses the update (server-side dry run: " +
 				"customresourcedefinitions.apiextensions.k8s.io \"" + crd + "\" is forbidden: ValidatingAdmissionPolicy 'freeze'"},
 			dryRuns: []string{"update " + crd}, counted: true},
 		{name: "fallback-on-replace, a webhook forbids the update: kapp does not fall back", strategy: "fallback-on-replace", count: 3,
@@ -121,7 +121,7 @@ func TestRunUpdateStrategies(t *testing.T) {
 		{name: "fallback-on-replace with apiserverRejects off still dry-runs to decide", strategy: "fallback-on-replace", count: 3,
 			dryRunErr: map[string]error{"update " + crd: policyDenial(crd)},
 			config:    map[string]any{"checks": map[string]any{"crd": map[string]any{"apiserverRejects": map[string]any{"enabled": false}}}},
-			errors:    []string{"[crdDeletion] update strategy fallback-on-replace, and the apiserver refuses the update (server-side dry run"},
+			errors:    []string{"[crdDeletion] data loss: update strategy fallback-on-replace, and the apiserver refuses the update (server-side dry run"},
 			dryRuns:   []string{"update " + crd}, counted: true},
 		{name: "plain update refused by the apiserver's validation: an error before anything is applied", newCRD: kindChanged, count: 3,
 			errors:  []string{`crd ` + crd + ` field spec.names.kind: [apiserverRejects] the apiserver refuses the update (server-side dry run): Invalid value: "Gizmo": field is immutable`},

@@ -77,16 +77,16 @@ func TestReviewUpdate(t *testing.T) {
 		require.Equal(t, unsafe.UID, resp.UID)
 		require.EqualValues(t, 403, resp.Result.Code)
 		require.Equal(t, metav1.StatusReasonForbidden, resp.Result.Reason)
-		require.Equal(t, `CRDUpgradeSafety denied the update of CRD widgets.example.com: 3 error findings:
-  crd widgets.example.com version v1: [existingResources] existing Widget default/w1 would be invalid: spec.color: Unsupported value: "blue": supported values: "red", "green"; spec.size: Invalid value: 2: spec.size in body should be greater than or equal to 5
-  crd widgets.example.com version v1 field ^.spec.color: [enum] enum values removed: ["blue"]
-  crd widgets.example.com version v1 field ^.spec.size: [minimum] minimum increased: 1 -> 5`, resp.Result.Message)
+		// The stored object's impact, joined to the findings that cause it.
+		require.Equal(t, `CRDUpgradeSafety denied the update of CRD widgets.example.com: 2 error findings:
+  crd widgets.example.com version v1 field ^.spec.color: [enum] enum values removed: ["blue"]: 1 of 1 stored Widget rejected: default/w1 (Unsupported value: "blue": supported values: "red", "green"); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused
+  crd widgets.example.com version v1 field ^.spec.size: [minimum] minimum increased: 1 -> 5: 1 of 1 stored Widget rejected: default/w1 (Invalid value: 2: spec.size in body should be greater than or equal to 5); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused`, resp.Result.Message)
 		require.Empty(t, resp.Warnings)
 		require.Empty(t, cluster.DryRuns, "a dry run would call this webhook again")
 		require.Equal(t, []string{"widgets.example.com v1"}, cluster.Lists)
-		require.Equal(t, map[string]string{"errors": "3", "warnings": "0"}, resp.AuditAnnotations)
+		require.Equal(t, map[string]string{"errors": "2", "warnings": "0"}, resp.AuditAnnotations)
 		require.Len(t, *logged, 1)
-		require.Regexp(t, `^review uid=review-\d+ op=UPDATE crd=widgets.example.com user="test" dryRun=false allowed=false errors=3 warnings=0 took=`, (*logged)[0])
+		require.Regexp(t, `^review uid=review-\d+ op=UPDATE crd=widgets.example.com user="test" dryRun=false allowed=false errors=2 warnings=0 took=`, (*logged)[0])
 	})
 	t.Run("safe: allowed", func(t *testing.T) {
 		cluster := &evaluationtest.Cluster{Objs: []map[string]any{invalidWidget}}
@@ -101,8 +101,8 @@ func TestReviewUpdate(t *testing.T) {
 		resp := r.Review(context.Background(), unsafe)
 		require.True(t, resp.Allowed)
 		require.Equal(t, []string{
-			`CRDUpgradeSafety: version v1 field ^.spec.color: [enum] enum values removed: ["blue"]`,
-			`CRDUpgradeSafety: version v1 field ^.spec.size: [minimum] minimum increased: 1 -> 5`,
+			`CRDUpgradeSafety: version v1 field ^.spec.color: [enum] enum values removed: ["blue"]: no stored Widgets to affect`,
+			`CRDUpgradeSafety: version v1 field ^.spec.size: [minimum] minimum increased: 1 -> 5: no stored Widgets to affect`,
 		}, resp.Warnings)
 	})
 	t.Run("a dry run is judged the same", func(t *testing.T) {
@@ -121,7 +121,7 @@ func TestReviewUpdate(t *testing.T) {
 		resp := r.Review(context.Background(), unsafe)
 		require.False(t, resp.Allowed)
 		require.Contains(t, resp.Result.Message, "1 error finding:\n  crd widgets.example.com version v1 field ^.spec.size: [minimum]")
-		require.Equal(t, []string{`CRDUpgradeSafety: version v1 field ^.spec.color: [enum] enum values removed: ["blue"] (exempted: PR 7)`}, resp.Warnings)
+		require.Equal(t, []string{`CRDUpgradeSafety: version v1 field ^.spec.color: [enum] enum values removed: ["blue"]: no stored Widgets to affect (exempted: PR 7)`}, resp.Warnings)
 	})
 	t.Run("the waiver annotations apply", func(t *testing.T) {
 		r, logged := reviewer(t, nil, &evaluationtest.Cluster{})
@@ -129,8 +129,8 @@ func TestReviewUpdate(t *testing.T) {
 			config.WaiveAnnotation, "enum,minimum", config.WaiveReasonAnnotation, "reviewed in PR 9"))
 		require.True(t, resp.Allowed)
 		require.Equal(t, []string{
-			`CRDUpgradeSafety: version v1 field ^.spec.color: [enum] enum values removed: ["blue"] (exempted: waive annotation: reviewed in PR 9)`,
-			`CRDUpgradeSafety: version v1 field ^.spec.size: [minimum] minimum increased: 1 -> 5 (exempted: waive annotation: reviewed in PR 9)`,
+			`CRDUpgradeSafety: version v1 field ^.spec.color: [enum] enum values removed: ["blue"]: no stored Widgets to affect (exempted: waive annotation: reviewed in PR 9)`,
+			`CRDUpgradeSafety: version v1 field ^.spec.size: [minimum] minimum increased: 1 -> 5: no stored Widgets to affect (exempted: waive annotation: reviewed in PR 9)`,
 		}, resp.Warnings)
 		require.Equal(t, "enum,minimum", resp.AuditAnnotations["waived"])
 		require.Contains(t, (*logged)[0], `waived="enum,minimum"`)
@@ -198,7 +198,7 @@ func TestReviewDelete(t *testing.T) {
 		resp := r.Review(context.Background(), deleteRequest(t, testcrd.OldCRD))
 		require.False(t, resp.Allowed)
 		require.Equal(t, "CRDUpgradeSafety denied the delete of CRD widgets.example.com: 1 error finding:\n"+
-			"  crd widgets.example.com: [crdDeletion] deleting the CRD would delete its 3 existing custom resources", resp.Result.Message)
+			"  crd widgets.example.com: [crdDeletion] data loss: deleting the CRD would delete its 3 existing custom resources", resp.Result.Message)
 		require.Equal(t, []string{"widgets.example.com"}, cluster.Counts)
 	})
 	t.Run("none: allowed", func(t *testing.T) {
@@ -210,7 +210,7 @@ func TestReviewDelete(t *testing.T) {
 		resp := r.Review(context.Background(), deleteRequest(t, testcrd.OldCRD,
 			config.WaiveAnnotation, "crdDeletion", config.WaiveReasonAnnotation, "moved to gadgets"))
 		require.True(t, resp.Allowed)
-		require.Equal(t, []string{"CRDUpgradeSafety: [crdDeletion] deleting the CRD would delete its 3 existing custom resources (exempted: waive annotation: moved to gadgets)"},
+		require.Equal(t, []string{"CRDUpgradeSafety: [crdDeletion] data loss: deleting the CRD would delete its 3 existing custom resources (exempted: waive annotation: moved to gadgets)"},
 			resp.Warnings)
 	})
 	t.Run("without oldObject the live CRD is read", func(t *testing.T) {
