@@ -22,6 +22,10 @@ func Deletion(crdName string, count int, replaceCause string, cfg *config.Settin
 		p.crdLevel(config.EnforcementStrict, "", config.CheckCRDDeletion, "%s: kapp would delete and recreate the CRD, deleting its %d existing %s",
 			replaceCause, count, noun)
 	}
+	for i := range p.findings {
+		p.findings[i].Impact = &Impact{Source: SourceCluster, Objects: count, Affected: count, VersionAffected: count,
+			Effects: []EffectCount{{Effect: EffectDeleted, Objects: count, Examples: []ObjectEffect{}}}}
+	}
 	return p.findings
 }
 

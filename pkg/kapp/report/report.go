@@ -37,7 +37,9 @@ type CRD struct {
 	// Omitted is how many more findings maxFindingsPerCRD left out.
 	Omitted int `json:"omitted"`
 
-	errors, warnings int // over all findings, omitted ones included
+	errors, warnings int            // over all findings, omitted ones included
+	affected         map[string]int // objects affected per version (crdupgradesafety.Impact.VersionAffected)
+	source           string         // where the objects read came from
 }
 
 // Finding is a crdupgradesafety.Finding with where it is.
@@ -61,6 +63,12 @@ type Finding struct {
 	OldFile     string `json:"oldFile,omitempty"`
 	OldLine     int    `json:"oldLine,omitempty"`
 	OldRevision string `json:"oldRevision,omitempty"`
+	// DataLoss: the change loses stored data (pruned fields, a CRD
+	// deleted or replaced, a stored version removed).
+	DataLoss bool `json:"dataLoss"`
+	// Impact: what the finding does to the stored objects read (a
+	// cluster, or --objects samples); omitted when none were read.
+	Impact *crdupgradesafety.Impact `json:"impact,omitempty"`
 }
 
 // Location is a line of an input file. File is a path relative to the
@@ -97,6 +105,13 @@ func New(checked []string, findings []crdupgradesafety.Finding, maxPerCRD int, l
 	}
 	for _, f := range findings {
 		c := crd(f.CRD)
+		if f.Impact != nil {
+			if c.affected == nil {
+				c.affected = map[string]int{}
+			}
+			c.affected[f.Version] = max(c.affected[f.Version], f.Impact.VersionAffected)
+			c.source = f.Impact.Source
+		}
 		if f.Severity == crdupgradesafety.SeverityError {
 			c.errors++
 			c.Safe = false
@@ -107,7 +122,7 @@ func New(checked []string, findings []crdupgradesafety.Finding, maxPerCRD int, l
 	kept, omitted := crdupgradesafety.Bound(findings, maxPerCRD)
 	for _, f := range kept {
 		rf := Finding{CRD: f.CRD, Version: f.Version, Field: f.Field, Check: f.Check,
-			Severity: string(f.Severity), Message: f.Message}
+			Severity: string(f.Severity), Message: f.Message, DataLoss: f.DataLoss, Impact: f.Impact}
 		if locate != nil {
 			newLoc, oldLoc := locate(f)
 			rf.File, rf.Line = newLoc.File, newLoc.Line
@@ -145,7 +160,9 @@ func (r Report) Counts() (unsafe, errors, warnings int) {
 }
 
 // Summary is the one line that says how it went: "3 CRDs checked, 1
-// unsafe: 4 errors, 1 warning", or "3 CRDs checked: no unsafe changes".
+// unsafe: 4 errors, 1 warning", or "3 CRDs checked: no unsafe changes";
+// where objects were read, how many the findings affect ("; 2 stored
+// objects affected").
 func (r Report) Summary() string {
 	unsafe, errs, warns := r.Counts()
 	checked := plural.Count(len(r.CRDs), "CRD", "CRDs") + " checked"
@@ -156,8 +173,25 @@ func (r Report) Summary() string {
 	if unsafe > 0 {
 		u = strconv.Itoa(unsafe)
 	}
-	return fmt.Sprintf("%s, %s unsafe: %s, %s", checked, u,
+	s := fmt.Sprintf("%s, %s unsafe: %s, %s", checked, u,
 		plural.Count(errs, "error", "errors"), plural.Count(warns, "warning", "warnings"))
+	read, affected, source := false, 0, ""
+	for _, c := range r.CRDs {
+		for _, n := range c.affected {
+			read, affected = true, affected+n
+		}
+		if c.source != "" {
+			source = c.source
+		}
+	}
+	if read {
+		noun := "stored"
+		if source == crdupgradesafety.SourceSamples {
+			noun = "sample"
+		}
+		s += fmt.Sprintf("; %d %s %s affected", affected, noun, plural.Of(affected, "object", "objects"))
+	}
+	return s
 }
 
 // OmittedNote is the note about the findings of c that maxFindingsPerCRD

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"net/url"
 	"strings"
 
@@ -53,6 +54,9 @@ func SARIF(r Report) ([]byte, error) {
 			}
 			if i, ok := ruleIndex[f.Check]; ok {
 				res.RuleIndex = &i
+			}
+			if f.DataLoss || f.Impact != nil {
+				res.Properties = &sarifProperties{DataLoss: f.DataLoss, Impact: f.Impact}
 			}
 			newLoc, oldLoc := f.newLocation(), f.oldLocation()
 			primary := newLoc
@@ -172,6 +176,13 @@ type (
 		Locations           []sarifLocation   `json:"locations"`
 		RelatedLocations    []sarifLocation   `json:"relatedLocations,omitempty"`
 		PartialFingerprints map[string]string `json:"partialFingerprints,omitempty"`
+		Properties          *sarifProperties  `json:"properties,omitempty"`
+	}
+	// sarifProperties: what a finding does to stored objects (SARIF's
+	// property bag of a result).
+	sarifProperties struct {
+		DataLoss bool                     `json:"dataLoss,omitempty"`
+		Impact   *crdupgradesafety.Impact `json:"impact,omitempty"`
 	}
 	sarifLocation struct {
 		PhysicalLocation *sarifPhysicalLocation `json:"physicalLocation,omitempty"`

@@ -96,12 +96,9 @@ func FindingsTable(findings []crdupgradesafety.Finding, omitted map[string]int, 
 		Title:   "CRD upgrade safety findings",
 		Content: "findings",
 		Header:  append([]uitable.Header(nil), findingsHeader...),
-		// Sort on every column: go-cli-ui sorts rows with an unstable sort,
-		// so a partial key could reorder rows between runs.
-		SortBy: []uitable.ColumnSort{
-			{Column: 0, Asc: true}, {Column: 1, Asc: true}, {Column: 2, Asc: true},
-			{Column: 3, Asc: true}, {Column: 5, Asc: true}, {Column: 4, Asc: true},
-		},
+		// No SortBy: the rows keep the order of the findings
+		// (crdupgradesafety.SortFindings: data loss first), which no
+		// column sort gives.
 		FillFirstColumn: true,
 		Notes:           OmittedLines(omitted),
 	}

@@ -114,12 +114,12 @@ func TestCRDUpgradeSafetyLiveReplace(t *testing.T) {
 		errContains     string
 	}{
 		{name: "always-replace", strategy: "always-replace", objs: 2, want: []string{
-			"widgets.example.com  crdDeletion error: update strategy always-replace: kapp would delete and recreate the CRD, deleting its 2 existing custom resources"}},
+			"widgets.example.com  crdDeletion error: data loss: update strategy always-replace: kapp would delete and recreate the CRD, deleting its 2 existing custom resources"}},
 		{name: "always-replace by default", defaultStrategy: "always-replace", objs: 1, want: []string{
-			"widgets.example.com  crdDeletion error: update strategy always-replace: kapp would delete and recreate the CRD, deleting its 1 existing custom resource"}},
+			"widgets.example.com  crdDeletion error: data loss: update strategy always-replace: kapp would delete and recreate the CRD, deleting its 1 existing custom resource"}},
 		{name: "always-replace, no custom resources", strategy: "always-replace", want: []string{}},
 		{name: "fallback-on-replace, refused update", strategy: "fallback-on-replace", edits: scopeChange, objs: 2, want: []string{
-			"widgets.example.com  crdDeletion error: update strategy fallback-on-replace, and the apiserver refuses the update " +
+			"widgets.example.com  crdDeletion error: data loss: update strategy fallback-on-replace, and the apiserver refuses the update " +
 				`(spec.scope: Invalid value: "Cluster": field is immutable): kapp would delete and recreate the CRD, deleting its 2 existing custom resources`}},
 		{name: "fallback-on-replace, accepted update", strategy: "fallback-on-replace", objs: 2, want: []string{}},
 		{name: "plain update", objs: 2, want: []string{}},

@@ -219,7 +219,7 @@ func TestCRDUpgradeSafetyNoOldCRDs(t *testing.T) {
 // the new ones is a crdDeletion finding (kapp would delete it), under the
 // policy like any other finding.
 func TestCRDUpgradeSafetyRemovedCRD(t *testing.T) {
-	const message = "missing from the new inputs: kapp would delete the CRD with all its custom resources"
+	const message = "data loss: missing from the new inputs: kapp would delete the CRD with all its custom resources"
 	old := []string{td("old.yaml"), td("sprockets.yaml")}
 
 	resp, err := run(t, old, []string{td("new-safe.yaml")}, nil)
@@ -262,8 +262,10 @@ func TestCRDUpgradeSafetyLive(t *testing.T) {
 	require.ErrorIs(t, err, preflight.ErrUnsafeUpgrade)
 	require.Equal(t, [][]string{{"widgets.example.com"}}, cluster.gets, "one batched fetch of the new CRDs' live versions")
 	require.Equal(t, []string{"widgets.example.com v1"}, cluster.lists)
-	require.Contains(t, checks(resp.rows(t)), "widgets.example.com v1  existingResources error")
-	require.Contains(t, resp.Lines, "1 CRD checked, 1 unsafe: 3 errors, 0 warnings")
+	// The stored object's impact is joined to the findings that cause it.
+	require.NotContains(t, checks(resp.rows(t)), "widgets.example.com v1  existingResources error")
+	require.Contains(t, resp.Lines, "1 CRD checked, 1 unsafe: 2 errors, 0 warnings; 1 stored object affected")
+	require.Contains(t, fmt.Sprint(resp.rows(t)), `1 of 1 stored Widget rejected: default/blue-one (Unsupported value: "blue"`)
 
 	t.Run("cluster errors fail the run", func(t *testing.T) {
 		failing := &fakeCluster{getErr: errors.New("connection refused")}

@@ -27,8 +27,8 @@ func TestExamples(t *testing.T) {
 		resp, err := run(t, []string{ex("crd-upgrade/crd-v2-safe.yaml")}, []string{ex("crd-upgrade/crd-v3-unsafe.yaml")}, nil)
 		requireUnsafe(t, err)
 		require.Equal(t, []string{
+			"widgets.demo.example.com v1 ^.spec.color existingFieldRemoval error", // data loss first
 			"widgets.demo.example.com v1 ^.spec required error",
-			"widgets.demo.example.com v1 ^.spec.color existingFieldRemoval error",
 			"widgets.demo.example.com v1 ^.spec.replicas maximum error",
 			"widgets.demo.example.com v1 ^.spec.size enum error",
 		}, checks(resp.rows(t)))
