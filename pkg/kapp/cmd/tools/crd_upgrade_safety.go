@@ -52,6 +52,9 @@ type CRDUpgradeSafetyFileFlags struct {
 	NewFiles []string
 	// GitRef: the old CRDs are the NewFiles paths at this git revision.
 	GitRef string
+	// Objects: files or directories of sample custom resources, read as
+	// stored objects when there is no cluster.
+	Objects []string
 }
 
 func (s *CRDUpgradeSafetyFileFlags) Set(cmd *cobra.Command) {
@@ -61,6 +64,8 @@ func (s *CRDUpgradeSafetyFileFlags) Set(cmd *cobra.Command) {
 		"Set file with the new CRDs and any kapp Config (format: /tmp/foo, https://..., -) (can repeat)")
 	cmd.Flags().StringVar(&s.GitRef, "git-ref", "",
 		"Set git revision (e.g. origin/main) at which the --file2 paths hold the old CRDs; CRDs whose file moved are found by name")
+	cmd.Flags().StringSliceVar(&s.Objects, "objects", nil,
+		"Set file or directory of sample custom resources (e.g. config/samples/) to read as stored objects, with --file or --git-ref (from the working tree) (can repeat)")
 }
 
 type CRDUpgradeSafetyOptions struct {
@@ -294,7 +299,16 @@ func (o *CRDUpgradeSafetyOptions) Run() error {
 	var cluster evaluation.Cluster
 	if oldFromFiles {
 		pairFiles(&plan, oldSet.CRDs)
+		if err := o.addSamples(&plan); err != nil {
+			return err
+		}
+		if cfg.UnaffectedEnforcement == config.EnforcementWarn && len(o.FileFlags.Objects) == 0 {
+			o.notef("unaffectedEnforcement Warn changes nothing here: no objects are read without a cluster or --objects")
+		}
 	} else {
+		if len(o.FileFlags.Objects) > 0 {
+			return fmt.Errorf("expected --objects with --file or --git-ref: against the cluster, its stored objects are read")
+		}
 		if cluster, err = o.cluster(); err != nil {
 			return err
 		}

@@ -16,7 +16,6 @@ import (
 // flag kapp-controller rejects, and deploys with the service account of
 // rbac.yaml. (test/e2e's TestKappControllerExample runs it on kapp-controller.)
 func TestExamples(t *testing.T) {
-	ex := func(p string) string { return filepath.Join("..", "..", "..", "..", "examples", p) }
 
 	t.Run("release 1 to 2 is safe", func(t *testing.T) {
 		resp, err := run(t, []string{ex("crd-upgrade/crd-v1.yaml")}, []string{ex("crd-upgrade/crd-v2-safe.yaml")}, nil)
@@ -108,3 +107,6 @@ func TestExamples(t *testing.T) {
 		require.Equal(t, []string{"widgets.demo.example.com v1 ^.spec.size enum error"}, checks(resp.rows(t)))
 	})
 }
+
+// ex is the path of a file of examples/.
+func ex(p string) string { return filepath.Join("..", "..", "..", "..", "examples", p) }
