@@ -40,11 +40,13 @@ import (
 type ObjectReader struct {
 	source, kind, version string
 	oldS, newS            *structuralschema.Structural
+	oldPrunes, newPrunes  bool // the CRD does not set spec.preserveUnknownFields
 	validator             objectValidator
 	cfg                   *config.Settings
 
 	findings []Finding        // the pair's findings
 	byField  map[string][]int // schema path -> indexes of findings of this version at it
+	crdLevel []int            // indexes of the findings about the whole CRD or version
 	acc      map[int]*impactAcc
 	objects  int // objects read
 	affected int // objects with an effect
@@ -66,10 +68,21 @@ func NewObjectReader(oldCRD, newCRD *apiextv1.CustomResourceDefinition, version,
 
 	p := newPolicy(cfg, newCRD.Name)
 	r := &ObjectReader{source: source, kind: newCRD.Spec.Names.Kind, version: version, cfg: p.cfg,
+		oldPrunes: !oldCRD.Spec.PreserveUnknownFields, newPrunes: !newCRD.Spec.PreserveUnknownFields,
 		findings: findings, byField: map[string][]int{}, acc: map[int]*impactAcc{}, residual: p}
 	for i, f := range findings {
-		if f.Version == version && f.Field != "" {
-			r.byField[f.Field] = append(r.byField[f.Field], i)
+		switch {
+		case f.Check == config.CheckExistingResources || f.Version != version && f.Version != "":
+		case f.Field == "":
+			r.crdLevel = append(r.crdLevel, i)
+		default:
+			// A finding inside a combinator branch is about the field the
+			// branch constrains and the node that carries the combinator.
+			base, stripped := splitCombinators(f.Field)
+			r.byField[stripped] = append(r.byField[stripped], i)
+			if base != stripped {
+				r.byField[base] = append(r.byField[base], i)
+			}
 		}
 	}
 	nv := versionsByName(newCRD)[version]
@@ -146,9 +159,9 @@ func (r *ObjectReader) read(obj map[string]any) {
 	base := next
 	if r.oldS != nil {
 		base, _ = deepCopyJSON(next).(map[string]any)
-		readAs(base, r.oldS)
+		readAs(base, r.oldS, r.oldPrunes)
 	}
-	readAs(next, r.newS)
+	readAs(next, r.newS, r.newPrunes)
 
 	var effects []objectEffect
 	d := differ{out: &effects, stored: r.source == SourceCluster}
@@ -165,8 +178,12 @@ func (r *ObjectReader) read(obj map[string]any) {
 		}
 		ratchets = len(r.validator.ValidateUpdate(context.Background(), u, u)) == 0
 		for _, e := range errs {
-			effects = append(effects, objectEffect{effect: EffectRejected, field: e.Field,
-				schemaPath: schemaPathOf(r.newS, e.Field), value: boundText(e.ErrorBody(), 200),
+			if e.Type == field.ErrorTypeInvalid && strings.HasPrefix(e.Detail, "some validation rules were not checked") {
+				continue // the CEL rules skipped for the other errors: not an effect of its own
+			}
+			f := errorField(e)
+			effects = append(effects, objectEffect{effect: EffectRejected, field: f,
+				schemaPath: schemaPathOf(r.newS, f), value: boundText(e.ErrorBody(), 200),
 				required: e.Type == field.ErrorTypeRequired})
 		}
 	}
@@ -176,8 +193,20 @@ func (r *ObjectReader) read(obj map[string]any) {
 	r.affected++
 	sort.SliceStable(effects, func(i, j int) bool { return effects[i].field < effects[j].field })
 	var residual []objectEffect
+	// The findings the object's pruned or defaulted fields are joined to:
+	// a rejection no finding explains is their consequence (a parent's
+	// minProperties that a pruned field no longer meets).
+	var readFindings []int
+	for _, e := range effects {
+		if e.effect != EffectRejected {
+			readFindings = append(readFindings, r.attribute(e)...)
+		}
+	}
 	for _, e := range effects {
 		idxs := r.attribute(e)
+		if len(idxs) == 0 && e.effect == EffectRejected {
+			idxs = slices.Compact(slices.Sorted(slices.Values(readFindings)))
+		}
 		if len(idxs) == 0 {
 			residual = append(residual, e)
 			continue
@@ -195,17 +224,22 @@ func (r *ObjectReader) read(obj map[string]any) {
 }
 
 // readAs does to obj what the apiserver does to an object it reads or
-// writes under the structural schema s: prune, drop nulls that are not
-// allowed, apply defaults.
-func readAs(obj map[string]any, s *structuralschema.Structural) {
-	structuralpruning.Prune(obj, s, true)
+// writes under the structural schema s: prune (unless the CRD sets
+// spec.preserveUnknownFields), drop nulls that are not allowed, apply
+// defaults.
+func readAs(obj map[string]any, s *structuralschema.Structural, prune bool) {
+	if prune {
+		structuralpruning.Prune(obj, s, true)
+	}
 	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, s)
 	structuraldefaulting.Default(obj, s)
 }
 
 // attribute returns the findings an effect is joined to: from the
 // effect's field up to the root, the first findings at one field whose
-// check can cause the effect; failing that, the first findings at all.
+// check can cause the effect; failing that, the first findings at all;
+// failing that, the findings about the whole CRD or version (a scope
+// change, say).
 func (r *ObjectReader) attribute(e objectEffect) []int {
 	for _, prefer := range []bool{true, false} {
 		for p := e.schemaPath; p != ""; p = parentPath(p) {
@@ -220,7 +254,7 @@ func (r *ObjectReader) attribute(e objectEffect) []int {
 			}
 		}
 	}
-	return nil
+	return r.crdLevel
 }
 
 // causes tells whether a finding of check can cause the effect e.
@@ -409,6 +443,11 @@ func (d differ) object(path []string, sp string, a, b any, oldS, newS *structura
 			if _, present := av[k]; present || root && (k == "apiVersion" || k == "kind" || k == "metadata") {
 				continue
 			}
+			if !storable(oldS, k) {
+				// The default of a new optional field: no stored object
+				// could hold data there (docs/checks.md, "Never findings").
+				continue
+			}
 			csp, _, _ := childSchema(sp, k, oldS, newS)
 			d.emit(EffectDefaulted, append(path[:len(path):len(path)], fieldSegment(k, len(path) == 0)), csp, "absent -> "+renderValue(y))
 		}
@@ -487,6 +526,38 @@ func childSchema(sp, k string, oldS, newS *structuralschema.Structural) (string,
 	return childPath(sp, k), nil, nil
 }
 
+// errorField is the field a validation error is about. Most errors name it
+// in Field; those of combinators (allOf, anyOf, oneOf, not) quote it at
+// the start of their detail ("\"spec.x\" must validate all the schemas"),
+// and the format checks of the 1.37 library name it at the end ("Checked
+// value must be of type integer (default format) in spec.amount").
+func errorField(e *field.Error) string {
+	if e.Field == "" || e.Field == "<nil>" {
+		if strings.HasPrefix(e.Detail, `"`) {
+			if name, _, ok := strings.Cut(e.Detail[1:], `"`); ok {
+				return name
+			}
+		}
+		if strings.HasPrefix(e.Detail, "Checked value must be ") {
+			if i := strings.LastIndex(e.Detail, " in "); i >= 0 {
+				return e.Detail[i+len(" in "):]
+			}
+		}
+		return ""
+	}
+	return e.Field
+}
+
+// storable tells whether an object under the old schema s could hold the
+// field k: s declares it, holds map entries, or keeps unknown fields.
+func storable(s *structuralschema.Structural, k string) bool {
+	if s == nil {
+		return false
+	}
+	_, declared := s.Properties[k]
+	return declared || s.AdditionalProperties != nil || s.XPreserveUnknownFields
+}
+
 // schemaPathOf turns the field path of a validation error (spec.items[2].name,
 // spec.labels[key], spec.labels.key) into a schema path (^.spec.items[*].name,
 // ^.spec.labels{*}) by walking the schema s.
@@ -514,7 +585,7 @@ func schemaPathOf(s *structuralschema.Structural, fieldPath string) string {
 			seg, rest = rest[:end], rest[end:]
 		}
 		switch {
-		case bracket && cur != nil && cur.Items != nil:
+		case (bracket || allDigits(seg)) && cur != nil && cur.Items != nil:
 			out, cur = out+"[*]", cur.Items
 		case bracket && allDigits(seg):
 			out, cur = out+"[*]", nil
@@ -600,4 +671,44 @@ func deepCopyJSON(v any) any {
 		return out
 	}
 	return v
+}
+
+// splitCombinators returns the part of a field path before its first
+// combinator segment (.allOf[i], .anyOf[i], .oneOf[i], .not), and the path
+// with every such segment removed.
+func splitCombinators(field string) (base, stripped string) {
+	base = field
+	var b strings.Builder
+	rest := field
+	first := true
+	for {
+		i, n := nextCombinator(rest)
+		if i < 0 {
+			b.WriteString(rest)
+			break
+		}
+		if first {
+			base = field[:len(field)-len(rest)+i]
+			first = false
+		}
+		b.WriteString(rest[:i])
+		rest = rest[i+n:]
+	}
+	return base, b.String()
+}
+
+// nextCombinator finds the next combinator segment in s: its index and
+// length, -1 when there is none.
+func nextCombinator(s string) (int, int) {
+	best, length := -1, 0
+	for _, kw := range []string{".allOf[", ".anyOf[", ".oneOf["} {
+		if i := strings.Index(s, kw); i >= 0 && (best < 0 || i < best) {
+			j := strings.IndexByte(s[i:], ']')
+			best, length = i, j+1
+		}
+	}
+	if i := strings.Index(s, ".not"); i >= 0 && (best < 0 || i < best) && (len(s) == i+4 || strings.ContainsRune(".[{", rune(s[i+4]))) {
+		best, length = i, 4
+	}
+	return best, length
 }

@@ -231,21 +231,7 @@ func (p dataPath) String() string {
 // a failed allOf/anyOf/oneOf/not without a field, naming it quoted at the
 // start of the message instead ("spec.x" must validate ...).
 func errorPath(e *field.Error, obj any) dataPath {
-	if e.Field == "" || e.Field == "<nil>" {
-		if strings.HasPrefix(e.Detail, `"`) {
-			if name, _, ok := strings.Cut(e.Detail[1:], `"`); ok {
-				return parseErrorPath(name, obj)
-			}
-		}
-		// The format checks of the 1.37 library name the field at the end:
-		// "Checked value must be of type integer (default format) in spec.amount".
-		if strings.HasPrefix(e.Detail, "Checked value must be ") {
-			if i := strings.LastIndex(e.Detail, " in "); i >= 0 {
-				return parseErrorPath(e.Detail[i+len(" in "):], obj)
-			}
-		}
-	}
-	return parseErrorPath(e.Field, obj)
+	return parseErrorPath(errorField(e), obj)
 }
 
 // parseErrorPath splits the field path of a validation error into a data

@@ -52,11 +52,12 @@ type proofStats struct {
 	stored    int // objects the old schema accepted
 	changed   int // stored objects the new schema rejects, prunes or defaults differently
 	misses    int // changes no finding covers
+	residual  int // effects the ObjectReader joined to no finding
 }
 
 func (s proofStats) String() string {
-	return fmt.Sprintf("%d CRD pairs, %d versions, %d objects generated, %d stored under the old schema, %d changed under the new one, %d uncovered changes",
-		s.pairs, s.versions, s.generated, s.stored, s.changed, s.misses)
+	return fmt.Sprintf("%d CRD pairs, %d versions, %d objects generated, %d stored under the old schema, %d changed under the new one, %d uncovered changes, %d effects joined to no finding",
+		s.pairs, s.versions, s.generated, s.stored, s.changed, s.misses, s.residual)
 }
 
 func (s *proofStats) add(o proofStats) {
@@ -66,6 +67,7 @@ func (s *proofStats) add(o proofStats) {
 	s.stored += o.stored
 	s.changed += o.changed
 	s.misses += o.misses
+	s.residual += o.residual
 }
 
 // dataChange is one difference the apiserver makes between the old and the new
@@ -133,13 +135,15 @@ func (p *proofRun) run() {
 		mo, mn := p.servedSchema(p.old, ov.Name), p.servedSchema(p.new, ov.Name)
 		p.stats.versions++
 		gen := newObjGen(p.r, p.focus)
+		var storedObjs []map[string]any
 		for range p.objects {
 			p.stats.generated++
 			raw := gen.object(mo.gvk.GroupVersion().String(), mo.gvk.Kind, mo.namespaced, mo.structural, mn.structural)
 			changes, stored := p.prove(mo, mn, raw)
-			if !stored {
+			if stored == nil {
 				continue
 			}
+			storedObjs = append(storedObjs, stored)
 			p.stats.stored++
 			if len(changes) > 0 {
 				p.stats.changed++
@@ -156,6 +160,28 @@ func (p *proofRun) run() {
 				}
 			}
 		}
+		p.readStored(findings, ov.Name, storedObjs)
+	}
+}
+
+// readStored reads the stored objects of a version with the ObjectReader
+// (what a deploy shows of them): every effect it finds must be joined to a
+// finding of Compare, none left for existingResources. The objects were
+// valid when stored, so an effect joined to no finding is the update's,
+// unexplained.
+func (p *proofRun) readStored(findings []Finding, version string, objs []map[string]any) {
+	cfg := proofPolicy()
+	r, err := NewObjectReader(p.old, p.new, version, SourceCluster, findings, &cfg)
+	if err != nil {
+		p.tb.Fatalf("%s: version %s: %v", p.name, version, err)
+	}
+	r.Read(objs)
+	for _, f := range r.Result().residual {
+		p.stats.residual++
+		if p.stats.residual <= p.maxMisses {
+			p.tb.Errorf("%s: version %s: the object reader joined an effect to no finding: %s\n  findings:\n%s",
+				p.name, version, f.Message, indent(goldenText(findings)))
+		}
 	}
 }
 
@@ -167,7 +193,8 @@ func indent(s string) string {
 }
 
 // prove stores raw under the old schema and returns the changes the new
-// schema makes to it; stored is false when the old schema rejects it.
+// schema makes to it, and the object as stored; stored is nil when the old
+// schema rejects it.
 //
 // A change is a field the read prunes, nulls or defaults differently, a
 // default the same request gets differently, or a validation error. An
@@ -176,14 +203,14 @@ func indent(s string) string {
 // only after decoding (an anyOf that required a field the new schema
 // prunes) is a consequence of a pruned or defaulted field: that field is
 // the change, and it is checked itself.
-func (p *proofRun) prove(mo, mn *servedSchema, raw map[string]any) (changes []dataChange, stored bool) {
+func (p *proofRun) prove(mo, mn *servedSchema, raw map[string]any) (changes []dataChange, stored map[string]any) {
 	raw, err := normalizeJSON(raw)
 	if err != nil {
 		p.tb.Fatalf("%s: %v", p.name, err)
 	}
 	s := deepCopyJSON(raw).(map[string]any)
 	if err := mo.decode(s, false); err != nil || len(mo.validate(s)) > 0 {
-		return nil, false
+		return nil, nil
 	}
 	add := func(path dataPath, reason string) {
 		changes = append(changes, dataChange{path: path, field: schemaPath(mn.structural, path),
@@ -230,7 +257,7 @@ func (p *proofRun) prove(mo, mn *servedSchema, raw map[string]any) (changes []da
 	if cErr == nil {
 		rejected(c, "created and rejected")
 	}
-	return changes, true
+	return changes, s
 }
 
 // errorKey identifies a validation error without the value it quotes.
@@ -377,46 +404,6 @@ func covered(findings []Finding, version, field string) bool {
 		}
 	}
 	return false
-}
-
-// splitCombinators returns the part of a field path before its first
-// combinator segment (.allOf[i], .anyOf[i], .oneOf[i], .not), and the path
-// with every such segment removed.
-func splitCombinators(field string) (base, stripped string) {
-	base = field
-	var b strings.Builder
-	rest := field
-	first := true
-	for {
-		i, n := nextCombinator(rest)
-		if i < 0 {
-			b.WriteString(rest)
-			break
-		}
-		if first {
-			base = field[:len(field)-len(rest)+i]
-			first = false
-		}
-		b.WriteString(rest[:i])
-		rest = rest[i+n:]
-	}
-	return base, b.String()
-}
-
-// nextCombinator finds the next combinator segment in s: its index and
-// length, -1 when there is none.
-func nextCombinator(s string) (int, int) {
-	best, length := -1, 0
-	for _, kw := range []string{".allOf[", ".anyOf[", ".oneOf["} {
-		if i := strings.Index(s, kw); i >= 0 && (best < 0 || i < best) {
-			j := strings.IndexByte(s[i:], ']')
-			best, length = i, j+1
-		}
-	}
-	if i := strings.Index(s, ".not"); i >= 0 && (best < 0 || i < best) && (len(s) == i+4 || strings.ContainsRune(".[{", rune(s[i+4]))) {
-		best, length = i, 4
-	}
-	return best, length
 }
 
 // proofPolicy is the default policy under failMode open: a change no
