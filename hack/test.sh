@@ -2,7 +2,9 @@
 # THE test command: static checks, unit tests, then the end-to-end tests
 # against a real control plane (etcd, kube-apiserver, kube-controller-manager)
 # built from source, and a real kapp-controller (hack/test-e2e.sh
-# --kapp-controller): once against Kubernetes 1.37, once against 1.35.
+# --kapp-controller): once against Kubernetes 1.37, once against 1.35; then
+# a release (hack/release.sh: every platform, the images) and its tests
+# (hack/test-release.sh).
 #
 # Usage: [KUBE_VERSIONS="1.37 1.35"] hack/test.sh   (KUBE_VERSIONS: the e2e matrix, in order)
 set -euo pipefail
@@ -28,14 +30,19 @@ section "build what the end-to-end tests need, in the background"
 # tests need them, at the lowest CPU priority: on what the checks and unit
 # tests below, and the first version's end-to-end tests, leave idle.
 # hack/test-e2e.sh waits for a build under way (flock) or, should it have
-# failed, builds again and shows why.
+# failed, builds again and shows why. Last, a release (hack/release.sh): kapp
+# for the five platforms (on a cold cache about 5 CPU-minutes for each
+# platform but linux/amd64, whose packages the tests' own build compiles),
+# the images, the SBOMs; tested at the end ("release" below).
 read -ra versions <<<"${KUBE_VERSIONS:-1.37 1.35}"
 mkdir -p .cache/test
 prebuild_log=.cache/test/background-build.log
+release_version=v0.0.0-test
 builds=("KUBE_VERSION=${versions[0]} hack/cluster.sh build" "hack/kapp-controller.sh build")
 for v in "${versions[@]:1}"; do
   builds+=("KUBE_VERSION=$v hack/cluster.sh build")
 done
+builds+=("hack/release.sh $release_version")
 # Its own process group (setsid), so that all of it stops with this script.
 setsid nice -n 19 bash -c 'for b in "$@"; do echo "==> $b"; env $b || echo "failed: $b"; done' _ "${builds[@]}" \
   >"$prebuild_log" 2>&1 &
@@ -49,6 +56,7 @@ go vet ./...
 (cd hack/cluster && go vet ./...) # clusterutil; the k8s-* modules have no Go code of their own
 (cd hack/bench && go vet ./...)
 (cd hack/kappctrl && go vet ./...)
+(cd hack/release && go vet ./...)
 
 section "staticcheck"
 # The same code as go vet, with staticcheck's default checks; built once from
@@ -95,7 +103,23 @@ for v in "${versions[@]}"; do
   sed "s/^  /  [Kubernetes $v] /" "$e2e_skipped" >>"$skipped"
 done
 
+section "release"
+# The release the background build wrote, tested (hack/test-release.sh);
+# should that build have failed, hack/test-release.sh builds it again and
+# shows why.
+if kill -0 "$prebuild_pid" 2>/dev/null; then
+  echo "waiting for the background build: $(grep '^==> ' "$prebuild_log" | tail -n 1 | cut -c5-) (log: $prebuild_log)"
+fi
 wait "$prebuild_pid" || true
+release_start=$SECONDS
+if grep -qxF "failed: hack/release.sh $release_version" "$prebuild_log"; then
+  echo "the background build of the release failed: building it again"
+  RELEASE_TEST_VERSION="$release_version" hack/test-release.sh -json | summarize
+else
+  grep -A100 -xF "==> hack/release.sh $release_version" "$prebuild_log" | grep '^\[release\] .*built in\|done in' || true
+  RELEASE_DIR=".cache/release/$release_version" hack/test-release.sh -json | summarize
+fi
+echo "release tests: $((SECONDS - release_start))s"
 
 section "skipped tests"
 if [[ -s "$skipped" ]]; then
