@@ -238,7 +238,8 @@ func TestKappControllerExample(t *testing.T) {
 	require.NotEqualf(t, 0, r.exitCode, "kapp was expected to report the failed reconcile:\n%s", r.out)
 	st := k.requireReconciled(t, ns, name, kcConditionFailed)
 	requireBlockedApp(t, st, "enum", crd.CRD, "v1", "^.spec.size", `["medium"]`)
-	requireBlockedApp(t, st, "existingResources", crd.CRD, "Widget default/first")
+	// The stored Widget that uses the value, named in the finding's impact.
+	requireBlockedApp(t, st, "enum", crd.CRD, "stored Widget", "default/first")
 	t.Logf("status of the blocked App:\n%s", indent(st.String()))
 	require.Equal(t, schemaBefore, k.crdSchemaJSON(t, crd, "v1"), "the blocked change reached the cluster")
 }

@@ -57,7 +57,7 @@ func TestToolsCRDUpgradeSafetyLive(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, []byte(strings.Replace(string(data), "enum: [red, blue]", "enum: [red, green]", 1)), 0o644))
 		r := tools("", "--file2", p)
 		require.Equalf(t, 3, r.exitCode, "output:\n%s", r.out)
-		requireFinding(t, r.out, "existingResources", n.CRD, "second")
+		requireFinding(t, r.out, "enum", n.CRD, "rejected: default/second")
 	})
 
 	t.Run("json", func(t *testing.T) {

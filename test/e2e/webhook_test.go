@@ -99,7 +99,8 @@ func TestWebhookWarnMode(t *testing.T) {
 	e, n, _ := webhookApp(t, "mode: warn\n")
 	warnings, err := e.updateCRD(t, n, "unsafe/enum-value-removed/new.yaml", false, nil)
 	require.NoError(t, err)
-	require.Equal(t, []string{`CRDUpgradeSafety: version v1 field ^.spec.color: [enum] enum values removed: ["green"]`}, warnings)
+	// The stored objects were read: none holds green.
+	require.Equal(t, []string{`CRDUpgradeSafety: version v1 field ^.spec.color: [enum] enum values removed: ["green"]: none of 2 stored ` + n.Kind + `s affected`}, warnings)
 	require.NotContains(t, e.crdSchemaJSON(t, n, "v1"), "green")
 }
 
@@ -121,7 +122,7 @@ func TestWebhookDeniesDeletion(t *testing.T) {
 	w := &warningCollector{}
 	dyn := e.dynWithWarnings(t, w)
 	require.NoError(t, dyn.Resource(crdGVR).Delete(tctx(t), n.CRD, metav1.DeleteOptions{}))
-	require.Equal(t, []string{"CRDUpgradeSafety: [crdDeletion] deleting the CRD would delete its 2 existing custom resources (exempted: waive annotation: e2e: data no longer needed)"},
+	require.Equal(t, []string{"CRDUpgradeSafety: [crdDeletion] data loss: deleting the CRD would delete its 2 existing custom resources (exempted: waive annotation: e2e: data no longer needed)"},
 		w.texts)
 }
 
@@ -144,7 +145,7 @@ func TestWebhookWaiver(t *testing.T) {
 	warnings, err := e.updateCRD(t, n, "unsafe/enum-value-removed/new.yaml", false,
 		map[string]string{config.WaiveAnnotation: "enum", config.WaiveReasonAnnotation: "green was never used (e2e)"})
 	require.NoError(t, err)
-	require.Equal(t, []string{`CRDUpgradeSafety: version v1 field ^.spec.color: [enum] enum values removed: ["green"] (exempted: waive annotation: green was never used (e2e))`},
+	require.Equal(t, []string{`CRDUpgradeSafety: version v1 field ^.spec.color: [enum] enum values removed: ["green"]: none of 2 stored ` + n.Kind + `s affected (exempted: waive annotation: green was never used (e2e))`},
 		warnings)
 	require.NotContains(t, e.crdSchemaJSON(t, n, "v1"), "green")
 }

@@ -3,62 +3,29 @@ package crdupgradesafety
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"sort"
 	"strings"
 
-	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	structurallisttype "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
+	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 )
 
-// ValidateExisting validates existing custom resources of a CRD against the
-// new CRD's schema (OpenAPI and CEL rules) of the version each object
-// carries in its apiVersion, and returns an existingResources finding per
-// invalid object. Objects whose version the new CRD lacks are skipped (the
-// storedVersionRemoval/servedVersionRemoval checks cover that).
-// This is the existingResources live check.
-func ValidateExisting(newCRD *apiextv1.CustomResourceDefinition, objs []map[string]any, cfg *config.Settings) ([]Finding, error) {
-	p := newPolicy(cfg, newCRD.Name)
-	if !p.cfg.Checks.CRD.ExistingResources.Enabled || len(objs) == 0 {
-		return nil, nil
-	}
-	// The objects of each version, for the validators built for them.
-	byVersion := map[string][]any{}
-	for _, obj := range objs {
-		version := objectVersion(obj)
-		byVersion[version] = append(byVersion[version], obj)
-	}
-	for _, version := range slices.Sorted(maps.Keys(byVersion)) {
-		vals := byVersion[version]
-		v, err := newVersionValidator(newCRD, version, vals, true)
-		if err != nil {
-			return nil, fmt.Errorf("crd %s version %s: %w", newCRD.Name, version, err)
-		}
-		if v == nil {
-			continue // version gone: storedVersionRemoval/servedVersionRemoval report it
-		}
-		for _, val := range vals {
-			obj := val.(map[string]any)
-			if errs := v.validate(obj); len(errs) > 0 {
-				p.crdLevel(config.EnforcementStrict, version, config.CheckExistingResources,
-					"existing %s %s would be invalid: %s", newCRD.Spec.Names.Kind, objectName(obj), summarize(errs))
-			}
-		}
-	}
-	SortFindings(p.findings)
-	return p.findings, nil
-}
-
+// versionValidator validates custom resources of one version of a CRD as
+// the apiserver's custom resource strategy validates a create: the
+// OpenAPI schema, metadata and embedded resources, list sets and maps,
+// then (unless those found an error that blocks them) the CEL rules. The
+// strategy's checks of standard metadata are left out: an update of the
+// CRD cannot change them (a scope change is a finding of its own).
 type versionValidator struct {
 	openAPI    validation.SchemaValidator
-	structural *schema.Structural
+	structural *schema.Structural // every property; the CEL rules the objects reach
 	cel        *cel.Validator
 }
 
@@ -89,7 +56,7 @@ func newVersionValidator(crd *apiextv1.CustomResourceDefinition, version string,
 	v := &versionValidator{openAPI: openAPI}
 	if structuralErr == nil {
 		if prune {
-			dropUnreachedRules(structural, objs)
+			dropUnreachedRules(structural, objs) // rules only: every property stays
 		}
 		v.structural = structural
 		v.cel = cel.NewValidator(structural, true, celconfig.PerCallLimit)
@@ -99,11 +66,27 @@ func newVersionValidator(crd *apiextv1.CustomResourceDefinition, version string,
 
 func (v *versionValidator) validate(obj map[string]any) field.ErrorList {
 	errs := validation.ValidateCustomResource(nil, obj, v.openAPI)
-	if v.cel != nil {
+	if v.structural != nil {
+		errs = append(errs, schemaobjectmeta.Validate(context.Background(), nil, obj, v.structural, false)...)
+		errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, v.structural, obj)...)
+	}
+	if v.cel != nil && !blocksCEL(errs) {
 		celErrs, _ := v.cel.Validate(context.Background(), nil, v.structural, obj, nil, celconfig.RuntimeCELCostBudget)
 		errs = append(errs, celErrs...)
 	}
 	return errs
+}
+
+// blocksCEL tells whether errors keep the apiserver from running the CEL
+// rules (its custom resource strategy's hasBlockingErr).
+func blocksCEL(errs field.ErrorList) bool {
+	for _, e := range errs {
+		switch e.Type {
+		case field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany, field.ErrorTypeTypeInvalid:
+			return true
+		}
+	}
+	return false
 }
 
 func objectVersion(obj map[string]any) string {

@@ -1,9 +1,11 @@
 package crdupgradesafety
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
 func widget(version, namespace, name string, spec map[string]any) map[string]any {
@@ -12,6 +14,32 @@ func widget(version, namespace, name string, spec map[string]any) map[string]any
 		meta["namespace"] = namespace
 	}
 	return map[string]any{"apiVersion": "example.com/" + version, "kind": "Widget", "metadata": meta, "spec": spec}
+}
+
+// validateExisting reads objs (of any version) under crd as both the old
+// and the new CRD: no finding to join them to, so every object the schema
+// rejects is an existingResources finding of its own (an object invalid
+// before the update).
+func validateExisting(crd *apiextv1.CustomResourceDefinition, objs []map[string]any, cfg *config.Settings) ([]Finding, error) {
+	byVersion := map[string][]map[string]any{}
+	for _, o := range objs {
+		apiVersion, _ := o["apiVersion"].(string)
+		v := apiVersion[strings.LastIndex(apiVersion, "/")+1:]
+		byVersion[v] = append(byVersion[v], o)
+	}
+	var impacts []VersionImpact
+	for _, v := range crd.Spec.Versions {
+		if len(byVersion[v.Name]) == 0 || v.Schema == nil {
+			continue
+		}
+		r, err := NewObjectReader(crd, crd, v.Name, SourceCluster, nil, cfg)
+		if err != nil {
+			return nil, err
+		}
+		r.Read(byVersion[v.Name])
+		impacts = append(impacts, r.Result())
+	}
+	return ApplyImpacts(nil, impacts, cfg), nil
 }
 
 func TestValidateExisting(t *testing.T) {
@@ -35,29 +63,30 @@ func TestValidateExisting(t *testing.T) {
 		}, want: []string{}},
 		{name: "invalid under the OpenAPI schema", objs: []map[string]any{
 			widget("v1", "default", "a", map[string]any{"replicas": int64(10)}),
-		}, want: []string{"error existingResources v1 : existing Widget default/a would be invalid: spec.replicas: Invalid value: 10: spec.replicas in body should be less than or equal to 5"}},
+		}, want: []string{"error existingResources v1 : existing Widget default/a would be invalid: spec.replicas: Invalid value: 10: spec.replicas in body should be less than or equal to 5; updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused"}},
 		{name: "invalid under a CEL rule", objs: []map[string]any{
 			widget("v1", "default", "a", map[string]any{"replicas": int64(0)}),
-		}, want: []string{"error existingResources v1 : existing Widget default/a would be invalid: spec: Invalid value: at least one replica"}},
+		}, want: []string{"error existingResources v1 : existing Widget default/a would be invalid: spec: Invalid value: at least one replica; updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused"}},
 		{name: "invalid under the schema of its own version only", objs: []map[string]any{
 			widget("v1", "", "a", map[string]any{"replicas": "three"}),
 			widget("v2", "", "b", map[string]any{"replicas": int64(3)}),
 		}, want: []string{
-			`error existingResources v1 : existing Widget a would be invalid: spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string"; spec: Invalid value: "object": invalid data, expected int, got string evaluating rule: at least one replica`,
-			`error existingResources v2 : existing Widget b would be invalid: spec.replicas: Invalid value: "integer": spec.replicas in body must be of type string: "integer"`,
+			// A type error keeps the apiserver from running the CEL rules.
+			`error existingResources v1 : existing Widget a would be invalid: spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string"; every write to it is refused, updates included`,
+			`error existingResources v2 : existing Widget b would be invalid: spec.replicas: Invalid value: "integer": spec.replicas in body must be of type string: "integer"` + "; updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
 		}},
 		{name: "many errors are summarized", objs: []map[string]any{
 			widget("v1", "ns", "a", map[string]any{"replicas": int64(9), "name": "abcd", "tags": []any{"b", "c"}}),
 		}, want: []string{
-			`error existingResources v1 : existing Widget ns/a would be invalid: spec.name: Too long: may not be more than 3 bytes; spec.replicas: Invalid value: 9: spec.replicas in body should be less than or equal to 5; spec.tags: Too many: 2: must have at most 1 item; and 2 more`,
+			`error existingResources v1 : existing Widget ns/a would be invalid: spec.name: Too long: may not be more than 3 bytes; spec.replicas: Invalid value: 9: spec.replicas in body should be less than or equal to 5; spec.tags: Too many: 2: must have at most 1 item; and 2 more; updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused`,
 		}},
 		{name: "findings sorted, one per invalid object", objs: []map[string]any{
 			widget("v1", "ns", "z", map[string]any{"replicas": int64(6)}),
 			widget("v1", "ns", "ok", map[string]any{"replicas": int64(1)}),
 			widget("v1", "ns", "m", map[string]any{"replicas": int64(7)}),
 		}, want: []string{
-			"error existingResources v1 : existing Widget ns/m would be invalid: spec.replicas: Invalid value: 7: spec.replicas in body should be less than or equal to 5",
-			"error existingResources v1 : existing Widget ns/z would be invalid: spec.replicas: Invalid value: 6: spec.replicas in body should be less than or equal to 5",
+			"error existingResources v1 : existing Widget ns/m would be invalid: spec.replicas: Invalid value: 7: spec.replicas in body should be less than or equal to 5; updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
+			"error existingResources v1 : existing Widget ns/z would be invalid: spec.replicas: Invalid value: 6: spec.replicas in body should be less than or equal to 5; updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
 		}},
 		{name: "version missing from the new CRD is skipped", objs: []map[string]any{
 			widget("v1beta1", "default", "a", map[string]any{"replicas": int64(10)}),
@@ -68,7 +97,7 @@ func TestValidateExisting(t *testing.T) {
 		{name: "warn mode", objs: []map[string]any{
 			widget("v1", "default", "a", map[string]any{"replicas": int64(10)}),
 		}, config: func(c *config.Settings) { c.Mode = config.ModeWarn },
-			want: []string{"warning existingResources v1 : existing Widget default/a would be invalid: spec.replicas: Invalid value: 10: spec.replicas in body should be less than or equal to 5"}},
+			want: []string{"warning existingResources v1 : existing Widget default/a would be invalid: spec.replicas: Invalid value: 10: spec.replicas in body should be less than or equal to 5; updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused"}},
 		{name: "no objects", objs: nil, want: []string{}},
 	}
 	for _, tc := range cases {
@@ -77,7 +106,7 @@ func TestValidateExisting(t *testing.T) {
 			if tc.config != nil {
 				tc.config(&cfg)
 			}
-			fs, err := ValidateExisting(crd, tc.objs, &cfg)
+			fs, err := validateExisting(crd, tc.objs, &cfg)
 			if err != nil {
 				t.Fatalf("ValidateExisting: %v", err)
 			}
@@ -93,14 +122,14 @@ func TestValidateExisting(t *testing.T) {
 	}
 
 	t.Run("version without a schema is skipped", func(t *testing.T) {
-		fs, err := ValidateExisting(noSchema, []map[string]any{widget("v1", "", "a", map[string]any{"x": int64(1)})}, nil)
+		fs, err := validateExisting(noSchema, []map[string]any{widget("v1", "", "a", map[string]any{"x": int64(1)})}, nil)
 		if err != nil || len(fs) != 0 {
 			t.Fatalf("got %q, %v; want no findings", render(fs), err)
 		}
 	})
 	t.Run("nil config uses the defaults", func(t *testing.T) {
-		fs, err := ValidateExisting(crd, []map[string]any{widget("v1", "", "a", map[string]any{"replicas": int64(10)})}, nil)
-		want := []string{"error existingResources v1 : existing Widget a would be invalid: spec.replicas: Invalid value: 10: spec.replicas in body should be less than or equal to 5"}
+		fs, err := validateExisting(crd, []map[string]any{widget("v1", "", "a", map[string]any{"replicas": int64(10)})}, nil)
+		want := []string{"error existingResources v1 : existing Widget a would be invalid: spec.replicas: Invalid value: 10: spec.replicas in body should be less than or equal to 5; updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused"}
 		if err != nil || !equalLines(render(fs), want) {
 			t.Fatalf("got %q, %v; want %q", render(fs), err, want)
 		}

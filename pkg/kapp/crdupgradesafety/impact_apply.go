@@ -80,6 +80,7 @@ func ApplyImpacts(findings []Finding, impacts []VersionImpact, cfg *config.Setti
 				text += "; a warning under unaffectedEnforcement Warn: writers that send values the old schema accepted may still be refused"
 			}
 			f.Message = boundText(withImpact(f.Message, text), maxMessageBytes)
+			out = append(out, exemptedButAffecting(f, text, cfg)...)
 		}
 		out = append(out, markDataLoss(f))
 	}
@@ -94,6 +95,26 @@ func ApplyImpacts(findings []Finding, impacts []VersionImpact, cfg *config.Setti
 	}
 	SortFindings(out)
 	return out
+}
+
+// exemptedButAffecting: an exemption (or a waiver annotation) reviewed the
+// change, not the stored objects it turns out to affect. Those stay an
+// existingResources finding, as they were before the objects were joined
+// to the findings: waived only where existingResources is exempted too.
+func exemptedButAffecting(f Finding, text string, cfg *config.Settings) []Finding {
+	if f.Impact.Affected == 0 {
+		return nil
+	}
+	if exempt, _ := cfg.Exempt(f.CRD, f.Check); !exempt {
+		return nil
+	}
+	p := newPolicy(cfg, f.CRD)
+	p.crdLevel(config.EnforcementStrict, f.Version, config.CheckExistingResources,
+		"the exempted %s change at %s affects %s objects: %s", f.Check, f.Field, sourceNoun(f.Impact.Source), text)
+	for i := range p.findings {
+		p.findings[i].Impact = f.Impact
+	}
+	return p.findings
 }
 
 // withImpact inserts the impact text after a finding's message, before

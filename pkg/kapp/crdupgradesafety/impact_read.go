@@ -39,10 +39,15 @@ import (
 // from being counted as the update's doing).
 type ObjectReader struct {
 	source, kind, version string
+	newCRD                *apiextv1.CustomResourceDefinition
 	oldS, newS            *structuralschema.Structural
 	oldPrunes, newPrunes  bool // the CRD does not set spec.preserveUnknownFields
-	validator             objectValidator
-	cfg                   *config.Settings
+	// readChanges: reading under the new CRD may change an object the old
+	// CRD has read (readsDiffer); when it cannot, objects listed from the
+	// apiserver are only validated.
+	readChanges bool
+	validator   objectValidator
+	cfg         *config.Settings
 
 	findings []Finding        // the pair's findings
 	byField  map[string][]int // schema path -> indexes of findings of this version at it
@@ -64,10 +69,10 @@ type objectValidator interface {
 // CRDs have) of an updated CRD; findings are the findings of the
 // comparison of the pair, source is SourceCluster or SourceSamples.
 func NewObjectReader(oldCRD, newCRD *apiextv1.CustomResourceDefinition, version, source string,
-	findings []Finding, cfg *config.Settings) (*ObjectReader, error) {
+	findings []Finding, cfg *config.Settings) (r *ObjectReader, err error) {
 
 	p := newPolicy(cfg, newCRD.Name)
-	r := &ObjectReader{source: source, kind: newCRD.Spec.Names.Kind, version: version, cfg: p.cfg,
+	r = &ObjectReader{source: source, kind: newCRD.Spec.Names.Kind, version: version, cfg: p.cfg, newCRD: newCRD,
 		oldPrunes: !oldCRD.Spec.PreserveUnknownFields, newPrunes: !newCRD.Spec.PreserveUnknownFields,
 		findings: findings, byField: map[string][]int{}, acc: map[int]*impactAcc{}, residual: p}
 	for i, f := range findings {
@@ -85,6 +90,11 @@ func NewObjectReader(oldCRD, newCRD *apiextv1.CustomResourceDefinition, version,
 			}
 		}
 	}
+	defer func() {
+		if r != nil {
+			r.readChanges = r.oldS == nil || r.oldPrunes != r.newPrunes || readsDiffer(r.oldS, r.newS)
+		}
+	}()
 	nv := versionsByName(newCRD)[version]
 	if nv == nil {
 		return nil, fmt.Errorf("crd %s has no version %s", newCRD.Name, version)
@@ -135,9 +145,24 @@ func internalSchemaOf(s *apiextv1.JSONSchemaProps) (*apiextensions.JSONSchemaPro
 
 // Read reads a batch of objects of the reader's version. It keeps none of
 // them and leaves them as they are.
+//
+// The validators of a batch are built from the parts of the new schema its
+// objects reach (see check_existing_schema.go): real objects set a small
+// part of a large schema, and the OpenAPI validator walks every property
+// the schema declares.
 func (r *ObjectReader) Read(objs []map[string]any) {
-	for _, obj := range objs {
-		r.read(obj)
+	reads := make([]objectRead, len(objs))
+	vals := make([]any, len(objs))
+	for i, obj := range objs {
+		reads[i] = r.readObject(obj)
+		vals[i] = reads[i].next
+	}
+	v, err := newVersionValidator(r.newCRD, r.version, vals, true)
+	if err != nil || v == nil {
+		v = nil // the whole strategy instead (an invalid schema the apiserver would refuse anyway)
+	}
+	for i := range reads {
+		r.judge(&reads[i], v)
 	}
 }
 
@@ -150,29 +175,54 @@ type objectEffect struct {
 	required   bool // a rejection for a missing required field
 }
 
-func (r *ObjectReader) read(obj map[string]any) {
-	r.objects++
-	name := objectName(obj)
-	// Copies: the caller's object stays as it is, and typed nils (which
+// objectRead is one object read under the new CRD, not yet validated.
+type objectRead struct {
+	name    string
+	next    map[string]any // as the new CRD reads it
+	effects []objectEffect // what changed on the read
+}
+
+// readObject reads one object under the new CRD and compares it with the
+// object as the old CRD reads it: an object listed from the apiserver is
+// that already (the apiserver prunes and defaults what it reads from
+// etcd), a sample is read under the old CRD first.
+func (r *ObjectReader) readObject(obj map[string]any) objectRead {
+	if r.source == SourceCluster && !r.readChanges {
+		return objectRead{name: objectName(obj), next: obj}
+	}
+	// A copy: the caller's object stays as it is, and typed nils (which
 	// the apiserver's code does not expect) become untyped.
 	next, _ := deepCopyJSON(obj).(map[string]any)
-	base := next
-	if r.oldS != nil {
+	base := obj
+	if r.source != SourceCluster && r.oldS != nil {
 		base, _ = deepCopyJSON(next).(map[string]any)
 		readAs(base, r.oldS, r.oldPrunes)
 	}
 	readAs(next, r.newS, r.newPrunes)
-
-	var effects []objectEffect
-	d := differ{out: &effects, stored: r.source == SourceCluster}
+	read := objectRead{name: objectName(obj), next: next}
+	d := differ{out: &read.effects, stored: r.source == SourceCluster}
 	d.object(nil, "^", base, next, r.oldS, r.newS, true)
+	return read
+}
 
-	u := &unstructured.Unstructured{Object: next}
-	errs := r.validator.Validate(context.Background(), u)
+// judge validates an object read under the new CRD (with v, the batch's
+// validators, or the apiserver's whole strategy when v is nil) and joins
+// its effects to the findings.
+func (r *ObjectReader) judge(read *objectRead, v *versionValidator) {
+	r.objects++
+	name, effects := read.name, read.effects
+	u := &unstructured.Unstructured{Object: read.next}
+	var errs field.ErrorList
+	if v != nil {
+		errs = v.validate(read.next)
+	} else {
+		errs = r.validator.Validate(context.Background(), u)
+	}
 	ratchets := false
 	if len(errs) > 0 {
-		// An update that leaves the object as it is (an update needs a
-		// resourceVersion, which samples lack).
+		// An update that leaves the object as it is, as the apiserver's
+		// strategy validates it (an update needs a resourceVersion, which
+		// samples lack).
 		if u.GetResourceVersion() == "" {
 			u.SetResourceVersion("1")
 		}
@@ -548,6 +598,75 @@ func errorField(e *field.Error) string {
 	return e.Field
 }
 
+// readsDiffer tells whether reading an object under the new schema n may
+// change what reading it under the old schema o gave: a property, unknown
+// fields or map entries no longer kept (pruning), a default changed or
+// removed, null no longer allowed, a type or an embedded resource changed
+// (conservatively). A property only n declares changes nothing stored: its
+// default is the "new optional field" rule, not an effect.
+func readsDiffer(o, n *structuralschema.Structural) bool {
+	switch {
+	case o == nil || n == nil:
+		return o != n
+	case o.Type != n.Type, o.XEmbeddedResource != n.XEmbeddedResource,
+		o.XPreserveUnknownFields && !n.XPreserveUnknownFields,
+		o.Nullable && !n.Nullable,
+		!sameValue(o.Default.Object, n.Default.Object),
+		(o.Items == nil) != (n.Items == nil):
+		return true
+	}
+	for name, np := range n.Properties {
+		if _, ok := o.Properties[name]; !ok && (hasDefault(&np) || o.XPreserveUnknownFields || o.AdditionalProperties != nil) {
+			// A new property's default may satisfy a required field; where
+			// the old schema kept unknown fields or map entries, stored
+			// objects may hold data under the new property's name.
+			return true
+		}
+	}
+	for name, op := range o.Properties {
+		np, ok := n.Properties[name]
+		if !ok {
+			if !n.XPreserveUnknownFields {
+				return true
+			}
+			continue
+		}
+		if readsDiffer(&op, &np) {
+			return true
+		}
+	}
+	if o.AdditionalProperties != nil {
+		if n.AdditionalProperties == nil {
+			return true
+		}
+		if o.AdditionalProperties.Structural != nil || n.AdditionalProperties.Structural != nil {
+			if readsDiffer(o.AdditionalProperties.Structural, n.AdditionalProperties.Structural) {
+				return true
+			}
+		}
+	}
+	return o.Items != nil && readsDiffer(o.Items, n.Items)
+}
+
+// hasDefault tells whether s or a schema below it has a default.
+func hasDefault(s *structuralschema.Structural) bool {
+	if s == nil {
+		return false
+	}
+	if s.Default.Object != nil {
+		return true
+	}
+	for _, p := range s.Properties {
+		if hasDefault(&p) {
+			return true
+		}
+	}
+	if s.AdditionalProperties != nil && hasDefault(s.AdditionalProperties.Structural) {
+		return true
+	}
+	return hasDefault(s.Items)
+}
+
 // storable tells whether an object under the old schema s could hold the
 // field k: s declares it, holds map entries, or keeps unknown fields.
 func storable(s *structuralschema.Structural, k string) bool {
@@ -643,6 +762,14 @@ func sameScalar(a, b any) bool {
 	case bool:
 		bv, ok := b.(bool)
 		return ok && av == bv
+	case int64:
+		if bv, ok := b.(int64); ok {
+			return av == bv
+		}
+	case float64:
+		if bv, ok := b.(float64); ok {
+			return av == bv
+		}
 	}
 	return canonicalValue(a) == canonicalValue(b)
 }

@@ -8,6 +8,8 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 )
 
 // readImpact compares two versions v1 of the widget CRD (spec schemas old
@@ -22,7 +24,7 @@ func readImpact(t *testing.T, oldSpec, newSpec string, objs []map[string]any, cf
 	for _, v := range VersionsToRead(oldCRD, newCRD) {
 		r, err := NewObjectReader(oldCRD, newCRD, v, SourceCluster, findings, cfg)
 		require.NoError(t, err)
-		r.Read(objs)
+		r.Read(listed(t, oldCRD, v, objs))
 		impacts = append(impacts, r.Result())
 	}
 	out := ApplyImpacts(findings, impacts, cfg)
@@ -31,6 +33,22 @@ func readImpact(t *testing.T, oldSpec, newSpec string, objs []map[string]any, cf
 		lines[i] = fmt.Sprintf("%s %s %s: %s", f.Severity, f.Check, f.Field, f.Message)
 	}
 	return out, lines
+}
+
+// listed returns objs as the apiserver lists them under crd: read from
+// etcd, pruned and defaulted under the CRD's schema of version.
+func listed(t *testing.T, crd *apiextv1.CustomResourceDefinition, version string, objs []map[string]any) []map[string]any {
+	t.Helper()
+	internal, err := internalSchemaOf(versionSchema(versionsByName(crd)[version]))
+	require.NoError(t, err)
+	s, err := structuralschema.NewStructural(internal)
+	require.NoError(t, err)
+	out := make([]map[string]any, len(objs))
+	for i, o := range objs {
+		out[i] = deepCopyJSON(o).(map[string]any)
+		readAs(out[i], s, !crd.Spec.PreserveUnknownFields)
+	}
+	return out
 }
 
 func TestImpact(t *testing.T) {
@@ -60,7 +78,7 @@ func TestImpact(t *testing.T) {
 				widget("v1", "ns", "nospec", nil),
 			},
 			want: []string{
-				"error default ^.spec.size: default changed: \"small\" -> \"large\": 1 of 3 stored Widgets reads differently: ns/unset (\"small\" -> \"large\")",
+				"error default ^.spec.size: default changed: \"small\" -> \"large\": 1 of 3 stored Widgets reads differently: ns/unset (\"small\", the old default -> \"large\" where it is not stored)",
 			}},
 		{name: "unknown fields pruned when x-kubernetes-preserve-unknown-fields goes",
 			old: `{type: object, x-kubernetes-preserve-unknown-fields: true, properties: {size: {type: string}}}`,
@@ -139,6 +157,17 @@ func TestImpact(t *testing.T) {
 			want: []string{
 				"error existingResources : existing Widget ns/old would be invalid: spec.replicas: Invalid value: 9: spec.replicas in body should be less than or equal to 5; updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
 				"error maxLength ^.spec.size: maxLength added: (none) -> 1: none of 1 stored Widget affected",
+			}},
+		{name: "an exempted change that affects stored objects: they stay an existingResources error",
+			old:  `{type: object, properties: {replicas: {type: integer, maximum: 10}}}`,
+			new:  `{type: object, properties: {replicas: {type: integer, maximum: 5}}}`,
+			objs: []map[string]any{widget("v1", "ns", "eight", map[string]any{"replicas": int64(8)})},
+			config: func(c *config.Settings) {
+				c.Exemptions = []config.Exemption{{CRD: testCRDName, Checks: []string{config.CheckMaximum}, Reason: "no widget has more than 5"}}
+			},
+			want: []string{
+				"error existingResources : the exempted maximum change at ^.spec.replicas affects stored objects: 1 of 1 stored Widget rejected: ns/eight (Invalid value: 8: spec.replicas in body should be less than or equal to 5); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
+				"warning maximum ^.spec.replicas: maximum decreased: 10 -> 5: 1 of 1 stored Widget rejected: ns/eight (Invalid value: 8: spec.replicas in body should be less than or equal to 5); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused (exempted: no widget has more than 5)",
 			}},
 		{name: "a field made required with the same default before and after: nothing",
 			old:  `{type: object, properties: {size: {type: string, default: M}}}`,
