@@ -91,9 +91,10 @@ say "Release 1 -> 2 adds an optional field and an enum value, raises a maximum: 
 kapp tools crd-upgrade-safety -f "$EX/crd-v1.yaml" --file2 "$EX/crd-v2-safe.yaml"
 say ""
 say "Release 2 -> 3 removes an enum value and a field, makes a field required and"
-say "lowers a maximum: unsafe, exit status 3."
+say "lowers a maximum: unsafe, exit status 3. With --objects, sample widgets show"
+say "what each finding would do to stored data."
 status=0
-kapp tools crd-upgrade-safety -f "$EX/crd-v2-safe.yaml" --file2 "$EX/crd-v3-unsafe.yaml" || status=$?
+kapp tools crd-upgrade-safety -f "$EX/crd-v2-safe.yaml" --file2 "$EX/crd-v3-unsafe.yaml" --objects "$EX/widgets.yaml" || status=$?
 [[ $status -eq 3 ]] || fail "expected exit status 3, got $status"
 ok "exit status $status. In CI: --git-ref origin/main, --output github|sarif|markdown|json (docs/ci.md)."
 
@@ -122,12 +123,19 @@ say "'replicas' required and lowers its maximum to 5 (widget big has 8)."
 run diff -u "$EX/crd-v2-safe.yaml" "$EX/crd-v3-unsafe.yaml" || true
 before="$(live_app)"
 grep -q 'kind: Widget' <<<"$before" || fail "could not read the app's live objects"
-if kapp deploy -a "$APP" -f "$EX/crd-v3-unsafe.yaml" -f "$EX/widgets.yaml" --preflight=CRDUpgradeSafety -y; then
+blocked="$(mktemp)"
+if kapp deploy -a "$APP" -f "$EX/crd-v3-unsafe.yaml" -f "$EX/widgets.yaml" --preflight=CRDUpgradeSafety -y 2>&1 | tee "$blocked"; then
   fail "the unsafe upgrade was applied: expected CRDUpgradeSafety to block it"
 fi
 after="$(live_app)"
 [[ "$before" == "$after" ]] || fail "the live CRD or widgets changed although the deploy was blocked"
 ok "blocked, as expected. The live CRD and widgets are byte-for-byte unchanged; size enum: $(live_enum)"
+say "Each finding says what it does to the stored widgets, data loss first: both"
+say "widgets hold a color, which the new CRD would prune on their next write."
+grep -q 'data loss: existing field removed (was string): 2 of 2 stored Widgets hold data here, lost on their next write: default/big ("red"), default/tiny ("blue")' "$blocked" ||
+  fail "the blocked deploy did not say which widgets lose their color"
+rm -f "$blocked"
+ok "the stored widgets each finding affects are named, with their values"
 
 heading "The same check without deploying, against the cluster"
 say "Without --file, kapp tools crd-upgrade-safety compares the new CRD files with the"
