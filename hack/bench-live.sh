@@ -12,6 +12,8 @@
 #
 # Usage: hack/bench-live.sh
 # Environment: COUNTS=10000,100000 RUNS=3 CRD=.cache/crds/cert-manager/cert-manager.io_certificates.yaml
+#   BASELINE=REV  also measures kapp built at git revision REV (in a worktree under .cache/bench),
+#                 on the same objects, runs alternating, and prints the ratios
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -25,6 +27,16 @@ bench_prepare bench-live .cache/crds/cert-manager
 trap 'hack/cluster.sh stop >&2' EXIT
 hack/cluster.sh start >&2
 echo "bench-live: load $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min)" >&2
-"$scale" live -kapp bin/kapp -kubeconfig "$CLUSTER_STATE_DIR/kubeconfig" \
+baseline=()
+if [[ -n "${BASELINE:-}" ]]; then
+  wt="$root/.cache/bench/baseline-src"
+  rm -rf "$wt" && git worktree prune
+  git worktree add -q --detach "$wt" "$BASELINE"
+  echo "bench-live: building the baseline kapp at $BASELINE" >&2
+  (cd "$wt" && go build -o "$root/.cache/bench/kapp-baseline" ./cmd/kapp)
+  git worktree remove --force "$wt"
+  baseline=(-baseline "$root/.cache/bench/kapp-baseline")
+fi
+"$scale" live -kapp bin/kapp "${baseline[@]}" -kubeconfig "$CLUSTER_STATE_DIR/kubeconfig" \
   -crd "${CRD:-.cache/crds/cert-manager/cert-manager.io_certificates.yaml}" -work .cache/bench/live \
   -counts "${COUNTS:-10000,100000}" -runs "${RUNS:-3}"

@@ -25,6 +25,7 @@ import (
 func live(args []string) error {
 	fs := flag.NewFlagSet("live", flag.ExitOnError)
 	kapp := fs.String("kapp", "bin/kapp", "kapp binary")
+	baseline := fs.String("baseline", "", "another kapp binary measured on the same objects, runs alternating (\"\": none)")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the cluster")
 	src := fs.String("crd", ".cache/crds/cert-manager/cert-manager.io_certificates.yaml", "real CRD file")
 	work := fs.String("work", ".cache/bench/live", "work folder")
@@ -87,7 +88,7 @@ func live(args []string) error {
 		objects      int
 		rss          int64
 	}
-	var rows []row
+	var rows, baseRows []row
 	created := 0
 	for _, count := range counts {
 		start := time.Now()
@@ -97,35 +98,51 @@ func live(args []string) error {
 		fmt.Fprintf(os.Stderr, "created %d custom resources in %.0fs\n", count-created, time.Since(start).Seconds())
 		created = count
 
-		var checks, wholes []time.Duration
-		r := row{count: count}
+		bins := []string{*kapp}
+		if *baseline != "" {
+			bins = append(bins, *baseline)
+		}
+		checks := make([][]time.Duration, len(bins))
+		wholes := make([][]time.Duration, len(bins))
+		rs := make([]row, len(bins))
 		for i := 0; i < *runs; i++ {
-			m, err := runMeasured([]string{"KUBECONFIG=" + *kubeconfig, preflightTimingEnv + "=1"},
-				*kapp, "tools", "crd-upgrade-safety", "--file2", newFile, "--tty=false")
-			if err != nil {
-				return err
+			for b, bin := range bins { // alternating: both see the same load
+				m, err := runMeasured([]string{"KUBECONFIG=" + *kubeconfig, preflightTimingEnv + "=1"},
+					bin, "tools", "crd-upgrade-safety", "--file2", newFile, "--tty=false")
+				if err != nil {
+					return err
+				}
+				if m.exitCode != 0 {
+					return fmt.Errorf("%s tools crd-upgrade-safety exited with %d:\n%s", bin, m.exitCode, tail(m.stderr, 20))
+				}
+				t, ok := parseTiming(m.stderr)
+				if !ok {
+					return fmt.Errorf("no timing line in the stderr of %s:\n%s", bin, tail(m.stderr, 20))
+				}
+				checks[b], wholes[b] = append(checks[b], t.live), append(wholes[b], m.wall)
+				rs[b].objects, rs[b].rss = t.objects, max(rs[b].rss, m.peakRSS)
 			}
-			if m.exitCode != 0 {
-				return fmt.Errorf("kapp tools crd-upgrade-safety exited with %d:\n%s", m.exitCode, tail(m.stderr, 20))
-			}
-			t, ok := parseTiming(m.stderr)
-			if !ok {
-				return fmt.Errorf("no timing line in kapp's stderr:\n%s", tail(m.stderr, 20))
-			}
-			checks, wholes = append(checks, t.live), append(wholes, m.wall)
-			r.objects, r.rss = t.objects, max(r.rss, m.peakRSS)
 		}
-		r.check, r.whole = medianDuration(checks), medianDuration(wholes)
-		if r.objects != count {
-			return fmt.Errorf("the check validated %d custom resources, want %d", r.objects, count)
+		for b := range bins {
+			rs[b].count, rs[b].check, rs[b].whole = count, medianDuration(checks[b]), medianDuration(wholes[b])
+			if rs[b].objects != count {
+				return fmt.Errorf("%s validated %d custom resources, want %d", bins[b], rs[b].objects, count)
+			}
 		}
-		rows = append(rows, r)
+		rows = append(rows, rs[0])
+		if len(rs) > 1 {
+			baseRows = append(baseRows, rs[1])
+		}
 	}
 
 	fmt.Printf("\n%14s %20s %14s %14s %14s\n", "custom res.", "existingResources", "per resource", "whole command", "kapp peak RSS")
 	for _, r := range rows {
 		fmt.Printf("%14d %19.2fs %12.1fµs %13.2fs %10.0f MiB\n", r.count, r.check.Seconds(),
 			float64(r.check.Microseconds())/float64(r.count), r.whole.Seconds(), mib(r.rss))
+	}
+	for i, b := range baseRows {
+		fmt.Printf("baseline %s at %d: existingResources %.2fs, peak RSS %.0f MiB: %s takes %.2fx its time, %.2fx its memory\n",
+			*baseline, b.count, b.check.Seconds(), mib(b.rss), *kapp, rows[i].check.Seconds()/b.check.Seconds(), float64(rows[i].rss)/float64(b.rss))
 	}
 	first, last := rows[0], rows[len(rows)-1]
 	fmt.Printf("%dx the custom resources: existingResources took %.1fx the time (linear: %dx), kapp's peak RSS %.2fx (flat: 1x)\n",

@@ -18,7 +18,7 @@ import (
 // the default, the lowest bound, a string matching the pattern. It is
 // checked at every served version (the apiserver serves stored objects at
 // each, without conversion) with the apiserver's own validation (OpenAPI
-// schema and CEL rules, through the engine's ValidateExisting): ok is false
+// schema, list sets and maps, CEL rules, through the engine's ObjectReader): ok is false
 // when the generated object is not valid, and the CRD then gets no custom
 // resources.
 func minimalObject(crd *apiextv1.CustomResourceDefinition, name string) (obj map[string]any, ok bool) {
@@ -57,8 +57,14 @@ func minimalObject(crd *apiextv1.CustomResourceDefinition, name string) (obj map
 	cfg := config.Default()
 	for _, v := range served {
 		obj["apiVersion"] = crd.Spec.Group + "/" + v
-		findings, err := ours.ValidateExisting(crd, []map[string]any{obj}, &cfg)
-		if err != nil || len(findings) > 0 {
+		// Read under the CRD as both the old and the new one: any rejection
+		// is an existingResources finding.
+		r, err := ours.NewObjectReader(crd, crd, v, ours.SourceSamples, nil, &cfg)
+		if err != nil {
+			return obj, false
+		}
+		r.Read([]map[string]any{obj})
+		if findings := ours.ApplyImpacts(nil, []ours.VersionImpact{r.Result()}, &cfg); len(findings) > 0 {
 			return obj, false
 		}
 	}
