@@ -37,15 +37,12 @@ func runConfigCases(t *testing.T, cases []configCase) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			n := newNames(t)
-			e.cleanupApp(t, n.App)
 			oldCRD := "base/crd.yaml"
 			crs := "base/crs.yaml"
 			if strings.HasPrefix(c.newCRD, "unhandled/") {
 				oldCRD, crs = "unhandled/old.yaml", "unhandled/crs.yaml"
 			}
-			e.deployOK(t, n.App, []string{crdDir(t, n, oldCRD)})
-			e.createCRs(t, n, crs)
-			before := e.snapshot(t, n)
+			before := e.appWithCRs(t, n, oldCRD, crs)
 
 			files := map[string][]byte{"crd.yaml": n.render(t, c.newCRD), "marker.yaml": n.marker()}
 			var extraDirs []string

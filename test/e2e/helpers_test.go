@@ -396,6 +396,18 @@ type snapshot struct {
 	CRs            map[string]string // namespace/name -> resourceVersion + spec JSON
 }
 
+// appWithCRs deploys the app n.App with the CRD template crd and creates
+// the custom resources of the template crs directly (the data users
+// already have), and returns the snapshot a blocked update must leave
+// unchanged.
+func (e *env) appWithCRs(t *testing.T, n names, crd, crs string) snapshot {
+	t.Helper()
+	e.cleanupApp(t, n.App)
+	e.deployOK(t, n.App, []string{crdDir(t, n, crd)})
+	e.createCRs(t, n, crs)
+	return e.snapshot(t, n)
+}
+
 func (e *env) snapshot(t *testing.T, n names) snapshot {
 	t.Helper()
 	crd := e.getCRD(t, n)

@@ -30,14 +30,11 @@ func runImpactCases(t *testing.T, cases []impactCase) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			n := newNames(t)
-			e.cleanupApp(t, n.App)
 			crd, crs := c.crd, c.crs
 			if crd == "" {
 				crd, crs = "base/crd.yaml", "base/crs.yaml"
 			}
-			e.deployOK(t, n.App, []string{crdDir(t, n, crd)})
-			e.createCRs(t, n, crs)
-			before := e.snapshot(t, n)
+			before := e.appWithCRs(t, n, crd, crs)
 
 			files := map[string][]byte{"crd.yaml": n.render(t, c.newCRD), "marker.yaml": n.marker()}
 			dirs := []string{dir(t, files)}
