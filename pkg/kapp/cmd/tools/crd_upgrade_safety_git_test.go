@@ -82,6 +82,29 @@ func TestGitRef(t *testing.T) {
 		require.Len(t, r.CRDs, 1)
 	})
 
+	t.Run("--objects: samples from the work tree", func(t *testing.T) {
+		gittest.WriteFiles(t, ".", map[string]string{"config/samples/widget.yaml": "apiVersion: example.com/v1\nkind: Widget\n" +
+			"metadata: {name: w, namespace: default}\nspec: {size: small, color: red}\n"})
+		t.Cleanup(func() { require.NoError(t, os.RemoveAll("config/samples")) })
+		o := gitOptions(OutputJSON, "main", "config/crds/")
+		o.FileFlags.Objects = []string{"config/samples/"}
+		stdout, _, err := runOutput(t, o)
+		requireUnsafe(t, err)
+		var r report.Report
+		require.NoError(t, json.Unmarshal([]byte(stdout), &r), stdout)
+		var messages []string
+		for _, c := range r.CRDs {
+			for _, f := range c.Findings {
+				messages = append(messages, f.Check+": "+f.Message)
+				if f.CRD == "widgets.example.com" {
+					require.NotNil(t, f.Impact, f.Message)
+					require.Equal(t, 1, f.Impact.Affected, f.Message)
+				}
+			}
+		}
+		require.Contains(t, messages, `existingFieldRemoval: data loss: existing field removed (was string): 1 of 1 sample Widget holds data here, pruned when applied: default/w ("red")`)
+	})
+
 	t.Run("uncommitted changes count", func(t *testing.T) {
 		gittest.WriteFiles(t, ".", map[string]string{"config/crds/widgets.yaml": gittest.CRDYAML("widgets", "Widget", gittest.WidgetsV1)})
 		t.Cleanup(func() { gittest.Git(t, ".", "checkout", "-q", "--", "config/crds/widgets.yaml") })
