@@ -46,8 +46,11 @@ type ObjectReader struct {
 	// CRD has read (readsDiffer); when it cannot, objects listed from the
 	// apiserver are only validated.
 	readChanges bool
-	validator   objectValidator
-	cfg         *config.Settings
+	// strategy builds the apiserver's custom resource strategy of the
+	// version (validator), on first use.
+	strategy  func() (objectValidator, error)
+	validator objectValidator
+	cfg       *config.Settings
 
 	findings []Finding        // the pair's findings
 	byField  map[string][]int // schema path -> indexes of findings of this version at it
@@ -115,20 +118,24 @@ func NewObjectReader(oldCRD, newCRD *apiextv1.CustomResourceDefinition, version,
 		// apiserver would: the objects are taken as they are.
 		r.oldS, _ = structuralschema.NewStructural(oldInternal)
 	}
-	schemaValidator, _, err := validation.NewSchemaValidator(newInternal)
-	if err != nil {
-		return nil, fmt.Errorf("crd %s version %s: building schema validator: %w", newCRD.Name, version, err)
-	}
 	var subresources apiextensions.CustomResourceSubresources
 	if nv.Subresources != nil {
 		if err := apiextv1.Convert_v1_CustomResourceSubresources_To_apiextensions_CustomResourceSubresources(nv.Subresources, &subresources, nil); err != nil {
 			return nil, fmt.Errorf("crd %s version %s: converting subresources: %w", newCRD.Name, version, err)
 		}
 	}
-	gvk := runtimeschema.GroupVersionKind{Group: newCRD.Spec.Group, Version: version, Kind: newCRD.Spec.Names.Kind}
-	r.validator = customresource.NewStrategy(unstructuredscheme.NewUnstructuredObjectTyper(),
-		newCRD.Spec.Scope == apiextv1.NamespaceScoped, gvk, schemaValidator, schemaValidator, r.newS,
-		subresources.Status, subresources.Scale, nv.SelectableFields)
+	// The apiserver's whole strategy (its CEL rules compiled) only when an
+	// object needs it: most reads reject nothing.
+	r.strategy = func() (objectValidator, error) {
+		schemaValidator, _, err := validation.NewSchemaValidator(newInternal)
+		if err != nil {
+			return nil, fmt.Errorf("crd %s version %s: building schema validator: %w", newCRD.Name, version, err)
+		}
+		gvk := runtimeschema.GroupVersionKind{Group: newCRD.Spec.Group, Version: version, Kind: newCRD.Spec.Names.Kind}
+		return customresource.NewStrategy(unstructuredscheme.NewUnstructuredObjectTyper(),
+			newCRD.Spec.Scope == apiextv1.NamespaceScoped, gvk, schemaValidator, schemaValidator, r.newS,
+			subresources.Status, subresources.Scale, nv.SelectableFields), nil
+	}
 	return r, nil
 }
 
@@ -216,7 +223,7 @@ func (r *ObjectReader) judge(read *objectRead, v *versionValidator) {
 	if v != nil {
 		errs = v.validate(read.next)
 	} else {
-		errs = r.validator.Validate(context.Background(), u)
+		errs = r.strategyValidator().Validate(context.Background(), u)
 	}
 	ratchets := false
 	if len(errs) > 0 {
@@ -226,7 +233,7 @@ func (r *ObjectReader) judge(read *objectRead, v *versionValidator) {
 		if u.GetResourceVersion() == "" {
 			u.SetResourceVersion("1")
 		}
-		ratchets = len(r.validator.ValidateUpdate(context.Background(), u, u)) == 0
+		ratchets = len(r.strategyValidator().ValidateUpdate(context.Background(), u, u)) == 0
 		for _, e := range errs {
 			if e.Type == field.ErrorTypeInvalid && strings.HasPrefix(e.Detail, "some validation rules were not checked") {
 				continue // the CEL rules skipped for the other errors: not an effect of its own
@@ -271,6 +278,27 @@ func (r *ObjectReader) judge(read *objectRead, v *versionValidator) {
 		}
 	}
 	r.addResidual(name, residual, ratchets)
+}
+
+// strategyValidator is the apiserver's custom resource strategy of the
+// version, built on first use. A schema it cannot build a validator of
+// (which the apiserver would have refused) validates nothing.
+func (r *ObjectReader) strategyValidator() objectValidator {
+	if r.validator == nil {
+		v, err := r.strategy()
+		if err != nil {
+			v = noValidator{}
+		}
+		r.validator = v
+	}
+	return r.validator
+}
+
+type noValidator struct{}
+
+func (noValidator) Validate(context.Context, runtime.Object) field.ErrorList { return nil }
+func (noValidator) ValidateUpdate(context.Context, runtime.Object, runtime.Object) field.ErrorList {
+	return nil
 }
 
 // readAs does to obj what the apiserver does to an object it reads or
