@@ -89,14 +89,6 @@ func blocksCEL(errs field.ErrorList) bool {
 	return false
 }
 
-func objectVersion(obj map[string]any) string {
-	apiVersion, _ := obj["apiVersion"].(string)
-	if i := strings.LastIndex(apiVersion, "/"); i >= 0 {
-		return apiVersion[i+1:]
-	}
-	return apiVersion
-}
-
 func objectName(obj map[string]any) string {
 	meta, _ := obj["metadata"].(map[string]any)
 	name, _ := meta["name"].(string)
