@@ -28,6 +28,7 @@ if [[ -z "${RELEASE_DIR:-}" ]]; then
   hack/release.sh "$version" >/dev/null
   RELEASE_DIR="$ROOT/.cache/release/$version"
 fi
+RELEASE_DIR="$(cd "$RELEASE_DIR" && pwd)" # the tests run in hack/release
 export RELEASE_DIR
 
 cd hack/release

@@ -117,7 +117,7 @@ if grep -qxF "failed: hack/release.sh $release_version" "$prebuild_log"; then
   RELEASE_TEST_VERSION="$release_version" hack/test-release.sh -json | summarize
 else
   grep -A100 -xF "==> hack/release.sh $release_version" "$prebuild_log" | grep '^\[release\] .*built in\|done in' || true
-  RELEASE_DIR=".cache/release/$release_version" hack/test-release.sh -json | summarize
+  RELEASE_DIR="$ROOT/.cache/release/$release_version" hack/test-release.sh -json | summarize
 fi
 echo "release tests: $((SECONDS - release_start))s"
 
