@@ -107,10 +107,12 @@ section "release"
 # The release the background build wrote, tested (hack/test-release.sh);
 # should that build have failed, hack/test-release.sh builds it again and
 # shows why.
+release_start=$SECONDS
 if kill -0 "$prebuild_pid" 2>/dev/null; then
   echo "waiting for the background build: $(grep '^==> ' "$prebuild_log" | tail -n 1 | cut -c5-) (log: $prebuild_log)"
 fi
 wait "$prebuild_pid" || true
+echo "waited ${release_start:+$((SECONDS - release_start))}s for the background build"
 release_start=$SECONDS
 if grep -qxF "failed: hack/release.sh $release_version" "$prebuild_log"; then
   echo "the background build of the release failed: building it again"
