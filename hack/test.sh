@@ -112,7 +112,7 @@ if kill -0 "$prebuild_pid" 2>/dev/null; then
   echo "waiting for the background build: $(grep '^==> ' "$prebuild_log" | tail -n 1 | cut -c5-) (log: $prebuild_log)"
 fi
 wait "$prebuild_pid" || true
-echo "waited ${release_start:+$((SECONDS - release_start))}s for the background build"
+echo "waited $((SECONDS - release_start))s for the background build"
 release_start=$SECONDS
 if grep -qxF "failed: hack/release.sh $release_version" "$prebuild_log"; then
   echo "the background build of the release failed: building it again"
