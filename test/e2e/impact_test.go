@@ -90,14 +90,14 @@ func TestImpactOnStoredObjects(t *testing.T) {
 			"1 of 2 stored __KIND__s rejected: default/first (Invalid value: 3: spec.replicas in body should be less than or equal to 2)",
 			"updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused"}},
 	}, {
-		name: "unaffectedEnforcement Warn: the unaffected tightening warns - the affected one blocks",
+		name:   "unaffectedEnforcement Warn: the unaffected tightening warns - the affected one blocks",
 		newCRD: "impact/tightened.yaml", config: "unaffected-warn.yaml", blocked: true,
 		findings: [][]string{
 			{"maximum", "^.spec.replicas", "1 of 2 stored __KIND__s rejected: default/first"},
 			{"maxLength", "Warning", "^.spec.name", "none of 2 stored __KIND__s affected; a warning under unaffectedEnforcement Warn"},
 		},
 	}, {
-		name: "unaffectedEnforcement Warn - nothing affected: applied with the warning",
+		name:   "unaffectedEnforcement Warn - nothing affected: applied with the warning",
 		newCRD: "unsafe/maxlength-decreased/new.yaml", config: "unaffected-warn.yaml",
 		findings: [][]string{{"maxLength", "Warning", "^.spec.name", "none of 2 stored __KIND__s affected; a warning under unaffectedEnforcement Warn"}},
 	}, {
