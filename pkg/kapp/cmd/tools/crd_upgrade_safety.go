@@ -155,12 +155,15 @@ Exit status (the same in every output):
   # Compare two releases of an operator's CRDs, no cluster needed
   kapp tools crd-upgrade-safety -f release-1.0/crds/ --file2 release-1.1/crds/
 
-  # Compare new CRDs with the ones on the cluster (and check existing resources)
+  # Compare new CRDs with the ones on the cluster (and read their stored objects)
   kapp tools crd-upgrade-safety --file2 release-1.1/crds/
 
   # A pull-request check: the CRDs of the branch against those of origin/main,
   # as annotations on the diff
   kapp tools crd-upgrade-safety --git-ref origin/main --file2 config/crds/ --output github
+
+  # What each finding would do to data: sample custom resources read as stored objects
+  kapp tools crd-upgrade-safety --git-ref origin/main --file2 config/crds/ --objects config/samples/
 
   # Findings for code scanning, or as a JSON document
   kapp tools crd-upgrade-safety -f old.yaml --file2 new.yaml --output sarif > crd-upgrade-safety.sarif
