@@ -3,10 +3,9 @@ package crdupgradesafety
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
-	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
@@ -39,9 +38,9 @@ func newVersionValidator(crd *apiextv1.CustomResourceDefinition, version string,
 	if s == nil {
 		return nil, nil
 	}
-	internal := &apiextensions.JSONSchemaProps{}
-	if err := apiextv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(s, internal, nil); err != nil {
-		return nil, fmt.Errorf("converting schema: %w", err)
+	internal, err := internalSchemaOf(s)
+	if err != nil {
+		return nil, err
 	}
 	// The structural schema, for the CEL rules, keeps every property: a
 	// rule may name fields that no object has.
@@ -104,10 +103,16 @@ func summarize(errs field.ErrorList) string {
 	for i, e := range errs {
 		msgs[i] = e.Error()
 	}
-	sort.Strings(msgs)
+	return summarizeList(msgs)
+}
+
+// summarizeList renders items sorted, the first few in full.
+func summarizeList(items []string) string {
+	slices.Sort(items)
+	items = slices.Compact(items)
 	const max = 3
-	if len(msgs) > max {
-		return strings.Join(msgs[:max], "; ") + fmt.Sprintf("; and %d more", len(msgs)-max)
+	if len(items) > max {
+		return strings.Join(items[:max], "; ") + fmt.Sprintf("; and %d more", len(items)-max)
 	}
-	return strings.Join(msgs, "; ")
+	return strings.Join(items, "; ")
 }

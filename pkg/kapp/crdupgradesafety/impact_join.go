@@ -1,0 +1,108 @@
+package crdupgradesafety
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+)
+
+// Joining the effects of an object to the findings that cause them, and
+// counting them per finding.
+
+// attribute returns the findings an effect is joined to: from the
+// effect's field up to the root, the first findings at one field whose
+// check can cause the effect; failing that, the first findings at all;
+// failing that, the findings about the whole CRD or version (a scope
+// change, say).
+func (r *ObjectReader) attribute(e objectEffect) []int {
+	for _, prefer := range []bool{true, false} {
+		for p := e.schemaPath; p != ""; p = parentPath(p) {
+			var hit []int
+			for _, i := range r.byField[p] {
+				if !prefer || causes(r.findings[i].Check, e) {
+					hit = append(hit, i)
+				}
+			}
+			if len(hit) > 0 {
+				return hit
+			}
+		}
+	}
+	return r.crdLevel
+}
+
+// causes tells whether a finding of check can cause the effect e.
+func causes(check string, e objectEffect) bool {
+	switch e.effect {
+	case EffectPruned:
+		switch check {
+		case config.CheckExistingFieldRemoval, config.CheckPreserveUnknownFields, config.CheckAdditionalProperties,
+			config.CheckNullable, config.CheckType, config.CheckIntOrString, config.CheckEmbeddedResource, config.CheckUnhandled:
+			return true
+		}
+		return false
+	case EffectDefaulted:
+		return check == config.CheckDefault
+	case EffectRejected:
+		if e.required {
+			return check == config.CheckRequired
+		}
+		switch check {
+		case config.CheckRequired, config.CheckDefault, config.CheckExistingFieldRemoval,
+			config.CheckPreserveUnknownFields, config.CheckMapType:
+			return false
+		}
+		return true
+	}
+	return false
+}
+
+// impactAcc accumulates the impact of one finding.
+type impactAcc struct {
+	lastObject int // the last object counted (objects are numbered from 1)
+	affected   int
+	ratcheted  int
+	rejected   bool // the last object counted was rejected
+	effects    map[Effect]*effectAcc
+}
+
+type effectAcc struct {
+	lastObject int
+	objects    int
+	examples   []ObjectEffect // the smallest names, sorted
+}
+
+func (a *impactAcc) add(objectNo int, name string, e objectEffect, ratchets bool) {
+	if a.lastObject != objectNo {
+		a.lastObject, a.rejected = objectNo, false
+		a.affected++
+	}
+	if e.effect == EffectRejected && !a.rejected {
+		a.rejected = true
+		if ratchets {
+			a.ratcheted++
+		}
+	}
+	if a.effects == nil {
+		a.effects = map[Effect]*effectAcc{}
+	}
+	ea := a.effects[e.effect]
+	if ea == nil {
+		ea = &effectAcc{}
+		a.effects[e.effect] = ea
+	}
+	if ea.lastObject == objectNo {
+		return // one example per object
+	}
+	ea.lastObject = objectNo
+	ea.objects++
+	i := sort.Search(len(ea.examples), func(i int) bool { return ea.examples[i].Object >= name })
+	if i >= maxExamples {
+		return
+	}
+	ea.examples = slices.Insert(ea.examples, i, ObjectEffect{Object: name, Field: e.field, Value: e.value, schemaPath: e.schemaPath})
+	if len(ea.examples) > maxExamples {
+		ea.examples = ea.examples[:maxExamples]
+	}
+}
