@@ -85,13 +85,7 @@ func ApplyImpacts(findings []Finding, impacts []VersionImpact, cfg *config.Setti
 		out = append(out, markDataLoss(f))
 	}
 	for _, vi := range impacts {
-		for _, f := range vi.residual {
-			if f.Impact == nil && strings.Contains(f.Message, "would lose data") {
-				f.DataLoss = true
-				f.Message = "data loss: " + f.Message
-			}
-			out = append(out, f)
-		}
+		out = append(out, vi.residual...)
 	}
 	SortFindings(out)
 	return out

@@ -337,6 +337,8 @@ func (r *ObjectReader) addResidual(name string, effects []objectEffect, ratchets
 		case EffectPruned:
 			r.residual.crdLevel(config.EnforcementStrict, r.version, config.CheckExistingResources,
 				"%s would lose data, pruned under the new schema: %s", subject, detail)
+			last := &r.residual.findings[len(r.residual.findings)-1]
+			last.DataLoss, last.Message = true, "data loss: "+last.Message
 		case EffectDefaulted:
 			r.residual.crdLevel(config.EnforcementStrict, r.version, config.CheckExistingResources,
 				"%s would read differently under the new schema: %s", subject, detail)
