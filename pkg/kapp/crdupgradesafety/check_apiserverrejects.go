@@ -243,10 +243,12 @@ func Rejected(crdName, verb string, rs []Rejection, cfg *config.Settings) []Find
 	findings := make([]Finding, len(rs))
 	for i, r := range rs {
 		findings[i] = Finding{
-			CRD: crdName, Field: V1FieldPath(r.Field), Check: config.CheckAPIServerRejects, Severity: SeverityError,
-			Message: boundText(fmt.Sprintf("the apiserver refuses the %s: %s", verb, r.Message), maxMessageBytes),
+			CRD: crdName, CRDField: V1FieldPath(r.Field), Check: config.CheckAPIServerRejects, Severity: SeverityError,
+			Change: boundText(fmt.Sprintf("the apiserver refuses the %s: %s", verb, r.Message), maxMessageBytes),
+			Remedy: &Remedy{Action: RemedyApiserverReason, Detail: boundText(r.Message, maxMessageBytes)},
 		}
 	}
+	keyFindings(findings)
 	SortFindings(findings)
 	return findings
 }
@@ -263,9 +265,11 @@ func Warned(crdName, verb string, warnings []string, cfg *config.Settings) []Fin
 	for i, w := range warnings {
 		findings[i] = Finding{
 			CRD: crdName, Check: config.CheckAPIServerRejects, Severity: SeverityWarning,
-			Message: boundText(fmt.Sprintf("the apiserver warns on the %s: %s", verb, w), maxMessageBytes),
+			Change: boundText(fmt.Sprintf("the apiserver warns on the %s: %s", verb, w), maxMessageBytes),
+			Remedy: &Remedy{Action: RemedyApiserverReason, Detail: boundText(w, maxMessageBytes)},
 		}
 	}
+	keyFindings(findings)
 	SortFindings(findings)
 	return findings
 }
@@ -280,8 +284,20 @@ func InvalidOld(crdName string, errs field.ErrorList, cfg *config.Settings) []Fi
 	}
 	return []Finding{{
 		CRD: crdName, Check: config.CheckAPIServerRejects, Severity: SeverityWarning,
-		Message: boundText("the old CRD is itself invalid, the apiserver would refuse to create it: "+summarize(v1Paths(errs)), maxMessageBytes),
+		Change: boundText("the old CRD is itself invalid, the apiserver would refuse to create it: "+summarize(v1Paths(errs)), maxMessageBytes),
+		Remedy: &Remedy{Action: RemedyApiserverReason, Detail: boundText(summarize(v1Paths(errs)), maxMessageBytes)},
+		key:    findingKey(&Finding{CRD: crdName, Check: config.CheckAPIServerRejects}, 0),
 	}}
+}
+
+// keyFindings sets the keys of findings made together outside a policy.
+func keyFindings(fs []Finding) {
+	ordinals := map[string]int{}
+	for i := range fs {
+		base := findingKey(&fs[i], 0)
+		fs[i].key = findingKey(&fs[i], ordinals[base])
+		ordinals[base]++
+	}
 }
 
 func v1Paths(errs field.ErrorList) field.ErrorList {

@@ -1,13 +1,13 @@
 package crdupgradesafety
 
 import (
-	"fmt"
 	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -144,7 +144,7 @@ func (r *pairRun) walkNot(n *node, o, nw *apiextv1.JSONSchemaProps) {
 	if sameSchema(o, nw) {
 		return
 	}
-	pos := n.child(n.path + ".not")
+	pos := n.child(n.path.Not())
 	pos.combinator = config.CheckNot
 	if loosened := r.probe(pos, nw, o); len(loosened) > 0 {
 		n.report(config.CheckNot, "schema inside not loosened (%s): values it now matches are rejected", idList(loosened))
@@ -239,8 +239,8 @@ func (n *node) probeAt(id string) position {
 	return position{path: n.path, combinator: id}
 }
 
-func branchPath(parent, id string, j int) string {
-	return fmt.Sprintf("%s.%s[%d]", parent, id, j)
+func branchPath(parent schemapath.Path, id string, j int) schemapath.Path {
+	return parent.Branch(id, j)
 }
 
 // probeChecks are the checks a probe runs: every check on, every change

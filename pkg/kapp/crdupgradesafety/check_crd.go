@@ -38,24 +38,23 @@ func checkStoredVersionRemoval(p *policy, old, new *apiextv1.CustomResourceDefin
 		if _, ok := newVersions[name]; !ok {
 			// Name the command that makes the removal safe (docs/migrate.md),
 			// with the new storage version as its --to.
-			to := ""
+			command := "kapp tools crd-migrate-storage --crd " + p.crd
 			for _, v := range new.Spec.Versions {
 				if v.Storage {
-					to = " --to " + v.Name
+					command += " --to " + v.Name
 				}
 			}
 			if running := migrationRunning(old); running != "" {
 				// The cluster's migrator is at work: it trims the stored
 				// versions itself when it is done.
-				p.crdLevel(config.EnforcementStrict, name, config.CheckStoredVersionRemoval,
-					"stored version %q removed while a storage version migration is running (%s): wait until it is done "+
-						"and status.storedVersions no longer lists %q, then remove it", name, running, name)
+				p.crdLevelWith(config.EnforcementStrict, name, config.CheckStoredVersionRemoval,
+					&Remedy{Action: RemedyWaitForMigration, Version: name, Detail: running},
+					"stored version %q removed while a storage version migration is running (%s)", name, running)
 				continue
 			}
-			p.crdLevel(config.EnforcementStrict, name, config.CheckStoredVersionRemoval,
-				"stored version %q removed: objects stored in it must be migrated first: keep %q, deploy the new storage version, "+
-					"run 'kapp tools crd-migrate-storage --crd %s%s', then remove %q",
-				name, name, p.crd, to, name)
+			p.crdLevelWith(config.EnforcementStrict, name, config.CheckStoredVersionRemoval,
+				&Remedy{Action: RemedyMigrateStorage, Version: name, Command: command},
+				"stored version %q removed: objects stored in it must be migrated first", name)
 		}
 	}
 }

@@ -117,15 +117,15 @@ func TestCRDChecks(t *testing.T) {
 
 		// storedVersionRemoval, offline: the old storage version counts as stored.
 		{name: "offline storage version removed", old: newCRD(t, v1NotStored, v2), new: newCRD(t, v1NotStored, v3, testVersion{"v4", true, true, ""}),
-			want: []string{"error servedVersionRemoval v2 : served version \"v2\" removed without first being set served: false",
-				"error storedVersionRemoval v2 : stored version \"v2\" removed: objects stored in it must be migrated first: keep \"v2\", deploy the new storage version, run 'kapp tools crd-migrate-storage --crd widgets.example.com --to v4', then remove \"v2\""}},
+			want: []string{"error storedVersionRemoval v2 : data loss: stored version \"v2\" removed: objects stored in it must be migrated first",
+				"error servedVersionRemoval v2 : served version \"v2\" removed without first being set served: false"}},
 		{name: "offline: unserved storage version removed is still a stored version removal", old: newCRD(t, testVersion{"v1", false, true, ""}, v2NotStored), new: newCRD(t, v2),
-			want: []string{"error storedVersionRemoval v1 : stored version \"v1\" removed: objects stored in it must be migrated first: keep \"v1\", deploy the new storage version, run 'kapp tools crd-migrate-storage --crd widgets.example.com --to v2', then remove \"v1\""}},
+			want: []string{"error storedVersionRemoval v1 : data loss: stored version \"v1\" removed: objects stored in it must be migrated first"}},
 		// storedVersionRemoval, live: status.storedVersions decides.
 		{name: "live stored version removed although it is no longer the storage version",
 			old:  with(newCRD(t, v1Unserved, v2), withStoredVersions("v1", "v2")),
 			new:  newCRD(t, v2),
-			want: []string{"error storedVersionRemoval v1 : stored version \"v1\" removed: objects stored in it must be migrated first: keep \"v1\", deploy the new storage version, run 'kapp tools crd-migrate-storage --crd widgets.example.com --to v2', then remove \"v1\""}},
+			want: []string{"error storedVersionRemoval v1 : data loss: stored version \"v1\" removed: objects stored in it must be migrated first"}},
 		{name: "stored version removed while the cluster's migrator runs: the finding names the migration",
 			old: with(newCRD(t, v1Unserved, v2), withStoredVersions("v1", "v2"), func(c *apiextv1.CustomResourceDefinition) {
 				c.Status.Conditions = append(c.Status.Conditions, apiextv1.CustomResourceDefinitionCondition{
@@ -133,11 +133,11 @@ func TestCRDChecks(t *testing.T) {
 					Message: "Migration widgets.example.com-x7k2p is running"})
 			}),
 			new: newCRD(t, v2),
-			want: []string{"error storedVersionRemoval v1 : stored version \"v1\" removed while a storage version migration is running " +
-				"(Migration widgets.example.com-x7k2p is running): wait until it is done and status.storedVersions no longer lists \"v1\", then remove it"}},
+			want: []string{"error storedVersionRemoval v1 : data loss: stored version \"v1\" removed while a storage version migration is running " +
+				"(Migration widgets.example.com-x7k2p is running)"}},
 		{name: "stored version removed, new CRD without a storage version: the command without --to",
 			old: with(newCRD(t, v1Unserved, v2), withStoredVersions("v1", "v2")), new: newCRD(t, v2NotStored),
-			want: []string{"error storedVersionRemoval v1 : stored version \"v1\" removed: objects stored in it must be migrated first: keep \"v1\", deploy the new storage version, run 'kapp tools crd-migrate-storage --crd widgets.example.com', then remove \"v1\""}},
+			want: []string{"error storedVersionRemoval v1 : data loss: stored version \"v1\" removed: objects stored in it must be migrated first"}},
 		{name: "live version not in storedVersions removed", old: with(newCRD(t, v1Unserved, v2), withStoredVersions("v2")), new: newCRD(t, v2),
 			want: []string{}},
 		{name: "storedVersionRemoval disabled", old: with(newCRD(t, v1Unserved, v2), withStoredVersions("v1", "v2")), new: newCRD(t, v2),

@@ -17,10 +17,11 @@ func Deletion(crdName string, count int, replaceCause string, cfg *config.Settin
 	}
 	noun := plural.Of(count, "custom resource", "custom resources")
 	if replaceCause == "" {
-		p.crdLevel(config.EnforcementStrict, "", config.CheckCRDDeletion, "deleting the CRD would delete its %d existing %s", count, noun)
+		p.crdLevelWith(config.EnforcementStrict, "", config.CheckCRDDeletion, backupRemedy(crdName),
+			"deleting the CRD would delete its %d existing %s", count, noun)
 	} else {
-		p.crdLevel(config.EnforcementStrict, "", config.CheckCRDDeletion, "%s: kapp would delete and recreate the CRD, deleting its %d existing %s",
-			replaceCause, count, noun)
+		p.crdLevelWith(config.EnforcementStrict, "", config.CheckCRDDeletion, &Remedy{Action: RemedyUpdateInPlace, Detail: replaceCause},
+			"%s: kapp would delete and recreate the CRD, deleting its %d existing %s", replaceCause, count, noun)
 	}
 	for i := range p.findings {
 		p.findings[i].Impact = &Impact{Source: SourceCluster, Objects: count, Affected: count, VersionAffected: count,
@@ -38,6 +39,14 @@ func Dropped(crdName string, cfg *config.Settings) []Finding {
 	if !p.cfg.Checks.CRD.CRDDeletion.Enabled {
 		return nil
 	}
-	p.crdLevel(config.EnforcementStrict, "", config.CheckCRDDeletion, "missing from the new inputs: kapp would delete the CRD with all its custom resources")
+	p.crdLevelWith(config.EnforcementStrict, "", config.CheckCRDDeletion, backupRemedy(crdName),
+		"missing from the new inputs: kapp would delete the CRD with all its custom resources")
 	return p.findings
+}
+
+// backupRemedy is the way forward from deleting a CRD with objects: back
+// them up, and delete them explicitly first.
+func backupRemedy(crdName string) *Remedy {
+	return &Remedy{Action: RemedyBackupObjects,
+		Command: "kubectl get " + crdName + " --all-namespaces -o yaml > " + crdName + ".backup.yaml"}
 }

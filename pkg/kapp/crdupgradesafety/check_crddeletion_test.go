@@ -16,23 +16,23 @@ func TestDeletion(t *testing.T) {
 		want   []string
 	}{
 		{name: "no custom resources", count: 0, want: []string{}},
-		{name: "one custom resource", count: 1, want: []string{"error crdDeletion  : deleting the CRD would delete its 1 existing custom resource"}},
-		{name: "several custom resources", count: 12, want: []string{"error crdDeletion  : deleting the CRD would delete its 12 existing custom resources"}},
+		{name: "one custom resource", count: 1, want: []string{"error crdDeletion  : data loss: deleting the CRD would delete its 1 existing custom resource"}},
+		{name: "several custom resources", count: 12, want: []string{"error crdDeletion  : data loss: deleting the CRD would delete its 12 existing custom resources"}},
 		{name: "crdDeletion disabled", count: 12, config: func(c *config.Settings) { c.Checks.CRD.CRDDeletion.Enabled = false }, want: []string{}},
 		{name: "warn mode", count: 2, config: func(c *config.Settings) { c.Mode = config.ModeWarn },
-			want: []string{"warning crdDeletion  : deleting the CRD would delete its 2 existing custom resources"}},
+			want: []string{"warning crdDeletion  : data loss: deleting the CRD would delete its 2 existing custom resources"}},
 		{name: "exempted", count: 2, config: func(c *config.Settings) {
 			c.Exemptions = []config.Exemption{{CRD: testCRDName, Checks: []string{config.CheckCRDDeletion}, Reason: "data migrated"}}
-		}, want: []string{"warning crdDeletion  : deleting the CRD would delete its 2 existing custom resources (exempted: data migrated)"}},
+		}, want: []string{"warning crdDeletion  : data loss: deleting the CRD would delete its 2 existing custom resources (exempted: data migrated)"}},
 		{name: "replace, no custom resources: nothing is lost", cause: replace, count: 0, want: []string{}},
 		{name: "replace, one custom resource", cause: replace, count: 1,
-			want: []string{"error crdDeletion  : update strategy always-replace: kapp would delete and recreate the CRD, deleting its 1 existing custom resource"}},
+			want: []string{"error crdDeletion  : data loss: update strategy always-replace: kapp would delete and recreate the CRD, deleting its 1 existing custom resource"}},
 		{name: "replace, several custom resources", cause: replace, count: 3,
-			want: []string{"error crdDeletion  : update strategy always-replace: kapp would delete and recreate the CRD, deleting its 3 existing custom resources"}},
+			want: []string{"error crdDeletion  : data loss: update strategy always-replace: kapp would delete and recreate the CRD, deleting its 3 existing custom resources"}},
 		{name: "replace, crdDeletion disabled", cause: replace, count: 3,
 			config: func(c *config.Settings) { c.Checks.CRD.CRDDeletion.Enabled = false }, want: []string{}},
 		{name: "replace, warn mode", cause: replace, count: 3, config: func(c *config.Settings) { c.Mode = config.ModeWarn },
-			want: []string{"warning crdDeletion  : update strategy always-replace: kapp would delete and recreate the CRD, deleting its 3 existing custom resources"}},
+			want: []string{"warning crdDeletion  : data loss: update strategy always-replace: kapp would delete and recreate the CRD, deleting its 3 existing custom resources"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -54,13 +54,13 @@ func TestDeletion(t *testing.T) {
 			}
 		})
 	}
-	if got := render(Deletion(testCRDName, 1, "", nil)); len(got) != 1 || got[0] != "error crdDeletion  : deleting the CRD would delete its 1 existing custom resource" {
+	if got := render(Deletion(testCRDName, 1, "", nil)); len(got) != 1 || got[0] != "error crdDeletion  : data loss: deleting the CRD would delete its 1 existing custom resource" {
 		t.Fatalf("nil config: got %q", got)
 	}
 }
 
 func TestDropped(t *testing.T) {
-	const msg = "crdDeletion  : missing from the new inputs: kapp would delete the CRD with all its custom resources"
+	const msg = "crdDeletion  : data loss: missing from the new inputs: kapp would delete the CRD with all its custom resources"
 	cases := []struct {
 		name   string
 		config func(*config.Settings)

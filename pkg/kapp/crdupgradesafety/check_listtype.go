@@ -1,6 +1,7 @@
 package crdupgradesafety
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -26,15 +27,28 @@ func checkListType(n *node) {
 	switch {
 	case o == nw && (nw != "map" || sameSet(ok, nk)):
 	case o == nw:
-		n.reportAt(c.UniquenessEnforcement, config.CheckListType,
+		mergeKeysChanged(n, c.UniquenessEnforcement, fmt.Sprintf(
 			"x-kubernetes-list-map-keys changed: [%s] -> [%s]: stored lists may hold items that are not unique by the new keys",
-			strings.Join(ok, ", "), strings.Join(nk, ", "))
+			strings.Join(ok, ", "), strings.Join(nk, ", ")))
 	case nw == "atomic" || o == "map" && nw == "set":
 		n.reportAt(c.CoarseningEnforcement, config.CheckListType,
 			"x-kubernetes-list-type changed: %s -> %s: no stored list becomes invalid, only server-side apply ownership becomes coarser", o, nw)
+	case nw == "map":
+		mergeKeysChanged(n, c.UniquenessEnforcement, fmt.Sprintf(
+			"x-kubernetes-list-type changed: %s -> %s: stored lists with duplicate items become invalid", o, nw))
 	default:
 		n.reportAt(c.UniquenessEnforcement, config.CheckListType,
 			"x-kubernetes-list-type changed: %s -> %s: stored lists with duplicate items become invalid", o, nw)
+	}
+}
+
+// mergeKeysChanged reports a change of the keys server-side apply merges
+// a list by (the list-map-keys, or a list that becomes a map): its
+// clients break whatever the stored objects hold.
+func mergeKeysChanged(n *node, level config.Enforcement, msg string) {
+	if level.Reports() {
+		n.emit(change{field: n.path, level: level, check: config.CheckListType, message: msg, clientFacing: true,
+			remedy: &Remedy{Action: RemedyKeepClientFacing}})
 	}
 }
 

@@ -2,6 +2,7 @@ package crdupgradesafety
 
 import (
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -31,7 +32,7 @@ func checkCRDPreserveUnknownFields(p *policy, old, new *apiextv1.CustomResourceD
 		!vc.ToggleEnabled(config.CheckPreserveUnknownFields) {
 		return
 	}
-	p.add(change{field: "^", check: config.CheckPreserveUnknownFields, level: config.EnforcementStrict,
+	p.add(change{field: schemapath.Root, check: config.CheckPreserveUnknownFields, level: config.EnforcementStrict,
 		message: "spec.preserveUnknownFields: true -> false: pruning starts, unknown fields of existing objects would be dropped"})
 }
 

@@ -12,13 +12,13 @@ func TestPreserveUnknownFields(t *testing.T) {
 		{name: "unchanged", old: `{type: object, x-kubernetes-preserve-unknown-fields: true}`, new: `{type: object, x-kubernetes-preserve-unknown-fields: true}`,
 			want: []string{}},
 		{name: "removed", old: `{type: object, x-kubernetes-preserve-unknown-fields: true}`, new: `{type: object}`,
-			want: []string{"error preserveUnknownFields v1 ^.spec.x: x-kubernetes-preserve-unknown-fields: true removed: unknown fields of existing objects would be pruned"}},
+			want: []string{"error preserveUnknownFields v1 ^.spec.x: data loss: x-kubernetes-preserve-unknown-fields: true removed: unknown fields of existing objects would be pruned"}},
 		{name: "set to false", old: `{type: object, x-kubernetes-preserve-unknown-fields: true}`, new: `{type: object, x-kubernetes-preserve-unknown-fields: false}`,
-			want: []string{"error preserveUnknownFields v1 ^.spec.x: x-kubernetes-preserve-unknown-fields: true removed: unknown fields of existing objects would be pruned"}},
+			want: []string{"error preserveUnknownFields v1 ^.spec.x: data loss: x-kubernetes-preserve-unknown-fields: true removed: unknown fields of existing objects would be pruned"}},
 		{name: "added relaxes", old: `{type: object}`, new: `{type: object, x-kubernetes-preserve-unknown-fields: true}`, want: []string{}},
 		{name: "false -> absent", old: `{type: object, x-kubernetes-preserve-unknown-fields: false}`, new: `{type: object}`, want: []string{}},
 		{name: "removed from items", old: `{type: array, items: {type: object, x-kubernetes-preserve-unknown-fields: true}}`, new: `{type: array, items: {type: object}}`,
-			want: []string{"error preserveUnknownFields v1 ^.spec.x[*]: x-kubernetes-preserve-unknown-fields: true removed: unknown fields of existing objects would be pruned"}},
+			want: []string{"error preserveUnknownFields v1 ^.spec.x[*]: data loss: x-kubernetes-preserve-unknown-fields: true removed: unknown fields of existing objects would be pruned"}},
 		{name: "removed where the new schema holds a scalar: the type check judges it", old: `{x-kubernetes-preserve-unknown-fields: true}`, new: `{type: string}`,
 			want: []string{`error type v1 ^.spec.x: type changed: (none) -> "string"`}},
 		{name: "removed where the new schema holds an untyped object", old: `{x-kubernetes-preserve-unknown-fields: true}`, new: `{x-kubernetes-int-or-string: true}`,
@@ -38,7 +38,7 @@ func TestCRDPreserveUnknownFields(t *testing.T) {
 		return func(c *apiextv1.CustomResourceDefinition) { c.Spec.PreserveUnknownFields = b }
 	}
 	v1 := testVersion{"v1", true, true, ""}
-	const disabled = "error preserveUnknownFields  ^: spec.preserveUnknownFields: true -> false: pruning starts, unknown fields of existing objects would be dropped"
+	const disabled = "error preserveUnknownFields  ^: data loss: spec.preserveUnknownFields: true -> false: pruning starts, unknown fields of existing objects would be dropped"
 	runCRDCases(t, []crdCase{
 		{name: "true -> false", old: with(newCRD(t, v1), keep(true)), new: newCRD(t, v1), want: []string{disabled}},
 		{name: "false -> true", old: newCRD(t, v1), new: with(newCRD(t, v1), keep(true)), want: []string{}},

@@ -77,7 +77,7 @@ func checkServedVersions(p *policy, old, new *apiextv1.CustomResourceDefinition)
 }
 
 func pairKey(c change) string {
-	return c.version + "\x00" + c.field + "\x00" + c.check + "\x00" + c.message
+	return c.version + "\x00" + c.pairVersion + "\x00" + string(c.field) + "\x00" + c.check + "\x00" + c.message
 }
 
 // servedByPriority returns the served versions of crd ordered by Kubernetes
@@ -105,7 +105,7 @@ func servedPairChanges(cfg *config.Settings, sv *config.ServedVersionChecks, crd
 
 	var out []change
 	pr := &pairRun{
-		vc: &sv.VersionChecks, version: a.Name + " -> " + b.Name,
+		vc: &sv.VersionChecks, version: a.Name, pairVersion: b.Name,
 		fieldRemoval: true,
 		failMode:     effectiveFailMode(cfg, &sv.VersionChecks),
 		oldKeepsAll:  crd.Spec.PreserveUnknownFields,

@@ -87,8 +87,8 @@ func TestServedVersion(t *testing.T) {
 			}},
 		{name: "new incompatibility beside an old one", old: newCRD(t, v1NotStored, v2(intA)), new: newCRD(t, v1NotStored, v2(intAnoB)),
 			want: []string{
+				`error existingFieldRemoval v2 ^.spec.b: data loss: existing field removed (was string)`,
 				removedB,
-				`error existingFieldRemoval v2 ^.spec.b: existing field removed (was string)`,
 			}},
 
 		// Conversion webhook.

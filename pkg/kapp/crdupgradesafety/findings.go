@@ -11,7 +11,11 @@
 // config.Default().
 package crdupgradesafety
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
+)
 
 // Severity of a finding after the policy (mode, failMode, exemptions) is applied.
 type Severity string
@@ -21,21 +25,89 @@ const (
 	SeverityWarning Severity = "warning"
 )
 
-// Finding is one unsafe (or unhandled) change.
+// Finding is one unsafe (or unhandled) change, as facts. Every field is
+// set where the finding is made; no code decides anything by reading its
+// text. The English of every output is composed from these fields at the
+// edge, by pkg/kapp/report (one function per output).
 type Finding struct {
-	CRD      string   `json:"crd"`
-	Version  string   `json:"version"` // "" for CRD-level findings; "v1 -> v2" for servedVersion pairs
-	Field    string   `json:"field"`   // "^.spec.foo[*].bar", "" for CRD-level findings
-	Check    string   `json:"check"`   // a config.Check* ID
-	Severity Severity `json:"severity"`
-	Message  string   `json:"message"` // readable, with old -> new values
-	// DataLoss: the change loses stored data (pruned fields, a CRD deleted
-	// or replaced, a stored version removed); the message starts with
-	// "data loss".
-	DataLoss bool `json:"dataLoss,omitempty"`
-	// Impact: what the finding does to the stored objects read (a cluster,
-	// or samples); nil when none were read.
-	Impact *Impact `json:"impact,omitempty"`
+	CRD string
+	// Version is the version the finding is about, "" for CRD-level
+	// findings. For a servedVersion pair it is the first version of the
+	// pair and PairVersion the second ("v1 -> v2" as outputs print it).
+	Version     string
+	PairVersion string
+	// Field is the schema path the finding is about (the zero Path for
+	// CRD- and version-level findings); CRDField, for apiserverRejects,
+	// is a field of the CRD object itself as the apiserver names it
+	// (spec.versions[0].name). At most one of them is set.
+	Field    schemapath.Path
+	CRDField string
+	Check    string // a config.Check* ID
+	Severity Severity
+	// Change is what changed, as the check states it, with old -> new
+	// values ("maximum decreased: 20 -> 5"): the check's own words about
+	// the schema, without data loss, impact, exemption or remedy, which
+	// are fields of their own.
+	Change string
+	// DataLoss: the change loses stored data (pruned fields, a CRD
+	// deleted or replaced, a stored version removed). Set where the
+	// finding is made (and, once objects are read, from their impact).
+	DataLoss bool
+	// Impact: what the finding does to the stored objects read (a
+	// cluster, or samples); nil when none were read.
+	Impact *Impact
+	// ClientFacing: the change breaks clients whatever the stored objects
+	// hold (the keys server-side apply merges a list by), so no read of
+	// objects can prove it harmless.
+	ClientFacing bool
+	// Unaffected: the finding was an error made a warning by
+	// unaffectedEnforcement Warn, because it affects no stored object.
+	Unaffected bool
+	// Exemption: the reviewed exemption (the settings' exemptions, or the
+	// waiver annotation) that made this finding a warning; nil otherwise.
+	Exemption *Exemption
+	// Cause: for an existingResources finding that stands for the stored
+	// objects an exempted change affects, that change.
+	Cause *Cause
+	// Object: for an existingResources finding about one stored object
+	// (an effect no other finding explains), what happens to it.
+	Object *ObjectFinding
+	// Remedy is the safe way forward; set on every finding of a check
+	// that has one (every error finding has one).
+	Remedy *Remedy
+
+	// key identifies the finding from where it is made: what a reader's
+	// impact is joined back by (ApplyImpacts).
+	key string
+}
+
+// Cause is the change an existingResources finding stands for.
+type Cause struct {
+	Check string
+	Field schemapath.Path
+}
+
+// Exemption is why a finding was waived.
+type Exemption struct {
+	// Reason is the exemption's reason ("" when it gives none); a waiver
+	// annotation's starts with "waive annotation: ".
+	Reason string
+}
+
+// ObjectFinding is what happens to one stored object under the new CRD
+// where no finding about the schema explains it.
+type ObjectFinding struct {
+	Source string // SourceCluster or SourceSamples
+	Kind   string // the objects' kind, "Widget"
+	Name   string // namespace/name, or name
+	Effect Effect
+	// Fields are the fields affected with their values ("spec.color: \"red\""
+	// as Field and Value).
+	Fields     []ObjectEffect
+	MoreFields int // how many more fields than Fields
+	// Ratchets: for a rejected cluster object, updates that leave its
+	// invalid fields alone still pass (validation ratcheting).
+	Ratchets bool
 }
 
 // HasErrors reports whether any finding has severity error.
@@ -68,7 +140,7 @@ func Bound(findings []Finding, maxPerCRD int) (kept []Finding, omitted map[strin
 }
 
 // SortFindings sorts findings that lose stored data first, then by CRD,
-// version, field, check, message and severity: the one stable order of
+// version (and pair), field, check, change and severity: the one stable order of
 // every output, for one CRD or combined results of several CRDs and of the
 // live checks.
 func SortFindings(fs []Finding) {
@@ -81,12 +153,18 @@ func SortFindings(fs []Finding) {
 			return a.CRD < b.CRD
 		case a.Version != b.Version:
 			return a.Version < b.Version
+		case a.PairVersion != b.PairVersion:
+			return a.PairVersion < b.PairVersion
 		case a.Field != b.Field:
 			return a.Field < b.Field
+		case a.CRDField != b.CRDField:
+			return a.CRDField < b.CRDField
 		case a.Check != b.Check:
 			return a.Check < b.Check
-		case a.Message != b.Message:
-			return a.Message < b.Message
+		case a.Change != b.Change:
+			return a.Change < b.Change
+		case a.Object != nil && b.Object != nil && a.Object.Name != b.Object.Name:
+			return a.Object.Name < b.Object.Name
 		default:
 			return a.Severity < b.Severity
 		}

@@ -109,14 +109,18 @@ func caseConfig(tb testing.TB, c goldenCase) *config.Settings {
 //
 // with "-" for the version and field of CRD-level findings.
 func goldenLine(f Finding) string {
-	version, field := f.Version, f.Field
+	version, field := testVersionText(f), string(f.Field)+f.CRDField
 	if version == "" {
 		version = "-"
 	}
 	if field == "" {
 		field = "-"
 	}
-	return string(f.Severity) + " " + f.Check + " " + version + " " + field + ": " + f.Message
+	line := string(f.Severity) + " " + f.Check + " " + version + " " + field + ": " + testMessage(f)
+	if f.Severity == SeverityError && f.Remedy == nil {
+		line += " (no remedy)"
+	}
+	return line
 }
 
 func goldenText(fs []Finding) string {
@@ -179,7 +183,7 @@ func checkFindingInvariants(tb testing.TB, crdName string, fs []Finding) {
 		if f.CRD != crdName {
 			tb.Errorf("finding %d: CRD %q, want %q", i, f.CRD, crdName)
 		}
-		if f.CRD == "" || f.Check == "" || f.Message == "" {
+		if f.CRD == "" || f.Check == "" || f.Change == "" && f.Object == nil {
 			tb.Errorf("finding %d has an empty CRD, check or message: %+v", i, f)
 		}
 		if !knownCheckIDs[f.Check] {
@@ -209,8 +213,11 @@ var knownCheckIDs = func() map[string]bool {
 // findingLess is the documented order of findings, written out here rather
 // than borrowed from the engine so that the tests check it independently.
 func findingLess(a, b Finding) bool {
-	ka := [...]string{a.CRD, a.Version, a.Field, a.Check, a.Message}
-	kb := [...]string{b.CRD, b.Version, b.Field, b.Check, b.Message}
+	if a.DataLoss != b.DataLoss {
+		return a.DataLoss // data loss first
+	}
+	ka := [...]string{a.CRD, a.Version, a.PairVersion, string(a.Field), a.CRDField, a.Check, a.Change}
+	kb := [...]string{b.CRD, b.Version, b.PairVersion, string(b.Field), b.CRDField, b.Check, b.Change}
 	for i := range ka {
 		if ka[i] != kb[i] {
 			return ka[i] < kb[i]

@@ -1,6 +1,7 @@
 package crdupgradesafety
 
 import (
+	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
@@ -52,7 +53,7 @@ func crdWithField(t *testing.T, fieldYAML string) *apiextv1.CustomResourceDefini
 func render(fs []Finding) []string {
 	out := []string{}
 	for _, f := range fs {
-		line := string(f.Severity) + " " + f.Check + " " + f.Version + " " + f.Field + ": " + f.Message
+		line := string(f.Severity) + " " + f.Check + " " + testVersionText(f) + " " + string(f.Field) + f.CRDField + ": " + testMessage(f)
 		out = append(out, line)
 	}
 	return out
@@ -95,4 +96,34 @@ func oracleCRD(tb testing.TB, root string, keepAll bool) *apiextv1.CustomResourc
 // schema (YAML).
 func specX(x string) string {
 	return `{type: object, properties: {metadata: {type: object}, spec: {type: object, properties: {x: ` + x + `}}}}`
+}
+
+// renderMessage composes a finding's message as the outputs do: set by
+// render_test.go (package crdupgradesafety_test) to pkg/kapp/report's
+// Message, which this package's own tests cannot import.
+var renderMessage func(Finding) string
+
+// testMessage is a finding's message as the outputs print it.
+func testMessage(f Finding) string {
+	if renderMessage == nil {
+		panic("renderMessage is not set: render_test.go sets it")
+	}
+	return renderMessage(f)
+}
+
+// testVersionText is the version of a finding, "v1 -> v2" for a pair.
+func testVersionText(f Finding) string {
+	if f.PairVersion != "" {
+		return f.Version + " -> " + f.PairVersion
+	}
+	return f.Version
+}
+
+// childPath and splitCombinators are schemapath's, on strings, for the
+// proofs that build paths from data.
+func childPath(parent, name string) string { return string(schemapath.Path(parent).Child(name)) }
+
+func splitCombinators(field string) (string, string) {
+	base, stripped := schemapath.Path(field).SplitCombinators()
+	return string(base), string(stripped)
 }

@@ -1,7 +1,7 @@
 package crdupgradesafety
 
 import (
-	"strings"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -67,8 +67,9 @@ type ObjectEffect struct {
 	// Value is what the object holds there ("red"), for a default the
 	// change ("absent -> \"large\""), for a rejection the apiserver's error.
 	Value string `json:"value"`
-
-	schemaPath string // ^.spec.items[*].name: Field shows only when it differs from the finding's
+	// SchemaPath is the schema path of Field (^.spec.items[*].name):
+	// outputs name Field only where it is below the finding's own.
+	SchemaPath schemapath.Path `json:"-"`
 }
 
 // maxExamples is how many objects an effect names.
@@ -132,16 +133,9 @@ func unaffectedApplies(f Finding) bool {
 		config.CheckOneOf, config.CheckNot, config.CheckEmbeddedResource, config.CheckExistingFieldRemoval:
 		return true
 	case config.CheckListType:
-		return !changesListMapKeys(f)
+		return !f.ClientFacing
 	}
 	return false
-}
-
-// changesListMapKeys tells whether a listType finding is about the keys of
-// a list map (the keys changed, or a list became a map): server-side apply
-// clients merge by those keys, which no stored object shows.
-func changesListMapKeys(f Finding) bool {
-	return strings.Contains(f.Message, "list-map-keys") || strings.Contains(f.Message, "-> map")
 }
 
 // Unreadable is the existingResources finding for a version of a CRD whose

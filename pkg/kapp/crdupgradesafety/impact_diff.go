@@ -2,6 +2,7 @@ package crdupgradesafety
 
 import (
 	"fmt"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 	"strconv"
 	"strings"
 
@@ -25,7 +26,7 @@ type differ struct {
 // object compares a (old read) and b (new read) at the concrete path
 // segments path and the schema path sp, under the old and the new
 // structural schemas of that node (nil where a side declares none).
-func (d differ) object(path []string, sp string, a, b any, oldS, newS *structuralschema.Structural, root bool) {
+func (d differ) object(path []string, sp schemapath.Path, a, b any, oldS, newS *structuralschema.Structural, root bool) {
 	if d.stored && oldS != nil && oldS.Default.Object != nil && a != nil &&
 		!sameDefault(oldS, newS) && sameValue(a, oldS.Default.Object) && sameValue(a, b) {
 		to := "absent"
@@ -84,11 +85,11 @@ func (d differ) object(path []string, sp string, a, b any, oldS, newS *structura
 			cpath := append(path[:len(path):len(path)], "["+strconv.Itoa(i)+"]")
 			switch {
 			case i >= len(bv):
-				d.emit(EffectPruned, cpath, sp+"[*]", renderValue(av[i]))
+				d.emit(EffectPruned, cpath, sp.Items(), renderValue(av[i]))
 			case i >= len(av):
-				d.emit(EffectDefaulted, cpath, sp+"[*]", "absent -> "+renderValue(bv[i]))
+				d.emit(EffectDefaulted, cpath, sp.Items(), "absent -> "+renderValue(bv[i]))
 			default:
-				d.object(cpath, sp+"[*]", av[i], bv[i], co, cn, false)
+				d.object(cpath, sp.Items(), av[i], bv[i], co, cn, false)
 			}
 		}
 	default:
@@ -98,7 +99,7 @@ func (d differ) object(path []string, sp string, a, b any, oldS, newS *structura
 	}
 }
 
-func (d differ) emit(effect Effect, path []string, sp, value string) {
+func (d differ) emit(effect Effect, path []string, sp schemapath.Path, value string) {
 	*d.out = append(*d.out, objectEffect{effect: effect, field: strings.Join(path, ""), schemaPath: sp, value: value})
 }
 
@@ -114,7 +115,7 @@ func fieldSegment(k string, first bool) string {
 // childSchema returns the schema path of the field k of an object at sp and
 // its old and new schemas: a declared property (in either schema) is
 // ".k", an entry of a map (additionalProperties) is "{*}".
-func childSchema(sp, k string, oldS, newS *structuralschema.Structural) (string, *structuralschema.Structural, *structuralschema.Structural) {
+func childSchema(sp schemapath.Path, k string, oldS, newS *structuralschema.Structural) (schemapath.Path, *structuralschema.Structural, *structuralschema.Structural) {
 	prop := func(s *structuralschema.Structural) (*structuralschema.Structural, bool) {
 		if s == nil {
 			return nil, false
@@ -133,13 +134,13 @@ func childSchema(sp, k string, oldS, newS *structuralschema.Structural) (string,
 	po, okOld := prop(oldS)
 	pn, okNew := prop(newS)
 	if okOld || okNew {
-		return childPath(sp, k), po, pn
+		return sp.Child(k), po, pn
 	}
 	if eo, en := entry(oldS), entry(newS); eo != nil || en != nil ||
 		oldS != nil && oldS.AdditionalProperties != nil || newS != nil && newS.AdditionalProperties != nil {
-		return sp + "{*}", eo, en
+		return sp.Values(), eo, en
 	}
-	return childPath(sp, k), nil, nil
+	return sp.Child(k), nil, nil
 }
 
 // readsDiffer tells whether reading an object under the new schema n may

@@ -17,7 +17,7 @@ import (
 // change, say).
 func (r *ObjectReader) attribute(e objectEffect) []int {
 	for _, prefer := range []bool{true, false} {
-		for p := e.schemaPath; p != ""; p = parentPath(p) {
+		for p := e.schemaPath; p != ""; p = p.Parent() {
 			var hit []int
 			for _, i := range r.byField[p] {
 				if !prefer || causes(r.findings[i].Check, e) {
@@ -101,7 +101,7 @@ func (a *impactAcc) add(objectNo int, name string, e objectEffect, ratchets bool
 	if i >= maxExamples {
 		return
 	}
-	ea.examples = slices.Insert(ea.examples, i, ObjectEffect{Object: name, Field: e.field, Value: e.value, schemaPath: e.schemaPath})
+	ea.examples = slices.Insert(ea.examples, i, ObjectEffect{Object: name, Field: e.field, Value: e.value, SchemaPath: e.schemaPath})
 	if len(ea.examples) > maxExamples {
 		ea.examples = ea.examples[:maxExamples]
 	}

@@ -3,6 +3,7 @@ package crdupgradesafety
 import (
 	"context"
 	"fmt"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 	"slices"
 	"sort"
 	"strings"
@@ -53,9 +54,9 @@ type ObjectReader struct {
 	validator objectValidator
 	cfg       *config.Settings
 
-	findings []Finding        // the pair's findings
-	byField  map[string][]int // schema path -> indexes of findings of this version at it
-	crdLevel []int            // indexes of the findings about the whole CRD or version
+	findings []Finding                 // the pair's findings
+	byField  map[schemapath.Path][]int // schema path -> indexes of findings of this version at it
+	crdLevel []int                     // indexes of the findings about the whole CRD or version
 	acc      map[int]*impactAcc
 	objects  int // objects read
 	affected int // objects with an effect
@@ -78,7 +79,7 @@ func NewObjectReader(oldCRD, newCRD *apiextv1.CustomResourceDefinition, version,
 	p := newPolicy(cfg, newCRD.Name)
 	r = &ObjectReader{source: source, kind: newCRD.Spec.Names.Kind, version: version, cfg: p.cfg, newCRD: newCRD,
 		oldPrunes: !oldCRD.Spec.PreserveUnknownFields, newPrunes: !newCRD.Spec.PreserveUnknownFields,
-		findings: findings, byField: map[string][]int{}, acc: map[int]*impactAcc{}, residual: p}
+		findings: findings, byField: map[schemapath.Path][]int{}, acc: map[int]*impactAcc{}, residual: p}
 	for i, f := range findings {
 		switch {
 		case f.Check == config.CheckExistingResources || f.Version != version && f.Version != "":
@@ -87,7 +88,7 @@ func NewObjectReader(oldCRD, newCRD *apiextv1.CustomResourceDefinition, version,
 		default:
 			// A finding inside a combinator branch is about the field the
 			// branch constrains and the node that carries the combinator.
-			base, stripped := splitCombinators(f.Field)
+			base, stripped := f.Field.SplitCombinators()
 			r.byField[stripped] = append(r.byField[stripped], i)
 			if base != stripped {
 				r.byField[base] = append(r.byField[base], i)
@@ -177,8 +178,8 @@ func (r *ObjectReader) Read(objs []map[string]any) {
 // objectEffect is one effect on one object.
 type objectEffect struct {
 	effect     Effect
-	field      string // concrete: spec.items[2].name
-	schemaPath string // ^.spec.items[*].name
+	field      string          // concrete: spec.items[2].name
+	schemaPath schemapath.Path // ^.spec.items[*].name
 	value      string
 	required   bool // a rejection for a missing required field
 }
@@ -209,7 +210,7 @@ func (r *ObjectReader) readObject(obj map[string]any) objectRead {
 	readAs(next, r.newS, r.newPrunes)
 	read := objectRead{name: objectName(obj), next: next}
 	d := differ{out: &read.effects, stored: r.source == SourceCluster}
-	d.object(nil, "^", base, next, r.oldS, r.newS, true)
+	d.object(nil, schemapath.Root, base, next, r.oldS, r.newS, true)
 	return read
 }
 
@@ -322,36 +323,22 @@ func (r *ObjectReader) addResidual(name string, effects []objectEffect, ratchets
 	if len(effects) == 0 || !r.cfg.Checks.CRD.ExistingResources.Enabled {
 		return
 	}
-	subject := fmt.Sprintf("%s %s %s", existingNoun(r.source), r.kind, name)
-	byEffect := map[Effect][]string{}
+	byEffect := map[Effect][]ObjectEffect{}
 	for _, e := range effects {
-		byEffect[e.effect] = append(byEffect[e.effect], e.field+": "+e.value)
+		byEffect[e.effect] = append(byEffect[e.effect], ObjectEffect{Object: name, Field: e.field, Value: e.value, SchemaPath: e.schemaPath})
 	}
 	for _, effect := range []Effect{EffectPruned, EffectDefaulted, EffectRejected} {
 		list := byEffect[effect]
 		if len(list) == 0 {
 			continue
 		}
-		detail := summarizeList(list)
-		switch effect {
-		case EffectPruned:
-			r.residual.crdLevel(config.EnforcementStrict, r.version, config.CheckExistingResources,
-				"%s would lose data, pruned under the new schema: %s", subject, detail)
-			last := &r.residual.findings[len(r.residual.findings)-1]
-			last.DataLoss, last.Message = true, "data loss: "+last.Message
-		case EffectDefaulted:
-			r.residual.crdLevel(config.EnforcementStrict, r.version, config.CheckExistingResources,
-				"%s would read differently under the new schema: %s", subject, detail)
-		case EffectRejected:
-			r.residual.crdLevel(config.EnforcementStrict, r.version, config.CheckExistingResources,
-				"%s would be invalid: %s%s", subject, detail, ratchetNote(r.source, ratchets, 1, 1))
-		}
+		slices.SortFunc(list, func(a, b ObjectEffect) int { return strings.Compare(a.Field+a.Value, b.Field+b.Value) })
+		list = slices.CompactFunc(list, func(a, b ObjectEffect) bool { return a.Field == b.Field && a.Value == b.Value })
+		of := &ObjectFinding{Source: r.source, Kind: r.kind, Name: name, Effect: effect,
+			Fields: list[:min(len(list), maxExamples)], MoreFields: max(len(list)-maxExamples, 0),
+			Ratchets: effect == EffectRejected && ratchets && r.source == SourceCluster}
+		r.residual.add(change{version: r.version, check: config.CheckExistingResources, level: config.EnforcementStrict,
+			dataLoss: effect == EffectPruned, remedy: &Remedy{Action: RemedyFixObjects, Version: r.version, Objects: []string{name}}})
+		r.residual.findings[len(r.residual.findings)-1].Object = of
 	}
-}
-
-func existingNoun(source string) string {
-	if source == SourceSamples {
-		return "sample"
-	}
-	return "existing"
 }

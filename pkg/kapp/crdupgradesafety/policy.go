@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 )
 
 // change is one unsafe change a check found, before the policy: where it
@@ -12,8 +13,19 @@ import (
 // check of the engine, the pair walks and the servedVersion pairs hand
 // their changes to the policy in this one form.
 type change struct {
-	version, field, check, message string
-	level                          config.Enforcement
+	version     string
+	pairVersion string // servedVersion pairs: the second version
+	field       schemapath.Path
+	check       string
+	message     string // the check's statement of the change (Finding.Change)
+	level       config.Enforcement
+	// dataLoss: the change loses whatever data is stored where it is
+	// (a field removed, unknown fields no longer kept).
+	dataLoss bool
+	// clientFacing: the change breaks clients whatever stored objects hold.
+	clientFacing bool
+	// remedy, when the check knows more than its generic remedy.
+	remedy *Remedy
 }
 
 // policy turns changes into findings: it applies the change's enforcement,
@@ -25,6 +37,7 @@ type policy struct {
 	cfg      *config.Settings
 	crd      string
 	findings []Finding
+	ordinals map[string]int // findings made per findingKey(f, 0)
 }
 
 // defaultSettings is what a nil *config.Settings means, resolved once.
@@ -47,26 +60,53 @@ func (p *policy) add(c change) {
 	if p.cfg.Mode == config.ModeWarn || c.level == config.EnforcementWarn {
 		sev = SeverityWarning
 	}
-	message := boundText(c.message, maxMessageBytes)
+	var exemption *Exemption
 	if exempt, reason := p.cfg.Exempt(p.crd, c.check); exempt {
 		sev = SeverityWarning
-		if reason != "" {
-			message = fmt.Sprintf("%s (exempted: %s)", message, boundText(reason, maxMessageBytes))
-		} else {
-			message += " (exempted)"
-		}
+		exemption = &Exemption{Reason: boundText(reason, maxMessageBytes)}
+	}
+	remedy := c.remedy
+	if remedy == nil {
+		remedy = defaultRemedy(c.check, c.version)
 	}
 	p.findings = append(p.findings, Finding{
-		CRD: p.crd, Version: boundText(c.version, maxFieldBytes), Field: boundText(c.field, maxFieldBytes),
-		Check: c.check, Severity: sev, Message: message,
+		CRD: p.crd, Version: boundText(c.version, maxFieldBytes), PairVersion: boundText(c.pairVersion, maxFieldBytes),
+		Field: schemapath.Path(boundText(string(c.field), maxFieldBytes)),
+		Check: c.check, Severity: sev, Change: boundText(c.message, maxMessageBytes),
+		DataLoss: c.dataLoss || lossByCheck(c.check), ClientFacing: c.clientFacing, Exemption: exemption, Remedy: remedy,
 	})
+	f := &p.findings[len(p.findings)-1]
+	if p.ordinals == nil {
+		p.ordinals = map[string]int{}
+	}
+	base := findingKey(f, 0)
+	f.key = findingKey(f, p.ordinals[base])
+	p.ordinals[base]++
 }
 
 // crdLevel adds a finding that concerns the whole CRD or one version of
 // it, at the given enforcement (Strict or Warn; None adds nothing).
 func (p *policy) crdLevel(level config.Enforcement, version, check, format string, args ...any) {
+	p.crdLevelWith(level, version, check, nil, format, args...)
+}
+
+// crdLevelWith is crdLevel with a remedy more specific than the check's
+// generic one.
+func (p *policy) crdLevelWith(level config.Enforcement, version, check string, remedy *Remedy, format string, args ...any) {
 	if !level.Reports() {
 		return
 	}
-	p.add(change{version: version, check: check, message: fmt.Sprintf(format, args...), level: level})
+	p.add(change{version: version, check: check, message: fmt.Sprintf(format, args...), level: level, remedy: remedy})
+}
+
+// lossByCheck tells whether every finding of check loses stored data:
+// a CRD deleted (or replaced) with its objects, a stored version removed,
+// a field removed, unknown fields no longer kept.
+func lossByCheck(check string) bool {
+	switch check {
+	case config.CheckCRDDeletion, config.CheckStoredVersionRemoval, config.CheckExistingFieldRemoval,
+		config.CheckPreserveUnknownFields:
+		return true
+	}
+	return false
 }

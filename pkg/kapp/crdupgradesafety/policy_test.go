@@ -1,6 +1,7 @@
 package crdupgradesafety
 
 import (
+	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 	"reflect"
 	"testing"
 
@@ -23,10 +24,10 @@ func policyPair(t *testing.T) (old, new *apiextv1.CustomResourceDefinition) {
 
 func TestPolicy(t *testing.T) {
 	all := []string{
+		"error existingFieldRemoval v1 ^.spec.c: data loss: existing field removed (was string)",
 		"error scope  : scope changed: Namespaced -> Cluster",
 		`error type v1 ^.spec.a: type changed: "string" -> "integer"`,
 		"error maxLength v1 ^.spec.b: maxLength decreased: 9 -> 3",
-		"error existingFieldRemoval v1 ^.spec.c: existing field removed (was string)",
 		`error servedVersionRemoval v1alpha1 : served version "v1alpha1" removed without first being set served: false`,
 	}
 	exempt := func(e ...config.Exemption) func(*config.Settings) {
@@ -40,31 +41,31 @@ func TestPolicy(t *testing.T) {
 		{name: "defaults: every finding, sorted by version, field, check, message", want: all},
 		{name: "mode error", config: func(c *config.Settings) { c.Mode = config.ModeError }, want: all},
 		{name: "mode warn", config: func(c *config.Settings) { c.Mode = config.ModeWarn }, want: []string{
+			"warning existingFieldRemoval v1 ^.spec.c: data loss: existing field removed (was string)",
 			"warning scope  : scope changed: Namespaced -> Cluster",
 			`warning type v1 ^.spec.a: type changed: "string" -> "integer"`,
 			"warning maxLength v1 ^.spec.b: maxLength decreased: 9 -> 3",
-			"warning existingFieldRemoval v1 ^.spec.c: existing field removed (was string)",
 			`warning servedVersionRemoval v1alpha1 : served version "v1alpha1" removed without first being set served: false`,
 		}},
 		{name: "CRD exempted from all checks, with a reason", config: exempt(config.Exemption{CRD: testCRDName, Reason: "reviewed in JIRA-1"}), want: []string{
+			"warning existingFieldRemoval v1 ^.spec.c: data loss: existing field removed (was string) (exempted: reviewed in JIRA-1)",
 			"warning scope  : scope changed: Namespaced -> Cluster (exempted: reviewed in JIRA-1)",
 			`warning type v1 ^.spec.a: type changed: "string" -> "integer" (exempted: reviewed in JIRA-1)`,
 			"warning maxLength v1 ^.spec.b: maxLength decreased: 9 -> 3 (exempted: reviewed in JIRA-1)",
-			"warning existingFieldRemoval v1 ^.spec.c: existing field removed (was string) (exempted: reviewed in JIRA-1)",
 			`warning servedVersionRemoval v1alpha1 : served version "v1alpha1" removed without first being set served: false (exempted: reviewed in JIRA-1)`,
 		}},
 		{name: "CRD exempted from some checks", config: exempt(config.Exemption{CRD: testCRDName, Checks: []string{config.CheckScope, config.CheckMaxLength}, Reason: "no objects yet"}), want: []string{
+			"error existingFieldRemoval v1 ^.spec.c: data loss: existing field removed (was string)",
 			"warning scope  : scope changed: Namespaced -> Cluster (exempted: no objects yet)",
 			`error type v1 ^.spec.a: type changed: "string" -> "integer"`,
 			"warning maxLength v1 ^.spec.b: maxLength decreased: 9 -> 3 (exempted: no objects yet)",
-			"error existingFieldRemoval v1 ^.spec.c: existing field removed (was string)",
 			`error servedVersionRemoval v1alpha1 : served version "v1alpha1" removed without first being set served: false`,
 		}},
 		{name: "exemption without a reason", config: exempt(config.Exemption{CRD: testCRDName, Checks: []string{config.CheckType}}), want: []string{
+			"error existingFieldRemoval v1 ^.spec.c: data loss: existing field removed (was string)",
 			"error scope  : scope changed: Namespaced -> Cluster",
 			`warning type v1 ^.spec.a: type changed: "string" -> "integer" (exempted)`,
 			"error maxLength v1 ^.spec.b: maxLength decreased: 9 -> 3",
-			"error existingFieldRemoval v1 ^.spec.c: existing field removed (was string)",
 			`error servedVersionRemoval v1alpha1 : served version "v1alpha1" removed without first being set served: false`,
 		}},
 		{name: "exemption of another CRD", config: exempt(config.Exemption{CRD: "gadgets.example.com", Reason: "other"}), want: all},
@@ -72,10 +73,10 @@ func TestPolicy(t *testing.T) {
 			config.Exemption{CRD: "gadgets.example.com"},
 			config.Exemption{CRD: testCRDName, Checks: []string{config.CheckExistingFieldRemoval}, Reason: "field unused"},
 		), want: []string{
+			"warning existingFieldRemoval v1 ^.spec.c: data loss: existing field removed (was string) (exempted: field unused)",
 			"error scope  : scope changed: Namespaced -> Cluster",
 			`error type v1 ^.spec.a: type changed: "string" -> "integer"`,
 			"error maxLength v1 ^.spec.b: maxLength decreased: 9 -> 3",
-			"warning existingFieldRemoval v1 ^.spec.c: existing field removed (was string) (exempted: field unused)",
 			`error servedVersionRemoval v1alpha1 : served version "v1alpha1" removed without first being set served: false`,
 		}},
 	}
@@ -127,12 +128,12 @@ func TestFindingsSorted(t *testing.T) {
 	)
 	new.Spec.Conversion = &apiextv1.CustomResourceConversion{Strategy: apiextv1.WebhookConverter}
 	want := []string{
+		"error existingFieldRemoval v1 ^.spec.b: data loss: existing field removed (was string)",
+		"error existingFieldRemoval v2 ^.spec.b: data loss: existing field removed (was string)",
 		`error type v1 ^.spec.a: type changed: "string" -> "integer"`,
-		"error existingFieldRemoval v1 ^.spec.b: existing field removed (was string)",
 		`error default v2 ^.spec.a: default added: (none) -> "z"`,
 		`error enum v2 ^.spec.a: enum values removed: ["x"]`,
 		`error pattern v2 ^.spec.a: pattern added: (none) -> "^z": "" no longer accepted`,
-		"error existingFieldRemoval v2 ^.spec.b: existing field removed (was string)",
 	}
 	if got := render(Compare(old, new, nil)); !equalLines(got, want) {
 		t.Fatalf("findings differ\n got: %q\nwant: %q", got, want)
@@ -143,12 +144,12 @@ func TestFindingsSorted(t *testing.T) {
 // live checks), severity last.
 func TestSortFindings(t *testing.T) {
 	fs := []Finding{
-		{CRD: "b", Version: "v1", Field: "^.a", Check: "enum", Message: "x", Severity: SeverityError},
-		{CRD: "a", Version: "v2", Field: "^.a", Check: "enum", Message: "x", Severity: SeverityError},
-		{CRD: "a", Version: "v1", Field: "^.b", Check: "enum", Message: "x", Severity: SeverityError},
-		{CRD: "a", Version: "v1", Field: "^.b", Check: "default", Message: "y", Severity: SeverityError},
-		{CRD: "a", Version: "v1", Field: "^.b", Check: "default", Message: "x", Severity: SeverityWarning},
-		{CRD: "a", Version: "v1", Field: "^.b", Check: "default", Message: "x", Severity: SeverityError},
+		{CRD: "b", Version: "v1", Field: "^.a", Check: "enum", Change: "x", Severity: SeverityError},
+		{CRD: "a", Version: "v2", Field: "^.a", Check: "enum", Change: "x", Severity: SeverityError},
+		{CRD: "a", Version: "v1", Field: "^.b", Check: "enum", Change: "x", Severity: SeverityError},
+		{CRD: "a", Version: "v1", Field: "^.b", Check: "default", Change: "y", Severity: SeverityError},
+		{CRD: "a", Version: "v1", Field: "^.b", Check: "default", Change: "x", Severity: SeverityWarning},
+		{CRD: "a", Version: "v1", Field: "^.b", Check: "default", Change: "x", Severity: SeverityError},
 	}
 	SortFindings(fs)
 	want := []string{
@@ -195,7 +196,7 @@ func TestHasErrors(t *testing.T) {
 }
 
 func TestBound(t *testing.T) {
-	f := func(crd, field string) Finding { return Finding{CRD: crd, Field: field} }
+	f := func(crd, field string) Finding { return Finding{CRD: crd, Field: schemapath.Path(field)} }
 	fs := []Finding{f("a", "1"), f("a", "2"), f("a", "3"), f("b", "1"), f("c", "1"), f("c", "2")}
 	cases := []struct {
 		name        string

@@ -201,7 +201,7 @@ func (p *proofRun) readStored(findings []Finding, version string, objs []map[str
 		p.stats.residual++
 		if p.stats.residual <= p.maxMisses {
 			p.tb.Errorf("%s: version %s: the object reader joined an effect to no finding: %s\n  findings:\n%s",
-				p.name, version, f.Message, indent(goldenText(findings)))
+				p.name, version, testMessage(f), indent(goldenText(findings)))
 		}
 	}
 }
@@ -419,7 +419,7 @@ func covered(findings []Finding, version, field string) bool {
 		if f.Field == "" {
 			return true
 		}
-		base, stripped := splitCombinators(f.Field)
+		base, stripped := splitCombinators(string(f.Field))
 		if isAncestorOrSelf(stripped, field) || base == field {
 			return true
 		}

@@ -119,7 +119,7 @@ func TestBoundedOutput(t *testing.T) {
 			if len(fs) != 1 {
 				t.Fatalf("want one finding, got %d:\n%.2000s", len(fs), goldenText(fs))
 			}
-			if m := fs[0].Message; len(m) > maxMessageBytes || !strings.Contains(m, tc.want) {
+			if m := fs[0].Change; len(m) > maxMessageBytes || !strings.Contains(m, tc.want) {
 				t.Fatalf("message of %d bytes (bound %d) without %q:\n%.3000s", len(m), maxMessageBytes, tc.want, m)
 			}
 		})
@@ -136,11 +136,11 @@ func TestBoundedOutput(t *testing.T) {
 			t.Fatalf("want one finding, got %d", len(fs))
 		}
 		f := fs[0]
-		if len(f.Field) > maxFieldBytes || !strings.HasPrefix(f.Field, "^.spec.x.ppp") {
+		if len(f.Field) > maxFieldBytes || !strings.HasPrefix(string(f.Field), "^.spec.x.ppp") {
 			t.Errorf("field of %d bytes (bound %d): %.100s", len(f.Field), maxFieldBytes, f.Field)
 		}
-		if len(f.Message) > 2*maxMessageBytes+len(" (exempted: )") {
-			t.Errorf("message of %d bytes", len(f.Message))
+		if m := testMessage(f); len(m) > 2*maxMessageBytes+len(" (exempted: )")+len("data loss: ") {
+			t.Errorf("message of %d bytes", len(testMessage(f)))
 		}
 	})
 }

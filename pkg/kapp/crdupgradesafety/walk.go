@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -14,9 +15,11 @@ import (
 // also probed (compared without reporting) to decide what their change
 // means; that work is bounded by the size of the changed branches.
 type pairRun struct {
-	vc       *config.VersionChecks
-	version  string
-	failMode config.FailMode
+	vc      *config.VersionChecks
+	version string
+	// pairVersion: for a servedVersion pair, the second version.
+	pairVersion string
+	failMode    config.FailMode
 	// fieldRemoval reports properties present in old and missing in new.
 	fieldRemoval bool
 	// oldKeepsAll and newKeepsAll are the CRD-level
@@ -36,7 +39,7 @@ type pairRun struct {
 
 // position is where a node sits and what surrounds it.
 type position struct {
-	path string
+	path schemapath.Path
 	// combinator is the kind of the closest enclosing allOf/anyOf/oneOf/not
 	// branch, "" outside of them: there, properties are constraints, not fields.
 	combinator string
@@ -86,15 +89,27 @@ func (n *node) reportAt(level config.Enforcement, check, format string, args ...
 
 // reportAtField emits a Strict change at another field than n's: a
 // combinator branch that has no node of its own.
-func (n *node) reportAtField(field, check, format string, args ...any) {
+func (n *node) reportAtField(field schemapath.Path, check, format string, args ...any) {
 	n.emitAt(field, config.EnforcementStrict, check, fmt.Sprintf(format, args...))
 }
 
-func (n *node) emitAt(field string, level config.Enforcement, check, msg string) {
+// reportLoss emits a Strict change at this node that loses whatever data
+// is stored there (map entries pruned).
+func (n *node) reportLoss(check, format string, args ...any) {
+	n.emit(change{field: n.path, level: config.EnforcementStrict, check: check, message: fmt.Sprintf(format, args...), dataLoss: true})
+}
+
+func (n *node) emitAt(field schemapath.Path, level config.Enforcement, check, msg string) {
+	n.emit(change{field: field, level: level, check: check, message: msg})
+}
+
+// emit sends c, at this node's version, to the run's sink.
+func (n *node) emit(c change) {
 	if n.note != "" {
-		msg += " (" + n.note + ")"
+		c.message += " (" + n.note + ")"
 	}
-	n.run.sink(change{version: n.run.version, field: field, check: check, message: msg, level: level})
+	c.version, c.pairVersion = n.run.version, n.run.pairVersion
+	n.run.sink(c)
 }
 
 // propertyCheck is one property check: the IDs it reports (its
@@ -143,12 +158,12 @@ var walkCheckIDs = []string{
 func (r *pairRun) compareSchemas(old, new *apiextv1.JSONSchemaProps) {
 	if old == nil || new == nil {
 		if old != nil && new == nil && r.fieldRemoval {
-			r.sink(change{version: r.version, field: "^", check: config.CheckExistingFieldRemoval,
+			r.sink(change{version: r.version, pairVersion: r.pairVersion, field: schemapath.Root, check: config.CheckExistingFieldRemoval,
 				message: "schema removed", level: config.EnforcementStrict})
 		}
 		return
 	}
-	r.walk(position{path: "^", root: true}, old, new)
+	r.walk(position{path: schemapath.Root, root: true}, old, new)
 }
 
 func (r *pairRun) walk(pos position, old, new *apiextv1.JSONSchemaProps) {
@@ -182,15 +197,8 @@ func (r *pairRun) compareNode(n *node) {
 	}
 }
 
-func childPath(parent, name string) string {
-	if parent == "^" {
-		return "^." + name
-	}
-	return parent + "." + name
-}
-
 // child is the position of a sub-schema: same surroundings, deeper path.
-func (n *node) child(path string) position {
+func (n *node) child(path schemapath.Path) position {
 	return position{path: path, combinator: n.combinator, note: n.note}
 }
 
@@ -219,7 +227,7 @@ func (r *pairRun) walkProperties(n *node) {
 	var removed []string
 	common := 0
 	for name, oldProp := range oldProps {
-		pos := n.child(childPath(n.path, name))
+		pos := n.child(n.path.Child(name))
 		newProp, ok := newProps[name]
 		if !ok {
 			implied, note, meta := implicitSchema(&n.new, newResource, n.newMeta, r.newKeepsAll, name)
@@ -248,7 +256,7 @@ func (r *pairRun) walkProperties(n *node) {
 			if implied == nil {
 				continue
 			}
-			pos := n.child(childPath(n.path, name))
+			pos := n.child(n.path.Child(name))
 			pos.oldMeta, pos.newMeta = meta, newResource && name == "metadata"
 			if pos.note == "" {
 				pos.note = "declared where stored objects may already hold data: " + note
@@ -261,7 +269,7 @@ func (r *pairRun) walkProperties(n *node) {
 	}
 	sort.Strings(removed)
 	for _, name := range removed {
-		r.sink(change{version: r.version, field: childPath(n.path, name), check: config.CheckExistingFieldRemoval,
+		r.sink(change{version: r.version, pairVersion: r.pairVersion, field: n.path.Child(name), check: config.CheckExistingFieldRemoval,
 			message: fmt.Sprintf("existing field removed (was %s)", describeType(oldProps[name])), level: config.EnforcementStrict})
 	}
 }
@@ -277,7 +285,7 @@ func (r *pairRun) walkBranchProperties(n *node, oldProps, newProps map[string]ap
 			added = append(added, name)
 			continue
 		}
-		r.walk(n.child(childPath(n.path, name)), &oldProp, &newProp)
+		r.walk(n.child(n.path.Child(name)), &oldProp, &newProp)
 	}
 	if len(added) > 0 && n.run.vc.ToggleEnabled(n.combinator) {
 		sort.Strings(added)
@@ -354,15 +362,15 @@ func (r *pairRun) walkItems(n *node) {
 	switch {
 	case o == nil && nw == nil:
 	case o != nil && nw != nil && o.Schema != nil && nw.Schema != nil && len(o.JSONSchemas) == 0 && len(nw.JSONSchemas) == 0:
-		r.walk(n.child(n.path+"[*]"), o.Schema, nw.Schema)
+		r.walk(n.child(n.path.Items()), o.Schema, nw.Schema)
 	case o == nil && nw != nil && nw.Schema != nil && len(nw.JSONSchemas) == 0 && isAny(&n.old):
 		// The old value was anything (an implied field, or an untyped
 		// one): stored arrays hold items of any value.
-		r.walk(n.child(n.path+"[*]"), &anySchema, nw.Schema)
+		r.walk(n.child(n.path.Items()), &anySchema, nw.Schema)
 	case o != nil && o.Schema != nil && len(o.JSONSchemas) == 0 && nw == nil && isAny(&n.new):
 		// The new value is anything: items are no longer held to their
 		// schema (which relaxes) nor given its defaults.
-		r.walk(n.child(n.path+"[*]"), o.Schema, &anySchema)
+		r.walk(n.child(n.path.Items()), o.Schema, &anySchema)
 	default:
 		return // tuple items or items added/removed: left for checkUnhandled
 	}
@@ -383,25 +391,25 @@ func (r *pairRun) walkAdditionalProperties(n *node) {
 		// the old value schema by walkProperties): it relaxes, but for
 		// what the value schema applied itself (defaults).
 		if o.Schema != nil {
-			pos := n.child(n.path + "{*}")
+			pos := n.child(n.path.Values())
 			if pos.note == "" {
 				pos.note = "map entries are kept as unknown fields now"
 			}
 			r.walk(pos, o.Schema, &anySchema)
 		}
 	case o != nil && o.Schema != nil && nw != nil && nw.Schema != nil:
-		r.walk(n.child(n.path+"{*}"), o.Schema, nw.Schema)
+		r.walk(n.child(n.path.Values()), o.Schema, nw.Schema)
 	case o == nil && nw != nil && nw.Schema != nil && (r.oldKeepsAll || isTrue(n.old.XPreserveUnknownFields)):
 		// Unknown fields of any value were kept: they are map entries now,
 		// held to the value schema.
-		pos := n.child(n.path + "{*}")
+		pos := n.child(n.path.Values())
 		if pos.note == "" {
 			pos.note = "entries that were kept as unknown fields are held to the value schema now"
 		}
 		r.walk(pos, &anySchema, nw.Schema)
 	case o != nil && o.Schema != nil && !allows(nw):
 		if enabled {
-			n.report(config.CheckAdditionalProperties, "map value schema removed: existing map entries would be pruned")
+			n.reportLoss(config.CheckAdditionalProperties, "map value schema removed: existing map entries would be pruned")
 		}
 	case allows(o) && o.Schema == nil && nw != nil && nw.Schema != nil:
 		if enabled {
@@ -409,7 +417,7 @@ func (r *pairRun) walkAdditionalProperties(n *node) {
 		}
 	case allows(o) && o.Schema == nil && !allows(nw):
 		if enabled {
-			n.report(config.CheckAdditionalProperties, "additionalProperties true removed: existing map entries would be pruned")
+			n.reportLoss(config.CheckAdditionalProperties, "additionalProperties true removed: existing map entries would be pruned")
 		}
 	}
 	// Everything else (none -> some where nothing was kept, false ->

@@ -2,6 +2,7 @@ package evaluation
 
 import (
 	"context"
+	"github.com/crdsafety/kapp/pkg/kapp/report"
 	"strings"
 	"testing"
 
@@ -84,7 +85,7 @@ func TestEvaluateWaiver(t *testing.T) {
 		fs, err := Evaluate(context.Background(), plan, &cfg, nil)
 		var out []string
 		for _, f := range fs {
-			out = append(out, f.CRD+" "+string(f.Severity)+" "+f.Check+": "+f.Message)
+			out = append(out, f.CRD+" "+string(f.Severity)+" "+f.Check+": "+report.Message(f))
 		}
 		return out, err
 	}
@@ -133,7 +134,7 @@ func evaluateOffline(t *testing.T, p Pair) []string {
 	require.NoError(t, err)
 	var out []string
 	for _, f := range fs {
-		out = append(out, string(f.Severity)+" "+f.Check+": "+f.Message)
+		out = append(out, string(f.Severity)+" "+f.Check+": "+report.Message(f))
 	}
 	return out
 }

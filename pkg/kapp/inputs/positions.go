@@ -2,6 +2,7 @@ package inputs
 
 import (
 	"bytes"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 	"os"
 	"path/filepath"
 	"slices"
@@ -118,12 +119,16 @@ type Position struct {
 }
 
 // Target is what a finding is about, as the engine names it: a CRD, a
-// version ("" for the CRD itself; "v1beta1 -> v1" for a pair of served
-// versions), a field (a schema path "^.spec.a[*]", a field path of the CRD
-// "spec.versions[0].name", or "" for the version, or the CRD, itself) and
-// the check (which selects the keyword's line, e.g. "maximum: 5").
+// version ("" for the CRD itself; with PairVersion, a pair of served
+// versions), a field (a schema path "^.spec.a[*]", or CRDField, a field
+// path of the CRD "spec.versions[0].name"; neither for the version, or the
+// CRD, itself) and the check (which selects the keyword's line, e.g.
+// "maximum: 5").
 type Target struct {
-	CRD, Version, Field, Check string
+	CRD, Version, PairVersion string
+	Field                     schemapath.Path
+	CRDField                  string
+	Check                     string
 }
 
 // Locator finds the file and line of findings in the documents of the new
@@ -160,17 +165,17 @@ func NewLocator(newCRDs, oldCRDs []CRD) *Locator {
 // position of the field itself, the new one is the closest part of the new
 // CRD there is.
 func (l *Locator) Locate(t Target) (newPos, oldPos Position) {
-	// A pair of served versions ("v1beta1 -> v1") is about the later one,
+	// A pair of served versions (v1beta1 -> v1) is about the later one,
 	// compared with the earlier one: both are in the new CRD.
 	newVersions := []string{t.Version}
-	if from, to, ok := strings.Cut(t.Version, " -> "); ok {
-		newVersions = []string{to, from}
+	if t.PairVersion != "" {
+		newVersions = []string{t.PairVersion, t.Version}
 	}
 	exact := false
 	if src, ok := l.newDocs[t.CRD]; ok {
 		best := docPosition{}
 		for _, v := range newVersions {
-			if p := l.find(src, t.CRD, v, t.Field, t.Check); p.better(best) {
+			if p := l.find(src, t.CRD, v, t, t.Check); p.better(best) {
 				best = p
 			}
 		}
@@ -180,7 +185,7 @@ func (l *Locator) Locate(t Target) (newPos, oldPos Position) {
 		return newPos, Position{}
 	}
 	if src, ok := l.oldDocs[t.CRD]; ok {
-		if p := l.find(src, t.CRD, t.Version, t.Field, t.Check); p.exact {
+		if p := l.find(src, t.CRD, t.Version, t, t.Check); p.exact {
 			oldPos = l.position(src, p)
 		}
 	}
@@ -215,7 +220,7 @@ func (l *Locator) split(f *inputFile) *splitFile {
 
 // find returns the position of a finding in the CRD named crdName of a
 // document (a zero position when the document cannot be read again).
-func (l *Locator) find(src docSource, crdName, version, field, check string) docPosition {
+func (l *Locator) find(src docSource, crdName, version string, t Target, check string) docPosition {
 	root, ok := l.nodes[src]
 	if !ok {
 		if sf := l.split(src.file); src.doc < len(sf.docs) {
@@ -230,7 +235,7 @@ func (l *Locator) find(src docSource, crdName, version, field, check string) doc
 	if crd == nil {
 		return docPosition{}
 	}
-	return fieldPosition(crd, version, field, check)
+	return fieldPosition(crd, version, t.Field, t.CRDField, check)
 }
 
 // docPosition is a line in a document (1-based; 0: none) and how much of
@@ -283,18 +288,19 @@ var crdLevelFields = map[string]string{
 
 // fieldPosition finds a finding in a CRD node. version selects the entry
 // of spec.versions ("" for none); field is a schema path of that version
-// ("^.spec.a[*].b{*}.anyOf[1]", under schema.openAPIV3Schema), a field
-// path of the CRD as the apiserver names it ("spec.versions[0].name"), or
-// "" for the version (or the CRD) itself.
-func fieldPosition(crd *yaml.Node, version, field, check string) docPosition {
+// ("^.spec.a[*].b{*}.anyOf[1]", under schema.openAPIV3Schema) and crdField
+// a field path of the CRD as the apiserver names it
+// ("spec.versions[0].name"), relative to the version's entry when version
+// is set; neither for the version (or the CRD) itself.
+func fieldPosition(crd *yaml.Node, version string, field schemapath.Path, crdField, check string) docPosition {
 	if version == "" {
-		if field == "" {
-			field = crdLevelFields[check]
+		if field == "" && crdField == "" {
+			crdField = crdLevelFields[check]
 		}
-		if field == "" || strings.HasPrefix(field, "^") {
+		if crdField == "" {
 			return docPosition{line: crd.Line, exact: field == ""}
 		}
-		line, rest := walkFieldPath(crd, crd.Line, field)
+		line, rest := walkFieldPath(crd, crd.Line, crdField)
 		return docPosition{line: line, rest: rest, exact: rest == 0}
 	}
 
@@ -310,25 +316,29 @@ func fieldPosition(crd *yaml.Node, version, field, check string) docPosition {
 		}
 	}
 	if entry == nil {
-		pathLen := len(version) + len(field) + 1
+		pathLen := len(version) + len(field) + len(crdField) + 1
 		if versionsKey != nil {
 			return docPosition{line: versionsKey.Line, rest: pathLen}
 		}
 		return docPosition{line: crd.Line, rest: pathLen + 1}
 	}
+	if crdField != "" {
+		line, rest := walkFieldPath(entry, entry.Line, crdField)
+		return docPosition{line: line, rest: rest, exact: rest == 0}
+	}
 	if field == "" {
 		return docPosition{line: entry.Line, exact: true}
 	}
-	if !strings.HasPrefix(field, "^") {
-		line, rest := walkFieldPath(entry, entry.Line, field)
-		return docPosition{line: line, rest: rest, exact: rest == 0}
+	steps, err := field.Steps()
+	if err != nil {
+		return docPosition{line: entry.Line, rest: len(field)}
 	}
 	_, schema := mapValue(entry, "schema")
 	key, root := mapValue(schema, "openAPIV3Schema")
 	if root == nil {
-		return docPosition{line: entry.Line, rest: len(field)}
+		return docPosition{line: entry.Line, rest: len(steps) + 1}
 	}
-	line, schema, rest := walkSchema(root, key.Line, field[1:])
+	line, schema, rest := walkSchema(root, key.Line, steps)
 	if rest == 0 {
 		if l, ok := keywordLine(schema, check); ok {
 			line = l
@@ -337,59 +347,43 @@ func fieldPosition(crd *yaml.Node, version, field, check string) docPosition {
 	return docPosition{line: line, rest: rest, exact: rest == 0}
 }
 
-// walkSchema follows a schema path from schema node s (whose line is
-// line): ".name" is a property, "[*]" the items of an array, "{*}" the
-// values of a map (additionalProperties), ".allOf[i]" (anyOf, oneOf) a
-// branch. Property names may themselves hold '.', '[' or '{', so every
-// property that the path can start with is tried. It returns the line of
-// the deepest schema found, that schema, and the length of the path left
-// unfound.
-func walkSchema(s *yaml.Node, line int, path string) (int, *yaml.Node, int) {
-	s = deref(s)
-	bestLine, bestNode, bestRest := line, s, len(path)
-	if path == "" || s == nil || s.Kind != yaml.MappingNode {
-		return bestLine, bestNode, bestRest
-	}
-	consider := func(l int, n *yaml.Node, r int) {
-		if r < bestRest {
-			bestLine, bestNode, bestRest = l, n, r
+// walkSchema follows the steps of a schema path from schema node s (whose
+// line is line): a property, the items of an array, the values of a map
+// (additionalProperties), a branch of allOf, anyOf or oneOf, the schema
+// inside not. It returns the line of the deepest schema found, that
+// schema, and how many steps were left unfound.
+func walkSchema(s *yaml.Node, line int, steps []schemapath.Step) (int, *yaml.Node, int) {
+	for i, step := range steps {
+		s = deref(s)
+		if s == nil || s.Kind != yaml.MappingNode {
+			return line, s, len(steps) - i
 		}
-	}
-	child := func(key string, rest string) {
-		if k, v := mapValue(s, key); v != nil {
-			consider(walkSchema(v, k.Line, rest))
-		}
-	}
-	switch {
-	case strings.HasPrefix(path, "[*]"):
-		child("items", path[3:])
-	case strings.HasPrefix(path, "{*}"):
-		child("additionalProperties", path[3:])
-	case strings.HasPrefix(path, "."):
-		name := path[1:]
-		for _, comb := range []string{"allOf", "anyOf", "oneOf"} {
-			i, rest, ok := parseIndex(name, comb)
-			if !ok {
-				continue
+		var k, v *yaml.Node
+		switch step.Kind {
+		case schemapath.Items:
+			k, v = mapValue(s, "items")
+		case schemapath.Values:
+			k, v = mapValue(s, "additionalProperties")
+		case schemapath.NotStep:
+			k, v = mapValue(s, "not")
+		case schemapath.Property:
+			if _, props := mapValue(s, "properties"); props != nil {
+				k, v = mapValue(deref(props), step.Name)
 			}
-			if _, branches := mapValue(s, comb); branches != nil && branches.Kind == yaml.SequenceNode && i < len(branches.Content) {
-				b := branches.Content[i]
-				consider(walkSchema(b, b.Line, rest))
+		case schemapath.Branch:
+			if _, branches := mapValue(s, step.Combinator); branches != nil {
+				if branches = deref(branches); branches.Kind == yaml.SequenceNode && step.Index < len(branches.Content) {
+					v = branches.Content[step.Index]
+					k = v
+				}
 			}
 		}
-		_, props := mapValue(s, "properties")
-		if props = deref(props); props == nil || props.Kind != yaml.MappingNode {
-			break
+		if v == nil {
+			return line, s, len(steps) - i
 		}
-		for i := 0; i+1 < len(props.Content) && bestRest > 0; i += 2 {
-			key := props.Content[i]
-			rest, ok := strings.CutPrefix(name, key.Value)
-			if ok && (rest == "" || strings.ContainsRune(".[{", rune(rest[0]))) {
-				consider(walkSchema(props.Content[i+1], key.Line, rest))
-			}
-		}
+		line, s = k.Line, v
 	}
-	return bestLine, bestNode, bestRest
+	return line, s, 0
 }
 
 // keywordOf is the schema keyword a property check is about, when it is
@@ -415,20 +409,6 @@ func keywordLine(schema *yaml.Node, check string) (int, bool) {
 		return k.Line, true
 	}
 	return 0, false
-}
-
-// parseIndex parses "comb[i]" at the start of s and returns i and the rest.
-func parseIndex(s, comb string) (int, string, bool) {
-	rest, ok := strings.CutPrefix(s, comb+"[")
-	if !ok {
-		return 0, "", false
-	}
-	num, rest, ok := strings.Cut(rest, "]")
-	i, err := strconv.Atoi(num)
-	if !ok || err != nil || i < 0 {
-		return 0, "", false
-	}
-	return i, rest, true
 }
 
 // walkFieldPath follows a field path as the apiserver writes it

@@ -2,6 +2,7 @@ package inputs
 
 import (
 	"bytes"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,7 +61,7 @@ func TestLocate(t *testing.T) {
 		{name: "schema root", crd: widgets, version: "v1", field: "^", check: "unhandled", newFile: newYAML, newMarker: "schema"},
 		{name: "property", crd: widgets, version: "v1", field: "^.spec", check: "required", newFile: newYAML, newMarker: "spec"},
 		{name: "nested property", crd: widgets, version: "v1", field: "^.spec.color", check: "enum", newFile: newYAML, newMarker: "color"},
-		{name: "property name with a dot, after a shorter name that leads nowhere", crd: widgets, version: "v1", field: "^.spec.a.b.c",
+		{name: "property name with a dot (quoted in the path), beside a shorter name that leads nowhere", crd: widgets, version: "v1", field: `^.spec["a.b"].c`,
 			check: "unhandled", newFile: newYAML, newMarker: "a.b.c"},
 		{name: "array items", crd: widgets, version: "v1", field: "^.spec.ports[*]", check: "unhandled", newFile: newYAML, newMarker: "ports-items"},
 		{name: "property of array items", crd: widgets, version: "v1", field: "^.spec.ports[*].name", check: "unhandled", newFile: newYAML, newMarker: "ports-name"},
@@ -97,7 +98,16 @@ func TestLocate(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			newLoc, oldLoc := loc.Locate(Target{CRD: tc.crd, Version: tc.version, Field: tc.field, Check: tc.check})
+			target := Target{CRD: tc.crd, Version: tc.version, Check: tc.check}
+			if from, to, ok := strings.Cut(tc.version, " -> "); ok {
+				target.Version, target.PairVersion = from, to
+			}
+			if strings.HasPrefix(tc.field, "^") {
+				target.Field = schemapath.Path(tc.field)
+			} else {
+				target.CRDField = tc.field
+			}
+			newLoc, oldLoc := loc.Locate(target)
 			want := Position{}
 			if tc.newFile != "" {
 				want = Position{File: filepath.ToSlash(tc.newFile), Line: markerLine(t, tc.newFile, tc.newMarker)}

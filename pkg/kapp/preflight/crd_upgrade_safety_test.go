@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/crdsafety/kapp/pkg/kapp/report"
 	"strings"
 	"testing"
 
@@ -114,7 +115,7 @@ func TestRunUpdateError(t *testing.T) {
 	require.ErrorAs(t, err, &unsafe)
 	var checks []string
 	for _, f := range unsafe.Findings {
-		checks = append(checks, f.Version+" "+f.Field+" "+f.Check)
+		checks = append(checks, f.Version+" "+string(f.Field)+" "+f.Check)
 	}
 	// The stored object's impact is joined to the findings that cause it.
 	require.Equal(t, []string{"v1 ^.spec.color enum", "v1 ^.spec.size minimum"}, checks)
@@ -220,7 +221,7 @@ func TestRunDeletion(t *testing.T) {
 		require.ErrorAs(t, err, &unsafe)
 		require.Len(t, unsafe.Findings, 1)
 		require.Equal(t, config.CheckCRDDeletion, unsafe.Findings[0].Check)
-		require.Contains(t, unsafe.Findings[0].Message, "2", "the one deleted by the same change set is not lost")
+		require.Contains(t, report.Message(unsafe.Findings[0]), "2", "the one deleted by the same change set is not lost")
 		require.Equal(t, []string{"widgets.example.com"}, cluster.Counts)
 	})
 

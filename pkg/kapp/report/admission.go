@@ -49,6 +49,10 @@ func Admission(findings []crdupgradesafety.Finding) (denial, warnings []string) 
 		}
 		line, _ := ShortenMessage(FindingLine(f), 4*MaxWarningRunes)
 		denial = append(denial, line)
+		if r := RemedyLine(f); r != "" {
+			line, _ = ShortenMessage(r, 4*MaxWarningRunes)
+			denial = append(denial, line)
+		}
 	}
 	for i, f := range warns {
 		if i == MaxWarnings-1 && len(warns) > MaxWarnings {
@@ -65,11 +69,11 @@ func Admission(findings []crdupgradesafety.Finding) (denial, warnings []string) 
 // without the CRD, which the request names already, e.g.
 // "version v1 field ^.spec.size: [mapType] ...".
 func WarningText(f crdupgradesafety.Finding) string {
-	subject := strings.TrimSpace(strings.TrimPrefix(FindingSubject("", f.Version, f.Field), "crd "))
+	subject := strings.TrimSpace(strings.TrimPrefix(FindingSubject("", VersionText(f), FieldText(f)), "crd "))
 	if subject == "" {
-		return "[" + f.Check + "] " + f.Message
+		return "[" + f.Check + "] " + Message(f)
 	}
-	return subject + ": [" + f.Check + "] " + f.Message
+	return subject + ": [" + f.Check + "] " + Message(f)
 }
 
 // AdmissionWarning makes text an admission warning: prefixed with the

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -12,7 +13,7 @@ import (
 
 func TestAdmission(t *testing.T) {
 	f := func(sev crdupgradesafety.Severity, version, field, check, msg string) crdupgradesafety.Finding {
-		return crdupgradesafety.Finding{CRD: "widgets.example.com", Version: version, Field: field, Check: check, Severity: sev, Message: msg}
+		return crdupgradesafety.Finding{CRD: "widgets.example.com", Version: version, Field: schemapath.Path(field), Check: check, Severity: sev, Change: msg}
 	}
 	denial, warnings := Admission([]crdupgradesafety.Finding{
 		f(crdupgradesafety.SeverityError, "", "", "crdDeletion", "deleting the CRD would delete its 3 existing custom resources"),
@@ -40,8 +41,8 @@ func TestAdmissionBounds(t *testing.T) {
 		if i%2 == 0 {
 			sev = crdupgradesafety.SeverityWarning
 		}
-		fs = append(fs, crdupgradesafety.Finding{CRD: "widgets.example.com", Version: "v1", Field: fmt.Sprintf("^.spec.f%03d", i),
-			Check: "type", Severity: sev, Message: strings.Repeat("long ", 200) + "(exempted: waive annotation: the end)"})
+		fs = append(fs, crdupgradesafety.Finding{CRD: "widgets.example.com", Version: "v1", Field: schemapath.Path(fmt.Sprintf("^.spec.f%03d", i)),
+			Check: "type", Severity: sev, Change: strings.Repeat("long ", 200) + "(exempted: waive annotation: the end)"})
 	}
 	denial, warnings := Admission(fs)
 	require.Len(t, denial, MaxDenialLines+1)

@@ -34,6 +34,9 @@ func GitHub(r Report) string {
 			props = append(props, "title="+escapeProperty(f.Check+" in "+f.CRD))
 
 			msg := f.subject() + ": " + f.Message
+			if f.Remedy != nil {
+				msg += "\nWay forward: " + f.Remedy.Text
+			}
 			if at := locationText(f); at != "" && at != loc.String() {
 				msg += "\nAt " + at + "."
 			}

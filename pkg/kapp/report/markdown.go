@@ -36,8 +36,12 @@ func Markdown(r Report) string {
 			if h, ok := HelpFor(f.Check); ok {
 				check = fmt.Sprintf("[%s](%s)", check, h.URL)
 			}
+			msg := mdText(f.Message)
+			if f.Remedy != nil {
+				msg += "<br>**Way forward:** " + mdText(f.Remedy.Text)
+			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n",
-				severity, mdText(f.Version), mdCode(f.Field), check, mdText(f.Message), mdText(locationText(f)))
+				severity, mdText(f.Version), mdCode(f.Field), check, msg, mdText(locationText(f)))
 		}
 		if note := c.OmittedNote(); note != "" {
 			fmt.Fprintf(&b, "\n_%s_\n", mdText(note))

@@ -69,6 +69,8 @@ type Finding struct {
 	// Impact: what the finding does to the stored objects read (a
 	// cluster, or --objects samples); omitted when none were read.
 	Impact *crdupgradesafety.Impact `json:"impact,omitempty"`
+	// Remedy: the safe way forward; every error finding has one.
+	Remedy *Remedy `json:"remedy,omitempty"`
 }
 
 // Location is a line of an input file. File is a path relative to the
@@ -121,8 +123,8 @@ func New(checked []string, findings []crdupgradesafety.Finding, maxPerCRD int, l
 	}
 	kept, omitted := crdupgradesafety.Bound(findings, maxPerCRD)
 	for _, f := range kept {
-		rf := Finding{CRD: f.CRD, Version: f.Version, Field: f.Field, Check: f.Check,
-			Severity: string(f.Severity), Message: f.Message, DataLoss: f.DataLoss, Impact: f.Impact}
+		rf := Finding{CRD: f.CRD, Version: VersionText(f), Field: FieldText(f), Check: f.Check,
+			Severity: string(f.Severity), Message: Message(f), DataLoss: f.DataLoss, Impact: f.Impact, Remedy: remedyOf(f)}
 		if locate != nil {
 			newLoc, oldLoc := locate(f)
 			rf.File, rf.Line = newLoc.File, newLoc.Line

@@ -31,19 +31,19 @@ var celRule = "self.spec.replicas <= 10 || (has(self.spec.override) && self.spec
 func fixture() Report {
 	findings := []crdupgradesafety.Finding{
 		{CRD: "widgets.example.com", Version: "v1", Field: "^.spec.color", Check: "existingFieldRemoval",
-			Severity: "error", Message: "existing field removed (was string)"},
+			Severity: "error", Change: "existing field removed (was string)"},
 		{CRD: "widgets.example.com", Version: "v1", Field: "^.spec.replicas", Check: "maximum",
-			Severity: "error", Message: "maximum decreased: 20 -> 5"},
+			Severity: "error", Change: "maximum decreased: 20 -> 5"},
 		{CRD: "widgets.example.com", Version: "v1", Field: "^.spec", Check: "celValidation",
-			Severity: "error", Message: "rule added: " + celRule + "\n100% sure: a, b | c <ok> *x* _y_ [z] `q`"},
-		{CRD: "widgets.example.com", Field: "spec.versions[0].name", Check: "apiserverRejects",
-			Severity: "error", Message: `the apiserver refuses the update: Invalid value: "v1!": a DNS-1035 label`},
+			Severity: "error", Change: "rule added: " + celRule + "\n100% sure: a, b | c <ok> *x* _y_ [z] `q`"},
+		{CRD: "widgets.example.com", CRDField: "spec.versions[0].name", Check: "apiserverRejects",
+			Severity: "error", Change: `the apiserver refuses the update: Invalid value: "v1!": a DNS-1035 label`},
 		{CRD: "widgets.example.com", Version: "v1", Field: "^.spec.size", Check: "enum",
-			Severity: "error", Message: `enum values removed: ["small"]`},
+			Severity: "error", Change: `enum values removed: ["small"]`},
 		{CRD: "gadgets.example.com", Version: "v1beta1", Field: "^.spec.refs[*]", Check: "mapType",
-			Severity: "warning", Message: "map type changed: granular -> atomic"},
+			Severity: "warning", Change: "map type changed: granular -> atomic"},
 		{CRD: "sprockets.example.com", Check: "crdDeletion", Severity: "error",
-			Message: "missing from the new inputs: kapp would delete the CRD with all its custom resources"},
+			Change: "missing from the new inputs: kapp would delete the CRD with all its custom resources"},
 	}
 	crdupgradesafety.SortFindings(findings)
 	locations := map[string][2]Location{
@@ -56,7 +56,7 @@ func fixture() Report {
 	}
 	checked := []string{"widgets.example.com", "gadgets.example.com", "bolts.example.com", "sprockets.example.com"}
 	return New(checked, findings, 4, func(f crdupgradesafety.Finding) (Location, Location) {
-		l := locations[f.Field]
+		l := locations[FieldText(f)]
 		return l[0], l[1]
 	})
 }
@@ -85,7 +85,7 @@ func TestNew(t *testing.T) {
 		OldFile: "config/crds/widgets.yaml", OldLine: 17, OldRevision: "origin/main"}, color)
 
 	t.Run("without locations", func(t *testing.T) {
-		r := New([]string{"a.example.com"}, []crdupgradesafety.Finding{{CRD: "a.example.com", Check: "scope", Severity: "error", Message: "m"}}, 0, nil)
+		r := New([]string{"a.example.com"}, []crdupgradesafety.Finding{{CRD: "a.example.com", Check: "scope", Severity: "error", Change: "m"}}, 0, nil)
 		require.Equal(t, "", r.CRDs[0].Findings[0].File)
 		require.Equal(t, 0, r.CRDs[0].Findings[0].Line)
 	})
@@ -93,7 +93,7 @@ func TestNew(t *testing.T) {
 
 func TestSummary(t *testing.T) {
 	f := func(crd string, sev crdupgradesafety.Severity) crdupgradesafety.Finding {
-		return crdupgradesafety.Finding{CRD: crd, Check: "scope", Severity: sev, Message: "m"}
+		return crdupgradesafety.Finding{CRD: crd, Check: "scope", Severity: sev, Change: "m"}
 	}
 	cases := []struct {
 		checked  []string

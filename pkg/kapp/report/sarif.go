@@ -47,7 +47,7 @@ func SARIF(r Report) ([]byte, error) {
 			res := sarifResult{
 				RuleID:  f.Check,
 				Level:   f.Severity, // "error" and "warning" are SARIF levels
-				Message: sarifMessage{Text: f.subject() + ": " + f.Message},
+				Message: sarifMessage{Text: sarifText(f)},
 				PartialFingerprints: map[string]string{
 					"crdUpgradeSafety/v1": fingerprint(f.CRD, f.Version, f.Field, f.Check),
 				},
@@ -55,8 +55,8 @@ func SARIF(r Report) ([]byte, error) {
 			if i, ok := ruleIndex[f.Check]; ok {
 				res.RuleIndex = &i
 			}
-			if f.DataLoss || f.Impact != nil {
-				res.Properties = &sarifProperties{DataLoss: f.DataLoss, Impact: f.Impact}
+			if f.DataLoss || f.Impact != nil || f.Remedy != nil {
+				res.Properties = &sarifProperties{DataLoss: f.DataLoss, Impact: f.Impact, Remedy: f.Remedy}
 			}
 			newLoc, oldLoc := f.newLocation(), f.oldLocation()
 			primary := newLoc
@@ -90,6 +90,17 @@ func SARIF(r Report) ([]byte, error) {
 		return nil, fmt.Errorf("encoding SARIF: %w", err)
 	}
 	return out, nil
+}
+
+// sarifText is a result's message: what the finding is about and says,
+// then its way forward on a line of its own (code scanning shows the
+// message, not the properties).
+func sarifText(f Finding) string {
+	text := f.subject() + ": " + f.Message
+	if f.Remedy != nil {
+		text += "\nWay forward: " + f.Remedy.Text
+	}
+	return text
 }
 
 const sarifSchemaURI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -183,6 +194,7 @@ type (
 	sarifProperties struct {
 		DataLoss bool                     `json:"dataLoss,omitempty"`
 		Impact   *crdupgradesafety.Impact `json:"impact,omitempty"`
+		Remedy   *Remedy                  `json:"remedy,omitempty"`
 	}
 	sarifLocation struct {
 		PhysicalLocation *sarifPhysicalLocation `json:"physicalLocation,omitempty"`

@@ -20,7 +20,27 @@ import (
 //
 // CRD-level findings leave out the version and field parts they lack.
 func FindingLine(f crdupgradesafety.Finding) string {
-	return FindingSubject(f.CRD, f.Version, f.Field) + ": [" + f.Check + "] " + f.Message
+	return FindingSubject(f.CRD, VersionText(f), FieldText(f)) + ": [" + f.Check + "] " + Message(f)
+}
+
+// RemedyLine renders a finding's way forward as the line that follows its
+// FindingLine in kapp's error and the webhook's denial ("" for none):
+//
+//	way forward: keep "v1alpha1", deploy the new storage version, run '...', then remove "v1alpha1"
+func RemedyLine(f crdupgradesafety.Finding) string {
+	if text := RemedyText(f); text != "" {
+		return "  way forward: " + text
+	}
+	return ""
+}
+
+// ErrorLines renders an error finding for kapp's error: its FindingLine,
+// then its RemedyLine.
+func ErrorLines(f crdupgradesafety.Finding) []string {
+	if r := RemedyLine(f); r != "" {
+		return []string{FindingLine(f), r}
+	}
+	return []string{FindingLine(f)}
 }
 
 // FindingSubject names what a finding is about: "crd widgets.example.com
@@ -104,16 +124,20 @@ func FindingsTable(findings []crdupgradesafety.Finding, omitted map[string]int, 
 	}
 	shortened := false
 	for _, f := range findings {
-		msg := f.Message
+		msg, remedy := Message(f), RemedyText(f)
 		if opts.MaxMessage > 0 {
-			var cut bool
+			var cut, rcut bool
 			msg, cut = ShortenMessage(msg, opts.MaxMessage)
-			shortened = shortened || cut
+			remedy, rcut = ShortenMessage(remedy, opts.MaxMessage)
+			shortened = shortened || cut || rcut
+		}
+		if remedy != "" {
+			msg += "\n→ " + remedy
 		}
 		table.Rows = append(table.Rows, []uitable.Value{
 			uitable.NewValueString(f.CRD),
-			uitable.NewValueString(f.Version),
-			uitable.NewValueString(f.Field),
+			uitable.NewValueString(VersionText(f)),
+			uitable.NewValueString(FieldText(f)),
 			uitable.NewValueString(f.Check),
 			uitable.ValueFmt{
 				V:     uitable.NewValueString(string(f.Severity)),

@@ -56,7 +56,7 @@ func (o *CRDUpgradeSafetyOptions) printReport(checked []string, findings []crdup
 	}
 	locator := inputs.NewLocator(newCRDs, oldCRDs)
 	rep := report.New(checked, findings, maxPerCRD, func(f crdupgradesafety.Finding) (newLoc, oldLoc report.Location) {
-		newPos, oldPos := locator.Locate(inputs.Target{CRD: f.CRD, Version: f.Version, Field: f.Field, Check: f.Check})
+		newPos, oldPos := locator.Locate(inputs.Target{CRD: f.CRD, Version: f.Version, PairVersion: f.PairVersion, Field: f.Field, CRDField: f.CRDField, Check: f.Check})
 		return location(newPos), location(oldPos)
 	})
 	var out []byte

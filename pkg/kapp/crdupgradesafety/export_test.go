@@ -1,0 +1,27 @@
+package crdupgradesafety
+
+import (
+	"testing"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+)
+
+// For the external tests (package crdupgradesafety_test), which read
+// findings through pkg/kapp/report.
+
+// ReadImpact is readImpact's findings.
+func ReadImpact(t *testing.T, oldSpec, newSpec string, objs []map[string]any, cfg *config.Settings) []Finding {
+	t.Helper()
+	out, _ := readImpact(t, oldSpec, newSpec, objs, cfg)
+	return out
+}
+
+// Widget is widget.
+var Widget = widget
+
+// TestCRDName is testCRDName.
+const TestCRDName = testCRDName
+
+// SetRenderMessage sets how this package's tests compose a finding's
+// message (report.Message).
+func SetRenderMessage(f func(Finding) string) { renderMessage = f }

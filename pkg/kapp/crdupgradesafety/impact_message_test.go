@@ -1,0 +1,154 @@
+package crdupgradesafety_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/report"
+	"github.com/stretchr/testify/assert"
+)
+
+// TestImpact reads stored objects under an update and checks each
+// finding's impact as the outputs word it (report.Message): the engine
+// records the facts, the report composes the text.
+func TestImpact(t *testing.T) {
+	warnUnaffected := func(c *config.Settings) { c.UnaffectedEnforcement = config.EnforcementWarn }
+	cases := []struct {
+		name     string
+		old, new string
+		objs     []map[string]any
+		config   func(*config.Settings)
+		want     []string
+	}{
+		{name: "field removed: data lost where objects hold it",
+			old: `{type: object, properties: {color: {type: string}, size: {type: string}}}`,
+			new: `{type: object, properties: {size: {type: string}}}`,
+			objs: []map[string]any{
+				crdupgradesafety.Widget("v1", "default", "tiny", map[string]any{"color": "blue"}),
+				crdupgradesafety.Widget("v1", "default", "big", map[string]any{"color": "red", "size": "L"}),
+				crdupgradesafety.Widget("v1", "default", "plain", map[string]any{"size": "S"}),
+			},
+			want: []string{`error existingFieldRemoval ^.spec.color: data loss: existing field removed (was string): 2 of 3 stored Widgets hold data here, lost on their next write: default/big ("red"), default/tiny ("blue")`}},
+		{name: "default changed: objects without the field read differently",
+			old: `{type: object, properties: {size: {type: string, default: small}}}`,
+			new: `{type: object, properties: {size: {type: string, default: large}}}`,
+			objs: []map[string]any{
+				crdupgradesafety.Widget("v1", "ns", "set", map[string]any{"size": "medium"}),
+				crdupgradesafety.Widget("v1", "ns", "unset", map[string]any{}),
+				crdupgradesafety.Widget("v1", "ns", "nospec", nil),
+			},
+			want: []string{
+				"error default ^.spec.size: default changed: \"small\" -> \"large\": 1 of 3 stored Widgets reads differently: ns/unset (\"small\", the old default -> \"large\" where it is not stored)",
+			}},
+		{name: "unknown fields pruned when x-kubernetes-preserve-unknown-fields goes",
+			old: `{type: object, x-kubernetes-preserve-unknown-fields: true, properties: {size: {type: string}}}`,
+			new: `{type: object, properties: {size: {type: string}}}`,
+			objs: []map[string]any{
+				crdupgradesafety.Widget("v1", "ns", "extra", map[string]any{"size": "S", "extra": map[string]any{"a": int64(1)}, "note": "hi"}),
+				crdupgradesafety.Widget("v1", "ns", "known", map[string]any{"size": "S"}),
+			},
+			want: []string{
+				"error preserveUnknownFields ^.spec: data loss: x-kubernetes-preserve-unknown-fields: true removed: unknown fields of existing objects would be pruned: 1 of 2 stored Widgets holds data here, lost on their next write: ns/extra (spec.extra: {\"a\":1})",
+			}},
+		{name: "tightened bound: rejected objects, ratcheting told",
+			old: `{type: object, properties: {replicas: {type: integer, maximum: 10}}}`,
+			new: `{type: object, properties: {replicas: {type: integer, maximum: 5}}}`,
+			objs: []map[string]any{
+				crdupgradesafety.Widget("v1", "ns", "seven", map[string]any{"replicas": int64(7)}),
+				crdupgradesafety.Widget("v1", "ns", "three", map[string]any{"replicas": int64(3)}),
+				crdupgradesafety.Widget("v1", "ns", "nine", map[string]any{"replicas": int64(9)}),
+			},
+			want: []string{
+				"error maximum ^.spec.replicas: maximum decreased: 10 -> 5: 2 of 3 stored Widgets rejected: ns/nine (Invalid value: 9: spec.replicas in body should be less than or equal to 5), ns/seven (Invalid value: 7: spec.replicas in body should be less than or equal to 5); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
+			}},
+		{name: "new required field: objects lacking it rejected",
+			old: `{type: object, properties: {replicas: {type: integer}, size: {type: string, maxLength: 10}}}`,
+			new: `{type: object, required: [replicas], properties: {replicas: {type: integer}, size: {type: string, maxLength: 2}}}`,
+			objs: []map[string]any{
+				crdupgradesafety.Widget("v1", "ns", "a", map[string]any{"size": "M"}),
+				crdupgradesafety.Widget("v1", "ns", "b", map[string]any{"replicas": int64(1), "size": "XXL"}),
+			},
+			want: []string{
+				"error required ^.spec: new required fields: [\"replicas\"]: 1 of 2 stored Widgets rejected: ns/a (spec.replicas: Required value); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
+				"error maxLength ^.spec.size: maxLength decreased: 10 -> 2: 1 of 2 stored Widgets rejected: ns/b (Too long: may not be more than 2 bytes); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
+			}},
+		{name: "unaffected tightening: error by default",
+			old:  `{type: object, properties: {replicas: {type: integer, maximum: 10}}}`,
+			new:  `{type: object, properties: {replicas: {type: integer, maximum: 5}}}`,
+			objs: []map[string]any{crdupgradesafety.Widget("v1", "ns", "three", map[string]any{"replicas": int64(3)})},
+			want: []string{
+				"error maximum ^.spec.replicas: maximum decreased: 10 -> 5: none of 1 stored Widget affected",
+			}},
+		{name: "unaffected tightening: a warning under unaffectedEnforcement Warn, an affected one stays an error",
+			old:    `{type: object, properties: {replicas: {type: integer, maximum: 10}, name: {type: string, maxLength: 10}}}`,
+			new:    `{type: object, properties: {replicas: {type: integer, maximum: 5}, name: {type: string, maxLength: 3}}}`,
+			objs:   []map[string]any{crdupgradesafety.Widget("v1", "ns", "three", map[string]any{"replicas": int64(3), "name": "long-name"})},
+			config: warnUnaffected,
+			want: []string{
+				"error maxLength ^.spec.name: maxLength decreased: 10 -> 3: 1 of 1 stored Widget rejected: ns/three (Too long: may not be more than 3 bytes); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
+				"warning maximum ^.spec.replicas: maximum decreased: 10 -> 5: none of 1 stored Widget affected; a warning under unaffectedEnforcement Warn: writers that send values the old schema accepted may still be refused",
+			}},
+		{name: "no objects at all",
+			old: `{type: object, properties: {replicas: {type: integer, maximum: 10}}}`,
+			new: `{type: object, properties: {replicas: {type: integer, maximum: 5}}}`,
+			want: []string{
+				"error maximum ^.spec.replicas: maximum decreased: 10 -> 5: no stored Widgets to affect",
+			}},
+		{name: "nullable removed: nulls dropped",
+			old:  `{type: object, properties: {note: {type: string, nullable: true}}}`,
+			new:  `{type: object, properties: {note: {type: string}}}`,
+			objs: []map[string]any{crdupgradesafety.Widget("v1", "ns", "null", map[string]any{"note": nil}), crdupgradesafety.Widget("v1", "ns", "set", map[string]any{"note": "x"})},
+			want: []string{
+				"error nullable ^.spec.note: data loss: nullable removed: null values are no longer allowed: 1 of 2 stored Widgets holds data here, lost on their next write: ns/null (null)",
+			}},
+		{name: "map values and list items: paths with [*] and {*}",
+			old: `{type: object, properties: {labels: {type: object, additionalProperties: {type: string}}, items: {type: array, items: {type: object, properties: {name: {type: string}, port: {type: integer}}}}}}`,
+			new: `{type: object, properties: {labels: {type: object, additionalProperties: {type: string, maxLength: 2}}, items: {type: array, items: {type: object, properties: {name: {type: string}}}}}}`,
+			objs: []map[string]any{crdupgradesafety.Widget("v1", "ns", "a", map[string]any{
+				"labels": map[string]any{"k": "long"}, "items": []any{map[string]any{"name": "x", "port": int64(80)}}})},
+			want: []string{
+				"error existingFieldRemoval ^.spec.items[*].port: data loss: existing field removed (was integer): 1 of 1 stored Widget holds data here, lost on their next write: ns/a (80)",
+				"error maxLength ^.spec.labels{*}: maxLength added: (none) -> 2: 1 of 1 stored Widget rejected: ns/a (Too long: may not be more than 2 bytes); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
+			}},
+		{name: "an object already invalid before: existingResources",
+			old:  `{type: object, properties: {replicas: {type: integer, maximum: 5}, size: {type: string}}}`,
+			new:  `{type: object, properties: {replicas: {type: integer, maximum: 5}, size: {type: string, maxLength: 1}}}`,
+			objs: []map[string]any{crdupgradesafety.Widget("v1", "ns", "old", map[string]any{"replicas": int64(9), "size": "S"})},
+			want: []string{
+				"error existingResources : existing Widget ns/old would be invalid: spec.replicas: Invalid value: 9: spec.replicas in body should be less than or equal to 5; updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
+				"error maxLength ^.spec.size: maxLength added: (none) -> 1: none of 1 stored Widget affected",
+			}},
+		{name: "an exempted change that affects stored objects: they stay an existingResources error",
+			old:  `{type: object, properties: {replicas: {type: integer, maximum: 10}}}`,
+			new:  `{type: object, properties: {replicas: {type: integer, maximum: 5}}}`,
+			objs: []map[string]any{crdupgradesafety.Widget("v1", "ns", "eight", map[string]any{"replicas": int64(8)})},
+			config: func(c *config.Settings) {
+				c.Exemptions = []config.Exemption{{CRD: crdupgradesafety.TestCRDName, Checks: []string{config.CheckMaximum}, Reason: "no widget has more than 5"}}
+			},
+			want: []string{
+				"error existingResources : the exempted maximum change at ^.spec.replicas affects stored objects: 1 of 1 stored Widget rejected: ns/eight (Invalid value: 8: spec.replicas in body should be less than or equal to 5); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
+				"warning maximum ^.spec.replicas: maximum decreased: 10 -> 5: 1 of 1 stored Widget rejected: ns/eight (Invalid value: 8: spec.replicas in body should be less than or equal to 5); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused (exempted: no widget has more than 5)",
+			}},
+		{name: "a field made required with the same default before and after: nothing",
+			old:  `{type: object, properties: {size: {type: string, default: M}}}`,
+			new:  `{type: object, required: [size], properties: {size: {type: string, default: M}}}`,
+			objs: []map[string]any{crdupgradesafety.Widget("v1", "ns", "unset", map[string]any{}), crdupgradesafety.Widget("v1", "ns", "set", map[string]any{"size": "L"})},
+			want: []string{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Default()
+			if tc.config != nil {
+				tc.config(&cfg)
+			}
+			findings := crdupgradesafety.ReadImpact(t, tc.old, tc.new, tc.objs, &cfg)
+			lines := make([]string, len(findings))
+			for i, f := range findings {
+				lines[i] = fmt.Sprintf("%s %s %s: %s", f.Severity, f.Check, f.Field, report.Message(f))
+			}
+			assert.Equal(t, tc.want, lines)
+		})
+	}
+}

@@ -1,0 +1,109 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
+)
+
+// Remedy is a finding's safe way forward as the JSON report carries it:
+// the action (a stable ID), its text, and the facts it names.
+type Remedy struct {
+	// Action is the kind of way forward: migrateStorage, unserveFirst,
+	// keepField, fixObjectsFirst, ... (docs/checks.md, per check).
+	Action string `json:"action"`
+	// Text says it in full.
+	Text string `json:"text"`
+	// Command is a command line that carries it out, where there is one.
+	Command string `json:"command,omitempty"`
+	// Objects are the first stored objects to act on, by name.
+	Objects []string `json:"objects,omitempty"`
+}
+
+// remedyOf is the JSON report's remedy of a finding (nil for none).
+func remedyOf(f crdupgradesafety.Finding) *Remedy {
+	if f.Remedy == nil {
+		return nil
+	}
+	return &Remedy{Action: string(f.Remedy.Action), Text: RemedyText(f), Command: f.Remedy.Command, Objects: f.Remedy.Objects}
+}
+
+// RemedyText says a finding's safe way forward, "" when it has none.
+func RemedyText(f crdupgradesafety.Finding) string {
+	r := f.Remedy
+	if r == nil {
+		return ""
+	}
+	objects := objectList(r)
+	version := r.Version
+	if version == "" {
+		version = f.Version
+	}
+	switch r.Action {
+	case crdupgradesafety.RemedyMigrateStorage:
+		return fmt.Sprintf("keep %q, deploy the new storage version, run '%s', then remove %q", version, r.Command, version)
+	case crdupgradesafety.RemedyWaitForMigration:
+		return fmt.Sprintf("keep %q until the running migration (%s) is done and status.storedVersions no longer lists it, then remove it", version, r.Detail)
+	case crdupgradesafety.RemedyUnserveFirst:
+		return fmt.Sprintf("keep %q with served: false for a release (its clients get 404 Not Found and can move on), then remove it", version)
+	case crdupgradesafety.RemedyKeepField:
+		if objects != "" {
+			return "keep the field (mark it deprecated in its description), or move the data " + objects + " hold there first"
+		}
+		return "keep the field (mark it deprecated in its description), or move the data stored objects hold there to its replacement first"
+	case crdupgradesafety.RemedyFixObjectsFirst:
+		if objects != "" {
+			return "fix the stored objects that fail the new constraint first (" + objects + "): the change is safe once none does; or keep the old constraint"
+		}
+		return "make sure no stored object fails the new constraint first (check them against the cluster, or with --objects): the change is safe once none does; " +
+			"or keep the old constraint, or make the change in a new version"
+	case crdupgradesafety.RemedyDefaultOrOptional:
+		return "give the new required field a default, or keep it optional: objects stored without it are rejected on their next write"
+	case crdupgradesafety.RemedyKeepDefault:
+		if objects != "" {
+			return "keep the old default, or change it in a new version: " + objects + " read differently"
+		}
+		return "keep the old default, or change it in a new version: objects that never set the field read differently"
+	case crdupgradesafety.RemedyKeepUnknownFields:
+		if objects != "" {
+			return "keep the fields stored data uses (declare them, or keep x-kubernetes-preserve-unknown-fields) before pruning starts: " + objects + " hold data there"
+		}
+		return "declare the fields stored objects hold there, or keep x-kubernetes-preserve-unknown-fields, before pruning starts"
+	case crdupgradesafety.RemedyNewVersion:
+		return "make the change in a new version (with a conversion webhook where the schemas differ) and retire this one through its lifecycle (served: false, then removed)"
+	case crdupgradesafety.RemedyNewCRD:
+		return "the scope of a CRD cannot change in place: create a new CRD (another group or name) with the new scope and move the objects to it"
+	case crdupgradesafety.RemedyConversionWebhook:
+		return "add a conversion webhook (spec.conversion.strategy: Webhook) that converts between the two versions, or make their schemas compatible"
+	case crdupgradesafety.RemedyKeepClientFacing:
+		return "keep it in this version (clients depend on it); make the change in a new version"
+	case crdupgradesafety.RemedyBackupObjects:
+		return fmt.Sprintf("back up the custom resources ('%s'), then delete them explicitly before the CRD; or keep the CRD", r.Command)
+	case crdupgradesafety.RemedyUpdateInPlace:
+		return fmt.Sprintf("update the CRD in place instead of replacing it (%s): remove the kapp.k14s.io/update-strategy annotation, or fix what makes the apiserver refuse the update", r.Detail)
+	case crdupgradesafety.RemedyApiserverReason:
+		return "fix what the apiserver names: " + r.Detail
+	case crdupgradesafety.RemedyReview:
+		return "review the change by hand; once it is known to be safe, waive it with a reason (an exemption, or the waiver annotation)"
+	case crdupgradesafety.RemedyFixObjects:
+		if objects != "" {
+			return "fix " + objects + " before the update, or keep the schema that accepts them"
+		}
+		return "fix the stored objects before the update, or keep the schema that accepts them"
+	}
+	return ""
+}
+
+// objectList names a remedy's objects: "default/a, default/b and 3 more".
+func objectList(r *crdupgradesafety.Remedy) string {
+	if len(r.Objects) == 0 {
+		return ""
+	}
+	s := strings.Join(r.Objects, ", ")
+	if r.MoreObjects > 0 {
+		s += fmt.Sprintf(" and %d more %s", r.MoreObjects, plural.Of(r.MoreObjects, "object", "objects"))
+	}
+	return s
+}

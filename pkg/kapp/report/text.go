@@ -1,0 +1,178 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
+)
+
+// This file composes the English of a finding from its facts: the one place
+// that words data loss, impact, exemptions and remedies. Each output
+// (table.go, admission.go, markdown.go, github.go, sarif.go, json.go)
+// arranges these parts its own way.
+
+// Message is a finding's message as the outputs print it: "data loss: "
+// when it loses stored data, what changed, what it does to the stored
+// objects read, and the exemption that waived it, e.g.
+//
+//	data loss: existing field removed (was string): 2 of 2 stored Widgets hold data here, lost on their next write: default/a ("red"), default/b ("blue")
+func Message(f crdupgradesafety.Finding) string {
+	var b strings.Builder
+	if f.DataLoss {
+		b.WriteString("data loss: ")
+	}
+	if f.Object != nil {
+		b.WriteString(objectText(f.Object))
+	} else {
+		b.WriteString(f.Change)
+	}
+	if text := ImpactText(f); text != "" {
+		b.WriteString(": ")
+		b.WriteString(text)
+	}
+	if f.Unaffected {
+		b.WriteString("; a warning under unaffectedEnforcement Warn: writers that send values the old schema accepted may still be refused")
+	}
+	if f.Exemption != nil {
+		if f.Exemption.Reason != "" {
+			fmt.Fprintf(&b, " (exempted: %s)", f.Exemption.Reason)
+		} else {
+			b.WriteString(" (exempted)")
+		}
+	}
+	return b.String()
+}
+
+// VersionText is the version a finding is about as outputs print it:
+// "v1", "v1beta1 -> v1" for a servedVersion pair, "" for none.
+func VersionText(f crdupgradesafety.Finding) string {
+	if f.PairVersion != "" {
+		return f.Version + " -> " + f.PairVersion
+	}
+	return f.Version
+}
+
+// FieldText is the field a finding is about as outputs print it: its
+// schema path, or the field of the CRD object the apiserver names.
+func FieldText(f crdupgradesafety.Finding) string {
+	if f.Field != "" {
+		return f.Field.String()
+	}
+	return f.CRDField
+}
+
+// ImpactText says what a finding does to the stored objects read ("" when
+// none were read, and for a CRD deletion, whose message counts them).
+func ImpactText(f crdupgradesafety.Finding) string {
+	imp := f.Impact
+	if imp == nil || f.Object != nil || f.Check == config.CheckCRDDeletion {
+		return ""
+	}
+	noun := sourceNoun(imp.Source)
+	kinds := plural.Noun(imp.Kind)
+	if imp.Objects == 0 {
+		return fmt.Sprintf("no %s %s to affect", noun, kinds)
+	}
+	if imp.Affected == 0 {
+		return fmt.Sprintf("none of %d %s %s affected", imp.Objects, noun, plural.Of(imp.Objects, imp.Kind, kinds))
+	}
+	parts := make([]string, 0, len(imp.Effects))
+	for _, e := range imp.Effects {
+		of := fmt.Sprintf("%d of %d %s %s", e.Objects, imp.Objects, noun, plural.Of(imp.Objects, imp.Kind, kinds))
+		field := f.Field
+		if f.Cause != nil {
+			field = f.Cause.Field
+		}
+		examples := exampleList(e, field)
+		switch e.Effect {
+		case crdupgradesafety.EffectPruned:
+			if imp.Source == crdupgradesafety.SourceSamples {
+				parts = append(parts, fmt.Sprintf("%s %s data here, pruned when applied: %s", of, plural.Of(e.Objects, "holds", "hold"), examples))
+			} else {
+				parts = append(parts, fmt.Sprintf("%s %s data here, lost on their next write: %s", of, plural.Of(e.Objects, "holds", "hold"), examples))
+			}
+		case crdupgradesafety.EffectDefaulted:
+			parts = append(parts, fmt.Sprintf("%s %s differently: %s", of, plural.Of(e.Objects, "reads", "read"), examples))
+		case crdupgradesafety.EffectRejected:
+			parts = append(parts, fmt.Sprintf("%s rejected: %s%s", of, examples, ratchetNote(imp.Source, imp.Ratcheted > 0, imp.Ratcheted, e.Objects)))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// objectText says what happens to one stored object that no finding about
+// the schema explains.
+func objectText(o *crdupgradesafety.ObjectFinding) string {
+	noun := "existing"
+	if o.Source == crdupgradesafety.SourceSamples {
+		noun = "sample"
+	}
+	items := make([]string, 0, len(o.Fields)+1)
+	for _, ef := range o.Fields {
+		items = append(items, ef.Field+": "+ef.Value)
+	}
+	if o.MoreFields > 0 {
+		items = append(items, fmt.Sprintf("and %d more", o.MoreFields))
+	}
+	subject := fmt.Sprintf("%s %s %s", noun, o.Kind, o.Name)
+	detail := strings.Join(items, "; ")
+	switch o.Effect {
+	case crdupgradesafety.EffectPruned:
+		return fmt.Sprintf("%s would lose data, pruned under the new schema: %s", subject, detail)
+	case crdupgradesafety.EffectDefaulted:
+		return fmt.Sprintf("%s would read differently under the new schema: %s", subject, detail)
+	}
+	return fmt.Sprintf("%s would be invalid: %s%s", subject, detail, ratchetNote(o.Source, o.Ratchets, 1, 1))
+}
+
+// sourceNoun is how an impact message names objects of a source.
+func sourceNoun(source string) string {
+	if source == crdupgradesafety.SourceSamples {
+		return "sample"
+	}
+	return "stored"
+}
+
+// exampleList names the example objects of an effect with their values;
+// the field is named where it is below the finding's.
+func exampleList(e crdupgradesafety.EffectCount, field schemapath.Path) string {
+	items := make([]string, 0, len(e.Examples)+1)
+	for _, ex := range e.Examples {
+		if ex.SchemaPath == field || ex.Field == "" {
+			items = append(items, fmt.Sprintf("%s (%s)", ex.Object, ex.Value))
+		} else {
+			items = append(items, fmt.Sprintf("%s (%s: %s)", ex.Object, ex.Field, ex.Value))
+		}
+	}
+	if more := e.Objects - len(e.Examples); more > 0 {
+		items = append(items, fmt.Sprintf("and %d more", more))
+	}
+	return strings.Join(items, ", ")
+}
+
+// ratchetNote says what validation ratcheting (GA since Kubernetes 1.33)
+// does for rejected objects: ratcheted of rejected can still be updated
+// while their invalid fields are left alone.
+func ratchetNote(source string, ratchets bool, ratcheted, rejected int) string {
+	if source == crdupgradesafety.SourceSamples {
+		return " (refused when applied)"
+	}
+	them, these := "them", "these fields"
+	if rejected == 1 {
+		them = "it"
+	}
+	switch {
+	case !ratchets || ratcheted == 0:
+		return fmt.Sprintf("; every write to %s is refused, updates included", them)
+	case ratcheted == rejected:
+		return "; updates that leave " + these + " alone still pass (validation ratcheting); a create (a restore, " +
+			"a re-apply elsewhere, a GitOps recreate) or a change of them is refused"
+	}
+	return fmt.Sprintf("; %d of them can still be updated while %s are left alone (validation ratcheting); "+
+		"a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused; "+
+		"every write to the others is refused", ratcheted, these)
+}
