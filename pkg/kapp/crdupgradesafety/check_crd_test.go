@@ -189,3 +189,46 @@ func TestCRDChecks(t *testing.T) {
 			want: []string{}},
 	})
 }
+
+// TestStoredVersionsFromOldFileStatus: offline, an old CRD read from a file
+// that has status.storedVersions (kubectl get crd -o yaml) is taken at its
+// word, as against a cluster: testdata/live-stored-versions is such a file,
+// with storedVersions [v1alpha1, v1] and v1 the storage version, and a new
+// CRD that removes the unserved v1alpha1. The removal is reported, although
+// v1alpha1 is not the old storage version; with the status left out only
+// the storage version counts and removing v1alpha1 is not a stored version
+// removal. The apiserver's own update validation, which keeps the old
+// CRD's status, refuses the update for the same reason.
+func TestStoredVersionsFromOldFileStatus(t *testing.T) {
+	dir := "testdata/live-stored-versions"
+	old := parseCRDStrict(t, dir+"/old.yaml", readFile(t, dir, "old.yaml"))
+	new := parseCRDStrict(t, dir+"/new.yaml", readFile(t, dir, "new.yaml"))
+	if got := storedVersions(old); len(got) != 2 || got[0] != "v1alpha1" || got[1] != "v1" {
+		t.Fatalf("stored versions of the old file: %q", got)
+	}
+	cfg := config.Default()
+	var stored []string
+	for _, f := range Compare(old, new, &cfg) {
+		if f.Check == config.CheckStoredVersionRemoval {
+			stored = append(stored, f.Version)
+		}
+	}
+	if len(stored) != 1 || stored[0] != "v1alpha1" {
+		t.Errorf("storedVersionRemoval findings for versions %q, want [v1alpha1]", stored)
+	}
+	refused := false
+	for _, e := range ValidateCRD(t.Context(), old, new) {
+		refused = refused || e.Field == "status.storedVersions[0]"
+	}
+	if !refused {
+		t.Errorf("the apiserver accepts the update: %v", ValidateCRD(t.Context(), old, new))
+	}
+
+	withoutStatus := old.DeepCopy()
+	withoutStatus.Status = apiextv1.CustomResourceDefinitionStatus{}
+	for _, f := range Compare(withoutStatus, new, &cfg) {
+		if f.Check == config.CheckStoredVersionRemoval {
+			t.Errorf("without status: %s", f.Message)
+		}
+	}
+}

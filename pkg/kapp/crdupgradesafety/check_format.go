@@ -13,7 +13,11 @@ import (
 // supports (apiextensions' supported formats, checked by
 // k8s.io/kube-openapi's strfmt validators) and ignores every other format;
 // names are compared as it normalizes them (without dashes: date-time is
-// datetime). Removing a format relaxes.
+// datetime). Removing a format relaxes, and so does changing a validated
+// format to one the apiserver does not recognize (or to password): every
+// string passes then (TestFormatRelaxedToUnrecognizedAgreesWithAPIServer).
+// Formats on other types than string are dropped by the apiserver unless
+// numeric, and cleared before this check (clearIgnoredKeywords).
 func checkFormat(n *node) {
 	o, nw, ok := takeString(n, config.CheckFormat, &n.old.Format, &n.new.Format)
 	if !ok || formatIncludes(o, nw) {

@@ -149,3 +149,87 @@ func isbnCandidate(r *rand.Rand, n int) string {
 	}
 	return b.String()
 }
+
+// TestFormatRelaxedToUnrecognizedAgreesWithAPIServer proves with the
+// apiserver's schema validator (at Kubernetes 1.35 and at the library's
+// own version) that changing a validated format to one the apiserver does
+// not recognize (or to none, or to password) relaxes: every value valid
+// under the old format stays valid under the new one, which accepts even a
+// value the old one rejects. The engine reports no such change, and
+// reports the reverse change, which rejects that value.
+func TestFormatRelaxedToUnrecognizedAgreesWithAPIServer(t *testing.T) {
+	const invalid = "%%% not valid"
+	valid := map[string]string{
+		"bsonobjectid": "507f1f77bcf86cd799439011", "uri": "https://example.com/a", "email": "a@example.com",
+		"hostname": "example.com", "ipv4": "10.0.0.1", "ipv6": "::1", "cidr": "10.0.0.0/8", "mac": "00:1a:2b:3c:4d:5e",
+		"uuid": "a8098c1a-f86e-11da-bd1a-00112444be1e", "uuid3": "a3bb189e-8bf9-3888-9912-ace4e6543002",
+		"uuid4": "9c858901-8a57-4791-81fe-4c455b099bc9", "uuid5": "a6edc906-2f9f-5fb2-a373-efac406f0ef2",
+		"isbn": "0321751043", "isbn10": "0321751043", "isbn13": "978-0321751041", "creditcard": "4111111111111111",
+		"ssn": "111-11-1111", "hexcolor": "#ffffff", "rgbcolor": "rgb(255,255,255)", "byte": "aGVsbG8=",
+		"date": "2006-01-02", "duration": "22s", "datetime": "2014-12-15T19:30:20.000Z",
+		"k8sshortname": "my-name", "k8slongname": "my.name",
+	}
+	names := map[string]string{"k8sshortname": "k8s-short-name", "k8slongname": "k8s-long-name", "datetime": "date-time"}
+	unrecognized := []string{"", "url", "my-format", "int32", "float", "iso8601", "password"}
+	versions := map[string]*version.Version{"1.35": version.MajorMinor(1, 35), "library": nil}
+	for f := range validatedFormats {
+		name := f
+		if n, ok := names[f]; ok {
+			name = n
+		}
+		for _, g := range unrecognized {
+			t.Run(name+"->"+g, func(t *testing.T) {
+				for vname, ver := range versions {
+					oldV, newV := stringFormatValidator(t, name, ver), stringFormatValidator(t, g, ver)
+					if errs := validation.ValidateCustomResource(nil, valid[f], oldV); len(errs) > 0 {
+						t.Fatalf("%s: %q is not a valid %s: %v", vname, valid[f], name, errs)
+					}
+					if len(validation.ValidateCustomResource(nil, invalid, oldV)) == 0 {
+						t.Fatalf("%s: the apiserver does not validate %s", vname, name)
+					}
+					for _, v := range []string{valid[f], invalid} {
+						if errs := validation.ValidateCustomResource(nil, v, newV); len(errs) > 0 {
+							t.Errorf("%s: format %q rejects %q: %v", vname, g, v, errs)
+						}
+					}
+				}
+				same := func(f string) string {
+					if f == "" {
+						return `{type: string}`
+					}
+					return `{type: string, format: "` + f + `"}`
+				}
+				if got := render(Compare(crdWithField(t, same(name)), crdWithField(t, same(g)), ptr(config.Default()))); len(got) > 0 {
+					t.Errorf("%s -> %q relaxes, but the engine reports %q", name, g, got)
+				}
+				if g == "" || g == "password" {
+					return // no format added, or one that accepts every string
+				}
+				if got := render(Compare(crdWithField(t, same(g)), crdWithField(t, same(name)), ptr(config.Default()))); len(got) != 1 {
+					t.Errorf("%q -> %s tightens, but the engine reports %q", g, name, got)
+				}
+			})
+		}
+	}
+}
+
+// stringFormatValidator is the apiserver's schema validator of
+// {type: string, format: f} at Kubernetes version v (nil: the library's
+// default compatibility version, as the apiserver builds it).
+func stringFormatValidator(t *testing.T, f string, v *version.Version) validation.SchemaValidator {
+	t.Helper()
+	s := &apiextensions.JSONSchemaProps{Type: "string", Format: f}
+	var (
+		val validation.SchemaValidator
+		err error
+	)
+	if v == nil {
+		val, _, err = validation.NewSchemaValidator(s)
+	} else {
+		val, _, err = validation.NewSchemaValidatorForVersion(s, v)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return val
+}

@@ -236,7 +236,15 @@ func (g *schemaGen) schema(depth int) *apiextv1.JSONSchemaProps {
 	if g.chance(5) {
 		s.Format = g.pick("int32", "int64", "date-time", "hostname")
 	}
-	if g.chance(5) {
+	// Value keywords mostly where they apply: the apiserver ignores a
+	// keyword of another kind than the type's (clearIgnoredKeywords).
+	often := func(kind string, rarely int) int {
+		if holdsKind(s.Type, kind) {
+			return 3
+		}
+		return rarely
+	}
+	if g.chance(often("string", 10)) {
 		s.Pattern = g.pick("^a$", "^b+$")
 	}
 	if g.chance(4) {
@@ -252,13 +260,13 @@ func (g *schemaGen) schema(depth int) *apiextv1.JSONSchemaProps {
 		s.Nullable = true
 	}
 	for _, p := range []**float64{&s.Minimum, &s.Maximum, &s.MultipleOf} {
-		if g.chance(6) {
+		if g.chance(often("number", 12)) {
 			v := float64(int(g.next())%7) / float64(1+int(g.next())%4)
 			*p = &v
 		}
 	}
-	for _, p := range []**int64{&s.MinLength, &s.MaxLength, &s.MinItems, &s.MaxItems, &s.MinProperties, &s.MaxProperties} {
-		if g.chance(7) {
+	for i, p := range []**int64{&s.MinLength, &s.MaxLength, &s.MinItems, &s.MaxItems, &s.MinProperties, &s.MaxProperties} {
+		if g.chance(often([]string{"string", "array", "object"}[i/2], 14)) {
 			v := int64(g.next() % 5)
 			*p = &v
 		}
