@@ -244,8 +244,8 @@ func Rejected(crdName, verb string, rs []Rejection, cfg *config.Settings) []Find
 	for i, r := range rs {
 		findings[i] = Finding{
 			CRD: crdName, CRDField: V1FieldPath(r.Field), Check: config.CheckAPIServerRejects, Severity: SeverityError,
-			Change: boundText(fmt.Sprintf("the apiserver refuses the %s: %s", verb, r.Message), maxMessageBytes),
-			Remedy: &Remedy{Action: RemedyApiserverReason, Detail: boundText(r.Message, maxMessageBytes)},
+			ChangeText: boundText(fmt.Sprintf("the apiserver refuses the %s: %s", verb, r.Message), maxMessageBytes),
+			Remedy:     &Remedy{Action: RemedyApiserverReason, Detail: boundText(r.Message, maxMessageBytes)},
 		}
 	}
 	keyFindings(findings)
@@ -265,8 +265,8 @@ func Warned(crdName, verb string, warnings []string, cfg *config.Settings) []Fin
 	for i, w := range warnings {
 		findings[i] = Finding{
 			CRD: crdName, Check: config.CheckAPIServerRejects, Severity: SeverityWarning,
-			Change: boundText(fmt.Sprintf("the apiserver warns on the %s: %s", verb, w), maxMessageBytes),
-			Remedy: &Remedy{Action: RemedyApiserverReason, Detail: boundText(w, maxMessageBytes)},
+			ChangeText: boundText(fmt.Sprintf("the apiserver warns on the %s: %s", verb, w), maxMessageBytes),
+			Remedy:     &Remedy{Action: RemedyApiserverReason, Detail: boundText(w, maxMessageBytes)},
 		}
 	}
 	keyFindings(findings)
@@ -284,9 +284,9 @@ func InvalidOld(crdName string, errs field.ErrorList, cfg *config.Settings) []Fi
 	}
 	return []Finding{{
 		CRD: crdName, Check: config.CheckAPIServerRejects, Severity: SeverityWarning,
-		Change: boundText("the old CRD is itself invalid, the apiserver would refuse to create it: "+summarize(v1Paths(errs)), maxMessageBytes),
-		Remedy: &Remedy{Action: RemedyApiserverReason, Detail: boundText(summarize(v1Paths(errs)), maxMessageBytes)},
-		key:    findingKey(&Finding{CRD: crdName, Check: config.CheckAPIServerRejects}, 0),
+		ChangeText: boundText("the old CRD is itself invalid, the apiserver would refuse to create it: "+summarize(v1Paths(errs)), maxMessageBytes),
+		Remedy:     &Remedy{Action: RemedyApiserverReason, Detail: boundText(summarize(v1Paths(errs)), maxMessageBytes)},
+		key:        findingKey(&Finding{CRD: crdName, Check: config.CheckAPIServerRejects}, 0),
 	}}
 }
 

@@ -255,7 +255,7 @@ func TestRejectedMessageIsBounded(t *testing.T) {
 	if len(fs) != 1 {
 		t.Fatalf("got %d findings", len(fs))
 	}
-	msg := fs[0].Change
+	msg := fs[0].ChangeText
 	if len(msg) > maxMessageBytes || !strings.Contains(msg, " bytes)...") {
 		t.Fatalf("message not bounded: %d bytes, ends %q", len(msg), msg[len(msg)-30:])
 	}

@@ -228,7 +228,7 @@ func TestStoredVersionsFromOldFileStatus(t *testing.T) {
 	withoutStatus.Status = apiextv1.CustomResourceDefinitionStatus{}
 	for _, f := range Compare(withoutStatus, new, &cfg) {
 		if f.Check == config.CheckStoredVersionRemoval {
-			t.Errorf("without status: %s", f.Message)
+			t.Errorf("without status: %s", testMessage(f))
 		}
 	}
 }

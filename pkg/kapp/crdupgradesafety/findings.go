@@ -44,11 +44,11 @@ type Finding struct {
 	CRDField string
 	Check    string // a config.Check* ID
 	Severity Severity
-	// Change is what changed, as the check states it, with old -> new
+	// ChangeText is what changed, as the check states it, with old -> new
 	// values ("maximum decreased: 20 -> 5"): the check's own words about
 	// the schema, without data loss, impact, exemption or remedy, which
 	// are fields of their own.
-	Change string
+	ChangeText string
 	// DataLoss: the change loses stored data (pruned fields, a CRD
 	// deleted or replaced, a stored version removed). Set where the
 	// finding is made (and, once objects are read, from their impact).
@@ -161,8 +161,10 @@ func SortFindings(fs []Finding) {
 			return a.CRDField < b.CRDField
 		case a.Check != b.Check:
 			return a.Check < b.Check
-		case a.Change != b.Change:
-			return a.Change < b.Change
+		case a.ChangeText != b.ChangeText:
+			// Only to order findings of one check at one field
+			// deterministically (TestNoDecisionReadsText allows it here).
+			return a.ChangeText < b.ChangeText
 		case a.Object != nil && b.Object != nil && a.Object.Name != b.Object.Name:
 			return a.Object.Name < b.Object.Name
 		default:

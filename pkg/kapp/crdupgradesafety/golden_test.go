@@ -183,7 +183,7 @@ func checkFindingInvariants(tb testing.TB, crdName string, fs []Finding) {
 		if f.CRD != crdName {
 			tb.Errorf("finding %d: CRD %q, want %q", i, f.CRD, crdName)
 		}
-		if f.CRD == "" || f.Check == "" || f.Change == "" && f.Object == nil {
+		if f.CRD == "" || f.Check == "" || f.ChangeText == "" && f.Object == nil {
 			tb.Errorf("finding %d has an empty CRD, check or message: %+v", i, f)
 		}
 		if !knownCheckIDs[f.Check] {
@@ -216,8 +216,8 @@ func findingLess(a, b Finding) bool {
 	if a.DataLoss != b.DataLoss {
 		return a.DataLoss // data loss first
 	}
-	ka := [...]string{a.CRD, a.Version, a.PairVersion, string(a.Field), a.CRDField, a.Check, a.Change}
-	kb := [...]string{b.CRD, b.Version, b.PairVersion, string(b.Field), b.CRDField, b.Check, b.Change}
+	ka := [...]string{a.CRD, a.Version, a.PairVersion, string(a.Field), a.CRDField, a.Check, a.ChangeText}
+	kb := [...]string{b.CRD, b.Version, b.PairVersion, string(b.Field), b.CRDField, b.Check, b.ChangeText}
 	for i := range ka {
 		if ka[i] != kb[i] {
 			return ka[i] < kb[i]

@@ -17,7 +17,7 @@ type change struct {
 	pairVersion string // servedVersion pairs: the second version
 	field       schemapath.Path
 	check       string
-	message     string // the check's statement of the change (Finding.Change)
+	message     string // the check's statement of the change (Finding.ChangeText)
 	level       config.Enforcement
 	// dataLoss: the change loses whatever data is stored where it is
 	// (a field removed, unknown fields no longer kept).
@@ -72,7 +72,7 @@ func (p *policy) add(c change) {
 	p.findings = append(p.findings, Finding{
 		CRD: p.crd, Version: boundText(c.version, maxFieldBytes), PairVersion: boundText(c.pairVersion, maxFieldBytes),
 		Field: schemapath.Path(boundText(string(c.field), maxFieldBytes)),
-		Check: c.check, Severity: sev, Change: boundText(c.message, maxMessageBytes),
+		Check: c.check, Severity: sev, ChangeText: boundText(c.message, maxMessageBytes),
 		DataLoss: c.dataLoss || lossByCheck(c.check), ClientFacing: c.clientFacing, Exemption: exemption, Remedy: remedy,
 	})
 	f := &p.findings[len(p.findings)-1]

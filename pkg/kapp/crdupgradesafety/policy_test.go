@@ -144,12 +144,12 @@ func TestFindingsSorted(t *testing.T) {
 // live checks), severity last.
 func TestSortFindings(t *testing.T) {
 	fs := []Finding{
-		{CRD: "b", Version: "v1", Field: "^.a", Check: "enum", Change: "x", Severity: SeverityError},
-		{CRD: "a", Version: "v2", Field: "^.a", Check: "enum", Change: "x", Severity: SeverityError},
-		{CRD: "a", Version: "v1", Field: "^.b", Check: "enum", Change: "x", Severity: SeverityError},
-		{CRD: "a", Version: "v1", Field: "^.b", Check: "default", Change: "y", Severity: SeverityError},
-		{CRD: "a", Version: "v1", Field: "^.b", Check: "default", Change: "x", Severity: SeverityWarning},
-		{CRD: "a", Version: "v1", Field: "^.b", Check: "default", Change: "x", Severity: SeverityError},
+		{CRD: "b", Version: "v1", Field: "^.a", Check: "enum", ChangeText: "x", Severity: SeverityError},
+		{CRD: "a", Version: "v2", Field: "^.a", Check: "enum", ChangeText: "x", Severity: SeverityError},
+		{CRD: "a", Version: "v1", Field: "^.b", Check: "enum", ChangeText: "x", Severity: SeverityError},
+		{CRD: "a", Version: "v1", Field: "^.b", Check: "default", ChangeText: "y", Severity: SeverityError},
+		{CRD: "a", Version: "v1", Field: "^.b", Check: "default", ChangeText: "x", Severity: SeverityWarning},
+		{CRD: "a", Version: "v1", Field: "^.b", Check: "default", ChangeText: "x", Severity: SeverityError},
 	}
 	SortFindings(fs)
 	want := []string{

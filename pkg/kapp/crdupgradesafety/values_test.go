@@ -119,7 +119,7 @@ func TestBoundedOutput(t *testing.T) {
 			if len(fs) != 1 {
 				t.Fatalf("want one finding, got %d:\n%.2000s", len(fs), goldenText(fs))
 			}
-			if m := fs[0].Change; len(m) > maxMessageBytes || !strings.Contains(m, tc.want) {
+			if m := fs[0].ChangeText; len(m) > maxMessageBytes || !strings.Contains(m, tc.want) {
 				t.Fatalf("message of %d bytes (bound %d) without %q:\n%.3000s", len(m), maxMessageBytes, tc.want, m)
 			}
 		})

@@ -13,7 +13,7 @@ import (
 
 func TestAdmission(t *testing.T) {
 	f := func(sev crdupgradesafety.Severity, version, field, check, msg string) crdupgradesafety.Finding {
-		return crdupgradesafety.Finding{CRD: "widgets.example.com", Version: version, Field: schemapath.Path(field), Check: check, Severity: sev, Change: msg}
+		return crdupgradesafety.Finding{CRD: "widgets.example.com", Version: version, Field: schemapath.Path(field), Check: check, Severity: sev, ChangeText: msg}
 	}
 	denial, warnings := Admission([]crdupgradesafety.Finding{
 		f(crdupgradesafety.SeverityError, "", "", "crdDeletion", "deleting the CRD would delete its 3 existing custom resources"),
@@ -42,7 +42,7 @@ func TestAdmissionBounds(t *testing.T) {
 			sev = crdupgradesafety.SeverityWarning
 		}
 		fs = append(fs, crdupgradesafety.Finding{CRD: "widgets.example.com", Version: "v1", Field: schemapath.Path(fmt.Sprintf("^.spec.f%03d", i)),
-			Check: "type", Severity: sev, Change: strings.Repeat("long ", 200) + "(exempted: waive annotation: the end)"})
+			Check: "type", Severity: sev, ChangeText: strings.Repeat("long ", 200) + "(exempted: waive annotation: the end)"})
 	}
 	denial, warnings := Admission(fs)
 	require.Len(t, denial, MaxDenialLines+1)

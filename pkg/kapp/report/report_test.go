@@ -31,19 +31,19 @@ var celRule = "self.spec.replicas <= 10 || (has(self.spec.override) && self.spec
 func fixture() Report {
 	findings := []crdupgradesafety.Finding{
 		{CRD: "widgets.example.com", Version: "v1", Field: "^.spec.color", Check: "existingFieldRemoval",
-			Severity: "error", Change: "existing field removed (was string)"},
+			Severity: "error", ChangeText: "existing field removed (was string)"},
 		{CRD: "widgets.example.com", Version: "v1", Field: "^.spec.replicas", Check: "maximum",
-			Severity: "error", Change: "maximum decreased: 20 -> 5"},
+			Severity: "error", ChangeText: "maximum decreased: 20 -> 5"},
 		{CRD: "widgets.example.com", Version: "v1", Field: "^.spec", Check: "celValidation",
-			Severity: "error", Change: "rule added: " + celRule + "\n100% sure: a, b | c <ok> *x* _y_ [z] `q`"},
+			Severity: "error", ChangeText: "rule added: " + celRule + "\n100% sure: a, b | c <ok> *x* _y_ [z] `q`"},
 		{CRD: "widgets.example.com", CRDField: "spec.versions[0].name", Check: "apiserverRejects",
-			Severity: "error", Change: `the apiserver refuses the update: Invalid value: "v1!": a DNS-1035 label`},
+			Severity: "error", ChangeText: `the apiserver refuses the update: Invalid value: "v1!": a DNS-1035 label`},
 		{CRD: "widgets.example.com", Version: "v1", Field: "^.spec.size", Check: "enum",
-			Severity: "error", Change: `enum values removed: ["small"]`},
+			Severity: "error", ChangeText: `enum values removed: ["small"]`},
 		{CRD: "gadgets.example.com", Version: "v1beta1", Field: "^.spec.refs[*]", Check: "mapType",
-			Severity: "warning", Change: "map type changed: granular -> atomic"},
+			Severity: "warning", ChangeText: "map type changed: granular -> atomic"},
 		{CRD: "sprockets.example.com", Check: "crdDeletion", Severity: "error",
-			Change: "missing from the new inputs: kapp would delete the CRD with all its custom resources"},
+			ChangeText: "missing from the new inputs: kapp would delete the CRD with all its custom resources"},
 	}
 	crdupgradesafety.SortFindings(findings)
 	locations := map[string][2]Location{
@@ -85,7 +85,7 @@ func TestNew(t *testing.T) {
 		OldFile: "config/crds/widgets.yaml", OldLine: 17, OldRevision: "origin/main"}, color)
 
 	t.Run("without locations", func(t *testing.T) {
-		r := New([]string{"a.example.com"}, []crdupgradesafety.Finding{{CRD: "a.example.com", Check: "scope", Severity: "error", Change: "m"}}, 0, nil)
+		r := New([]string{"a.example.com"}, []crdupgradesafety.Finding{{CRD: "a.example.com", Check: "scope", Severity: "error", ChangeText: "m"}}, 0, nil)
 		require.Equal(t, "", r.CRDs[0].Findings[0].File)
 		require.Equal(t, 0, r.CRDs[0].Findings[0].Line)
 	})
@@ -93,7 +93,7 @@ func TestNew(t *testing.T) {
 
 func TestSummary(t *testing.T) {
 	f := func(crd string, sev crdupgradesafety.Severity) crdupgradesafety.Finding {
-		return crdupgradesafety.Finding{CRD: crd, Check: "scope", Severity: sev, Change: "m"}
+		return crdupgradesafety.Finding{CRD: crd, Check: "scope", Severity: sev, ChangeText: "m"}
 	}
 	cases := []struct {
 		checked  []string

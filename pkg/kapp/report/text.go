@@ -28,7 +28,7 @@ func Message(f crdupgradesafety.Finding) string {
 	if f.Object != nil {
 		b.WriteString(objectText(f.Object))
 	} else {
-		b.WriteString(f.Change)
+		b.WriteString(f.ChangeText)
 	}
 	if text := ImpactText(f); text != "" {
 		b.WriteString(": ")

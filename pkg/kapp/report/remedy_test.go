@@ -1,0 +1,62 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/stretchr/testify/require"
+)
+
+// TestEveryCheckHasARemedy: every check's findings carry a way forward,
+// worded here and documented in its section of docs/checks.md.
+func TestEveryCheckHasARemedy(t *testing.T) {
+	for _, id := range config.AllCheckIDs() {
+		a := crdupgradesafety.RemedyActionOf(id)
+		require.NotEmpty(t, a, "check %s has no remedy (crdupgradesafety.remedyActions)", id)
+		text := RemedyText(crdupgradesafety.Finding{Check: id, Remedy: &crdupgradesafety.Remedy{Action: a}})
+		require.NotEmpty(t, text, "remedy %s of check %s has no words (RemedyText)", a, id)
+		h, ok := HelpFor(id)
+		require.True(t, ok, id)
+		require.Contains(t, h.Markdown, "**Way forward.**", "docs/checks.md: the section of %s has no way forward", id)
+	}
+}
+
+// TestRemedyInEveryOutput: a finding's remedy, with the facts it names
+// (the command, the objects), appears in every output.
+func TestRemedyInEveryOutput(t *testing.T) {
+	f := crdupgradesafety.Finding{CRD: "widgets.example.com", Version: "v1alpha1", Check: config.CheckStoredVersionRemoval,
+		Severity: crdupgradesafety.SeverityError, DataLoss: true,
+		ChangeText: `stored version "v1alpha1" removed: objects stored in it must be migrated first`,
+		Remedy: &crdupgradesafety.Remedy{Action: crdupgradesafety.RemedyMigrateStorage, Version: "v1alpha1",
+			Command: "kapp tools crd-migrate-storage --crd widgets.example.com --to v1"}}
+	const cmd = "kapp tools crd-migrate-storage --crd widgets.example.com --to v1"
+	r := New([]string{f.CRD}, []crdupgradesafety.Finding{f}, 0, nil)
+	js, err := JSON(r)
+	require.NoError(t, err)
+	sarif, err := SARIF(r)
+	require.NoError(t, err)
+	denial, _ := Admission([]crdupgradesafety.Finding{f})
+	table := FindingsTable([]crdupgradesafety.Finding{f}, nil, TableOptions{})
+	outputs := map[string]string{
+		"json":       string(js),
+		"sarif":      string(sarif),
+		"markdown":   Markdown(r),
+		"github":     GitHub(r),
+		"kapp error": strings.Join(ErrorLines(f), "\n"),
+		"denial":     strings.Join(denial, "\n"),
+		"table":      table.Rows[0][5].String(),
+	}
+	for name, out := range outputs {
+		require.Contains(t, out, cmd, "%s has no remedy", name)
+	}
+	require.Contains(t, string(js), `"action": "migrateStorage"`)
+	require.Equal(t, "data loss: "+f.ChangeText, Message(f), "the remedy is not part of the message")
+
+	// Objects read: the remedy names them.
+	g := f
+	g.Check, g.Version = config.CheckMaximum, "v1"
+	g.Remedy = &crdupgradesafety.Remedy{Action: crdupgradesafety.RemedyFixObjectsFirst, Objects: []string{"ns/nine", "ns/seven"}, MoreObjects: 2}
+	require.Contains(t, RemedyText(g), "ns/nine, ns/seven and 2 more objects")
+}
