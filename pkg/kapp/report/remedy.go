@@ -57,8 +57,7 @@ func RemedyText(f crdupgradesafety.Finding) string {
 		if objects != "" {
 			return "fix the stored objects that fail the new constraint first (" + objects + "): the change is safe once none does; or keep the old constraint"
 		}
-		return "make sure no stored object fails the new constraint first (check them against the cluster, or with --objects): the change is safe once none does; " +
-			"or keep the old constraint, or make the change in a new version"
+		return "make sure no stored object fails it first (a live run or --objects names those that do), or keep the old constraint, or make the change in a new version"
 	case crdupgradesafety.RemedyDefaultOrOptional:
 		return "give the new required field a default, or keep it optional: objects stored without it are rejected on their next write"
 	case crdupgradesafety.RemedyKeepDefault:

@@ -93,6 +93,7 @@ var findingsHeader = []uitable.Header{
 	{Key: "check", Title: "Check"},
 	{Key: "severity", Title: "Severity"},
 	{Key: "message", Title: "Message"},
+	{Key: "remedy", Title: "Way forward"},
 }
 
 // TableOptions adapt FindingsTable to a person reading a terminal or a CI
@@ -131,8 +132,8 @@ func FindingsTable(findings []crdupgradesafety.Finding, omitted map[string]int, 
 			remedy, rcut = ShortenMessage(remedy, opts.MaxMessage)
 			shortened = shortened || cut || rcut
 		}
-		if remedy != "" {
-			msg += "\n→ " + remedy
+		if remedy != "" && opts.MaxMessage > 0 {
+			msg += "\n→ " + remedy // a line of its own under the message
 		}
 		table.Rows = append(table.Rows, []uitable.Value{
 			uitable.NewValueString(f.CRD),
@@ -144,10 +145,14 @@ func FindingsTable(findings []crdupgradesafety.Finding, omitted map[string]int, 
 				Error: f.Severity == crdupgradesafety.SeverityError,
 			},
 			uitable.NewValueString(msg),
+			uitable.NewValueString(remedy),
 		})
 	}
 	if opts.MaxMessage > 0 {
 		table.Content = ""
+		// The way forward is on the line under each message; the column
+		// is for kapp's --json (its key "remedy").
+		table.Header[len(table.Header)-1].Hidden = true
 	}
 	if shortened {
 		note := fmt.Sprintf("Messages longer than %d characters are shortened (…)", opts.MaxMessage)

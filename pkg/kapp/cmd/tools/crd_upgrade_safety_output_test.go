@@ -106,7 +106,7 @@ func TestCRDUpgradeSafetyOutputs(t *testing.T) {
 		require.NoError(t, json.Unmarshal(readGolden(t, "sarif.json"), &sarif))
 		found := false
 		for _, res := range sarif.Runs[0].Results {
-			found = found || res.RuleID == "celValidation" && strings.HasSuffix(res.Message.Text, ": "+cel)
+			found = found || res.RuleID == "celValidation" && strings.Contains(res.Message.Text, ": "+cel+"\nWay forward: ")
 		}
 		require.True(t, found, "the SARIF result of celValidation holds the whole message")
 	})

@@ -91,7 +91,7 @@ func TestCRDUpgradeSafetyUnsafe(t *testing.T) {
 
 	require.Equal(t, "findings", resp.Tables[0].Content)
 	require.Equal(t, map[string]string{"crd": "CRD", "version": "Version", "field": "Field",
-		"check": "Check", "severity": "Severity", "message": "Message"}, resp.Tables[0].Header)
+		"check": "Check", "severity": "Severity", "message": "Message", "remedy": "Way forward"}, resp.Tables[0].Header)
 	require.Equal(t, []string{
 		"widgets.example.com v1 ^.spec.color enum error",
 		"widgets.example.com v1 ^.spec.size minimum error",
