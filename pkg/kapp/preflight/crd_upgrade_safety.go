@@ -158,7 +158,7 @@ func (c *CRDUpgradeSafety) report(findings []crdupgradesafety.Finding) error {
 	}
 	for _, f := range kept {
 		if f.Severity == crdupgradesafety.SeverityError {
-			unsafe.Lines = append(unsafe.Lines, report.ErrorLines(f)...)
+			unsafe.Lines = append(unsafe.Lines, report.ErrorLine(f))
 		} else {
 			c.ui.PrintLinef("Warning: %s: %s", config.CheckName, report.FindingLine(f))
 		}

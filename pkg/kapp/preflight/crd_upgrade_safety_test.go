@@ -121,10 +121,11 @@ func TestRunUpdateError(t *testing.T) {
 	require.Equal(t, []string{"v1 ^.spec.color enum", "v1 ^.spec.size minimum"}, checks)
 	lines := strings.Split(err.Error(), "\n")
 	require.Equal(t, "unsafe CRD upgrade: 2 error findings:", lines[0])
-	require.Len(t, lines, 3)
+	require.Len(t, lines, 5, "each finding, then its way forward")
 	require.True(t, strings.HasPrefix(lines[1], "  crd widgets.example.com version v1 field ^.spec.color: [enum] "), lines[1])
 	require.Contains(t, lines[1], `1 of 1 stored Widget rejected: default/w1 (Unsupported value: "blue"`)
-	require.Contains(t, lines[2], "[minimum] minimum increased: 1 -> 5: none of 1 stored Widget affected")
+	require.Contains(t, lines[2], "    way forward: fix the stored objects that fail the new constraint first (default/w1)")
+	require.Contains(t, lines[3], "[minimum] minimum increased: 1 -> 5: none of 1 stored Widget affected")
 	require.Empty(t, out.String(), "errors are reported in the error, not printed")
 	require.Equal(t, []string{"widgets.example.com v1"}, cluster.Lists, "existing resources listed at the old served version")
 	require.Empty(t, cluster.Gets, "live CRD taken from kapp's change, not fetched again")
@@ -183,7 +184,7 @@ func TestRunBound(t *testing.T) {
 	lines := strings.Split(err.Error(), "\n")
 	require.Equal(t, "unsafe CRD upgrade: 2 error findings:", lines[0])
 	require.Equal(t, "  ... and 1 more finding for CRD widgets.example.com", lines[len(lines)-1])
-	require.Len(t, lines, 3)
+	require.Len(t, lines, 4, "the finding kept, its way forward, the note")
 }
 
 func TestRunFallbackFetchesLiveCRDsInOneBatch(t *testing.T) {

@@ -153,7 +153,8 @@ func TestRunDryRunValidates(t *testing.T) {
 		require.ErrorAs(t, err, &unsafe)
 		require.Len(t, unsafe.Findings, 1, "%q", unsafe.Lines)
 		require.Equal(t, "crd gadgets.example.com field spec.versions[*].schema.openAPIV3Schema.properties[spec].additionalProperties: "+
-			"[apiserverRejects] the apiserver refuses the create (server-side dry run): Forbidden: additionalProperties and properties are mutual exclusive",
+			"[apiserverRejects] the apiserver refuses the create (server-side dry run): Forbidden: additionalProperties and properties are mutual exclusive"+
+			"\n    way forward: fix what the apiserver names: Forbidden: additionalProperties and properties are mutual exclusive",
 			unsafe.Lines[0])
 		require.Equal(t, []string{"create gadgets.example.com", "update widgets.example.com"}, cluster.DryRunVerbs())
 	})

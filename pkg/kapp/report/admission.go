@@ -48,11 +48,11 @@ func Admission(findings []crdupgradesafety.Finding) (denial, warnings []string) 
 			break
 		}
 		line, _ := ShortenMessage(FindingLine(f), 4*MaxWarningRunes)
-		denial = append(denial, line)
 		if r := RemedyLine(f); r != "" {
-			line, _ = ShortenMessage(r, 4*MaxWarningRunes)
-			denial = append(denial, line)
+			r, _ = ShortenMessage(r, 4*MaxWarningRunes)
+			line += "\n    " + r
 		}
+		denial = append(denial, line)
 	}
 	for i, f := range warns {
 		if i == MaxWarnings-1 && len(warns) > MaxWarnings {

@@ -44,9 +44,9 @@ func TestRemedyInEveryOutput(t *testing.T) {
 		"sarif":      string(sarif),
 		"markdown":   Markdown(r),
 		"github":     GitHub(r),
-		"kapp error": strings.Join(ErrorLines(f), "\n"),
+		"kapp error": ErrorLine(f),
 		"denial":     strings.Join(denial, "\n"),
-		"table":      table.Rows[0][5].String(),
+		"table":      table.Rows[0][6].String(),
 	}
 	for name, out := range outputs {
 		require.Contains(t, out, cmd, "%s has no remedy", name)

@@ -29,18 +29,18 @@ func FindingLine(f crdupgradesafety.Finding) string {
 //	way forward: keep "v1alpha1", deploy the new storage version, run '...', then remove "v1alpha1"
 func RemedyLine(f crdupgradesafety.Finding) string {
 	if text := RemedyText(f); text != "" {
-		return "  way forward: " + text
+		return "way forward: " + text
 	}
 	return ""
 }
 
-// ErrorLines renders an error finding for kapp's error: its FindingLine,
-// then its RemedyLine.
-func ErrorLines(f crdupgradesafety.Finding) []string {
+// ErrorLine renders an error finding for kapp's error: its FindingLine,
+// then, indented on the next line, its RemedyLine.
+func ErrorLine(f crdupgradesafety.Finding) string {
 	if r := RemedyLine(f); r != "" {
-		return []string{FindingLine(f), r}
+		return FindingLine(f) + "\n    " + r
 	}
-	return []string{FindingLine(f)}
+	return FindingLine(f)
 }
 
 // FindingSubject names what a finding is about: "crd widgets.example.com

@@ -46,7 +46,7 @@ func TestFindingsTable(t *testing.T) {
 		for _, h := range table.Header {
 			keys = append(keys, h.Key)
 		}
-		require.Equal(t, []string{"crd", "version", "field", "check", "severity", "message"}, keys)
+		require.Equal(t, []string{"crd", "version", "field", "check", "severity", "message", "remedy"}, keys)
 		require.Len(t, table.Rows, 2)
 		require.Equal(t, "error", table.Rows[0][4].String())
 		require.Equal(t, long, table.Rows[1][5].String(), "in full")

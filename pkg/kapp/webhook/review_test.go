@@ -80,7 +80,9 @@ func TestReviewUpdate(t *testing.T) {
 		// The stored object's impact, joined to the findings that cause it.
 		require.Equal(t, `CRDUpgradeSafety denied the update of CRD widgets.example.com: 2 error findings:
   crd widgets.example.com version v1 field ^.spec.color: [enum] enum values removed: ["blue"]: 1 of 1 stored Widget rejected: default/w1 (Unsupported value: "blue": supported values: "red", "green"); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused
-  crd widgets.example.com version v1 field ^.spec.size: [minimum] minimum increased: 1 -> 5: 1 of 1 stored Widget rejected: default/w1 (Invalid value: 2: spec.size in body should be greater than or equal to 5); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused`, resp.Result.Message)
+    way forward: fix the stored objects that fail the new constraint first (default/w1): the change is safe once none does; or keep the old constraint
+  crd widgets.example.com version v1 field ^.spec.size: [minimum] minimum increased: 1 -> 5: 1 of 1 stored Widget rejected: default/w1 (Invalid value: 2: spec.size in body should be greater than or equal to 5); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused
+    way forward: fix the stored objects that fail the new constraint first (default/w1): the change is safe once none does; or keep the old constraint`, resp.Result.Message)
 		require.Empty(t, resp.Warnings)
 		require.Empty(t, cluster.DryRuns, "a dry run would call this webhook again")
 		require.Equal(t, []string{"widgets.example.com v1"}, cluster.Lists)
@@ -198,7 +200,9 @@ func TestReviewDelete(t *testing.T) {
 		resp := r.Review(context.Background(), deleteRequest(t, testcrd.OldCRD))
 		require.False(t, resp.Allowed)
 		require.Equal(t, "CRDUpgradeSafety denied the delete of CRD widgets.example.com: 1 error finding:\n"+
-			"  crd widgets.example.com: [crdDeletion] data loss: deleting the CRD would delete its 3 existing custom resources", resp.Result.Message)
+			"  crd widgets.example.com: [crdDeletion] data loss: deleting the CRD would delete its 3 existing custom resources\n"+
+			"    way forward: back up the custom resources ('kubectl get widgets.example.com --all-namespaces -o yaml > widgets.example.com.backup.yaml'), "+
+			"then delete them explicitly before the CRD; or keep the CRD", resp.Result.Message)
 		require.Equal(t, []string{"widgets.example.com"}, cluster.Counts)
 	})
 	t.Run("none: allowed", func(t *testing.T) {

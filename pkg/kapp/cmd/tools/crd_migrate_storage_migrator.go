@@ -53,6 +53,10 @@ const managedBy = "kapp-crd-migrate-storage"
 // Seen with 1.37.2 right after a storage switch or a version unserved.
 var staleDiscovery = []string{"does not support discovery operations", "does not exist in discovery"}
 
+// errStaleDiscovery marks a failed migration whose message says its
+// controller's discovery was stale (staleDiscovery).
+var errStaleDiscovery = errors.New("the migrator's discovery is stale")
+
 // migratorAttempts bounds the migrations created for one CRD when the
 // controller's discovery is stale.
 const migratorAttempts = 3
@@ -63,9 +67,7 @@ func (m *storageMigrator) migrateWithMigrator(ctx context.Context, p *migrationP
 	for attempt := 1; ; attempt++ {
 		err := m.migrateOnce(ctx, p)
 		stale := false
-		for _, s := range staleDiscovery {
-			stale = stale || (errors.Is(err, ErrMigrationFailed) && strings.Contains(err.Error(), s))
-		}
+		stale = errors.Is(err, errStaleDiscovery)
 		if !stale || attempt == migratorAttempts {
 			return err
 		}
@@ -127,8 +129,14 @@ func (m *storageMigrator) followMigration(ctx context.Context, p *migrationPlan,
 				p.name, name, time.Since(start).Round(time.Second))})
 			return nil
 		case conds["Failed"].status == "True":
+			failed := ErrMigrationFailed
+			for _, s := range staleDiscovery {
+				if strings.Contains(conds["Failed"].message, s) { // the controller's words, classified where they are read
+					failed = fmt.Errorf("%w (%w)", ErrMigrationFailed, errStaleDiscovery)
+				}
+			}
 			return fmt.Errorf("crd %s: %w: StorageVersionMigration %s: %s: %s; status.storedVersions left as it was",
-				p.name, ErrMigrationFailed, name, conds["Failed"].reason, conds["Failed"].message)
+				p.name, failed, name, conds["Failed"].reason, conds["Failed"].message)
 		}
 		msg := "waiting for the migrator to start"
 		if c, ok := conds["Running"]; ok && c.status == "True" {
