@@ -300,9 +300,17 @@ func requireBlocked(t *testing.T, r result) {
 // word), the CRD and every other non-empty token (a version, a field path).
 func findingLine(out, check string, tokens ...string) (string, bool) {
 	word := regexp.MustCompile(`(^|[^A-Za-z0-9_])` + regexp.QuoteMeta(check) + `($|[^A-Za-z0-9_])`)
-	for _, line := range strings.Split(out, "\n") {
+	lines := strings.Split(out, "\n")
+	for i, line := range lines {
 		if !word.MatchString(line) {
 			continue
+		}
+		// A finding's way forward is on the line under it (kapp's error,
+		// the webhook's denial: "way forward: ..."; the table: "→ ...").
+		if i+1 < len(lines) {
+			if next := strings.TrimSpace(lines[i+1]); strings.HasPrefix(next, "way forward: ") || strings.HasPrefix(next, "→ ") {
+				line += " " + next
+			}
 		}
 		ok := true
 		for _, tok := range tokens {
