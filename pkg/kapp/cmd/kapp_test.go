@@ -70,7 +70,7 @@ func TestCRDUpgradeSafetyIsWiredLikeKappCommands(t *testing.T) {
 	require.Contains(t, out, "widgets.example.com  enum")
 	require.NotContains(t, out, "Severity")
 	_, err = execute(t, "tools", "crd-upgrade-safety", "-f", testdata+"old.yaml", "--file2", testdata+"new-unsafe.yaml", "--column", "bogus")
-	require.ErrorContains(t, err, "printing findings: Failed to find header: bogus (columns: crd, version, field, check, severity, message)")
+	require.ErrorContains(t, err, "printing findings: Failed to find header: bogus (columns: crd, version, field, check, severity, message, remedy)")
 	require.Equal(t, 1, ExitStatus(err))
 
 	out, err = execute(t, "tools", "crd-upgrade-safety", "-f", testdata+"old.yaml", "--file2", testdata+"new-safe.yaml")
