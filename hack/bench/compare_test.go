@@ -386,7 +386,7 @@ func TestSanity(t *testing.T) {
 	caught := func(fs []ours.Finding, utext, field string) string {
 		o, u := "missed", "missed"
 		for _, f := range fs {
-			if f.Field == field {
+			if string(f.Field) == field {
 				o = "caught"
 			}
 		}
