@@ -429,7 +429,7 @@ func summarizeOurs(fs []ours.Finding) string {
 	for _, f := range fs {
 		k := f.Check
 		if f.Field != "" {
-			k += "@" + f.Field
+			k += "@" + string(f.Field)
 		}
 		if !seen[k] {
 			seen[k] = true
