@@ -14,7 +14,7 @@
 //	live.go               existingResources and crdDeletion: the checks that read the cluster
 //	waivers.go            the waiver annotations of the plan's CRDs, as exemptions of the run
 //	fetch.go              filling the old side of a plan from the live cluster
-//	cluster.go            the Cluster interface and its client-go implementation
+//	cluster.go            the Cluster interface (pkg/kapp/kube implements it with client-go)
 //	deadline.go           liveChecksTimeout
 //	progress.go           progress of long live checks
 //	timing.go             KAPP_CRD_UPGRADE_SAFETY_TIMING: where the time goes

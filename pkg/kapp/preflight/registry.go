@@ -14,7 +14,6 @@ import (
 	"github.com/cppforlife/cobrautil"
 	"github.com/cppforlife/go-cli-ui/ui"
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/spf13/cobra"
 )
 
@@ -38,7 +37,7 @@ type Registry struct {
 // NewRegistry returns the registry of our kapp. Pass its embedded kapp
 // registry to kapp's commands, then call BindFlags on the command tree.
 func NewRegistry(depsFactory cmdcore.DepsFactory, ui ui.UI) *Registry {
-	safety := &envDefaults{CRDUpgradeSafety: NewCRDUpgradeSafety(ui, evaluation.ClusterFromDeps(depsFactory), false)}
+	safety := &envDefaults{CRDUpgradeSafety: NewCRDUpgradeSafety(ui, ClusterFromDeps(depsFactory), false)}
 	return &Registry{
 		Registry: kpreflight.NewRegistry(map[string]kpreflight.Check{
 			PermissionValidationName: permissions.NewPreflight(depsFactory, false),

@@ -17,6 +17,7 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/inputs"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
+	"github.com/crdsafety/kapp/pkg/kapp/kube"
 	"github.com/spf13/cobra"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -186,7 +187,7 @@ func (o *CRDMigrateStorageOptions) Run() error {
 		cluster:         cluster,
 		msgs:            cmdcore.NewPlainMessagesUI(o.ui),
 		concurrency:     o.MigrateFlags.Concurrency,
-		pageSize:        evaluation.DefaultPageSize,
+		pageSize:        kube.DefaultPageSize,
 		storageWait:     time.Minute,
 		pollInterval:    500 * time.Millisecond,
 		progressEvery:   5 * time.Second,
@@ -315,7 +316,7 @@ func (o *CRDMigrateStorageOptions) plan(ctx context.Context, cluster migrationCl
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, crd); err != nil {
 				return fmt.Errorf("decoding crd %s: %w", names[i], err)
 			}
-			if p.objects, err = cluster.CountObjects(ctx, crd); err != nil {
+			if p.objects, err = cluster.CountCustomResources(ctx, crd); err != nil {
 				return err
 			}
 		}

@@ -4,21 +4,18 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
-	"fmt"
 
 	cmdcore "carvel.dev/kapp/pkg/kapp/cmd/core"
-	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
+	"github.com/crdsafety/kapp/pkg/kapp/kube"
+	"github.com/crdsafety/kapp/pkg/kapp/preflight"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
 )
 
 // migrationCluster is what `kapp tools crd-migrate-storage` needs from the
-// cluster. dynamicMigrationCluster implements it with kapp's clients; unit
+// cluster. kubeMigrationCluster implements it with the kube client; unit
 // tests supply their own.
 type migrationCluster interface {
 	// GetCRD returns the live CRD (a NotFound API error when there is none).
@@ -29,8 +26,8 @@ type migrationCluster interface {
 	// StorageVersionHash returns the storageVersionHash that API discovery
 	// reports for gvr ("" when the server reports none).
 	StorageVersionHash(ctx context.Context, gvr schema.GroupVersionResource) (string, error)
-	// CountObjects returns how many custom resources crd has (all namespaces).
-	CountObjects(ctx context.Context, crd *apiextv1.CustomResourceDefinition) (int, error)
+	// CountCustomResources returns how many custom resources crd has (all namespaces).
+	CountCustomResources(ctx context.Context, crd *apiextv1.CustomResourceDefinition) (int, error)
 	// Objects returns a client for the custom resources of gvr in all namespaces.
 	Objects(gvr schema.GroupVersionResource) objectClient
 	// ServesStorageMigration reports whether the cluster serves
@@ -56,110 +53,26 @@ type objectClient interface {
 	Update(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)
 }
 
-var (
-	crdResource = apiextv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
-	// svmResource is the in-tree storage version migrator's API, GA in 1.37.
-	svmResource = schema.GroupVersionResource{Group: "storagemigration.k8s.io", Version: "v1", Resource: "storageversionmigrations"}
-)
+// svmResource is the in-tree storage version migrator's API, GA in 1.37.
+var svmResource = kube.StorageVersionMigrationResource
 
-// dynamicMigrationCluster implements migrationCluster with kapp's dynamic
-// client and a discovery client.
-type dynamicMigrationCluster struct {
-	dyn  dynamic.Interface
-	disc discovery.DiscoveryInterface
-}
+// kubeMigrationCluster implements migrationCluster with the kube client.
+type kubeMigrationCluster struct{ *kube.Client }
 
 func migrationClusterFromDeps(depsFactory cmdcore.DepsFactory) (migrationCluster, error) {
-	dyn, err := depsFactory.DynamicClient(cmdcore.DynamicClientOpts{})
+	c, err := preflight.KubeClientFromDeps(depsFactory)
 	if err != nil {
-		return nil, fmt.Errorf("building dynamic client: %w", err)
+		return nil, err
 	}
-	core, err := depsFactory.CoreClient()
-	if err != nil {
-		return nil, fmt.Errorf("building discovery client: %w", err)
-	}
-	return &dynamicMigrationCluster{dyn: dyn, disc: core.Discovery()}, nil
+	return kubeMigrationCluster{c}, nil
 }
 
-func (c *dynamicMigrationCluster) GetCRD(ctx context.Context, name string) (*unstructured.Unstructured, error) {
-	return c.dyn.Resource(crdResource).Get(ctx, name, metav1.GetOptions{})
+func (c kubeMigrationCluster) Objects(gvr schema.GroupVersionResource) objectClient {
+	return c.Client.Objects(gvr)
 }
 
-func (c *dynamicMigrationCluster) UpdateCRDStatus(ctx context.Context, crd *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	return c.dyn.Resource(crdResource).UpdateStatus(ctx, crd, metav1.UpdateOptions{})
-}
-
-func (c *dynamicMigrationCluster) StorageVersionHash(_ context.Context, gvr schema.GroupVersionResource) (string, error) {
-	list, err := c.disc.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
-	if err != nil {
-		return "", err
-	}
-	for _, r := range list.APIResources {
-		if r.Name == gvr.Resource {
-			return r.StorageVersionHash, nil
-		}
-	}
-	return "", fmt.Errorf("API discovery of %s lists no resource %s", gvr.GroupVersion(), gvr.Resource)
-}
-
-func (c *dynamicMigrationCluster) CountObjects(ctx context.Context, crd *apiextv1.CustomResourceDefinition) (int, error) {
-	return (&evaluation.DynamicCluster{Client: c.dyn}).CountCustomResources(ctx, crd)
-}
-
-func (c *dynamicMigrationCluster) Objects(gvr schema.GroupVersionResource) objectClient {
-	return dynamicObjects{c.dyn.Resource(gvr)}
-}
-
-func (c *dynamicMigrationCluster) ServesStorageMigration(_ context.Context) (bool, error) {
-	list, err := c.disc.ServerResourcesForGroupVersion(svmResource.GroupVersion().String())
-	switch {
-	case apierrors.IsNotFound(err):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("API discovery of %s: %w", svmResource.GroupVersion(), err)
-	}
-	for _, r := range list.APIResources {
-		if r.Name == svmResource.Resource {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-func (c *dynamicMigrationCluster) Migrations() migrationClient {
-	return dynamicMigrations{c.dyn.Resource(svmResource)}
-}
-
-type dynamicMigrations struct {
-	ri dynamic.NamespaceableResourceInterface
-}
-
-func (m dynamicMigrations) Create(ctx context.Context, svm *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	return m.ri.Create(ctx, svm, metav1.CreateOptions{})
-}
-
-func (m dynamicMigrations) Get(ctx context.Context, name string) (*unstructured.Unstructured, error) {
-	return m.ri.Get(ctx, name, metav1.GetOptions{})
-}
-
-func (m dynamicMigrations) Delete(ctx context.Context, name string) error {
-	return m.ri.Delete(ctx, name, metav1.DeleteOptions{})
-}
-
-type dynamicObjects struct {
-	ri dynamic.NamespaceableResourceInterface
-}
-
-func (o dynamicObjects) List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
-	return o.ri.List(ctx, opts) // all namespaces
-}
-
-func (o dynamicObjects) Get(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error) {
-	return o.ri.Namespace(namespace).Get(ctx, name, metav1.GetOptions{}) // "" for cluster-scoped
-}
-
-func (o dynamicObjects) Update(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	return o.ri.Namespace(obj.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{})
+func (c kubeMigrationCluster) Migrations() migrationClient {
+	return c.StorageVersionMigrations()
 }
 
 // storageVersionHash is the storageVersionHash API discovery reports for a

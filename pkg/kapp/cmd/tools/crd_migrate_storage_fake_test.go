@@ -139,7 +139,7 @@ func (f *fakeMigrationCluster) StorageVersionHash(context.Context, schema.GroupV
 	return h, nil
 }
 
-func (f *fakeMigrationCluster) CountObjects(context.Context, *apiextv1.CustomResourceDefinition) (int, error) {
+func (f *fakeMigrationCluster) CountCustomResources(context.Context, *apiextv1.CustomResourceDefinition) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.objects), nil

@@ -441,7 +441,7 @@ func (o *CRDUpgradeSafetyOptions) cluster() (evaluation.Cluster, error) {
 	if o.Cluster != nil {
 		return o.Cluster()
 	}
-	return evaluation.ClusterFromDeps(o.depsFactory)()
+	return preflight.ClusterFromDeps(o.depsFactory)()
 }
 
 func stdinCount(files []string) int {
