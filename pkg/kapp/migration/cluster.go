@@ -1,23 +1,20 @@
-package tools
+package migration
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
 
-	cmdcore "carvel.dev/kapp/pkg/kapp/cmd/core"
 	"github.com/crdsafety/kapp/pkg/kapp/kube"
-	"github.com/crdsafety/kapp/pkg/kapp/preflight"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// migrationCluster is what `kapp tools crd-migrate-storage` needs from the
-// cluster. kubeMigrationCluster implements it with the kube client; unit
-// tests supply their own.
-type migrationCluster interface {
+// Cluster is what the migration needs from the cluster. FromClient
+// implements it with the kube client; unit tests supply their own.
+type Cluster interface {
 	// GetCRD returns the live CRD (a NotFound API error when there is none).
 	GetCRD(ctx context.Context, name string) (*unstructured.Unstructured, error)
 	// UpdateCRDStatus writes crd through its status subresource; crd's
@@ -29,25 +26,25 @@ type migrationCluster interface {
 	// CountCustomResources returns how many custom resources crd has (all namespaces).
 	CountCustomResources(ctx context.Context, crd *apiextv1.CustomResourceDefinition) (int, error)
 	// Objects returns a client for the custom resources of gvr in all namespaces.
-	Objects(gvr schema.GroupVersionResource) objectClient
+	Objects(gvr schema.GroupVersionResource) ObjectClient
 	// ServesStorageMigration reports whether the cluster serves
 	// storagemigration.k8s.io/v1 StorageVersionMigrations (Kubernetes 1.37
 	// and later, where kube-controller-manager migrates them).
 	ServesStorageMigration(ctx context.Context) (bool, error)
 	// Migrations reads and writes StorageVersionMigrations.
-	Migrations() migrationClient
+	Migrations() MigrationClient
 }
 
-// migrationClient creates, reads and deletes StorageVersionMigrations
+// MigrationClient creates, reads and deletes StorageVersionMigrations
 // (cluster-scoped).
-type migrationClient interface {
+type MigrationClient interface {
 	Create(ctx context.Context, svm *unstructured.Unstructured) (*unstructured.Unstructured, error)
 	Get(ctx context.Context, name string) (*unstructured.Unstructured, error)
 	Delete(ctx context.Context, name string) error
 }
 
-// objectClient reads and writes the custom resources of one resource and version.
-type objectClient interface {
+// ObjectClient reads and writes the custom resources of one resource and version.
+type ObjectClient interface {
 	List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error)
 	Get(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error)
 	Update(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)
@@ -56,31 +53,26 @@ type objectClient interface {
 // svmResource is the in-tree storage version migrator's API, GA in 1.37.
 var svmResource = kube.StorageVersionMigrationResource
 
-// kubeMigrationCluster implements migrationCluster with the kube client.
-type kubeMigrationCluster struct{ *kube.Client }
+// FromClient is the Cluster of a kube client.
+func FromClient(c *kube.Client) Cluster { return kubeCluster{c} }
 
-func migrationClusterFromDeps(depsFactory cmdcore.DepsFactory) (migrationCluster, error) {
-	c, err := preflight.KubeClientFromDeps(depsFactory)
-	if err != nil {
-		return nil, err
-	}
-	return kubeMigrationCluster{c}, nil
-}
+// kubeCluster implements Cluster with the kube client.
+type kubeCluster struct{ *kube.Client }
 
-func (c kubeMigrationCluster) Objects(gvr schema.GroupVersionResource) objectClient {
+func (c kubeCluster) Objects(gvr schema.GroupVersionResource) ObjectClient {
 	return c.Client.Objects(gvr)
 }
 
-func (c kubeMigrationCluster) Migrations() migrationClient {
+func (c kubeCluster) Migrations() MigrationClient {
 	return c.StorageVersionMigrations()
 }
 
-// storageVersionHash is the storageVersionHash API discovery reports for a
+// StorageVersionHash is the storageVersionHash API discovery reports for a
 // resource stored as group/version/kind: the first 8 bytes of the SHA-256
 // of "group/version/kind", base64-encoded. Computed here as the apiserver's
 // discovery.StorageVersionHash does (a test compares them) rather than
 // imported: that package would link a good part of the apiserver.
-func storageVersionHash(group, version, kind string) string {
+func StorageVersionHash(group, version, kind string) string {
 	sum := sha256.Sum256([]byte(group + "/" + version + "/" + kind))
 	return base64.StdEncoding.EncodeToString(sum[:8])
 }
