@@ -214,6 +214,6 @@ func TestLiveChecksTimeoutConfig(t *testing.T) {
 		err := check.Run(context.Background(), graph(t,
 			change{res: res(t, safeCRD), orig: res(t, oldCRD), op: ctldgraph.ActualChangeOpUpsert}))
 		require.EqualError(t, err, "listing widgets of CRD widgets.example.com at version v1: deadline of 50ms (liveChecksTimeout) exceeded before the first page")
-		require.NotErrorIs(t, err, ErrUnsafeUpgrade)
+		require.NotErrorIs(t, err, evaluation.ErrUnsafeUpgrade)
 	})
 }

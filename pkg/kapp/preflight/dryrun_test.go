@@ -116,10 +116,10 @@ func TestRunDryRunRefusals(t *testing.T) {
 			err := check.Run(context.Background(), deployGraph(t, "", []ctlres.Resource{live(t, oldCRD)}, newRs))
 			if tc.runErr != "" {
 				require.ErrorContains(t, err, tc.runErr)
-				require.NotErrorIs(t, err, ErrUnsafeUpgrade)
+				require.NotErrorIs(t, err, evaluation.ErrUnsafeUpgrade)
 				return
 			}
-			var unsafe *UnsafeUpgradeError
+			var unsafe *evaluation.UnsafeUpgradeError
 			require.ErrorAs(t, err, &unsafe)
 			require.Len(t, unsafe.Lines, 1, "%q", unsafe.Lines)
 			require.Contains(t, unsafe.Lines[0], tc.finding)
@@ -149,7 +149,7 @@ func TestRunDryRunValidates(t *testing.T) {
 	t.Run("one of several refused", func(t *testing.T) {
 		cluster := &evaluationtest.Cluster{Validates: true}
 		err := deploy(t, cluster, nil)
-		var unsafe *UnsafeUpgradeError
+		var unsafe *evaluation.UnsafeUpgradeError
 		require.ErrorAs(t, err, &unsafe)
 		require.Len(t, unsafe.Findings, 1, "%q", unsafe.Lines)
 		require.Equal(t, "crd gadgets.example.com field spec.versions[*].schema.openAPIV3Schema.properties[spec].additionalProperties: "+

@@ -151,11 +151,11 @@ func TestRunUpdateStrategies(t *testing.T) {
 
 			if tc.errContains != "" {
 				require.ErrorContains(t, err, tc.errContains)
-				require.NotErrorIs(t, err, ErrUnsafeUpgrade)
+				require.NotErrorIs(t, err, evaluation.ErrUnsafeUpgrade)
 			} else if len(tc.errors) == 0 {
 				require.NoError(t, err)
 			} else {
-				var unsafe *UnsafeUpgradeError
+				var unsafe *evaluation.UnsafeUpgradeError
 				require.ErrorAs(t, err, &unsafe)
 				require.Len(t, unsafe.Lines, len(tc.errors), "error findings: %q", unsafe.Lines)
 				for i, want := range tc.errors {
@@ -198,7 +198,7 @@ func TestRunReplaceCountFailsClosed(t *testing.T) {
 	err := check.Run(context.Background(), deployGraph(t, "always-replace",
 		[]ctlres.Resource{live(t, oldCRD)}, []ctlres.Resource{res(t, safeCRD)}))
 	require.ErrorContains(t, err, "checking replace of CRD widgets.example.com: connection refused")
-	require.NotErrorIs(t, err, ErrUnsafeUpgrade)
+	require.NotErrorIs(t, err, evaluation.ErrUnsafeUpgrade)
 }
 
 func nonEmptyLines(s string) []string {
