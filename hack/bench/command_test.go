@@ -11,6 +11,7 @@ import (
 	"github.com/cppforlife/go-cli-ui/ui"
 	"github.com/crdsafety/kapp/pkg/kapp/cmd/tools"
 	ours "github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -122,7 +123,7 @@ func BenchmarkCommand(b *testing.B) {
 					for b.Loop() {
 						o := tools.NewCRDUpgradeSafetyOptions(ui.NewNoopUI(), nil)
 						o.FileFlags = tools.CRDUpgradeSafetyFileFlags{OldFiles: []string{old}, NewFiles: append([]string{new}, v.extra...)}
-						var unsafe tools.UnsafeCRDUpgradeError
+						var unsafe *evaluation.UnsafeUpgradeError
 						if err := o.Run(); err != nil && !errors.As(err, &unsafe) {
 							b.Fatal(err)
 						}

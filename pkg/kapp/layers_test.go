@@ -12,16 +12,18 @@ const module = "github.com/crdsafety/kapp/"
 
 // layers are the module's packages from the bottom up: a package imports
 // only packages of lower layers (Go itself rules out cycles). Shared
-// helpers at the bottom; the configuration; the engine; the services built
-// on it (evaluation, input loading, the outputs); test fixtures of the
-// services; the kapp hook and the admission webhook; the commands; the
-// binary.
+// helpers at the bottom; the configuration and the client-go adapter; the
+// engine; the outputs (report composes the English of findings); the
+// services built on them (evaluation, input loading, the storage
+// migration); test fixtures of the services; the kapp hook and the
+// admission webhook; the commands; the binary.
 var layers = [][]string{
 	{"docs", "pkg/kapp/internal/", "pkg/kapp/crdupgradesafety/internal/"},
-	{"pkg/kapp/config"},
+	{"pkg/kapp/config", "pkg/kapp/kube"},
 	{"pkg/kapp/crdupgradesafety"},
-	{"pkg/kapp/evaluation", "pkg/kapp/inputs", "pkg/kapp/report"},
-	{"pkg/kapp/evaluation/evaluationtest", "pkg/kapp/webhook/webhooktest"},
+	{"pkg/kapp/report"},
+	{"pkg/kapp/evaluation", "pkg/kapp/inputs", "pkg/kapp/migration"},
+	{"pkg/kapp/evaluation/evaluationtest", "pkg/kapp/webhook/webhooktest", "pkg/kapp/kube/kubetest"},
 	{"pkg/kapp/preflight", "pkg/kapp/webhook"},
 	{"pkg/kapp/cmd/tools"},
 	{"pkg/kapp/cmd"},

@@ -25,6 +25,7 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
+	"github.com/crdsafety/kapp/pkg/kapp/kube"
 	"github.com/crdsafety/kapp/pkg/kapp/webhook"
 	"github.com/crdsafety/kapp/pkg/kapp/webhook/webhooktest"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -99,8 +100,8 @@ func webhookBench(args []string) error {
 		if oldCRD, err = prepareObjects(ctx, cl, oldCRD, *objects); err != nil {
 			return err
 		}
-		// The webhook's cluster, as evaluation.ClusterFromDeps builds it.
-		cluster = &evaluation.DynamicCluster{Client: cl.dyn, REST: cl.core.Discovery().RESTClient()}
+		// The webhook's cluster, as preflight.ClusterFromDeps builds it.
+		cluster = kube.New(cl.dyn, cl.core)
 		what = fmt.Sprintf("%d custom resources on the cluster", *objects)
 	} else {
 		setStoredVersions(oldCRD)

@@ -10,6 +10,7 @@ import (
 	cmdapp "carvel.dev/kapp/pkg/kapp/cmd/app"
 	kappversion "carvel.dev/kapp/pkg/kapp/version"
 	"github.com/cppforlife/go-cli-ui/ui"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/preflight"
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
@@ -50,7 +51,7 @@ func TestVersion(t *testing.T) {
 func TestCRDUpgradeSafetyIsWiredLikeKappCommands(t *testing.T) {
 	// --json (a global flag configured per command by kapp's wrappers).
 	out, err := execute(t, "tools", "crd-upgrade-safety", "-f", testdata+"old.yaml", "--file2", testdata+"new-unsafe.yaml", "--json")
-	require.ErrorIs(t, err, preflight.ErrUnsafeUpgrade)
+	require.ErrorIs(t, err, evaluation.ErrUnsafeUpgrade)
 	require.Equal(t, 3, ExitStatus(err))
 	var resp struct {
 		Tables []struct{ Rows []map[string]string }
@@ -66,7 +67,7 @@ func TestCRDUpgradeSafetyIsWiredLikeKappCommands(t *testing.T) {
 
 	// --column (a global flag) selects columns; an unknown one is an error, not a panic.
 	out, err = execute(t, "tools", "crd-upgrade-safety", "-f", testdata+"old.yaml", "--file2", testdata+"new-unsafe.yaml", "--column", "crd,check")
-	require.ErrorIs(t, err, preflight.ErrUnsafeUpgrade)
+	require.ErrorIs(t, err, evaluation.ErrUnsafeUpgrade)
 	require.Contains(t, out, "widgets.example.com  enum")
 	require.NotContains(t, out, "Severity")
 	_, err = execute(t, "tools", "crd-upgrade-safety", "-f", testdata+"old.yaml", "--file2", testdata+"new-unsafe.yaml", "--column", "bogus")

@@ -89,12 +89,31 @@ const (
 	ModeWarn  Mode = "warn"  // findings are printed as warnings; the deploy goes on
 )
 
-// FailMode says what a change that no check understands does.
+// FailMode says what the check does where it cannot tell whether a change
+// is safe. It decides three situations:
+//
+//   - a change to an existing property that no check understands (check
+//     unhandled; the engine): closed reports it as an error finding, open
+//     does not report it. checks.sameVersion.unhandledFailureMode and
+//     checks.servedVersion.unhandledFailureMode override it for their
+//     comparisons;
+//   - stored objects that cannot be read through the CRD's conversion
+//     webhook, so what the update does to them is unknown (check
+//     existingResources, a live check): closed makes the finding an error,
+//     open a warning;
+//   - an admission review of the webhook (kapp tools
+//     crd-upgrade-safety-webhook) that cannot finish: an API error, the
+//     apiserver's timeout or liveChecksTimeout passing, a panic. closed
+//     denies the request, open allows it with an admission warning.
+//
+// In a deploy and in kapp tools crd-upgrade-safety, a run that cannot
+// finish (an API error, liveChecksTimeout) always fails, whatever failMode
+// says: nothing is applied.
 type FailMode string
 
 const (
-	FailModeClosed FailMode = "closed" // an unhandled change is an error finding
-	FailModeOpen   FailMode = "open"   // an unhandled change is not reported
+	FailModeClosed FailMode = "closed" // block: an error finding, or a denied review
+	FailModeOpen   FailMode = "open"   // let through: no finding or a warning, or an allowed review
 )
 
 // Enforcement is a per-change strategy of crd-diff's configuration,
@@ -126,7 +145,10 @@ func (e Enforcement) Reports() bool {
 // check: the `config` of its preflightRules entry, or the file named by
 // KAPP_CRD_UPGRADE_SAFETY_CONFIG.
 type Settings struct {
-	Mode     Mode
+	Mode Mode
+	// FailMode decides the three situations where the check cannot tell
+	// (see FailMode): an unhandled change, stored objects unreadable
+	// through a conversion webhook, a webhook review that cannot finish.
 	FailMode FailMode
 	// MaxFindingsPerCRD bounds how many findings are printed per CRD; the
 	// rest are counted. 0 means unbounded.

@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/kube"
+	"github.com/crdsafety/kapp/pkg/kapp/kube/kubetest"
 )
 
 // BenchmarkExistingResources runs the existingResources check of an update
-// on N existing custom resources, read page by page (DefaultPageSize)
-// through DynamicCluster from an apiserver stub, and read as the apiserver
+// on N existing custom resources, read page by page (kube.DefaultPageSize)
+// through kube.Client from an apiserver stub, and read as the apiserver
 // will under the new CRD in batches (objectsPerRead). It reports the time per custom resource, which
 // must stay flat as N grows (linear total), and the highest live heap of
 // the run, which must stay flat too (bounded pages and batches):
@@ -24,10 +26,10 @@ func BenchmarkExistingResources(b *testing.B) {
 	cfg := config.Default()
 	for _, n := range []int{10000, 100000} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
-			api := &pagingAPIServer{t: b, widgets: n, reportRemaining: true,
-				spec: map[string]any{"size": 2, "color": "red"}}
-			cluster := api.start()
-			cluster.PageSize = DefaultPageSize
+			api := &kubetest.APIServer{T: b, Widgets: n, ReportRemaining: true,
+				Spec: map[string]any{"size": 2, "color": "red"}}
+			cluster := api.Start()
+			cluster.PageSize = kube.DefaultPageSize
 			var peak atomic.Uint64
 			stop := make(chan struct{})
 			done := make(chan struct{})
@@ -47,9 +49,7 @@ func BenchmarkExistingResources(b *testing.B) {
 				}
 			}()
 			for b.Loop() {
-				api.mu.Lock()
-				api.lists = nil
-				api.mu.Unlock()
+				api.ResetRequests()
 				impacts, fs, err := readStoredObjects(context.Background(), Pair{Old: old, New: safe}, nil, &cfg, cluster, &liveTracker{})
 				if err != nil || len(fs) != 0 || len(impacts) != 1 || impacts[0].Objects() != n {
 					b.Fatalf("want %d objects read and no findings, got %v, %v, %v", n, impacts, fs, err)

@@ -2,12 +2,15 @@ package evaluation
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/crdsafety/kapp/pkg/kapp/kube"
 )
 
 // FillOld sets the old side of the pairs of plan at the given indexes (nil:
 // every pair) to the live CRD of the same name, fetched with concurrent
-// GETs (see DynamicCluster.GetCRDs). A name without a CRD on the cluster
+// GETs (see kube.Client.GetCRDs). A name without a CRD on the cluster
 // is a new CRD: its Old stays nil. The deploy uses it for changes that did
 // not carry the live object kapp fetched, the tools command for all CRDs
 // when it compares with the cluster.
@@ -23,6 +26,12 @@ func FillOld(ctx context.Context, plan *Plan, pairs []int, cluster Cluster) erro
 		names[i] = plan.Pairs[idx].New.Name
 	}
 	live, err := cluster.GetCRDs(ctx, names)
+	var get *kube.GetCRDError
+	if errors.As(err, &get) {
+		if de := deadlineError(ctx, get.Err, ""); de != nil {
+			err = fmt.Errorf("getting CRD %s: %w", get.Name, de)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("fetching live CRDs: %w", err)
 	}

@@ -2,11 +2,9 @@ package preflight
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	goruntime "runtime"
-	"strings"
 	"time"
 
 	"carvel.dev/kapp/pkg/kapp/clusterapply"
@@ -18,7 +16,6 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
-	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 	"github.com/crdsafety/kapp/pkg/kapp/report"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,35 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// ErrUnsafeUpgrade is matched (errors.Is) by the error a run returns when a
-// CRD change has an error finding.
-var ErrUnsafeUpgrade = errors.New("unsafe CRD upgrade")
-
 // CRDGroupVersionKind is what the check looks for in the change graph.
 var CRDGroupVersionKind = apiextv1.SchemeGroupVersion.WithKind("CustomResourceDefinition")
-
-// UnsafeUpgradeError lists the error findings of a run. It unwraps to
-// ErrUnsafeUpgrade.
-type UnsafeUpgradeError struct {
-	// Findings are all error findings, sorted.
-	Findings []crdupgradesafety.Finding
-	// Lines are the rendered error findings kept by the per-CRD bound,
-	// followed by the "... and N more findings" notes.
-	Lines []string
-}
-
-func (e *UnsafeUpgradeError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %d error %s:", ErrUnsafeUpgrade, len(e.Findings),
-		plural.Of(len(e.Findings), "finding", "findings"))
-	for _, l := range e.Lines {
-		b.WriteString("\n  ")
-		b.WriteString(l)
-	}
-	return b.String()
-}
-
-func (e *UnsafeUpgradeError) Unwrap() error { return ErrUnsafeUpgrade }
 
 // clusterOriginal is implemented by kapp's cluster changes: the live object
 // kapp fetched to compute its diff (nil when the object does not exist).
@@ -109,68 +79,48 @@ func (c *CRDUpgradeSafety) SetConfig(raw kpreflight.CheckConfig) error {
 	return nil
 }
 
-// Run checks every CRD upsert and delete in the change graph.
+// Run checks every CRD upsert and delete in the change graph: the changes
+// become a plan for the evaluation service (evaluation.Run), whose warnings
+// it prints and whose error findings are the deploy's error (an
+// *evaluation.UnsafeUpgradeError listing them).
 func (c *CRDUpgradeSafety) Run(ctx context.Context, changeGraph *ctldgraph.ChangeGraph) error {
-	if out := timingOut(); out != nil {
-		defer startCheckTiming(out).print()
-	}
+	defer evaluation.StartCheckTiming(timingOut()).Print()
 	plan, missingOld, err := planFromGraph(changeGraph)
 	if err != nil {
 		return err
 	}
-	if len(plan.Pairs) == 0 && len(plan.Removals) == 0 {
-		return nil
-	}
-
-	ctx, cancel := evaluation.WithLiveDeadline(ctx, c.cfg.LiveChecksTimeout)
-	defer cancel()
-	var cluster evaluation.Cluster
-	if len(missingOld) > 0 || evaluation.NeedsCluster(plan, &c.cfg) {
-		if cluster, err = c.cluster(); err != nil {
-			return err
-		}
-	}
-	if len(missingOld) > 0 {
-		if err := evaluation.FillOld(ctx, &plan, missingOld, cluster); err != nil {
-			return err
-		}
-	}
-
-	progress := evaluation.NewProgressPrinter(c.ui.PrintLinef, c.progressInterval)
-	plan.Progress = progress.Update
-	findings, err := evaluation.Evaluate(ctx, plan, &c.cfg, cluster)
-	progress.Done()
+	res, err := evaluation.Run(ctx, evaluation.Request{
+		Plan:             plan,
+		Settings:         &c.cfg,
+		Cluster:          c.cluster,
+		OldFromCluster:   missingOld,
+		Progressf:        c.ui.PrintLinef,
+		ProgressInterval: c.progressInterval,
+	})
 	if err != nil {
 		return err
 	}
-	return c.report(findings)
+	c.printWarnings(res.Findings)
+	return res.ErrListed()
 }
 
-// report prints warnings and the bound notes, and returns an
-// *UnsafeUpgradeError when any finding is an error.
-func (c *CRDUpgradeSafety) report(findings []crdupgradesafety.Finding) error {
+// printWarnings prints the warning findings kept by the per-CRD bound and,
+// when no finding is an error (the error lists them otherwise), the
+// bound's notes.
+func (c *CRDUpgradeSafety) printWarnings(findings []crdupgradesafety.Finding) {
 	kept, omitted := crdupgradesafety.Bound(findings, c.cfg.MaxFindingsPerCRD)
-	unsafe := &UnsafeUpgradeError{}
-	for _, f := range findings {
-		if f.Severity == crdupgradesafety.SeverityError {
-			unsafe.Findings = append(unsafe.Findings, f)
-		}
-	}
 	for _, f := range kept {
 		if f.Severity == crdupgradesafety.SeverityError {
-			unsafe.Lines = append(unsafe.Lines, report.ErrorLine(f))
-		} else {
-			c.ui.PrintLinef("Warning: %s: %s", config.CheckName, report.FindingLine(f))
+			continue
 		}
+		c.ui.PrintLinef("Warning: %s: %s", config.CheckName, report.FindingLine(f))
 	}
-	if len(unsafe.Findings) == 0 {
-		for _, l := range report.OmittedLines(omitted) {
-			c.ui.PrintLinef("Warning: %s: %s", config.CheckName, l)
-		}
-		return nil
+	if errs, _ := report.Count(findings); errs > 0 {
+		return
 	}
-	unsafe.Lines = append(unsafe.Lines, report.OmittedLines(omitted)...)
-	return unsafe
+	for _, l := range report.OmittedLines(omitted) {
+		c.ui.PrintLinef("Warning: %s: %s", config.CheckName, l)
+	}
 }
 
 // planFromGraph collects the CRD changes of the graph: every create and
@@ -331,3 +281,7 @@ func CRDFromResource(res ctlres.Resource) (*apiextv1.CustomResourceDefinition, e
 	}
 	return crd, nil
 }
+
+// timingOut is where the check's timing line goes
+// (evaluation.TimingEnvVar); tests replace it.
+var timingOut = evaluation.TimingWriter

@@ -110,8 +110,8 @@ func TestRunUpdateError(t *testing.T) {
 		change{res: res(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: default}\n"),
 			op: ctldgraph.ActualChangeOpUpsert}))
 
-	require.ErrorIs(t, err, ErrUnsafeUpgrade)
-	var unsafe *UnsafeUpgradeError
+	require.ErrorIs(t, err, evaluation.ErrUnsafeUpgrade)
+	var unsafe *evaluation.UnsafeUpgradeError
 	require.ErrorAs(t, err, &unsafe)
 	var checks []string
 	for _, f := range unsafe.Findings {
@@ -172,7 +172,7 @@ func TestRunClusterOnlyWhenNeeded(t *testing.T) {
 	})
 	err := check.Run(context.Background(), graph(t,
 		change{res: res(t, unsafeCRD), orig: res(t, oldCRD), op: ctldgraph.ActualChangeOpUpsert}))
-	require.ErrorIs(t, err, ErrUnsafeUpgrade)
+	require.ErrorIs(t, err, evaluation.ErrUnsafeUpgrade)
 	require.Zero(t, cluster.Contacts)
 }
 
@@ -180,7 +180,7 @@ func TestRunBound(t *testing.T) {
 	check, _ := newCheck(t, &evaluationtest.Cluster{}, map[string]any{"maxFindingsPerCRD": 1})
 	err := check.Run(context.Background(), graph(t,
 		change{res: res(t, unsafeCRD), orig: res(t, oldCRD), op: ctldgraph.ActualChangeOpUpsert}))
-	require.ErrorIs(t, err, ErrUnsafeUpgrade)
+	require.ErrorIs(t, err, evaluation.ErrUnsafeUpgrade)
 	lines := strings.Split(err.Error(), "\n")
 	require.Equal(t, "unsafe CRD upgrade: 2 error findings:", lines[0])
 	require.Equal(t, "  ... and 1 more finding for CRD widgets.example.com", lines[len(lines)-1])
@@ -196,10 +196,10 @@ func TestRunFallbackFetchesLiveCRDsInOneBatch(t *testing.T) {
 	err = check.Run(context.Background(), graph(t,
 		bareChange{res: res(t, unsafeCRD), op: ctldgraph.ActualChangeOpUpsert},
 		bareChange{res: res(t, gadget), op: ctldgraph.ActualChangeOpUpsert}))
-	require.ErrorIs(t, err, ErrUnsafeUpgrade)
+	require.ErrorIs(t, err, evaluation.ErrUnsafeUpgrade)
 	require.Len(t, cluster.Gets, 1)
 	require.ElementsMatch(t, []string{"widgets.example.com", "gadgets.example.com"}, cluster.Gets[0])
-	var unsafe *UnsafeUpgradeError
+	var unsafe *evaluation.UnsafeUpgradeError
 	require.ErrorAs(t, err, &unsafe)
 	for _, f := range unsafe.Findings {
 		require.Equal(t, "widgets.example.com", f.CRD, "gadgets is new: nothing to compare")
@@ -217,8 +217,8 @@ func TestRunDeletion(t *testing.T) {
 		cluster := &evaluationtest.Cluster{Count: 3}
 		check, _ := newCheck(t, cluster, nil)
 		err := check.Run(context.Background(), graph(t, crdDelete, widget("a")))
-		require.ErrorIs(t, err, ErrUnsafeUpgrade)
-		var unsafe *UnsafeUpgradeError
+		require.ErrorIs(t, err, evaluation.ErrUnsafeUpgrade)
+		var unsafe *evaluation.UnsafeUpgradeError
 		require.ErrorAs(t, err, &unsafe)
 		require.Len(t, unsafe.Findings, 1)
 		require.Equal(t, config.CheckCRDDeletion, unsafe.Findings[0].Check)
@@ -246,7 +246,7 @@ func TestRunAPIErrorFailsClosed(t *testing.T) {
 	err := check.Run(context.Background(), graph(t,
 		change{res: res(t, safeCRD), orig: res(t, oldCRD), op: ctldgraph.ActualChangeOpUpsert}))
 	require.Error(t, err)
-	require.NotErrorIs(t, err, ErrUnsafeUpgrade)
+	require.NotErrorIs(t, err, evaluation.ErrUnsafeUpgrade)
 	require.Contains(t, err.Error(), "widgets.example.com")
 	require.Contains(t, err.Error(), "unable to handle the request")
 

@@ -1,9 +1,10 @@
 // Package preflight is the kapp hook of the CRDUpgradeSafety check, and
 // only that: it wires the check into kapp's preflight registry (registry.go),
 // makes KAPP_CRD_UPGRADE_SAFETY_CONFIG the settings of every deploy
-// (env.go), and adapts kapp's change graph to a plan for the evaluation
-// service (crd_upgrade_safety.go), whose findings it prints or returns as
-// the deploy's error. What is checked and how lives in pkg/kapp/evaluation
+// (env.go), builds the cluster client from kapp's clients (kube.go), and
+// adapts kapp's change graph to a request to the evaluation service
+// (crd_upgrade_safety.go), whose warnings it prints and whose error it
+// returns as the deploy's error. What is checked and how lives in pkg/kapp/evaluation
 // and the engine, pkg/kapp/crdupgradesafety.
 package preflight
 
@@ -14,7 +15,6 @@ import (
 	"github.com/cppforlife/cobrautil"
 	"github.com/cppforlife/go-cli-ui/ui"
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/spf13/cobra"
 )
 
@@ -38,7 +38,7 @@ type Registry struct {
 // NewRegistry returns the registry of our kapp. Pass its embedded kapp
 // registry to kapp's commands, then call BindFlags on the command tree.
 func NewRegistry(depsFactory cmdcore.DepsFactory, ui ui.UI) *Registry {
-	safety := &envDefaults{CRDUpgradeSafety: NewCRDUpgradeSafety(ui, evaluation.ClusterFromDeps(depsFactory), false)}
+	safety := &envDefaults{CRDUpgradeSafety: NewCRDUpgradeSafety(ui, ClusterFromDeps(depsFactory), false)}
 	return &Registry{
 		Registry: kpreflight.NewRegistry(map[string]kpreflight.Check{
 			PermissionValidationName: permissions.NewPreflight(depsFactory, false),

@@ -2,7 +2,6 @@ package preflight
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 
@@ -11,30 +10,7 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-// policyDenial is how the apiserver answers a request a
-// ValidatingAdmissionPolicy denies without a reason of its own: 422 Invalid,
-// the status kapp's fallback-on-replace falls back on.
-func policyDenial(name string) error {
-	msg := `customresourcedefinitions.apiextensions.k8s.io "` + name +
-		`" is forbidden: ValidatingAdmissionPolicy 'freeze' with binding 'freeze' denied request: CRDs are frozen`
-	return &apierrors.StatusError{ErrStatus: metav1.Status{
-		Status: metav1.StatusFailure, Code: 422, Reason: metav1.StatusReasonInvalid, Message: msg,
-		Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Message: msg}}},
-	}}
-}
-
-// webhookDenial is how the apiserver answers a request a validating
-// webhook denies: 403 by default, no causes.
-func webhookDenial() error {
-	return &apierrors.StatusError{ErrStatus: metav1.Status{
-		Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden,
-		Message: `admission webhook "crds.example.com" denied the request: not today`,
-	}}
-}
 
 // withAnnotation sets an annotation on a manifest's resource (none when
 // value is empty).
@@ -91,7 +67,7 @@ func TestRunUpdateStrategies(t *testing.T) {
 		{name: "always-replace: all custom resources deleted by the change set", strategy: "always-replace",
 			count: 2, crsDeleted: 2, dryRuns: []string{"delete " + crd}, counted: true},
 		{name: "always-replace whose delete a policy refuses: nothing is lost", strategy: "always-replace", count: 3,
-			dryRunErr: map[string]error{"delete " + crd: webhookDenial()},
+			dryRunErr: map[string]error{"delete " + crd: evaluationtest.WebhookDenial()},
 			errors:    []string{"[apiserverRejects] the apiserver refuses the delete (server-side dry run): admission webhook"},
 			dryRuns:   []string{"delete " + crd}},
 		{name: "always-replace in warn mode", strategy: "always-replace", count: 3, config: map[string]any{"mode": "warn"},
@@ -110,16 +86,16 @@ func TestRunUpdateStrategies(t *testing.T) {
 		{name: "fallback-on-replace, update accepted: the fallback cannot trigger", strategy: "fallback-on-replace", count: 3,
 			dryRuns: []string{"update " + crd}},
 		{name: "fallback-on-replace, a policy refuses the update as invalid", strategy: "fallback-on-replace", count: 3,
-			dryRunErr: map[string]error{"update " + crd: policyDenial(crd)},
+			dryRunErr: map[string]error{"update " + crd: evaluationtest.PolicyDenial(crd)},
 			errors: []string{"[crdDeletion] data loss: update strategy fallback-on-replace, and the apiserver refuses the update (server-side dry run: " +
 				"customresourcedefinitions.apiextensions.k8s.io \"" + crd + "\" is forbidden: ValidatingAdmissionPolicy 'freeze'"},
 			dryRuns: []string{"update " + crd}, counted: true},
 		{name: "fallback-on-replace, a webhook forbids the update: kapp does not fall back", strategy: "fallback-on-replace", count: 3,
-			dryRunErr: map[string]error{"update " + crd: webhookDenial()},
+			dryRunErr: map[string]error{"update " + crd: evaluationtest.WebhookDenial()},
 			errors:    []string{"[apiserverRejects] the apiserver refuses the update (server-side dry run): admission webhook \"crds.example.com\" denied the request: not today"},
 			dryRuns:   []string{"update " + crd}},
 		{name: "fallback-on-replace with apiserverRejects off still dry-runs to decide", strategy: "fallback-on-replace", count: 3,
-			dryRunErr: map[string]error{"update " + crd: policyDenial(crd)},
+			dryRunErr: map[string]error{"update " + crd: evaluationtest.PolicyDenial(crd)},
 			config:    map[string]any{"checks": map[string]any{"crd": map[string]any{"apiserverRejects": map[string]any{"enabled": false}}}},
 			errors:    []string{"[crdDeletion] data loss: update strategy fallback-on-replace, and the apiserver refuses the update (server-side dry run"},
 			dryRuns:   []string{"update " + crd}, counted: true},
@@ -151,11 +127,11 @@ func TestRunUpdateStrategies(t *testing.T) {
 
 			if tc.errContains != "" {
 				require.ErrorContains(t, err, tc.errContains)
-				require.NotErrorIs(t, err, ErrUnsafeUpgrade)
+				require.NotErrorIs(t, err, evaluation.ErrUnsafeUpgrade)
 			} else if len(tc.errors) == 0 {
 				require.NoError(t, err)
 			} else {
-				var unsafe *UnsafeUpgradeError
+				var unsafe *evaluation.UnsafeUpgradeError
 				require.ErrorAs(t, err, &unsafe)
 				require.Len(t, unsafe.Lines, len(tc.errors), "error findings: %q", unsafe.Lines)
 				for i, want := range tc.errors {
@@ -188,17 +164,6 @@ func TestRunUpdateStrategies(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestRunReplaceCountFailsClosed: a replace whose custom resources cannot
-// be counted fails the check, naming the CRD.
-func TestRunReplaceCountFailsClosed(t *testing.T) {
-	cluster := &evaluationtest.Cluster{Err: errors.New("connection refused")}
-	check, _ := newCheck(t, cluster, nil)
-	err := check.Run(context.Background(), deployGraph(t, "always-replace",
-		[]ctlres.Resource{live(t, oldCRD)}, []ctlres.Resource{res(t, safeCRD)}))
-	require.ErrorContains(t, err, "checking replace of CRD widgets.example.com: connection refused")
-	require.NotErrorIs(t, err, ErrUnsafeUpgrade)
 }
 
 func nonEmptyLines(s string) []string {

@@ -7,6 +7,7 @@ import (
 
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
 	"github.com/stretchr/testify/require"
 )
@@ -38,7 +39,7 @@ func TestRunWaiver(t *testing.T) {
 	}, strings.Split(strings.TrimSpace(out), "\n"))
 
 	out, err = run(waived("enum", "values renamed in PR 123"))
-	require.ErrorIs(t, err, ErrUnsafeUpgrade)
+	require.ErrorIs(t, err, evaluation.ErrUnsafeUpgrade)
 	require.Contains(t, err.Error(), "[minimum] minimum increased: 1 -> 5")
 	require.NotContains(t, err.Error(), "[enum]")
 	require.Contains(t, out, "[enum] enum values removed")

@@ -64,8 +64,8 @@ type verdict struct {
 	late bool
 }
 
-// Review judges one request within ctx (whose deadline bounds the live
-// checks) and returns the response: allowed unless an error finding, an
+// Review judges one request within ctx (whose deadline, and the settings'
+// liveChecksTimeout, bound the live checks) and returns the response: allowed unless an error finding, an
 // invalid waiver, or a failure to judge under failMode closed says
 // otherwise. It never panics: a panic while judging is a failure to judge.
 func (r *Reviewer) Review(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
@@ -95,11 +95,6 @@ func objectsOf(req *admissionv1.AdmissionRequest) objects {
 // review is Review with the request's objects decoded.
 func (r *Reviewer) review(ctx context.Context, req *admissionv1.AdmissionRequest, objs objects) *admissionv1.AdmissionResponse {
 	start := time.Now()
-	if d := r.Settings.LiveChecksTimeout; d > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = evaluation.WithLiveDeadline(ctx, d)
-		defer cancel()
-	}
 	v := r.judge(ctx, req, objs)
 	v.late = v.err != nil && outOfTime(ctx, v.err)
 	return r.log(req, v, start)
@@ -185,8 +180,8 @@ func (r *Reviewer) judgeUpdate(ctx context.Context, objs objects) verdict {
 		return verdict{skip: "spec unchanged", waiver: newCRD.Annotations[config.WaiveAnnotation]}
 	}
 	plan := evaluation.Plan{Pairs: []evaluation.Pair{{Old: oldCRD, New: newCRD, Strategy: evaluation.StrategyUpdate}}}
-	findings, err := evaluation.Evaluate(ctx, plan, r.Settings, r.Cluster)
-	return verdict{findings: findings, err: err, waiver: newCRD.Annotations[config.WaiveAnnotation]}
+	res, err := r.run(ctx, plan)
+	return verdict{findings: res.Findings, err: err, waiver: newCRD.Annotations[config.WaiveAnnotation]}
 }
 
 func (r *Reviewer) judgeDelete(ctx context.Context, req *admissionv1.AdmissionRequest, objs objects) verdict {
@@ -209,8 +204,18 @@ func (r *Reviewer) judgeDelete(ctx context.Context, req *admissionv1.AdmissionRe
 		return verdict{skip: "the CRD is being deleted already"}
 	}
 	plan := evaluation.Plan{Removals: []evaluation.Removal{{CRD: crd}}}
-	findings, err := evaluation.Evaluate(ctx, plan, r.Settings, r.Cluster)
-	return verdict{findings: findings, err: err, waiver: crd.Annotations[config.WaiveAnnotation]}
+	res, err := r.run(ctx, plan)
+	return verdict{findings: res.Findings, err: err, waiver: crd.Annotations[config.WaiveAnnotation]}
+}
+
+// run evaluates the plan of one request (evaluation.Run), with the live
+// checks on whenever the reviewer has a cluster.
+func (r *Reviewer) run(ctx context.Context, plan evaluation.Plan) (evaluation.Result, error) {
+	req := evaluation.Request{Plan: plan, Settings: r.Settings, AlwaysLive: true}
+	if r.Cluster != nil {
+		req.Cluster = func() (evaluation.Cluster, error) { return r.Cluster, nil }
+	}
+	return evaluation.Run(ctx, req)
 }
 
 // ErrPanic is wrapped by the error of a review that panicked.

@@ -4,23 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	cmdapp "carvel.dev/kapp/pkg/kapp/cmd/app"
 	cmdcore "carvel.dev/kapp/pkg/kapp/cmd/core"
 	"github.com/cppforlife/go-cli-ui/ui"
 	uitable "github.com/cppforlife/go-cli-ui/ui/table"
-	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/inputs"
-	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
-	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
+	"github.com/crdsafety/kapp/pkg/kapp/migration"
+	"github.com/crdsafety/kapp/pkg/kapp/preflight"
 	"github.com/spf13/cobra"
-	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // ErrNoCRDsToMigrate is returned when the inputs name no CRD.
@@ -49,9 +42,9 @@ type CRDMigrateStorageFlags struct {
 func (s *CRDMigrateStorageFlags) Set(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&s.To, "to", "",
 		"Set the version to migrate to; it must be the CRD's storage version (default: the current storage version)")
-	cmd.Flags().StringVar(&s.Method, "method", MethodAuto,
+	cmd.Flags().StringVar(&s.Method, "method", migration.MethodAuto,
 		"Set how objects are migrated (auto: the cluster's storage version migrator where the cluster serves storagemigration.k8s.io/v1, else rewrite; migrator; rewrite: this command rewrites them)")
-	cmd.Flags().IntVar(&s.Concurrency, "concurrency", DefaultMigrationConcurrency, "Set maximum number of object updates in flight per CRD (rewrite)")
+	cmd.Flags().IntVar(&s.Concurrency, "concurrency", migration.DefaultMigrationConcurrency, "Set maximum number of object updates in flight per CRD (rewrite)")
 	cmd.Flags().BoolVar(&s.DryRun, "dry-run", false, "Print what would be migrated without changing anything")
 }
 
@@ -63,9 +56,7 @@ type CRDMigrateStorageOptions struct {
 	MigrateFlags CRDMigrateStorageFlags
 
 	// cluster reaches the cluster; nil uses kapp's clients (tests set it).
-	cluster func() (migrationCluster, error)
-	// tune adjusts the migrator before it runs (tests shorten its waits).
-	tune func(*storageMigrator)
+	cluster func() (migration.Cluster, error)
 }
 
 func NewCRDMigrateStorageOptions(ui ui.UI, depsFactory cmdcore.DepsFactory) *CRDMigrateStorageOptions {
@@ -124,128 +115,26 @@ Exit status:
 }
 
 func (o *CRDMigrateStorageOptions) Run() error {
-	ctx := context.Background()
-	if o.MigrateFlags.Concurrency < 1 {
-		return fmt.Errorf("expected --concurrency to be at least 1, got %d", o.MigrateFlags.Concurrency)
+	req := migration.Request{
+		To:          o.MigrateFlags.To,
+		Method:      o.MigrateFlags.Method,
+		Concurrency: o.MigrateFlags.Concurrency,
+		DryRun:      o.MigrateFlags.DryRun,
+		UI:          o.ui,
+		Messages:    cmdcore.NewPlainMessagesUI(o.ui),
+		PrintTable:  func(t uitable.Table) error { return printTable(o.ui, "CRDs", t) },
 	}
-	if !slices.Contains(migrationMethods, o.MigrateFlags.Method) {
-		return fmt.Errorf("expected --method to be one of %s, got %q", strings.Join(migrationMethods, ", "), o.MigrateFlags.Method)
-	}
-	names, err := o.crdNames()
-	if err != nil {
+	if err := req.Validate(); err != nil {
 		return err
 	}
-	cluster, err := o.migrationCluster()
-	if err != nil {
+	var err error
+	if req.Names, err = o.crdNames(); err != nil {
 		return err
 	}
-
-	plans, err := o.plan(ctx, cluster, names)
-	if err != nil {
+	if req.Cluster, err = o.migrationCluster(); err != nil {
 		return err
 	}
-	if err := printTable(o.ui, "CRDs", migrationTable(plans)); err != nil {
-		return err
-	}
-	method, why, err := o.method(ctx, cluster)
-	if err != nil {
-		return err
-	}
-	pending := 0
-	for _, p := range plans {
-		if !p.done() {
-			pending++
-		}
-	}
-	if pending == 0 {
-		o.ui.PrintLinef("Nothing to migrate: status.storedVersions of %s is the storage version alone", plural.Count(len(plans), "CRD", "CRDs"))
-		return nil
-	}
-	if o.MigrateFlags.DryRun {
-		for _, p := range plans {
-			if !p.done() {
-				if method == MethodMigrator {
-					o.ui.PrintLinef("Would create a StorageVersionMigration for crd %s (%s at %s), whose migrator sets status.storedVersions %s",
-						p.name, plural.Count(p.objects, "object", "objects"), p.storage, p.storedVersionsChange())
-					continue
-				}
-				o.ui.PrintLinef("Would rewrite the %s of crd %s at %s (those already stored at %s cost no write), then set status.storedVersions %s",
-					plural.Count(p.objects, "object", "objects"), p.name, p.storage, p.storage, p.storedVersionsChange())
-			}
-		}
-		o.ui.PrintLinef("Dry run: nothing changed")
-		return nil
-	}
-	if err := o.ui.AskForConfirmation(); err != nil {
-		return err
-	}
-
-	o.ui.PrintLinef("Method: %s (%s)", method, why)
-	m := &storageMigrator{
-		method:          method,
-		cluster:         cluster,
-		msgs:            cmdcore.NewPlainMessagesUI(o.ui),
-		concurrency:     o.MigrateFlags.Concurrency,
-		pageSize:        evaluation.DefaultPageSize,
-		storageWait:     time.Minute,
-		pollInterval:    500 * time.Millisecond,
-		progressEvery:   5 * time.Second,
-		progressByCount: 10,
-		// The controller's RESTMapper resyncs discovery every 30 seconds.
-		migratorRetryWait: 35 * time.Second,
-	}
-	if o.tune != nil {
-		o.tune(m)
-	}
-	var total migrationCounts
-	done := 0
-	for _, p := range plans {
-		if p.done() {
-			done++
-			continue
-		}
-		verb := "rewriting"
-		if method == MethodMigrator {
-			verb = "migrating"
-		}
-		m.msgs.NotifySection("crd %s: %s %s at %s [%d/%d CRDs done]",
-			p.name, verb, plural.Count(p.objects, "object", "objects"), p.storage, done, pending)
-		counts, err := m.migrate(ctx, p)
-		total.add(counts)
-		if err != nil {
-			return err
-		}
-		done++
-		m.msgs.Notify([]string{fmt.Sprintf("crd %s: status.storedVersions %s", p.name, p.storedVersionsChange())})
-	}
-	if method == MethodMigrator {
-		m.msgs.NotifySection("migration complete [%d/%d CRDs done]: by the cluster's storage version migrator", done, len(plans))
-		return nil
-	}
-	m.msgs.NotifySection("migration complete [%d/%d CRDs done]: %s", done, len(plans), total.describe("the storage version"))
-	return nil
-}
-
-// method resolves --method: auto is the migrator where the cluster serves
-// storagemigration.k8s.io/v1, rewrite elsewhere. It returns why, for the
-// line that says which method runs.
-func (o *CRDMigrateStorageOptions) method(ctx context.Context, cluster migrationCluster) (string, string, error) {
-	method := o.MigrateFlags.Method
-	if method == MethodRewrite {
-		return method, "--method rewrite: this command rewrites the objects", nil
-	}
-	serves, err := cluster.ServesStorageMigration(ctx)
-	if err != nil {
-		return "", "", err
-	}
-	switch {
-	case serves:
-		return MethodMigrator, "the cluster serves " + svmResource.GroupVersion().String() + ": its storage version migrator rewrites the objects", nil
-	case method == MethodMigrator:
-		return "", "", fmt.Errorf("--method migrator: the cluster does not serve %s StorageVersionMigrations (Kubernetes 1.37 and later do); use --method rewrite",
-			svmResource.GroupVersion())
-	}
-	return MethodRewrite, "the cluster does not serve " + svmResource.GroupVersion().String() + ": this command rewrites the objects", nil
+	return migration.Run(context.Background(), req)
 }
 
 // crdNames returns the names of --crd, then of the CRDs in --file, in
@@ -287,84 +176,13 @@ func (o *CRDMigrateStorageOptions) crdNames() ([]string, error) {
 	return names, nil
 }
 
-// plan reads every CRD and checks it can be migrated, before anything is
-// written: all reasons that stop the migration are reported together.
-// Then it counts the objects of the CRDs to migrate.
-func (o *CRDMigrateStorageOptions) plan(ctx context.Context, cluster migrationCluster, names []string) ([]*migrationPlan, error) {
-	plans := make([]*migrationPlan, len(names))
-	cannot := make([]error, len(names))
-	err := parallel.ForEach(ctx, len(names), evaluation.DefaultConcurrency, func(ctx context.Context, i int) error {
-		u, err := cluster.GetCRD(ctx, names[i])
-		switch {
-		case apierrors.IsNotFound(err):
-			cannot[i] = cannotMigrate(names[i], errCRDNotFound, "no such CustomResourceDefinition on the cluster")
-			return nil
-		case err != nil:
-			return fmt.Errorf("getting crd %s: %w", names[i], err)
-		}
-		p, err := planMigration(u, o.MigrateFlags.To)
-		if errors.Is(err, ErrCannotMigrate) {
-			cannot[i] = err
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if !p.done() {
-			crd := &apiextv1.CustomResourceDefinition{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, crd); err != nil {
-				return fmt.Errorf("decoding crd %s: %w", names[i], err)
-			}
-			if p.objects, err = cluster.CountObjects(ctx, crd); err != nil {
-				return err
-			}
-		}
-		plans[i] = p
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := errors.Join(cannot...); err != nil {
-		return nil, fmt.Errorf("nothing changed: %w", err)
-	}
-	return plans, nil
-}
-
-func (o *CRDMigrateStorageOptions) migrationCluster() (migrationCluster, error) {
+func (o *CRDMigrateStorageOptions) migrationCluster() (migration.Cluster, error) {
 	if o.cluster != nil {
 		return o.cluster()
 	}
-	return migrationClusterFromDeps(o.depsFactory)
-}
-
-// migrationTable lists what will happen to each CRD. Its keys are the JSON
-// keys of the rows under --json.
-func migrationTable(plans []*migrationPlan) uitable.Table {
-	table := uitable.Table{
-		Title:   "CRD storage migration",
-		Content: "CRDs",
-		Header: []uitable.Header{
-			{Key: "crd", Title: "CRD"},
-			{Key: "storage_version", Title: "Storage version"},
-			{Key: "stored_versions", Title: "status.storedVersions"},
-			{Key: "objects", Title: "Objects"},
-		},
-		SortBy: []uitable.ColumnSort{{Column: 0, Asc: true}},
+	c, err := preflight.KubeClientFromDeps(o.depsFactory)
+	if err != nil {
+		return nil, err
 	}
-	for _, p := range plans {
-		objects := strconv.Itoa(p.objects)
-		if p.done() {
-			objects = "-" // not counted: nothing to rewrite
-		}
-		table.Rows = append(table.Rows, []uitable.Value{
-			uitable.NewValueString(p.name),
-			uitable.NewValueString(p.storage),
-			uitable.NewValueString(p.storedVersionsChange()),
-			uitable.NewValueString(objects),
-		})
-	}
-	return table
+	return migration.FromClient(c), nil
 }
-
-func joinSpace(s []string) string { return strings.Join(s, " ") }

@@ -18,9 +18,7 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/inputs"
-	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 	"github.com/crdsafety/kapp/pkg/kapp/preflight"
-	"github.com/crdsafety/kapp/pkg/kapp/report"
 	"github.com/spf13/cobra"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
@@ -28,20 +26,16 @@ import (
 // UnsafeExitStatus is the exit status when a CRD change has an error finding.
 const UnsafeExitStatus = 3
 
-// UnsafeCRDUpgradeError is returned when any finding is an error. Its exit
-// status is UnsafeExitStatus; it unwraps to preflight.ErrUnsafeUpgrade.
-type UnsafeCRDUpgradeError struct {
-	Errors, Warnings int
+// exitStatusError gives err, an *evaluation.UnsafeUpgradeError, the exit
+// status UnsafeExitStatus (kapp's cmd/app.ExitStatus). Its text is err's.
+type exitStatusError struct {
+	err    error
+	status int
 }
 
-func (e UnsafeCRDUpgradeError) Error() string {
-	return fmt.Sprintf("%s: %d error %s", preflight.ErrUnsafeUpgrade, e.Errors, plural.Of(e.Errors, "finding", "findings"))
-}
-
-// ExitStatus implements kapp's cmd/app.ExitStatus.
-func (e UnsafeCRDUpgradeError) ExitStatus() int { return UnsafeExitStatus }
-
-func (e UnsafeCRDUpgradeError) Unwrap() error { return preflight.ErrUnsafeUpgrade }
+func (e exitStatusError) Error() string   { return e.err.Error() }
+func (e exitStatusError) Unwrap() error   { return e.err }
+func (e exitStatusError) ExitStatus() int { return e.status }
 
 // CRDUpgradeSafetyFileFlags are the inputs: old CRDs (--file, or --git-ref,
 // optional) and new CRDs (--file2). kapp's tools.FileFlags is not reused:
@@ -297,12 +291,10 @@ func (o *CRDUpgradeSafetyOptions) Run() error {
 		}
 	}
 
-	ctx, cancel := evaluation.WithLiveDeadline(ctx, cfg.LiveChecksTimeout)
-	defer cancel()
-	var cluster evaluation.Cluster
+	req := evaluation.Request{Plan: plan, Settings: &cfg, ProgressInterval: o.progressInterval}
 	if oldFromFiles {
-		pairFiles(&plan, oldSet.CRDs)
-		if err := o.addSamples(&plan); err != nil {
+		pairFiles(&req.Plan, oldSet.CRDs)
+		if err := o.addSamples(&req.Plan); err != nil {
 			return err
 		}
 		if cfg.UnaffectedEnforcement == config.EnforcementWarn && len(o.FileFlags.Objects) == 0 {
@@ -312,29 +304,20 @@ func (o *CRDUpgradeSafetyOptions) Run() error {
 		if len(o.FileFlags.Objects) > 0 {
 			return fmt.Errorf("expected --objects with --file or --git-ref: against the cluster, its stored objects are read")
 		}
-		if cluster, err = o.cluster(); err != nil {
-			return err
-		}
-		if err := evaluation.FillOld(ctx, &plan, nil, cluster); err != nil {
-			return err
+		req.Cluster, req.AllOldFromCluster = o.cluster, true
+		// Progress of long live checks; not in kapp's --json document.
+		if !o.GlobalJSON {
+			req.Progressf = o.ui.PrintLinef
+			if o.Output != OutputTable {
+				req.Progressf = o.notef
+			}
 		}
 	}
-
-	// Progress of long live checks; not in kapp's --json document.
-	var progress *evaluation.ProgressPrinter
-	if cluster != nil && !o.GlobalJSON {
-		printf := o.ui.PrintLinef
-		if o.Output != OutputTable {
-			printf = o.notef
-		}
-		progress = evaluation.NewProgressPrinter(printf, o.progressInterval)
-		plan.Progress = progress.Update
-	}
-	findings, err := evaluation.Evaluate(ctx, plan, &cfg, cluster)
-	progress.Done()
+	res, err := evaluation.Run(ctx, req)
 	if err != nil {
 		return err
 	}
+	plan, findings := req.Plan, res.Findings
 
 	checked := make([]string, 0, len(plan.Pairs)+len(plan.Removals))
 	for _, p := range plan.Pairs {
@@ -347,8 +330,8 @@ func (o *CRDUpgradeSafetyOptions) Run() error {
 		return err
 	}
 
-	if errs, warns := report.Count(findings); errs > 0 {
-		return UnsafeCRDUpgradeError{Errors: errs, Warnings: warns}
+	if err := res.Err(); err != nil {
+		return exitStatusError{err: err, status: UnsafeExitStatus}
 	}
 	return nil
 }
@@ -441,7 +424,7 @@ func (o *CRDUpgradeSafetyOptions) cluster() (evaluation.Cluster, error) {
 	if o.Cluster != nil {
 		return o.Cluster()
 	}
-	return evaluation.ClusterFromDeps(o.depsFactory)()
+	return preflight.ClusterFromDeps(o.depsFactory)()
 }
 
 func stdinCount(files []string) int {

@@ -17,7 +17,6 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/inputs"
-	"github.com/crdsafety/kapp/pkg/kapp/preflight"
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -123,12 +122,12 @@ func TestCRDUpgradeSafetyConfig(t *testing.T) {
 
 	t.Run("Config among the old files is ignored", func(t *testing.T) {
 		_, err := run(t, []string{td("old.yaml"), td("config-warn.yaml")}, []string{td("new-unsafe.yaml")}, nil)
-		require.ErrorIs(t, err, preflight.ErrUnsafeUpgrade)
+		require.ErrorIs(t, err, evaluation.ErrUnsafeUpgrade)
 	})
 
 	t.Run("maxFindingsPerCRD bounds the table, not the outcome", func(t *testing.T) {
 		resp, err := run(t, []string{td("old.yaml")}, []string{td("new-unsafe.yaml"), td("config-max1.yaml")}, nil)
-		require.ErrorIs(t, err, preflight.ErrUnsafeUpgrade)
+		require.ErrorIs(t, err, evaluation.ErrUnsafeUpgrade)
 		require.Len(t, resp.rows(t), 1)
 		require.Equal(t, []string{"... and 1 more finding for CRD widgets.example.com"}, resp.Tables[0].Notes)
 		require.Contains(t, resp.Lines, "1 CRD checked, 1 unsafe: 2 errors, 0 warnings")
@@ -259,7 +258,7 @@ func TestCRDUpgradeSafetyLive(t *testing.T) {
 		}},
 	}
 	resp, err := run(t, nil, []string{td("new-unsafe.yaml")}, cluster)
-	require.ErrorIs(t, err, preflight.ErrUnsafeUpgrade)
+	require.ErrorIs(t, err, evaluation.ErrUnsafeUpgrade)
 	require.Equal(t, [][]string{{"widgets.example.com"}}, cluster.gets, "one batched fetch of the new CRDs' live versions")
 	require.Equal(t, []string{"widgets.example.com v1"}, cluster.lists)
 	// The stored object's impact is joined to the findings that cause it.
@@ -310,9 +309,9 @@ func TestCRDUpgradeSafetyLiveChecksTimeout(t *testing.T) {
 // requireUnsafe checks err is the unsafe-upgrade error, exit status 3.
 func requireUnsafe(t *testing.T, err error) {
 	t.Helper()
-	var unsafe UnsafeCRDUpgradeError
+	var unsafe *evaluation.UnsafeUpgradeError
 	require.ErrorAs(t, err, &unsafe)
-	require.ErrorIs(t, err, preflight.ErrUnsafeUpgrade)
+	require.ErrorIs(t, err, evaluation.ErrUnsafeUpgrade)
 	var status cmdapp.ExitStatus
 	require.ErrorAs(t, err, &status)
 	require.Equal(t, 3, status.ExitStatus())
@@ -323,7 +322,7 @@ func requirePlainError(t *testing.T, err error) {
 	require.Error(t, err)
 	var status cmdapp.ExitStatus
 	require.False(t, errors.As(err, &status), "expected a plain error (exit status 1), got %T: %v", err, err)
-	require.False(t, errors.Is(err, preflight.ErrUnsafeUpgrade))
+	require.False(t, errors.Is(err, evaluation.ErrUnsafeUpgrade))
 }
 
 type fakeCluster struct {

@@ -16,6 +16,7 @@ import (
 	"github.com/cppforlife/go-cli-ui/ui"
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
+	"github.com/crdsafety/kapp/pkg/kapp/preflight"
 	"github.com/crdsafety/kapp/pkg/kapp/webhook"
 	"github.com/spf13/cobra"
 )
@@ -137,7 +138,7 @@ func (o *CRDUpgradeSafetyWebhookOptions) Run() error {
 
 	clusterFn := o.Cluster
 	if clusterFn == nil {
-		clusterFn = evaluation.ClusterFromDeps(o.depsFactory)
+		clusterFn = preflight.ClusterFromDeps(o.depsFactory)
 	}
 	cluster, err := clusterFn()
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -130,4 +131,25 @@ func (f *Cluster) CountCustomResources(_ context.Context, crd *apiextv1.CustomRe
 	defer f.mu.Unlock()
 	f.Counts = append(f.Counts, crd.Name)
 	return f.Count, f.Err
+}
+
+// PolicyDenial is how the apiserver answers a request a
+// ValidatingAdmissionPolicy denies without a reason of its own: 422 Invalid,
+// the status kapp's fallback-on-replace falls back on.
+func PolicyDenial(name string) error {
+	msg := `customresourcedefinitions.apiextensions.k8s.io "` + name +
+		`" is forbidden: ValidatingAdmissionPolicy 'freeze' with binding 'freeze' denied request: CRDs are frozen`
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: 422, Reason: metav1.StatusReasonInvalid, Message: msg,
+		Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Message: msg}}},
+	}}
+}
+
+// WebhookDenial is how the apiserver answers a request a validating
+// webhook denies: 403 by default, no causes.
+func WebhookDenial() error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden,
+		Message: `admission webhook "crds.example.com" denied the request: not today`,
+	}}
 }

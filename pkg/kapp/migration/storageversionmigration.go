@@ -1,4 +1,4 @@
-package tools
+package migration
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // How a CRD is migrated by the cluster's own storage version migrator
@@ -26,16 +25,7 @@ import (
 //     progress lines, then check that status.storedVersions was trimmed.
 //  4. Delete the StorageVersionMigration, whatever happened: it is ours.
 //
-// This command writes no object and no CRD status itself on this path.
-
-// Methods of --method.
-const (
-	MethodAuto     = "auto"
-	MethodMigrator = "migrator"
-	MethodRewrite  = "rewrite"
-)
-
-var migrationMethods = []string{MethodAuto, MethodMigrator, MethodRewrite}
+// The migration writes no object and no CRD status itself on this path.
 
 // ErrMigrationFailed is returned when the cluster's storage version
 // migrator reports a migration as failed.
@@ -46,16 +36,41 @@ const managedByLabel = "app.kubernetes.io/managed-by"
 
 const managedBy = "kapp-crd-migrate-storage"
 
-// staleDiscovery are the failures of a migration whose controller read
-// the CRD's versions from a discovery cache older than the last deploy: its
-// RESTMapper resyncs about every 30 seconds, so a CRD that got a version
-// (or lost one) a moment ago is mapped to a version it no longer serves.
-// Seen with 1.37.2 right after a storage switch or a version unserved.
+// MigrationFailedError is the error of a migration the cluster's storage
+// version migrator reports as failed (its Failed condition). It unwraps to
+// ErrMigrationFailed.
+type MigrationFailedError struct {
+	CRD, Migration string
+	// Reason and Message are those of the migration's Failed condition.
+	Reason, Message string
+}
+
+func (e *MigrationFailedError) Error() string {
+	return fmt.Sprintf("crd %s: %s: StorageVersionMigration %s: %s: %s; status.storedVersions left as it was",
+		e.CRD, ErrMigrationFailed, e.Migration, e.Reason, e.Message)
+}
+
+func (e *MigrationFailedError) Unwrap() error { return ErrMigrationFailed }
+
+// staleDiscovery are the messages of the failures of a migration whose
+// controller read the CRD's versions from a discovery cache older than the
+// last deploy: its RESTMapper resyncs about every 30 seconds, so a CRD that
+// got a version (or lost one) a moment ago is mapped to a version it no
+// longer serves. Seen with 1.37.2 right after a storage switch or a version
+// unserved. The controller says so only in its condition's message.
 var staleDiscovery = []string{"does not support discovery operations", "does not exist in discovery"}
 
-// errStaleDiscovery marks a failed migration whose message says its
-// controller's discovery was stale (staleDiscovery).
-var errStaleDiscovery = errors.New("the migrator's discovery is stale")
+// StaleDiscovery reports whether the migration failed on the controller's
+// stale discovery cache (staleDiscovery), so that another migration, after
+// its resync, may succeed.
+func (e *MigrationFailedError) StaleDiscovery() bool {
+	for _, s := range staleDiscovery {
+		if strings.Contains(e.Message, s) {
+			return true
+		}
+	}
+	return false
+}
 
 // migratorAttempts bounds the migrations created for one CRD when the
 // controller's discovery is stale.
@@ -63,16 +78,15 @@ const migratorAttempts = 3
 
 // migrateWithMigrator runs steps 2-4 for one CRD, again when the
 // controller's discovery was stale (after waiting for its resync).
-func (m *storageMigrator) migrateWithMigrator(ctx context.Context, p *migrationPlan) error {
+func (m *Migrator) migrateWithMigrator(ctx context.Context, p *Plan) error {
 	for attempt := 1; ; attempt++ {
 		err := m.migrateOnce(ctx, p)
-		stale := false
-		stale = errors.Is(err, errStaleDiscovery)
-		if !stale || attempt == migratorAttempts {
+		var failed *MigrationFailedError
+		if !errors.As(err, &failed) || !failed.StaleDiscovery() || attempt == migratorAttempts {
 			return err
 		}
 		m.msgs.Notify([]string{fmt.Sprintf("crd %s: the migrator's view of the API is older than the CRD (%v); trying again in %s, after its discovery resync",
-			p.name, err, m.migratorRetryWait)})
+			p.Name, err, m.migratorRetryWait)})
 		if err := sleep(ctx, m.migratorRetryWait); err != nil {
 			return err
 		}
@@ -80,19 +94,19 @@ func (m *storageMigrator) migrateWithMigrator(ctx context.Context, p *migrationP
 }
 
 // migrateOnce creates one migration, follows it and deletes it.
-func (m *storageMigrator) migrateOnce(ctx context.Context, p *migrationPlan) (err error) {
+func (m *Migrator) migrateOnce(ctx context.Context, p *Plan) (err error) {
 	svm := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": svmResource.GroupVersion().String(),
 		"kind":       "StorageVersionMigration",
 		"metadata": map[string]any{
-			"generateName": migrationNamePrefix(p.name),
+			"generateName": migrationNamePrefix(p.Name),
 			"labels":       map[string]any{managedByLabel: managedBy},
 		},
-		"spec": map[string]any{"resource": map[string]any{"group": p.group, "resource": p.plural}},
+		"spec": map[string]any{"resource": map[string]any{"group": p.Group, "resource": p.Plural}},
 	}}
 	created, err := m.cluster.Migrations().Create(ctx, svm)
 	if err != nil {
-		return fmt.Errorf("crd %s: creating a StorageVersionMigration: %w", p.name, err)
+		return fmt.Errorf("crd %s: creating a StorageVersionMigration: %w", p.Name, err)
 	}
 	name := created.GetName()
 	defer func() {
@@ -100,10 +114,10 @@ func (m *storageMigrator) migrateOnce(ctx context.Context, p *migrationPlan) (er
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 		if derr := m.cluster.Migrations().Delete(dctx, name); derr != nil {
-			err = errors.Join(err, fmt.Errorf("crd %s: deleting StorageVersionMigration %s: %w", p.name, name, derr))
+			err = errors.Join(err, fmt.Errorf("crd %s: deleting StorageVersionMigration %s: %w", p.Name, name, derr))
 		}
 	}()
-	m.msgs.Notify([]string{fmt.Sprintf("crd %s: StorageVersionMigration %s created; the cluster's migrator rewrites the objects", p.name, name)})
+	m.msgs.Notify([]string{fmt.Sprintf("crd %s: StorageVersionMigration %s created; the cluster's migrator rewrites the objects", p.Name, name)})
 
 	if err := m.followMigration(ctx, p, name); err != nil {
 		return err
@@ -114,29 +128,22 @@ func (m *storageMigrator) migrateOnce(ctx context.Context, p *migrationPlan) (er
 // followMigration polls the migration until it succeeds or fails, with a
 // progress line when its Running message changes, at most every
 // progressEvery.
-func (m *storageMigrator) followMigration(ctx context.Context, p *migrationPlan, name string) error {
+func (m *Migrator) followMigration(ctx context.Context, p *Plan, name string) error {
 	start := time.Now()
 	lastLine, lastMsg := time.Time{}, ""
 	for {
 		u, err := m.cluster.Migrations().Get(ctx, name)
 		if err != nil {
-			return fmt.Errorf("crd %s: reading StorageVersionMigration %s: %w", p.name, name, err)
+			return fmt.Errorf("crd %s: reading StorageVersionMigration %s: %w", p.Name, name, err)
 		}
 		conds := migrationConditions(u)
 		switch {
 		case conds["Succeeded"].status == "True":
 			m.msgs.Notify([]string{fmt.Sprintf("crd %s: StorageVersionMigration %s succeeded after %s",
-				p.name, name, time.Since(start).Round(time.Second))})
+				p.Name, name, time.Since(start).Round(time.Second))})
 			return nil
 		case conds["Failed"].status == "True":
-			failed := ErrMigrationFailed
-			for _, s := range staleDiscovery {
-				if strings.Contains(conds["Failed"].message, s) { // the controller's words, classified where they are read
-					failed = fmt.Errorf("%w (%w)", ErrMigrationFailed, errStaleDiscovery)
-				}
-			}
-			return fmt.Errorf("crd %s: %w: StorageVersionMigration %s: %s: %s; status.storedVersions left as it was",
-				p.name, failed, name, conds["Failed"].reason, conds["Failed"].message)
+			return &MigrationFailedError{CRD: p.Name, Migration: name, Reason: conds["Failed"].reason, Message: conds["Failed"].message}
 		}
 		msg := "waiting for the migrator to start"
 		if c, ok := conds["Running"]; ok && c.status == "True" {
@@ -147,7 +154,7 @@ func (m *storageMigrator) followMigration(ctx context.Context, p *migrationPlan,
 		}
 		if msg != lastMsg || time.Since(lastLine) >= m.progressEvery {
 			if msg != lastMsg || !lastLine.IsZero() {
-				m.msgs.Notify([]string{fmt.Sprintf("crd %s: StorageVersionMigration %s %s (%s)", p.name, name, msg,
+				m.msgs.Notify([]string{fmt.Sprintf("crd %s: StorageVersionMigration %s %s (%s)", p.Name, name, msg,
 					time.Since(start).Round(time.Second))})
 			}
 			lastLine, lastMsg = time.Now(), msg
@@ -162,20 +169,20 @@ func (m *storageMigrator) followMigration(ctx context.Context, p *migrationPlan,
 // storage version alone, as it does once the migration succeeded and the
 // CRD's spec did not change meanwhile (it says so in the CRD's
 // StorageMigrating condition otherwise).
-func (m *storageMigrator) waitForTrim(ctx context.Context, p *migrationPlan, name string) error {
+func (m *Migrator) waitForTrim(ctx context.Context, p *Plan, name string) error {
 	deadline := time.Now().Add(m.storageWait)
 	for {
 		crd, err := m.liveCRD(ctx, p)
 		if err != nil {
 			return err
 		}
-		if slices.Equal(crd.Status.StoredVersions, []string{p.storage}) {
+		if slices.Equal(crd.Status.StoredVersions, []string{p.Storage}) {
 			return nil
 		}
 		cond := crdCondition(crd, apiextv1.StorageMigrating)
 		if cond != nil && cond.Status == apiextv1.ConditionFalse && cond.Reason != "" && cond.Reason != "MigrationSucceeded" {
 			return fmt.Errorf("crd %s: StorageVersionMigration %s ended with condition StorageMigrating %s: %s; status.storedVersions is [%s]",
-				p.name, name, cond.Reason, cond.Message, joinSpace(crd.Status.StoredVersions))
+				p.Name, name, cond.Reason, cond.Message, joinSpace(crd.Status.StoredVersions))
 		}
 		if time.Now().After(deadline) {
 			why := ""
@@ -184,48 +191,12 @@ func (m *storageMigrator) waitForTrim(ctx context.Context, p *migrationPlan, nam
 			}
 			return fmt.Errorf("crd %s: StorageVersionMigration %s succeeded, but status.storedVersions is still [%s] after %s%s; "+
 				"run the command again (with --method rewrite to trim it without the migrator)",
-				p.name, name, joinSpace(crd.Status.StoredVersions), m.storageWait, why)
+				p.Name, name, joinSpace(crd.Status.StoredVersions), m.storageWait, why)
 		}
 		if err := sleep(ctx, m.pollInterval); err != nil {
 			return err
 		}
 	}
-}
-
-// waitForObservedGeneration waits, after a storage version change, until the
-// CRD's status.observedGeneration reaches its generation, where the cluster
-// reports it (Kubernetes 1.36 and later): until then the apiserver may
-// still serve the previous spec.
-func (m *storageMigrator) waitForObservedGeneration(ctx context.Context, p *migrationPlan) error {
-	deadline := time.Now().Add(m.storageWait)
-	for {
-		crd, err := m.liveCRD(ctx, p)
-		if err != nil {
-			return err
-		}
-		if crd.Status.ObservedGeneration == 0 || crd.Status.ObservedGeneration >= crd.Generation {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("crd %s: status.observedGeneration is %d, its generation %d, after %s: the apiserver has not taken up the current spec",
-				p.name, crd.Status.ObservedGeneration, crd.Generation, m.storageWait)
-		}
-		if err := sleep(ctx, m.pollInterval); err != nil {
-			return err
-		}
-	}
-}
-
-func (m *storageMigrator) liveCRD(ctx context.Context, p *migrationPlan) (*apiextv1.CustomResourceDefinition, error) {
-	u, err := m.cluster.GetCRD(ctx, p.name)
-	if err != nil {
-		return nil, fmt.Errorf("crd %s: reading it: %w", p.name, err)
-	}
-	crd := &apiextv1.CustomResourceDefinition{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, crd); err != nil {
-		return nil, fmt.Errorf("decoding crd %s: %w", p.name, err)
-	}
-	return crd, nil
 }
 
 // migrationNamePrefix is the generateName of a CRD's migration: its name,

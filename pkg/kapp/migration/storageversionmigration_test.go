@@ -1,6 +1,7 @@
-package tools
+package migration
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -149,4 +150,28 @@ func TestCRDMigrateStorageMigratorStaleDiscovery(t *testing.T) {
 	require.Equal(t, []string{"widgets.example.com-0", "widgets.example.com-1"}, f.svmsMade)
 	require.Equal(t, f.svmsMade, f.svmsGone)
 	require.Equal(t, []string{"v1"}, liveStoredVersions(t, f, "widgets.example.com"))
+}
+
+// TestMigrationFailedError: a failed migration is a *MigrationFailedError
+// (errors.As); only the controller's stale-discovery failures, told by the
+// condition's message, are worth another migration.
+func TestMigrationFailedError(t *testing.T) {
+	stale := &MigrationFailedError{CRD: "widgets.example.com", Migration: "m", Reason: "StorageVersionMigrationFailed",
+		Message: `resource "example.com/v1alpha1, Resource=widgets" does not exist in discovery`}
+	require.True(t, stale.StaleDiscovery())
+	require.ErrorIs(t, fmt.Errorf("wrapped: %w", stale), ErrMigrationFailed)
+
+	// A failure that merely quotes the phrase elsewhere (the CRD's name) is not stale.
+	other := &MigrationFailedError{CRD: "does-not-support-discovery-operations.example.com", Migration: "m",
+		Reason: "StorageVersionMigrationFailed", Message: "failed to migrate a/obj-001: forbidden"}
+	require.False(t, other.StaleDiscovery())
+
+	f := newFakeMigrationCluster(switched())
+	f.addObjects("a", 2, "v1alpha1")
+	f.servesSVM, f.svmFail = true, "failed to migrate a/obj-001: forbidden"
+	_, err := runMigrate(t, f, migrateRun{names: []string{"widgets.example.com"}})
+	var failed *MigrationFailedError
+	require.ErrorAs(t, err, &failed)
+	require.Equal(t, "widgets.example.com-0", failed.Migration)
+	require.Len(t, f.svmsMade, 1, "not stale: no second migration")
 }

@@ -1,4 +1,4 @@
-package evaluation
+package kube_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
+	"github.com/crdsafety/kapp/pkg/kapp/kube"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -72,22 +74,22 @@ func (s *dryRunStub) serve(t *testing.T) *httptest.Server {
 	return srv
 }
 
-// TestDynamicClusterRESTDryRun: with REST set, creates and updates are
+// TestClientRESTDryRun: with REST set, creates and updates are
 // sent with the very body the dynamic client sends, as dryRun=All, asking
 // for a protobuf answer; refusals come back as the same API errors.
-func TestDynamicClusterRESTDryRun(t *testing.T) {
+func TestClientRESTDryRun(t *testing.T) {
 	obj := &unstructured.Unstructured{}
-	js, err := yaml.YAMLToJSON([]byte(safeCRD))
+	js, err := yaml.YAMLToJSON([]byte(testcrd.SafeCRD))
 	require.NoError(t, err)
 	require.NoError(t, obj.UnmarshalJSON(js))
 	obj.SetResourceVersion("42")
 
-	sendWarned := func(t *testing.T, stub *dryRunStub, useREST bool, verb Verb) ([]string, error) {
+	sendWarned := func(t *testing.T, stub *dryRunStub, useREST bool, verb kube.Verb) ([]string, error) {
 		srv := stub.serve(t)
 		cfg := &rest.Config{Host: srv.URL, QPS: -1}
 		dyn, err := dynamic.NewForConfig(cfg)
 		require.NoError(t, err)
-		c := &DynamicCluster{Client: dyn}
+		c := &kube.Client{Client: dyn}
 		if useREST {
 			core, err := kubernetes.NewForConfig(cfg)
 			require.NoError(t, err)
@@ -95,12 +97,12 @@ func TestDynamicClusterRESTDryRun(t *testing.T) {
 		}
 		return c.DryRun(context.Background(), verb, obj)
 	}
-	send := func(t *testing.T, stub *dryRunStub, useREST bool, verb Verb) error {
+	send := func(t *testing.T, stub *dryRunStub, useREST bool, verb kube.Verb) error {
 		_, err := sendWarned(t, stub, useREST, verb)
 		return err
 	}
 
-	for _, verb := range []Verb{VerbCreate, VerbUpdate} {
+	for _, verb := range []kube.Verb{kube.VerbCreate, kube.VerbUpdate} {
 		t.Run(string(verb), func(t *testing.T) {
 			viaDynamic, viaREST := &dryRunStub{}, &dryRunStub{}
 			require.NoError(t, send(t, viaDynamic, false, verb))
@@ -120,7 +122,7 @@ func TestDynamicClusterRESTDryRun(t *testing.T) {
 
 	t.Run("warnings", func(t *testing.T) {
 		const warning = `x-kubernetes-list-type: set for items of type "object" is not supported by server-side apply or CEL validation rules`
-		got, err := sendWarned(t, &dryRunStub{warnings: []string{warning, `unrecognized format "uint8"`}}, true, VerbUpdate)
+		got, err := sendWarned(t, &dryRunStub{warnings: []string{warning, `unrecognized format "uint8"`}}, true, kube.VerbUpdate)
 		require.NoError(t, err)
 		require.Equal(t, []string{warning, `unrecognized format "uint8"`}, got)
 	})
@@ -129,11 +131,13 @@ func TestDynamicClusterRESTDryRun(t *testing.T) {
 		invalid := apierrors.NewInvalid(schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}, "widgets.example.com",
 			field.ErrorList{field.Forbidden(field.NewPath("spec", "validation", "openAPIV3Schema"), "no way")})
 		stub := &dryRunStub{refuse: invalid}
-		err := send(t, stub, true, VerbUpdate)
+		err := send(t, stub, true, kube.VerbUpdate)
 		require.True(t, apierrors.IsInvalid(err), "%v", err)
-		rs, ok := refusal(err)
-		require.True(t, ok)
-		require.Equal(t, "spec.validation.openAPIV3Schema", rs[0].Field)
-		require.Equal(t, "Forbidden: no way", rs[0].Message)
+		var st apierrors.APIStatus
+		require.ErrorAs(t, err, &st)
+		require.Equal(t, int32(http.StatusUnprocessableEntity), st.Status().Code)
+		causes := st.Status().Details.Causes
+		require.Equal(t, "spec.validation.openAPIV3Schema", causes[0].Field)
+		require.Equal(t, "Forbidden: no way", causes[0].Message)
 	})
 }

@@ -1,4 +1,4 @@
-package tools
+package migration
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// fakeMigrationCluster is a small in-memory migrationCluster for the unit
+// fakeMigrationCluster is a small in-memory Cluster for the unit
 // tests: it keeps, per object, the version it is "stored" at and behaves
 // like the apiserver on the points the migration relies on (an update of
 // an object already stored at the version it is written at changes
@@ -139,7 +139,7 @@ func (f *fakeMigrationCluster) StorageVersionHash(context.Context, schema.GroupV
 	return h, nil
 }
 
-func (f *fakeMigrationCluster) CountObjects(context.Context, *apiextv1.CustomResourceDefinition) (int, error) {
+func (f *fakeMigrationCluster) CountCustomResources(context.Context, *apiextv1.CustomResourceDefinition) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.objects), nil
@@ -149,7 +149,7 @@ func (f *fakeMigrationCluster) ServesStorageMigration(context.Context) (bool, er
 	return f.servesSVM, nil
 }
 
-func (f *fakeMigrationCluster) Migrations() migrationClient { return fakeMigrations{f} }
+func (f *fakeMigrationCluster) Migrations() MigrationClient { return fakeMigrations{f} }
 
 type fakeMigrations struct{ f *fakeMigrationCluster }
 
@@ -219,7 +219,7 @@ func (m fakeMigrations) Delete(_ context.Context, name string) error {
 	return nil
 }
 
-func (f *fakeMigrationCluster) Objects(gvr schema.GroupVersionResource) objectClient {
+func (f *fakeMigrationCluster) Objects(gvr schema.GroupVersionResource) ObjectClient {
 	return fakeObjects{f: f, version: gvr.Version}
 }
 

@@ -1,4 +1,4 @@
-package tools
+package migration
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	cmdcore "carvel.dev/kapp/pkg/kapp/cmd/core"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,7 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// How one CRD is migrated, after kube-storage-version-migrator:
+// maxReportedFailures bounds the objects named in an error.
+const maxReportedFailures = 10
+
+// How one CRD is migrated by the client-side rewrite (--method rewrite),
+// after kube-storage-version-migrator:
 //
 //  1. Wait until API discovery reports the storage version as the
 //     resource's storageVersionHash: right after a deploy switched the
@@ -45,100 +48,9 @@ import (
 // writes for the apiserver the second time, so the second run writes only
 // the objects the first did not reach; no progress file is needed.
 
-const (
-	// DefaultMigrationConcurrency bounds the object updates in flight per CRD.
-	DefaultMigrationConcurrency = 8
-
-	// maxWriteAttempts bounds the writes of one object (or of a CRD's
-	// status) that keep conflicting with concurrent changes.
-	maxWriteAttempts = 10
-	// maxReportedFailures bounds the objects named in an error.
-	maxReportedFailures = 10
-)
-
-// ErrCRDChanged is returned when a CRD's spec changed while its objects
-// were being rewritten: status.storedVersions is then left as it was.
-var ErrCRDChanged = errors.New("crd changed during the migration")
-
-// storageMigrator rewrites the objects of planned CRDs and trims their
-// status.storedVersions.
-type storageMigrator struct {
-	method      string // MethodMigrator or MethodRewrite
-	cluster     migrationCluster
-	msgs        cmdcore.MessagesUI
-	concurrency int
-	pageSize    int64
-
-	storageWait     time.Duration // how long to wait for the storage version to take effect
-	pollInterval    time.Duration // between discovery reads while waiting
-	progressEvery   time.Duration // a progress line at least this often while objects are rewritten
-	progressByCount int           // a progress line every total/progressByCount objects
-	// migratorRetryWait: before another migration when the cluster's
-	// migrator failed on a stale discovery cache.
-	migratorRetryWait time.Duration
-}
-
-// migrationCounts counts the objects of one CRD by outcome.
-type migrationCounts struct {
-	Rewritten int // written again at the storage version
-	Current   int // already stored at the storage version: the apiserver wrote nothing
-	Gone      int // deleted since they were listed
-	Failed    int
-}
-
-func (c migrationCounts) done() int { return c.Rewritten + c.Current + c.Gone + c.Failed }
-
-func (c *migrationCounts) add(o migrationCounts) {
-	c.Rewritten += o.Rewritten
-	c.Current += o.Current
-	c.Gone += o.Gone
-	c.Failed += o.Failed
-}
-
-// migrate runs steps 1-3 for one CRD, or hands steps 2 and 3 to the
-// cluster's migrator (crd_migrate_storage_migrator.go).
-func (m *storageMigrator) migrate(ctx context.Context, p *migrationPlan) (migrationCounts, error) {
-	if err := m.waitForStorageVersion(ctx, p); err != nil {
-		return migrationCounts{}, err
-	}
-	if err := m.waitForObservedGeneration(ctx, p); err != nil {
-		return migrationCounts{}, err
-	}
-	if m.method == MethodMigrator {
-		return migrationCounts{}, m.migrateWithMigrator(ctx, p)
-	}
-	counts, err := m.rewriteObjects(ctx, p)
-	if err != nil {
-		return counts, err
-	}
-	return counts, m.trimStoredVersions(ctx, p)
-}
-
-func (m *storageMigrator) waitForStorageVersion(ctx context.Context, p *migrationPlan) error {
-	want := storageVersionHash(p.group, p.storage, p.kind)
-	deadline := time.Now().Add(m.storageWait)
-	for {
-		got, err := m.cluster.StorageVersionHash(ctx, p.gvr())
-		if err == nil && (got == want || got == "") { // "": the server does not tell
-			return nil
-		}
-		if time.Now().After(deadline) {
-			if err != nil {
-				return fmt.Errorf("crd %s: checking that the apiserver stores %s at %s: %w", p.name, p.plural, p.storage, err)
-			}
-			return fmt.Errorf("crd %s: the apiserver still stores %s at a version other than %s after %s "+
-				"(API discovery reports storageVersionHash %q, %s is %q): the storage version switch has not taken effect",
-				p.name, p.plural, p.storage, m.storageWait, got, p.storage, want)
-		}
-		if err := sleep(ctx, m.pollInterval); err != nil {
-			return err
-		}
-	}
-}
-
 // rewriteObjects is step 2. Objects that fail do not stop the others; the
 // error names the first of them (sorted) and how many failed.
-func (m *storageMigrator) rewriteObjects(ctx context.Context, p *migrationPlan) (migrationCounts, error) {
+func (m *Migrator) rewriteObjects(ctx context.Context, p *Plan) (migrationCounts, error) {
 	objs := m.cluster.Objects(p.gvr())
 	prog := m.newProgress(p)
 	var (
@@ -157,7 +69,7 @@ func (m *storageMigrator) rewriteObjects(ctx context.Context, p *migrationPlan) 
 				opts.Continue = token
 				continue
 			}
-			return prog.counts(), fmt.Errorf("crd %s: listing %s at %s: %w", p.name, p.plural, p.storage, err)
+			return prog.counts(), fmt.Errorf("crd %s: listing %s at %s: %w", p.Name, p.Plural, p.Storage, err)
 		}
 		items := list.Items
 		// Failures are recorded per object, so the work itself never fails.
@@ -183,8 +95,8 @@ func (m *storageMigrator) rewriteObjects(ctx context.Context, p *migrationPlan) 
 	if counts.Failed > 0 {
 		sort.Slice(failures, func(i, j int) bool { return failures[i].Error() < failures[j].Error() })
 		return counts, fmt.Errorf("crd %s: %d of %d %s could not be rewritten at %s; status.storedVersions left as %s (fix them and run the command again): %w",
-			p.name, counts.Failed, counts.done(), plural.Of(counts.done(), "object", "objects"), p.storage,
-			"["+joinSpace(p.stored)+"]", errors.Join(failures...))
+			p.Name, counts.Failed, counts.Done(), plural.Of(counts.Done(), "object", "objects"), p.Storage,
+			"["+joinSpace(p.Stored)+"]", errors.Join(failures...))
 	}
 	return counts, nil
 }
@@ -200,7 +112,7 @@ const (
 
 // rewriteObject writes obj back unchanged (with its resourceVersion). On a
 // conflict it re-reads the object and tries again.
-func rewriteObject(ctx context.Context, c objectClient, obj *unstructured.Unstructured) (outcome, error) {
+func rewriteObject(ctx context.Context, c ObjectClient, obj *unstructured.Unstructured) (outcome, error) {
 	ns, name := obj.GetNamespace(), obj.GetName()
 	for attempt := 1; ; attempt++ {
 		rv := obj.GetResourceVersion()
@@ -228,18 +140,18 @@ func rewriteObject(ctx context.Context, c objectClient, obj *unstructured.Unstru
 }
 
 // trimStoredVersions is step 3.
-func (m *storageMigrator) trimStoredVersions(ctx context.Context, p *migrationPlan) error {
+func (m *Migrator) trimStoredVersions(ctx context.Context, p *Plan) error {
 	for attempt := 1; ; attempt++ {
-		u, err := m.cluster.GetCRD(ctx, p.name)
+		u, err := m.cluster.GetCRD(ctx, p.Name)
 		if err != nil {
-			return fmt.Errorf("crd %s: reading it to trim status.storedVersions: %w", p.name, err)
+			return fmt.Errorf("crd %s: reading it to trim status.storedVersions: %w", p.Name, err)
 		}
-		if u.GetUID() != p.uid || u.GetGeneration() != p.generation {
+		if u.GetUID() != p.UID || u.GetGeneration() != p.Generation {
 			return fmt.Errorf("crd %s: %w: its spec changed while objects were rewritten (generation %d -> %d, uid %s -> %s); "+
-				"status.storedVersions left unchanged, run the command again", p.name, ErrCRDChanged,
-				p.generation, u.GetGeneration(), p.uid, u.GetUID())
+				"status.storedVersions left unchanged, run the command again", p.Name, ErrCRDChanged,
+				p.Generation, u.GetGeneration(), p.UID, u.GetUID())
 		}
-		want := []string{p.storage}
+		want := []string{p.Storage}
 		stored, _, _ := unstructured.NestedStringSlice(u.Object, "status", "storedVersions")
 		if slices.Equal(stored, want) {
 			return nil
@@ -248,17 +160,17 @@ func (m *storageMigrator) trimStoredVersions(ctx context.Context, p *migrationPl
 		// status.storedVersions itself when it is done.
 		if running, msg := storageMigrating(u); running {
 			return fmt.Errorf("crd %s: %w (%s): status.storedVersions left unchanged; run the command again once it is done",
-				p.name, errMigrationRunning, msg)
+				p.Name, errMigrationRunning, msg)
 		}
 		if err := unstructured.SetNestedStringSlice(u.Object, want, "status", "storedVersions"); err != nil {
-			return fmt.Errorf("crd %s: setting status.storedVersions: %w", p.name, err)
+			return fmt.Errorf("crd %s: setting status.storedVersions: %w", p.Name, err)
 		}
 		_, err = m.cluster.UpdateCRDStatus(ctx, u)
 		if err == nil {
 			return nil
 		}
 		if !apierrors.IsConflict(err) || attempt == maxWriteAttempts {
-			return fmt.Errorf("crd %s: setting status.storedVersions to [%s]: %w", p.name, p.storage, err)
+			return fmt.Errorf("crd %s: setting status.storedVersions to [%s]: %w", p.Name, p.Storage, err)
 		}
 	}
 }
@@ -281,17 +193,6 @@ func objectName(namespace, name string) string {
 	return namespace + "/" + name
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // ---------------------------------------------------------------- progress
 
 // migrationProgress counts the objects of one CRD and prints a progress
@@ -299,8 +200,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 // least every progressEvery, never one line per object.
 type migrationProgress struct {
 	mu       sync.Mutex
-	msgs     cmdcore.MessagesUI
-	plan     *migrationPlan
+	msgs     Messages
+	plan     *Plan
 	c        migrationCounts
 	step     int // objects between count-driven lines
 	next     int // done count of the next count-driven line
@@ -309,9 +210,9 @@ type migrationProgress struct {
 	printed  int // done count of the last line
 }
 
-func (m *storageMigrator) newProgress(p *migrationPlan) *migrationProgress {
+func (m *Migrator) newProgress(p *Plan) *migrationProgress {
 	parts := max(m.progressByCount, 1)
-	step := max((p.objects+parts-1)/parts, 1)
+	step := max((p.Objects+parts-1)/parts, 1)
 	return &migrationProgress{msgs: m.msgs, plan: p, step: step, next: step, every: m.progressEvery,
 		lastLine: time.Now(), printed: -1}
 }
@@ -329,7 +230,7 @@ func (pr *migrationProgress) add(o outcome, err error) {
 	case o == outcomeGone:
 		pr.c.Gone++
 	}
-	done := pr.c.done()
+	done := pr.c.Done()
 	byCount := done >= pr.next
 	for pr.next <= done {
 		pr.next += pr.step
@@ -343,7 +244,7 @@ func (pr *migrationProgress) add(o outcome, err error) {
 func (pr *migrationProgress) finish() {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
-	if pr.printed != pr.c.done() {
+	if pr.printed != pr.c.Done() {
 		pr.line()
 	}
 }
@@ -358,9 +259,9 @@ func (pr *migrationProgress) counts() migrationCounts {
 // rewritten, 20 already at v1)". The total is the count made before the
 // run; objects created since may make done exceed it.
 func (pr *migrationProgress) line() {
-	done := pr.c.done()
+	done := pr.c.Done()
 	pr.msgs.Notify([]string{fmt.Sprintf("crd %s: %d/%d objects done (%s)",
-		pr.plan.name, done, max(pr.plan.objects, done), pr.c.describe(pr.plan.storage))})
+		pr.plan.Name, done, max(pr.plan.Objects, done), pr.c.describe(pr.plan.Storage))})
 	pr.printed = done
 	pr.lastLine = time.Now()
 }

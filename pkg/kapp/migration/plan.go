@@ -1,4 +1,4 @@
-package tools
+package migration
 
 import (
 	"errors"
@@ -25,34 +25,34 @@ var (
 	ErrStorageVersionNotServed = errors.New("storage version not served")
 )
 
-// migrationPlan is what migrating one CRD means, decided from the live CRD
+// Plan is what migrating one CRD means, decided from the live CRD
 // before anything is written.
-type migrationPlan struct {
-	name       string
-	uid        types.UID
-	generation int64 // of the CRD the plan was made from: a spec change during the run stops the trim
-	group      string
-	kind       string
-	plural     string
-	storage    string   // the version every object is rewritten at
-	stored     []string // status.storedVersions before the migration
-	objects    int      // custom resources at planning time (all namespaces)
+type Plan struct {
+	Name       string
+	UID        types.UID
+	Generation int64 // of the CRD the plan was made from: a spec change during the run stops the trim
+	Group      string
+	Kind       string
+	Plural     string
+	Storage    string   // the version every object is rewritten at
+	Stored     []string // status.storedVersions before the migration
+	Objects    int      // custom resources at planning time (all namespaces)
 }
 
-// done reports whether status.storedVersions is already the storage
+// Done reports whether status.storedVersions is already the storage
 // version alone: the apiserver then holds no object in any other version.
-func (p *migrationPlan) done() bool {
-	return len(p.stored) == 1 && p.stored[0] == p.storage
+func (p *Plan) Done() bool {
+	return len(p.Stored) == 1 && p.Stored[0] == p.Storage
 }
 
-func (p *migrationPlan) gvr() schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: p.group, Version: p.storage, Resource: p.plural}
+func (p *Plan) gvr() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: p.Group, Version: p.Storage, Resource: p.Plural}
 }
 
 // planMigration checks that the live CRD u can be migrated to the version
 // to (its storage version when to is empty) and returns the plan. Errors
 // wrap ErrCannotMigrate and name the CRD, the version and why.
-func planMigration(u *unstructured.Unstructured, to string) (*migrationPlan, error) {
+func planMigration(u *unstructured.Unstructured, to string) (*Plan, error) {
 	crd := &apiextv1.CustomResourceDefinition{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, crd); err != nil {
 		return nil, fmt.Errorf("decoding crd %s: %w", u.GetName(), err)
@@ -102,15 +102,15 @@ func planMigration(u *unstructured.Unstructured, to string) (*migrationPlan, err
 			storage.Name, storage.Name)
 	}
 
-	return &migrationPlan{
-		name:       crd.Name,
-		uid:        crd.UID,
-		generation: crd.Generation,
-		group:      crd.Spec.Group,
-		kind:       crd.Spec.Names.Kind,
-		plural:     crd.Spec.Names.Plural,
-		storage:    storage.Name,
-		stored:     crd.Status.StoredVersions,
+	return &Plan{
+		Name:       crd.Name,
+		UID:        crd.UID,
+		Generation: crd.Generation,
+		Group:      crd.Spec.Group,
+		Kind:       crd.Spec.Names.Kind,
+		Plural:     crd.Spec.Names.Plural,
+		Storage:    storage.Name,
+		Stored:     crd.Status.StoredVersions,
 	}, nil
 }
 
@@ -167,12 +167,12 @@ func crdCondition(crd *apiextv1.CustomResourceDefinition, t apiextv1.CustomResou
 	return nil
 }
 
-// storedVersionsChange renders the change of status.storedVersions, e.g.
+// StoredVersionsChange renders the change of status.storedVersions, e.g.
 // "[v1alpha1 v1] -> [v1]", or "[v1] (unchanged)".
-func (p *migrationPlan) storedVersionsChange() string {
-	before := "[" + strings.Join(p.stored, " ") + "]"
-	if p.done() {
+func (p *Plan) StoredVersionsChange() string {
+	before := "[" + strings.Join(p.Stored, " ") + "]"
+	if p.Done() {
 		return before + " (unchanged)"
 	}
-	return before + " -> [" + p.storage + "]"
+	return before + " -> [" + p.Storage + "]"
 }

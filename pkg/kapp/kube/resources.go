@@ -1,0 +1,73 @@
+package kube
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+)
+
+// Reads and writes of single objects, for the storage migration: the live
+// CRD and its status, custom resources one by one, StorageVersionMigrations.
+
+// GetCRD returns the live CRD (a NotFound API error when there is none).
+func (c *Client) GetCRD(ctx context.Context, name string) (*unstructured.Unstructured, error) {
+	return c.Client.Resource(CRDResource).Get(ctx, name, metav1.GetOptions{})
+}
+
+// UpdateCRDStatus writes crd through its status subresource; crd's
+// resourceVersion turns a concurrent change into a Conflict error.
+func (c *Client) UpdateCRDStatus(ctx context.Context, crd *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return c.Client.Resource(CRDResource).UpdateStatus(ctx, crd, metav1.UpdateOptions{})
+}
+
+// Objects returns a client for the objects of gvr in all namespaces.
+func (c *Client) Objects(gvr schema.GroupVersionResource) Objects {
+	return Objects{c.Client.Resource(gvr)}
+}
+
+// StorageVersionMigrations returns a client for StorageVersionMigrations
+// (cluster-scoped).
+func (c *Client) StorageVersionMigrations() StorageVersionMigrations {
+	return StorageVersionMigrations{c.Client.Resource(StorageVersionMigrationResource)}
+}
+
+// Objects reads and writes the objects of one resource and version.
+type Objects struct {
+	ri dynamic.NamespaceableResourceInterface
+}
+
+// List lists the objects in all namespaces.
+func (o Objects) List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	return o.ri.List(ctx, opts)
+}
+
+// Get reads one object (namespace "" for a cluster-scoped one).
+func (o Objects) Get(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error) {
+	return o.ri.Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// Update writes obj, with its resourceVersion.
+func (o Objects) Update(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return o.ri.Namespace(obj.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{})
+}
+
+// StorageVersionMigrations creates, reads and deletes
+// StorageVersionMigrations.
+type StorageVersionMigrations struct {
+	ri dynamic.NamespaceableResourceInterface
+}
+
+func (m StorageVersionMigrations) Create(ctx context.Context, svm *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return m.ri.Create(ctx, svm, metav1.CreateOptions{})
+}
+
+func (m StorageVersionMigrations) Get(ctx context.Context, name string) (*unstructured.Unstructured, error) {
+	return m.ri.Get(ctx, name, metav1.GetOptions{})
+}
+
+func (m StorageVersionMigrations) Delete(ctx context.Context, name string) error {
+	return m.ri.Delete(ctx, name, metav1.DeleteOptions{})
+}

@@ -1,0 +1,158 @@
+package migration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Methods of --method.
+const (
+	MethodAuto     = "auto"
+	MethodMigrator = "migrator"
+	MethodRewrite  = "rewrite"
+)
+
+var migrationMethods = []string{MethodAuto, MethodMigrator, MethodRewrite}
+
+const (
+	// DefaultMigrationConcurrency bounds the object updates in flight per CRD.
+	DefaultMigrationConcurrency = 8
+
+	// maxWriteAttempts bounds the writes of one object (or of a CRD's
+	// status) that keep conflicting with concurrent changes.
+	maxWriteAttempts = 10
+)
+
+// ErrCRDChanged is returned when a CRD's spec changed while its objects
+// were being rewritten: status.storedVersions is then left as it was.
+var ErrCRDChanged = errors.New("crd changed during the migration")
+
+// Migrator rewrites the objects of planned CRDs and trims their
+// status.storedVersions.
+type Migrator struct {
+	method      string // MethodMigrator or MethodRewrite
+	cluster     Cluster
+	msgs        Messages
+	concurrency int
+	pageSize    int64
+
+	storageWait     time.Duration // how long to wait for the storage version to take effect
+	pollInterval    time.Duration // between discovery reads while waiting
+	progressEvery   time.Duration // a progress line at least this often while objects are rewritten
+	progressByCount int           // a progress line every total/progressByCount objects
+	// migratorRetryWait: before another migration when the cluster's
+	// migrator failed on a stale discovery cache.
+	migratorRetryWait time.Duration
+}
+
+// migrationCounts counts the objects of one CRD by outcome.
+type migrationCounts struct {
+	Rewritten int // written again at the storage version
+	Current   int // already stored at the storage version: the apiserver wrote nothing
+	Gone      int // deleted since they were listed
+	Failed    int
+}
+
+func (c migrationCounts) Done() int { return c.Rewritten + c.Current + c.Gone + c.Failed }
+
+func (c *migrationCounts) add(o migrationCounts) {
+	c.Rewritten += o.Rewritten
+	c.Current += o.Current
+	c.Gone += o.Gone
+	c.Failed += o.Failed
+}
+
+// migrate waits for the storage version to take effect (step 1 of both
+// methods), then rewrites the objects and trims status.storedVersions
+// itself (rewrite.go) or hands both to the cluster's migrator
+// (storageversionmigration.go).
+func (m *Migrator) migrate(ctx context.Context, p *Plan) (migrationCounts, error) {
+	if err := m.waitForStorageVersion(ctx, p); err != nil {
+		return migrationCounts{}, err
+	}
+	if err := m.waitForObservedGeneration(ctx, p); err != nil {
+		return migrationCounts{}, err
+	}
+	if m.method == MethodMigrator {
+		return migrationCounts{}, m.migrateWithMigrator(ctx, p)
+	}
+	counts, err := m.rewriteObjects(ctx, p)
+	if err != nil {
+		return counts, err
+	}
+	return counts, m.trimStoredVersions(ctx, p)
+}
+
+func (m *Migrator) waitForStorageVersion(ctx context.Context, p *Plan) error {
+	want := StorageVersionHash(p.Group, p.Storage, p.Kind)
+	deadline := time.Now().Add(m.storageWait)
+	for {
+		got, err := m.cluster.StorageVersionHash(ctx, p.gvr())
+		if err == nil && (got == want || got == "") { // "": the server does not tell
+			return nil
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				return fmt.Errorf("crd %s: checking that the apiserver stores %s at %s: %w", p.Name, p.Plural, p.Storage, err)
+			}
+			return fmt.Errorf("crd %s: the apiserver still stores %s at a version other than %s after %s "+
+				"(API discovery reports storageVersionHash %q, %s is %q): the storage version switch has not taken effect",
+				p.Name, p.Plural, p.Storage, m.storageWait, got, p.Storage, want)
+		}
+		if err := sleep(ctx, m.pollInterval); err != nil {
+			return err
+		}
+	}
+}
+
+// waitForObservedGeneration waits, after a storage version change, until the
+// CRD's status.observedGeneration reaches its generation, where the cluster
+// reports it (Kubernetes 1.36 and later): until then the apiserver may
+// still serve the previous spec.
+func (m *Migrator) waitForObservedGeneration(ctx context.Context, p *Plan) error {
+	deadline := time.Now().Add(m.storageWait)
+	for {
+		crd, err := m.liveCRD(ctx, p)
+		if err != nil {
+			return err
+		}
+		if crd.Status.ObservedGeneration == 0 || crd.Status.ObservedGeneration >= crd.Generation {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("crd %s: status.observedGeneration is %d, its generation %d, after %s: the apiserver has not taken up the current spec",
+				p.Name, crd.Status.ObservedGeneration, crd.Generation, m.storageWait)
+		}
+		if err := sleep(ctx, m.pollInterval); err != nil {
+			return err
+		}
+	}
+}
+
+func (m *Migrator) liveCRD(ctx context.Context, p *Plan) (*apiextv1.CustomResourceDefinition, error) {
+	u, err := m.cluster.GetCRD(ctx, p.Name)
+	if err != nil {
+		return nil, fmt.Errorf("crd %s: reading it: %w", p.Name, err)
+	}
+	crd := &apiextv1.CustomResourceDefinition{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, crd); err != nil {
+		return nil, fmt.Errorf("decoding crd %s: %w", p.Name, err)
+	}
+	return crd, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,261 @@
+package migration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cppforlife/go-cli-ui/ui"
+	uitable "github.com/cppforlife/go-cli-ui/ui/table"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
+	"github.com/crdsafety/kapp/pkg/kapp/kube"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Messages prints the progress of a migration: kapp's cmdcore.MessagesUI
+// (a section line per CRD, then lines under it).
+type Messages interface {
+	NotifySection(msg string, args ...any)
+	Notify(msgs []string)
+}
+
+// Request is one migration of `kapp tools crd-migrate-storage`.
+type Request struct {
+	// Names are the CRDs to migrate, in order, without repeats.
+	Names []string
+	// To, when set, must be the storage version of every CRD.
+	To string
+	// Method is one of MethodAuto, MethodMigrator, MethodRewrite.
+	Method string
+	// Concurrency bounds the object updates in flight per CRD (rewrite).
+	Concurrency int
+	// DryRun: plan and print, change nothing.
+	DryRun bool
+
+	Cluster Cluster
+	// UI prints the plan, asks for confirmation and says which method runs.
+	UI ui.UI
+	// Messages prints the progress of the migration.
+	Messages Messages
+	// PrintTable prints the plan's table; nil: UI.PrintTable.
+	PrintTable func(uitable.Table) error
+
+	// tune adjusts the migrator before it runs (tests shorten its waits).
+	tune func(*Migrator)
+}
+
+// Run plans the migration of every CRD of req (nothing is written when
+// any cannot be migrated), prints the plan, asks for confirmation, then
+// migrates the CRDs one after the other with the method req asks for
+// (auto: the cluster's storage version migrator where it is served, else
+// the client-side rewrite).
+func Run(ctx context.Context, req Request) error {
+	if err := req.Validate(); err != nil {
+		return err
+	}
+	cluster := req.Cluster
+	plans, err := PlanCRDs(ctx, cluster, req.Names, req.To)
+	if err != nil {
+		return err
+	}
+	printTable := req.PrintTable
+	if printTable == nil {
+		printTable = func(t uitable.Table) error { req.UI.PrintTable(t); return nil }
+	}
+	if err := printTable(Table(plans)); err != nil {
+		return err
+	}
+	method, why, err := ResolveMethod(ctx, cluster, req.Method)
+	if err != nil {
+		return err
+	}
+	pending := 0
+	for _, p := range plans {
+		if !p.Done() {
+			pending++
+		}
+	}
+	if pending == 0 {
+		req.UI.PrintLinef("Nothing to migrate: status.storedVersions of %s is the storage version alone", plural.Count(len(plans), "CRD", "CRDs"))
+		return nil
+	}
+	if req.DryRun {
+		for _, p := range plans {
+			if !p.Done() {
+				if method == MethodMigrator {
+					req.UI.PrintLinef("Would create a StorageVersionMigration for crd %s (%s at %s), whose migrator sets status.storedVersions %s",
+						p.Name, plural.Count(p.Objects, "object", "objects"), p.Storage, p.StoredVersionsChange())
+					continue
+				}
+				req.UI.PrintLinef("Would rewrite the %s of crd %s at %s (those already stored at %s cost no write), then set status.storedVersions %s",
+					plural.Count(p.Objects, "object", "objects"), p.Name, p.Storage, p.Storage, p.StoredVersionsChange())
+			}
+		}
+		req.UI.PrintLinef("Dry run: nothing changed")
+		return nil
+	}
+	if err := req.UI.AskForConfirmation(); err != nil {
+		return err
+	}
+
+	req.UI.PrintLinef("Method: %s (%s)", method, why)
+	m := &Migrator{
+		method:          method,
+		cluster:         cluster,
+		msgs:            req.Messages,
+		concurrency:     req.Concurrency,
+		pageSize:        kube.DefaultPageSize,
+		storageWait:     time.Minute,
+		pollInterval:    500 * time.Millisecond,
+		progressEvery:   5 * time.Second,
+		progressByCount: 10,
+		// The controller's RESTMapper resyncs discovery every 30 seconds.
+		migratorRetryWait: 35 * time.Second,
+	}
+	if req.tune != nil {
+		req.tune(m)
+	}
+	var total migrationCounts
+	done := 0
+	for _, p := range plans {
+		if p.Done() {
+			done++
+			continue
+		}
+		verb := "rewriting"
+		if method == MethodMigrator {
+			verb = "migrating"
+		}
+		m.msgs.NotifySection("crd %s: %s %s at %s [%d/%d CRDs done]",
+			p.Name, verb, plural.Count(p.Objects, "object", "objects"), p.Storage, done, pending)
+		counts, err := m.migrate(ctx, p)
+		total.add(counts)
+		if err != nil {
+			return err
+		}
+		done++
+		m.msgs.Notify([]string{fmt.Sprintf("crd %s: status.storedVersions %s", p.Name, p.StoredVersionsChange())})
+	}
+	if method == MethodMigrator {
+		m.msgs.NotifySection("migration complete [%d/%d CRDs done]: by the cluster's storage version migrator", done, len(plans))
+		return nil
+	}
+	m.msgs.NotifySection("migration complete [%d/%d CRDs done]: %s", done, len(plans), total.describe("the storage version"))
+	return nil
+}
+
+// Validate checks the settings of req that need no cluster.
+func (req Request) Validate() error {
+	if req.Concurrency < 1 {
+		return fmt.Errorf("expected --concurrency to be at least 1, got %d", req.Concurrency)
+	}
+	if !slices.Contains(migrationMethods, req.Method) {
+		return fmt.Errorf("expected --method to be one of %s, got %q", strings.Join(migrationMethods, ", "), req.Method)
+	}
+	return nil
+}
+
+// ResolveMethod resolves a --method: auto is the migrator where the
+// cluster serves storagemigration.k8s.io/v1, rewrite elsewhere. It returns
+// why, for the line that says which method runs.
+func ResolveMethod(ctx context.Context, cluster Cluster, method string) (string, string, error) {
+	if method == MethodRewrite {
+		return method, "--method rewrite: this command rewrites the objects", nil
+	}
+	serves, err := cluster.ServesStorageMigration(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	switch {
+	case serves:
+		return MethodMigrator, "the cluster serves " + svmResource.GroupVersion().String() + ": its storage version migrator rewrites the objects", nil
+	case method == MethodMigrator:
+		return "", "", fmt.Errorf("--method migrator: the cluster does not serve %s StorageVersionMigrations (Kubernetes 1.37 and later do); use --method rewrite",
+			svmResource.GroupVersion())
+	}
+	return MethodRewrite, "the cluster does not serve " + svmResource.GroupVersion().String() + ": this command rewrites the objects", nil
+}
+
+// PlanCRDs reads every CRD and checks it can be migrated to the version
+// to (each one's storage version when empty), before anything is written:
+// all reasons that stop the migration are reported together (errors
+// wrapping ErrCannotMigrate). Then it counts the objects of the CRDs to
+// migrate.
+func PlanCRDs(ctx context.Context, cluster Cluster, names []string, to string) ([]*Plan, error) {
+	plans := make([]*Plan, len(names))
+	cannot := make([]error, len(names))
+	err := parallel.ForEach(ctx, len(names), kube.DefaultConcurrency, func(ctx context.Context, i int) error {
+		u, err := cluster.GetCRD(ctx, names[i])
+		switch {
+		case apierrors.IsNotFound(err):
+			cannot[i] = cannotMigrate(names[i], errCRDNotFound, "no such CustomResourceDefinition on the cluster")
+			return nil
+		case err != nil:
+			return fmt.Errorf("getting crd %s: %w", names[i], err)
+		}
+		p, err := planMigration(u, to)
+		if errors.Is(err, ErrCannotMigrate) {
+			cannot[i] = err
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !p.Done() {
+			crd := &apiextv1.CustomResourceDefinition{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, crd); err != nil {
+				return fmt.Errorf("decoding crd %s: %w", names[i], err)
+			}
+			if p.Objects, err = cluster.CountCustomResources(ctx, crd); err != nil {
+				return err
+			}
+		}
+		plans[i] = p
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := errors.Join(cannot...); err != nil {
+		return nil, fmt.Errorf("nothing changed: %w", err)
+	}
+	return plans, nil
+}
+
+// Table lists what will happen to each CRD. Its keys are the JSON keys of
+// the rows under kapp's --json.
+func Table(plans []*Plan) uitable.Table {
+	table := uitable.Table{
+		Title:   "CRD storage migration",
+		Content: "CRDs",
+		Header: []uitable.Header{
+			{Key: "crd", Title: "CRD"},
+			{Key: "storage_version", Title: "Storage version"},
+			{Key: "stored_versions", Title: "status.storedVersions"},
+			{Key: "objects", Title: "Objects"},
+		},
+		SortBy: []uitable.ColumnSort{{Column: 0, Asc: true}},
+	}
+	for _, p := range plans {
+		objects := strconv.Itoa(p.Objects)
+		if p.Done() {
+			objects = "-" // not counted: nothing to rewrite
+		}
+		table.Rows = append(table.Rows, []uitable.Value{
+			uitable.NewValueString(p.Name),
+			uitable.NewValueString(p.Storage),
+			uitable.NewValueString(p.StoredVersionsChange()),
+			uitable.NewValueString(objects),
+		})
+	}
+	return table
+}
+
+func joinSpace(s []string) string { return strings.Join(s, " ") }
