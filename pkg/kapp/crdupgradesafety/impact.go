@@ -46,6 +46,10 @@ type Impact struct {
 	// ratcheting); they are refused on create and on any change of those
 	// fields.
 	Ratcheted int `json:"ratcheted,omitempty"`
+	// UpdatesRefused is how many of the rejected objects a CEL transition
+	// rule (one that uses oldSelf) refuses on every update, which
+	// validation ratcheting does not cover; a create of them passes.
+	UpdatesRefused int `json:"updatesRefused,omitempty"`
 	// VersionAffected is how many objects of the version any finding
 	// affects: what the summary line counts.
 	VersionAffected int `json:"versionAffected"`

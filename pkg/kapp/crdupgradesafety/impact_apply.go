@@ -37,7 +37,7 @@ func (r *ObjectReader) Result() VersionImpact {
 		affected: r.affected, impacts: map[string]*Impact{}, residual: r.residual.findings}
 	for i, acc := range r.acc {
 		imp := &Impact{Source: r.source, Kind: r.kind, Objects: r.objects, Affected: acc.affected,
-			Ratcheted: acc.ratcheted}
+			Ratcheted: acc.ratcheted, UpdatesRefused: acc.updatesRefused}
 		for _, effect := range []Effect{EffectPruned, EffectDefaulted, EffectRejected} {
 			if ea := acc.effects[effect]; ea != nil {
 				imp.Effects = append(imp.Effects, EffectCount{Effect: effect, Objects: ea.objects, Examples: ea.examples})

@@ -63,8 +63,11 @@ type impactAcc struct {
 	lastObject int // the last object counted (objects are numbered from 1)
 	affected   int
 	ratcheted  int
-	rejected   bool // the last object counted was rejected
-	effects    map[Effect]*effectAcc
+	// updatesRefused: rejected objects that only an update refuses (a
+	// CEL transition rule; a create passes).
+	updatesRefused int
+	rejected       bool // the last object counted was rejected
+	effects        map[Effect]*effectAcc
 }
 
 type effectAcc struct {
@@ -82,6 +85,9 @@ func (a *impactAcc) add(objectNo int, name string, e objectEffect, ratchets bool
 		a.rejected = true
 		if ratchets {
 			a.ratcheted++
+		}
+		if e.noRatchet {
+			a.updatesRefused++
 		}
 	}
 	if a.effects == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -48,6 +49,10 @@ type ObjectReader struct {
 	// CRD has read (readsDiffer); when it cannot, objects listed from the
 	// apiserver are only validated.
 	readChanges bool
+	// transitionRules: the new schema has CEL rules that use oldSelf,
+	// which a create skips: every object is also validated as an update.
+	transitionRules bool
+	transitionTexts []string // their messages (or, without one, their rules)
 	// strategy builds the apiserver's custom resource strategy of the
 	// version (validator), on first use.
 	strategy  func() (objectValidator, error)
@@ -104,6 +109,8 @@ func NewObjectReader(oldCRD, newCRD *apiextv1.CustomResourceDefinition, version,
 	if nv == nil {
 		return nil, fmt.Errorf("crd %s has no version %s", newCRD.Name, version)
 	}
+	r.transitionTexts = transitionRuleTexts(versionSchema(nv), nil)
+	r.transitionRules = len(r.transitionTexts) > 0
 	newInternal, err := internalSchemaOf(versionSchema(nv))
 	if err != nil {
 		return nil, err
@@ -182,6 +189,9 @@ type objectEffect struct {
 	schemaPath schemapath.Path // ^.spec.items[*].name
 	value      string
 	required   bool // a rejection for a missing required field
+	// noRatchet: a rejection that validation ratcheting does not lift (a
+	// CEL transition rule: every update of the object is refused).
+	noRatchet bool
 }
 
 // objectRead is one object read under the new CRD, not yet validated.
@@ -227,25 +237,50 @@ func (r *ObjectReader) judge(read *objectRead, v *versionValidator) {
 	} else {
 		errs = r.strategyValidator().Validate(context.Background(), u)
 	}
-	ratchets := false
-	if len(errs) > 0 {
-		// An update that leaves the object as it is, as the apiserver's
-		// strategy validates it (an update needs a resourceVersion, which
-		// samples lack).
+	// An update that leaves the object as it is, as the apiserver's
+	// strategy validates it (an update needs a resourceVersion, which
+	// samples lack): where the create fails, it tells whether validation
+	// ratcheting lets the object be updated; where the version has CEL
+	// transition rules (oldSelf), which a create skips and ratcheting never
+	// covers, it finds the objects every update of which those rules refuse.
+	var upd field.ErrorList
+	if len(errs) > 0 || r.transitionRules {
 		if u.GetResourceVersion() == "" {
 			u.SetResourceVersion("1")
 		}
-		ratchets = len(r.strategyValidator().ValidateUpdate(context.Background(), u, u)) == 0
-		for _, e := range errs {
+		upd = r.strategyValidator().ValidateUpdate(context.Background(), u, u)
+	}
+	onCreate := make(map[string]bool, len(errs))
+	for _, e := range errs {
+		onCreate[e.Error()] = true
+	}
+	// The errors of an update that a create does not give: those of
+	// transition rules. Where the create failed too, the update also runs
+	// CEL rules the create skipped after the schema's errors: only errors
+	// that name a transition rule (its message or rule) count.
+	var updateOnly field.ErrorList
+	for _, e := range upd {
+		if !onCreate[e.Error()] && (len(errs) == 0 || r.namesTransitionRule(e.Detail)) {
+			updateOnly = append(updateOnly, e)
+		}
+	}
+	// The create's errors ratchet when an update that leaves the object
+	// alone gives no error but those of transition rules (the rules'
+	// own findings).
+	ratchets := len(errs) > 0 && len(upd) == len(updateOnly)
+	addRejected := func(list field.ErrorList, noRatchet bool) {
+		for _, e := range list {
 			if e.Type == field.ErrorTypeInvalid && strings.HasPrefix(e.Detail, "some validation rules were not checked") {
 				continue // the CEL rules skipped for the other errors: not an effect of its own
 			}
 			f := errorField(e)
 			effects = append(effects, objectEffect{effect: EffectRejected, field: f,
 				schemaPath: schemaPathOf(r.newS, f), value: boundText(e.ErrorBody(), 200),
-				required: e.Type == field.ErrorTypeRequired})
+				required: e.Type == field.ErrorTypeRequired, noRatchet: noRatchet})
 		}
 	}
+	addRejected(errs, false)
+	addRejected(updateOnly, true)
 	if len(effects) == 0 {
 		return
 	}
@@ -276,7 +311,7 @@ func (r *ObjectReader) judge(read *objectRead, v *versionValidator) {
 				acc = &impactAcc{}
 				r.acc[i] = acc
 			}
-			acc.add(r.objects, name, e, ratchets)
+			acc.add(r.objects, name, e, ratchets && !e.noRatchet)
 		}
 	}
 	r.addResidual(name, residual, ratchets)
@@ -324,8 +359,20 @@ func (r *ObjectReader) addResidual(name string, effects []objectEffect, ratchets
 		return
 	}
 	byEffect := map[Effect][]ObjectEffect{}
+	noRatchet := map[string]bool{}
+	anyNoRatchet := func(list []ObjectEffect) bool {
+		for _, e := range list {
+			if noRatchet[e.Object+"\x00"+e.Field+"\x00"+e.Value] {
+				return true
+			}
+		}
+		return false
+	}
 	for _, e := range effects {
 		byEffect[e.effect] = append(byEffect[e.effect], ObjectEffect{Object: name, Field: e.field, Value: e.value, SchemaPath: e.schemaPath})
+		if e.noRatchet {
+			noRatchet[name+"\x00"+e.field+"\x00"+e.value] = true
+		}
 	}
 	for _, effect := range []Effect{EffectPruned, EffectDefaulted, EffectRejected} {
 		list := byEffect[effect]
@@ -336,9 +383,59 @@ func (r *ObjectReader) addResidual(name string, effects []objectEffect, ratchets
 		list = slices.CompactFunc(list, func(a, b ObjectEffect) bool { return a.Field == b.Field && a.Value == b.Value })
 		of := &ObjectFinding{Source: r.source, Kind: r.kind, Name: name, Effect: effect,
 			Fields: list[:min(len(list), maxExamples)], MoreFields: max(len(list)-maxExamples, 0),
-			Ratchets: effect == EffectRejected && ratchets && r.source == SourceCluster}
+			Ratchets: effect == EffectRejected && ratchets && !anyNoRatchet(list) && r.source == SourceCluster}
 		r.residual.add(change{version: r.version, check: config.CheckExistingResources, level: config.EnforcementStrict,
 			dataLoss: effect == EffectPruned, remedy: &Remedy{Action: RemedyFixObjects, Version: r.version, Objects: []string{name}}})
 		r.residual.findings[len(r.residual.findings)-1].Object = of
 	}
+}
+
+// transitionRuleTexts appends to out the words by which the apiserver's
+// errors name the CEL rules that refer to oldSelf (transition rules) at any
+// level of s: each rule's message, or its rule where it has none. A rule
+// that only mentions the word (in a string) costs an update validation per
+// object, nothing more: the apiserver's strategy decides.
+func transitionRuleTexts(s *apiextv1.JSONSchemaProps, out []string) []string {
+	if s == nil {
+		return out
+	}
+	for _, v := range s.XValidations {
+		if strings.Contains(v.Rule, "oldSelf") {
+			text := v.Message
+			if text == "" {
+				text = v.Rule
+			}
+			out = append(out, text)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Properties)) {
+		p := s.Properties[name]
+		out = transitionRuleTexts(&p, out)
+	}
+	if s.Items != nil {
+		out = transitionRuleTexts(s.Items.Schema, out)
+		for i := range s.Items.JSONSchemas {
+			out = transitionRuleTexts(&s.Items.JSONSchemas[i], out)
+		}
+	}
+	if s.AdditionalProperties != nil {
+		out = transitionRuleTexts(s.AdditionalProperties.Schema, out)
+	}
+	for _, list := range [][]apiextv1.JSONSchemaProps{s.AllOf, s.AnyOf, s.OneOf} {
+		for i := range list {
+			out = transitionRuleTexts(&list[i], out)
+		}
+	}
+	return transitionRuleTexts(s.Not, out)
+}
+
+// namesTransitionRule tells whether an apiserver error's detail names one
+// of the version's transition rules.
+func (r *ObjectReader) namesTransitionRule(detail string) bool {
+	for _, t := range r.transitionTexts {
+		if strings.Contains(detail, t) {
+			return true
+		}
+	}
+	return false
 }

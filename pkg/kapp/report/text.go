@@ -98,7 +98,11 @@ func ImpactText(f crdupgradesafety.Finding) string {
 		case crdupgradesafety.EffectDefaulted:
 			parts = append(parts, fmt.Sprintf("%s %s differently: %s", of, plural.Of(e.Objects, "reads", "read"), examples))
 		case crdupgradesafety.EffectRejected:
-			parts = append(parts, fmt.Sprintf("%s rejected: %s%s", of, examples, ratchetNote(imp.Source, imp.Ratcheted > 0, imp.Ratcheted, e.Objects)))
+			note := ratchetNote(imp.Source, imp.Ratcheted > 0, imp.Ratcheted, e.Objects)
+			if imp.UpdatesRefused == e.Objects && imp.Source == crdupgradesafety.SourceCluster {
+				note = "; every update is refused by a transition rule (oldSelf), which validation ratcheting does not cover; a create passes"
+			}
+			parts = append(parts, fmt.Sprintf("%s rejected: %s%s", of, examples, note))
 		}
 	}
 	return strings.Join(parts, "; ")
