@@ -118,18 +118,20 @@ func TestDefaultPolicy(t *testing.T) {
 				want = config.EnforcementIfPreviouslyConstrained
 			case strings.HasSuffix(path, ".MapType.ChangeEnforcement"),
 				strings.HasSuffix(path, ".ListType.CoarseningEnforcement"),
-				strings.HasSuffix(path, ".ServedVersionRemoval.UnservedEnforcement"):
+				strings.HasSuffix(path, ".ServedVersionRemoval.UnservedEnforcement"),
+				strings.HasSuffix(path, ".StoragePruning.ReadModifyWriteEnforcement"):
 				want = config.EnforcementWarn
 			}
 			assert.Equal(t, want, config.Enforcement(f.String()), path)
 		}
 	})
-	// 9 CRD checks + 2 x (pair switch + 14 property checks with options).
-	assert.Equal(t, 9+2*(1+14), enabled)
+	// 10 CRD checks + 2 x (pair switch + 14 property checks with options).
+	assert.Equal(t, 10+2*(1+14), enabled)
 	// unaffectedEnforcement + servedVersionRemoval.unservedEnforcement + 2 x
 	// (enum 2, default 3, required 1, type 1, 8 bounds x 2, listType 2,
 	// mapType 1).
-	assert.Equal(t, 1+1+2*(2+3+1+1+8*2+2+1), enforcements)
+	// storagePruning.readModifyWriteEnforcement.
+	assert.Equal(t, 1+1+1+2*(2+3+1+1+8*2+2+1), enforcements)
 
 	// Default returns fresh maps: changing one result leaves the next alone.
 	d.Checks.SameVersion.Toggles[config.CheckPattern] = false
@@ -408,11 +410,12 @@ func TestDecodeEveryOption(t *testing.T) {
 		}})
 	}
 
-	// 9 CRD checks (enabled, plus servedVersionRemoval.unservedEnforcement);
+	// 10 CRD checks (enabled, plus servedVersionRemoval.unservedEnforcement
+	// and storagePruning.readModifyWriteEnforcement);
 	// per spelling of each pair: enabled, unhandledFailureMode, the fields
 	// of the 14 checks with options (enum 3, default 4, required 2, type 2,
 	// 8 bounds x 3, listType 3, mapType 2), the toggles; 2 ignoreConversion.
-	require.Len(t, opts, 9+1+2*2*(2+(3+4+2+2+8*3+3+2)+(len(config.PropertyCheckIDs)-14))+2)
+	require.Len(t, opts, 10+2+2*2*(2+(3+4+2+2+8*3+3+2)+(len(config.PropertyCheckIDs)-14))+2)
 
 	// Every enforcement option rejects unknown values; each accepts Strict,
 	// Warn and None, except enum.additionEnforcement, which accepts Strict,
@@ -444,7 +447,7 @@ func TestDecodeEveryOption(t *testing.T) {
 			assert.NoError(t, err, o.path)
 		}
 	}
-	assert.Equal(t, 1+2*2*(23+3), enforcementOpts)
+	assert.Equal(t, 2+2*2*(23+3), enforcementOpts)
 
 	seen := map[string]bool{}
 	for _, o := range opts {
@@ -567,7 +570,7 @@ func TestDecodeErrors(t *testing.T) {
 		{name: "unknown checks key", in: `checks: {enum: {enabled: false}}`, kind: config.ErrUnknownKey,
 			want: []string{`checks.enum: unknown key (allowed: crd, sameVersion, servedVersion, versions)`}},
 		{name: "unknown crd check", in: `checks: {crd: {scopee: {enabled: false}}}`, kind: config.ErrUnknownKey,
-			want: []string{`checks.crd.scopee: unknown key (allowed: apiserverRejects, crdDeletion, existingFieldRemoval, existingResources, scope, selectableFields, servedVersionRemoval, storedVersionRemoval, subresources)`}},
+			want: []string{`checks.crd.scopee: unknown key (allowed: apiserverRejects, crdDeletion, existingFieldRemoval, existingResources, scope, selectableFields, servedVersionRemoval, storagePruning, storedVersionRemoval, subresources)`}},
 		{name: "servedVersionRemoval keys", in: `checks: {crd: {servedVersionRemoval: {unserved: Warn}}}`, kind: config.ErrUnknownKey,
 			want: []string{`checks.crd.servedVersionRemoval.unserved: unknown key (allowed: enabled, unservedEnforcement)`}},
 		{name: "servedVersionRemoval unservedEnforcement value", in: `checks: {crd: {servedVersionRemoval: {unservedEnforcement: Loud}}}`, kind: config.ErrInvalidValue,

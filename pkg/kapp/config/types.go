@@ -24,6 +24,7 @@ const (
 	CheckExistingResources    = "existingResources"
 	CheckCRDDeletion          = "crdDeletion"
 	CheckAPIServerRejects     = "apiserverRejects"
+	CheckStoragePruning       = "storagePruning"
 
 	// Property checks (checks.sameVersion.* and checks.servedVersion.*).
 	CheckRequired              = "required"
@@ -66,7 +67,7 @@ const (
 var CRDCheckIDs = []string{
 	CheckAPIServerRejects, CheckCRDDeletion, CheckExistingFieldRemoval, CheckExistingResources,
 	CheckScope, CheckSelectableFields, CheckServedVersionRemoval,
-	CheckStoredVersionRemoval, CheckSubresources,
+	CheckStoragePruning, CheckStoredVersionRemoval, CheckSubresources,
 }
 
 // PropertyCheckIDs are the checks configured under checks.sameVersion and
@@ -193,6 +194,9 @@ type CRDChecks struct {
 	Subresources Toggle
 	// SelectableFields: a selectable field of a version removed.
 	SelectableFields Toggle
+	// StoragePruning: under conversion None, a served version whose fields
+	// the storage version does not keep, or the other way round.
+	StoragePruning StoragePruningCheck
 	// Live-cluster checks, run only where a cluster is at hand.
 	ExistingResources Toggle
 	CRDDeletion       Toggle
@@ -247,6 +251,19 @@ type ServedVersionChecks struct {
 type ServedVersionRemovalCheck struct {
 	Enabled             bool
 	UnservedEnforcement Enforcement // Strict | Warn (default) | None
+}
+
+// StoragePruningCheck configures checks.crd.storagePruning. Under
+// conversion None an object written through a served version is pruned by
+// that version's schema and by the storage version's: a property a served
+// version declares and the storage version does not is lost on every write
+// through it (always reported, when enabled); a property the storage
+// version declares and a served version does not is missing from that
+// version's view, and lost when a client reads, modifies and writes the
+// object through it: reported under ReadModifyWriteEnforcement.
+type StoragePruningCheck struct {
+	Enabled                    bool
+	ReadModifyWriteEnforcement Enforcement // Strict | Warn (default) | None
 }
 
 // ListTypeCheck configures the listType check. A change that adds
@@ -336,6 +353,7 @@ func Default() Settings {
 				ExistingFieldRemoval: on, Subresources: on, SelectableFields: on,
 				ExistingResources: on, CRDDeletion: on,
 				ApiserverRejects: on,
+				StoragePruning:   StoragePruningCheck{Enabled: true, ReadModifyWriteEnforcement: EnforcementWarn},
 			},
 			SameVersion:   defaultVersionChecks(),
 			ServedVersion: ServedVersionChecks{VersionChecks: defaultVersionChecks(), IgnoreConversion: true},

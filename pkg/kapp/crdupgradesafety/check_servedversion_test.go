@@ -35,11 +35,11 @@ func TestServedVersion(t *testing.T) {
 	runCRDCases(t, []crdCase{
 		{name: "new served version with the same schema", old: newCRD(t, v1), new: newCRD(t, v1NotStored, v2(str)), want: []string{}},
 		{name: "new served version with a new optional field", old: newCRD(t, v1),
-			new: newCRD(t, v1NotStored, v2(`{type: object, properties: {a: {type: string}, b: {type: string}, c: {type: integer}}}`)), want: []string{}},
+			new: newCRD(t, v1NotStored, v2(`{type: object, properties: {a: {type: string}, b: {type: string}, c: {type: integer}}}`)), want: []string{`warning storagePruning v1 ^.spec.c: data loss: missing from v1's view: the storage version v2 holds it, a read-modify-write through v1 drops it (conversion None)`}},
 		{name: "new served version changes a type", old: newCRD(t, v1), new: newCRD(t, v1NotStored, v2(intA)),
 			want: []string{typeA}},
 		{name: "new served version drops a field", old: newCRD(t, v1), new: newCRD(t, v1NotStored, v2(noB)),
-			want: []string{removedB}},
+			want: []string{`error storagePruning v1 ^.spec.b: data loss: pruned from every write through v1: the storage version v2 does not declare it (conversion None)`, removedB}},
 		{name: "existing served versions made incompatible", old: newCRD(t, v1NotStored, v2(str)), new: newCRD(t, v1NotStored, v2(intA)),
 			want: []string{
 				typeA,
@@ -51,7 +51,7 @@ func TestServedVersion(t *testing.T) {
 		{name: "three served versions: every pair",
 			old: newCRD(t, v1),
 			new: newCRD(t, v1NotStored, testVersion{"v2", true, false, intA}, testVersion{"v3", true, true, intAnoB}),
-			want: []string{
+			want: []string{`error storagePruning v1 ^.spec.b: data loss: pruned from every write through v1: the storage version v3 does not declare it (conversion None)`, `error storagePruning v2 ^.spec.b: data loss: pruned from every write through v2: the storage version v3 does not declare it (conversion None)`,
 				typeA,
 				`error servedVersion v1 -> v3 ^.spec.a: [type] type changed: "string" -> "integer"`,
 				`error servedVersion v1 -> v3 ^.spec.b: [existingFieldRemoval] existing field removed (was string)`,
@@ -80,13 +80,13 @@ func TestServedVersion(t *testing.T) {
 			}},
 		{name: "new version with a schema of its own still compared",
 			old: newCRD(t, testVersion{"v1alpha1", true, false, intA}, v1),
-			new: newCRD(t, testVersion{"v1alpha1", true, false, intA}, v1, testVersion{"v2", true, false, noB}), want: []string{
+			new: newCRD(t, testVersion{"v1alpha1", true, false, intA}, v1, testVersion{"v2", true, false, noB}), want: []string{`warning storagePruning v2 ^.spec.b: data loss: missing from v2's view: the storage version v1 holds it, a read-modify-write through v2 drops it (conversion None)`,
 				removedB,
 				`error servedVersion v1alpha1 -> v2 ^.spec.a: [type] type changed: "integer" -> "string"`,
 				`error servedVersion v1alpha1 -> v2 ^.spec.b: [existingFieldRemoval] existing field removed (was string)`,
 			}},
 		{name: "new incompatibility beside an old one", old: newCRD(t, v1NotStored, v2(intA)), new: newCRD(t, v1NotStored, v2(intAnoB)),
-			want: []string{
+			want: []string{`error storagePruning v1 ^.spec.b: data loss: pruned from every write through v1: the storage version v2 does not declare it (conversion None)`,
 				`error existingFieldRemoval v2 ^.spec.b: data loss: existing field removed (was string)`,
 				removedB,
 			}},
@@ -135,6 +135,6 @@ func TestServedVersion(t *testing.T) {
 			want: []string{unhandleE}},
 		{name: "existingFieldRemoval disabled does not switch off field removal between served versions", old: newCRD(t, v1), new: newCRD(t, v1NotStored, v2(noB)),
 			config: func(c *config.Settings) { c.Checks.CRD.ExistingFieldRemoval.Enabled = false },
-			want:   []string{removedB}},
+			want:   []string{`error storagePruning v1 ^.spec.b: data loss: pruned from every write through v1: the storage version v2 does not declare it (conversion None)`, removedB}},
 	})
 }

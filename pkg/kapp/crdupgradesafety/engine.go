@@ -23,6 +23,7 @@ func Compare(old, new *apiextv1.CustomResourceDefinition, cfg *config.Settings) 
 	checkCRDPreserveUnknownFields(p, old, new)
 	checkSameVersions(p, old, new)
 	checkServedVersions(p, old, new)
+	checkStoragePruning(p, old, new)
 	SortFindings(p.findings)
 	return p.findings
 }

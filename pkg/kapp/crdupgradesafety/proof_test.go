@@ -524,11 +524,14 @@ func goldenCaseByName(tb testing.TB, name string) goldenCase {
 // change no stored object by themselves: a version removed is not read
 // back at all, server-side-apply topology is not data, field selectors are
 // not data, and the proof reads each version's objects in that same
-// version (servedVersion compares versions with each other).
+// version (servedVersion compares versions with each other, storagePruning
+// a version with the storage version: TestPrunedFieldsAgreeWithAPIServer
+// proves it with the apiserver's pruning).
 func TestProofDetectsMissingFindings(t *testing.T) {
 	unobservable := map[string]bool{
 		config.CheckStoredVersionRemoval: true, config.CheckServedVersionRemoval: true,
 		config.CheckMapType: true, config.CheckServedVersion: true, config.CheckSelectableFields: true,
+		config.CheckStoragePruning: true,
 	}
 	r := rand.New(rand.NewPCG(7, 8))
 	caught := map[string]bool{}

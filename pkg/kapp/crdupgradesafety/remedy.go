@@ -55,6 +55,11 @@ const (
 	// RemedyUpdateInPlace: kapp would replace the CRD (Detail says why):
 	// update it in place instead.
 	RemedyUpdateInPlace RemedyAction = "updateInPlace"
+	// RemedyStoreEveryField: under conversion None, the storage version
+	// (Version) must declare every field a served version does: declare it
+	// there (or make the version that has it the storage version and
+	// migrate), or add a conversion webhook.
+	RemedyStoreEveryField RemedyAction = "storeEveryField"
 	// RemedyApiserverReason: fix what the apiserver names (Detail).
 	RemedyApiserverReason RemedyAction = "apiserverReason"
 	// RemedyReview: no check understands the change: review it, and waive
@@ -127,6 +132,7 @@ var remedyActions = map[string]RemedyAction{
 	config.CheckNot:                   RemedyFixObjectsFirst,
 	config.CheckEmbeddedResource:      RemedyFixObjectsFirst,
 	config.CheckServedVersion:         RemedyConversionWebhook,
+	config.CheckStoragePruning:        RemedyStoreEveryField,
 	config.CheckUnhandled:             RemedyReview,
 }
 

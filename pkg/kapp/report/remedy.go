@@ -82,6 +82,8 @@ func RemedyText(f crdupgradesafety.Finding) string {
 		return fmt.Sprintf("back up the custom resources ('%s'), then delete them explicitly before the CRD; or keep the CRD", r.Command)
 	case crdupgradesafety.RemedyUpdateInPlace:
 		return fmt.Sprintf("update the CRD in place instead of replacing it (%s): remove the kapp.k14s.io/update-strategy annotation, or fix what makes the apiserver refuse the update", r.Detail)
+	case crdupgradesafety.RemedyStoreEveryField:
+		return fmt.Sprintf("declare the field in the storage version %q too (or make the version that has it the storage version and migrate), or add a conversion webhook that carries it", r.Version)
 	case crdupgradesafety.RemedyApiserverReason:
 		return "fix what the apiserver names: " + r.Detail
 	case crdupgradesafety.RemedyReview:
