@@ -168,17 +168,19 @@ func TestStoragePruning(t *testing.T) {
 			old: newCRD(t, v1beta1), new: newCRD(t, v1beta1, testVersion{"v1beta3", true, false, withPolicy}),
 			want: []string{"error storagePruning v1beta3 ^.spec.accessPolicy: data loss: pruned from every write through v1beta3: the storage version v1beta1 does not declare it (conversion None)"}},
 		{name: "a field added to the storage version only: a read-modify-write through the other version drops it (a warning)",
-			old: newCRD(t, testVersion{"v1alpha1", true, false, target}, v1beta1),
-			new: newCRD(t, testVersion{"v1alpha1", true, false, target}, testVersion{"v1beta1", true, true, withPolicy}),
+			old:  newCRD(t, testVersion{"v1alpha1", true, false, target}, v1beta1),
+			new:  newCRD(t, testVersion{"v1alpha1", true, false, target}, testVersion{"v1beta1", true, true, withPolicy}),
 			want: []string{"warning storagePruning v1alpha1 ^.spec.accessPolicy: data loss: missing from v1alpha1's view: the storage version v1beta1 holds it, a read-modify-write through v1alpha1 drops it (conversion None)"}},
 		{name: "readModifyWriteEnforcement None",
-			old:    newCRD(t, testVersion{"v1alpha1", true, false, target}, v1beta1),
-			new:    newCRD(t, testVersion{"v1alpha1", true, false, target}, testVersion{"v1beta1", true, true, withPolicy}),
-			config: func(c *config.Settings) { c.Checks.CRD.StoragePruning.ReadModifyWriteEnforcement = config.EnforcementNone },
-			want:   []string{}},
+			old: newCRD(t, testVersion{"v1alpha1", true, false, target}, v1beta1),
+			new: newCRD(t, testVersion{"v1alpha1", true, false, target}, testVersion{"v1beta1", true, true, withPolicy}),
+			config: func(c *config.Settings) {
+				c.Checks.CRD.StoragePruning.ReadModifyWriteEnforcement = config.EnforcementNone
+			},
+			want: []string{}},
 		{name: "what the old CRD already lost is not the update's doing",
-			old: newCRD(t, v1beta1, testVersion{"v1beta3", true, false, withPolicy}),
-			new: newCRD(t, v1beta1, testVersion{"v1beta3", true, false, withPolicy}),
+			old:  newCRD(t, v1beta1, testVersion{"v1beta3", true, false, withPolicy}),
+			new:  newCRD(t, v1beta1, testVersion{"v1beta3", true, false, withPolicy}),
 			want: []string{}},
 		{name: "an unserved version loses nothing",
 			old: newCRD(t, v1beta1), new: newCRD(t, v1beta1, testVersion{"v1beta3", false, false, withPolicy}),
@@ -188,8 +190,11 @@ func TestStoragePruning(t *testing.T) {
 			want: []string{}},
 		{name: "disabled",
 			old: newCRD(t, v1beta1), new: newCRD(t, v1beta1, testVersion{"v1beta3", true, false, withPolicy}),
-			config: func(c *config.Settings) { c.Checks.CRD.StoragePruning.Enabled = false; c.Checks.ServedVersion.Enabled = false },
-			want:   []string{}},
+			config: func(c *config.Settings) {
+				c.Checks.CRD.StoragePruning.Enabled = false
+				c.Checks.ServedVersion.Enabled = false
+			},
+			want: []string{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
