@@ -377,6 +377,10 @@ func crdFields(c *CRDChecks) fields {
 		CheckExistingResources:    toggle(&c.ExistingResources),
 		CheckCRDDeletion:          toggle(&c.CRDDeletion),
 		CheckAPIServerRejects:     toggle(&c.ApiserverRejects),
+		CheckManagedFields: nested(fields{
+			"enabled":             boolean(&c.ManagedFields.Enabled),
+			"unservedEnforcement": choice(&c.ManagedFields.UnservedEnforcement, strictWarnNone),
+		}),
 		CheckStoragePruning: nested(fields{
 			"enabled":                    boolean(&c.StoragePruning.Enabled),
 			"readModifyWriteEnforcement": choice(&c.StoragePruning.ReadModifyWriteEnforcement, strictWarnNone),

@@ -25,6 +25,7 @@ const (
 	CheckCRDDeletion          = "crdDeletion"
 	CheckAPIServerRejects     = "apiserverRejects"
 	CheckStoragePruning       = "storagePruning"
+	CheckManagedFields        = "managedFields"
 
 	// Property checks (checks.sameVersion.* and checks.servedVersion.*).
 	CheckRequired              = "required"
@@ -66,7 +67,7 @@ const (
 // CRDCheckIDs are the checks configured under checks.crd, sorted.
 var CRDCheckIDs = []string{
 	CheckAPIServerRejects, CheckCRDDeletion, CheckExistingFieldRemoval, CheckExistingResources,
-	CheckScope, CheckSelectableFields, CheckServedVersionRemoval,
+	CheckManagedFields, CheckScope, CheckSelectableFields, CheckServedVersionRemoval,
 	CheckStoragePruning, CheckStoredVersionRemoval, CheckSubresources,
 }
 
@@ -199,7 +200,10 @@ type CRDChecks struct {
 	StoragePruning StoragePruningCheck
 	// Live-cluster checks, run only where a cluster is at hand.
 	ExistingResources Toggle
-	CRDDeletion       Toggle
+	// ManagedFields: stored objects whose metadata.managedFields name a
+	// version the update removes (or stops serving).
+	ManagedFields ManagedFieldsCheck
+	CRDDeletion   Toggle
 	// ApiserverRejects: the apiserver would refuse the new CRD. Its
 	// findings are errors in every mode and cannot be exempted.
 	ApiserverRejects Toggle
@@ -264,6 +268,19 @@ type ServedVersionRemovalCheck struct {
 type StoragePruningCheck struct {
 	Enabled                    bool
 	ReadModifyWriteEnforcement Enforcement // Strict | Warn (default) | None
+}
+
+// ManagedFieldsCheck configures checks.crd.managedFields, a live check.
+// Server-side apply converts an object to the version of each of its
+// managedFields entries: once that version is gone from the CRD, every
+// server-side apply of the object fails ("request to convert CR to an
+// invalid group/version") until its managedFields are migrated. A version
+// removed while entries name it is always reported (when enabled); a
+// version that stays but is no longer served (server-side apply still
+// works: the version exists) under UnservedEnforcement.
+type ManagedFieldsCheck struct {
+	Enabled             bool
+	UnservedEnforcement Enforcement // Strict | Warn (default) | None
 }
 
 // ListTypeCheck configures the listType check. A change that adds
@@ -352,6 +369,7 @@ func Default() Settings {
 				ServedVersionRemoval: ServedVersionRemovalCheck{Enabled: true, UnservedEnforcement: EnforcementWarn},
 				ExistingFieldRemoval: on, Subresources: on, SelectableFields: on,
 				ExistingResources: on, CRDDeletion: on,
+				ManagedFields:    ManagedFieldsCheck{Enabled: true, UnservedEnforcement: EnforcementWarn},
 				ApiserverRejects: on,
 				StoragePruning:   StoragePruningCheck{Enabled: true, ReadModifyWriteEnforcement: EnforcementWarn},
 			},

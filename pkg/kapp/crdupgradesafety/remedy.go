@@ -55,6 +55,10 @@ const (
 	// RemedyUpdateInPlace: kapp would replace the CRD (Detail says why):
 	// update it in place instead.
 	RemedyUpdateInPlace RemedyAction = "updateInPlace"
+	// RemedyMigrateManagedFields: migrate the managedFields entries of the
+	// objects (Objects) from Version to the storage version (Command) before
+	// the version is removed.
+	RemedyMigrateManagedFields RemedyAction = "migrateManagedFields"
 	// RemedyStoreEveryField: under conversion None, the storage version
 	// (Version) must declare every field a served version does: declare it
 	// there (or make the version that has it the storage version and
@@ -133,6 +137,7 @@ var remedyActions = map[string]RemedyAction{
 	config.CheckEmbeddedResource:      RemedyFixObjectsFirst,
 	config.CheckServedVersion:         RemedyConversionWebhook,
 	config.CheckStoragePruning:        RemedyStoreEveryField,
+	config.CheckManagedFields:         RemedyMigrateManagedFields,
 	config.CheckUnhandled:             RemedyReview,
 }
 

@@ -69,7 +69,53 @@ func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.Se
 		}
 		findings = append(findings, fs...)
 	}
+	if p.Old != nil && o.replace == "" && !o.rejected && crd.ManagedFields.Enabled {
+		fs, err := readManagedFields(ctx, p, cfg, cluster, tracker)
+		if err != nil {
+			return nil, nil, err
+		}
+		findings = append(findings, fs...)
+	}
 	return findings, impacts, nil
+}
+
+// readManagedFields runs the managedFields check of an update that removes
+// or unserves a version (none otherwise: no object is read): one list of
+// the stored objects, at a version the live CRD serves (managedFields are
+// the same at every version).
+func readManagedFields(ctx context.Context, pair Pair, cfg *config.Settings, cluster Cluster,
+	tracker *liveTracker) ([]crdupgradesafety.Finding, error) {
+
+	reader := crdupgradesafety.NewManagedFieldsReader(pair.Old, pair.New)
+	if reader == nil {
+		return nil, nil
+	}
+	version := ""
+	for _, v := range pair.Old.Spec.Versions {
+		if v.Served && (version == "" || v.Storage) {
+			version = v.Name
+		}
+	}
+	if version == "" {
+		return nil, nil // nothing served: nothing a client can apply
+	}
+	pages, objects := 0, 0
+	err := cluster.ListCustomResources(ctx, pair.Old, version, func(objs []map[string]any) error {
+		pages, objects = pages+1, objects+len(objs)
+		reader.Read(objs)
+		tracker.add(0, len(objs))
+		return nil
+	})
+	if de := deadlineError(ctx, err, pagesRead(pages, objects)); de != nil {
+		return nil, fmt.Errorf("listing %s of CRD %s for their managedFields: %w", pair.Old.Spec.Names.Plural, pair.New.Name, de)
+	}
+	if err != nil {
+		if webhook := conversionService(pair.Old); webhook != "" {
+			return crdupgradesafety.Unreadable(pair.New.Name, version, webhook, err, cfg), nil
+		}
+		return nil, fmt.Errorf("checking the managedFields of custom resources of CRD %s: %w", pair.New.Name, err)
+	}
+	return reader.Findings(cfg), nil
 }
 
 // readStoredObjects reads the stored custom resources of an updated CRD as

@@ -82,6 +82,12 @@ func RemedyText(f crdupgradesafety.Finding) string {
 		return fmt.Sprintf("back up the custom resources ('%s'), then delete them explicitly before the CRD; or keep the CRD", r.Command)
 	case crdupgradesafety.RemedyUpdateInPlace:
 		return fmt.Sprintf("update the CRD in place instead of replacing it (%s): remove the kapp.k14s.io/update-strategy annotation, or fix what makes the apiserver refuse the update", r.Detail)
+	case crdupgradesafety.RemedyMigrateManagedFields:
+		of := "the stored objects"
+		if objects != "" {
+			of += " (" + objects + ")"
+		}
+		return fmt.Sprintf("keep %q and migrate the managedFields of %s to the storage version first: run '%s' (it migrates managedFields too), then remove it", version, of, r.Command)
 	case crdupgradesafety.RemedyStoreEveryField:
 		return fmt.Sprintf("declare the field in the storage version %q too (or make the version that has it the storage version and migrate), or add a conversion webhook that carries it", r.Version)
 	case crdupgradesafety.RemedyApiserverReason:

@@ -1,0 +1,57 @@
+package evaluation_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
+	"github.com/crdsafety/kapp/pkg/kapp/report"
+	"github.com/stretchr/testify/require"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// TestRunManagedFields: a live run of an update that removes a version
+// lists the stored objects once and reports those whose managedFields name
+// it; an update that removes no version lists nothing for it.
+func TestRunManagedFields(t *testing.T) {
+	twoVersions := func() *apiextv1.CustomResourceDefinition {
+		crd := testcrd.MustCRD(t, testcrd.OldCRD)
+		alpha := *crd.Spec.Versions[0].DeepCopy()
+		alpha.Name, alpha.Storage = "v1alpha1", false
+		crd.Spec.Versions = append([]apiextv1.CustomResourceDefinitionVersion{alpha}, crd.Spec.Versions...)
+		crd.Status.StoredVersions = []string{"v1"}
+		return crd
+	}
+	obj := map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "w1", "namespace": "default", "managedFields": []any{
+			map[string]any{"manager": "flux", "operation": "Apply", "apiVersion": "example.com/v1alpha1"}}},
+		"spec": map[string]any{"size": int64(7)}}
+	run := func(old, new *apiextv1.CustomResourceDefinition) (*evaluationtest.Cluster, []string) {
+		cluster := &evaluationtest.Cluster{Objs: []map[string]any{obj}}
+		cfg := config.Default()
+		res, err := evaluation.Run(context.Background(), evaluation.Request{
+			Plan: evaluation.Plan{Pairs: []evaluation.Pair{{Old: old, New: new}}}, Settings: &cfg,
+			Cluster: func() (evaluation.Cluster, error) { return cluster, nil }})
+		require.NoError(t, err)
+		var lines []string
+		for _, f := range res.Findings {
+			if f.Check == config.CheckManagedFields {
+				lines = append(lines, report.FindingLine(f))
+			}
+		}
+		return cluster, lines
+	}
+
+	cluster, lines := run(twoVersions(), testcrd.MustCRD(t, testcrd.OldCRD))
+	require.Len(t, lines, 1)
+	require.Contains(t, lines[0], `version "v1alpha1" removed while managedFields of stored objects name it (managers flux)`)
+	require.Contains(t, lines[0], "1 of 1 stored Widget has managedFields entries at it: default/w1 (managers flux)")
+	require.Equal(t, []string{"widgets.example.com v1"}, cluster.Lists, "one list, at the storage version the live CRD serves")
+
+	cluster, lines = run(testcrd.MustCRD(t, testcrd.OldCRD), testcrd.MustCRD(t, testcrd.SafeCRD))
+	require.Empty(t, lines)
+	require.Equal(t, []string{"widgets.example.com v1"}, cluster.Lists, "only the read of the changed schema")
+}
