@@ -159,7 +159,7 @@ func Run(ctx context.Context, req Request) error {
 				return err
 			}
 			failed = append(failed, err)
-			m.msgs.Notify([]string{fmt.Sprintf("crd %s: not migrated: %v", p.Name, err)})
+			m.msgs.Notify([]string{fmt.Sprintf("crd %s: not migrated (the error is at the end); going on with the other CRDs", p.Name)})
 			continue
 		}
 		done++
