@@ -53,7 +53,7 @@ func TestMigrateStorageMakesVersionRemovalSafe(t *testing.T) {
 
 	r = e.migrate(t, "--crd", n.CRD, "--to", "v1", "--method=rewrite", "-y")
 	require.Equalf(t, 0, r.exitCode, "output:\n%s", r.out)
-	require.Contains(t, r.out, "4/4 objects done (4 rewritten, 0 already at v1)")
+	require.Contains(t, r.out, "4/4 objects done (4 rewritten, 0 already at v1; managedFields of 4 moved to v1)")
 	require.Contains(t, r.out, "crd "+n.CRD+": status.storedVersions [v1alpha1 v1] -> [v1]")
 	require.Contains(t, r.out, "migration complete [1/1 CRDs done]")
 	require.Equal(t, []string{"v1"}, e.storedVersions(t, n))
@@ -137,7 +137,8 @@ func TestMigrateStorageInterruptedRunIsFinishedBySecondRun(t *testing.T) {
 
 	r := e.migrate(t, "--crd", n.CRD, "--method=rewrite", "-y")
 	require.Equalf(t, 0, r.exitCode, "output:\n%s", r.out)
-	require.Contains(t, r.out, fmt.Sprintf("%d/%d objects done (%d rewritten, %d already at v1)", count, count, count-rewritten, rewritten),
+	require.Contains(t, r.out, fmt.Sprintf("%d/%d objects done (%d rewritten, %d already at v1; managedFields of %d moved to v1)",
+		count, count, count-rewritten, rewritten, count-rewritten),
 		"the second run writes exactly the objects the first did not reach")
 	require.Equal(t, []string{"v1"}, e.storedVersions(t, n))
 	require.Equal(t, count, changedVersions(t, before, e.objectVersions(t, n, "v1")))
@@ -222,7 +223,7 @@ func TestMigrateStorageAutoMethod(t *testing.T) {
 		}
 	} else {
 		require.Contains(t, r.out, "Method: rewrite (the cluster does not serve storagemigration.k8s.io/v1")
-		require.Contains(t, r.out, "4/4 objects done (4 rewritten, 0 already at v1)")
+		require.Contains(t, r.out, "4/4 objects done (4 rewritten, 0 already at v1; managedFields of 4 moved to v1)")
 	}
 	require.Equal(t, []string{"v1"}, e.storedVersions(t, n))
 	requireRewritten(t, before, e.snapshot(t, n))

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 )
 
 // Cluster is what the migration needs from the cluster. FromClient
@@ -60,8 +61,22 @@ func FromClient(c *kube.Client) Cluster { return kubeCluster{c} }
 type kubeCluster struct{ *kube.Client }
 
 func (c kubeCluster) Objects(gvr schema.GroupVersionResource) ObjectClient {
-	return c.Client.Objects(gvr)
+	return objectClient{Objects: c.Client.Objects(gvr), ri: c.Client.Client.Resource(gvr)}
 }
+
+// objectClient writes with the field manager of the migration, so that a
+// write that changes fields (none should) is told apart from the owners'.
+type objectClient struct {
+	kube.Objects
+	ri dynamic.NamespaceableResourceInterface
+}
+
+func (o objectClient) Update(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return o.ri.Namespace(obj.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
+}
+
+// FieldManager is the field manager of the migration's object writes.
+const FieldManager = managedBy
 
 func (c kubeCluster) Migrations() MigrationClient {
 	return c.StorageVersionMigrations()

@@ -2,6 +2,7 @@ package migration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -30,13 +31,14 @@ type fakeMigrationCluster struct {
 	rv      int
 
 	// behaviour
-	conflicts   map[string]int   // object -> conflicts to answer before accepting
-	failUpdates map[string]error // object -> error every update returns
-	deleteFirst map[string]bool  // object -> deleted just before its first update
-	expireOnce  bool             // the first LIST with a continue token answers 410
-	hashes      []string         // StorageVersionHash answers in turn, the last repeats
-	statusConf  int              // conflicts UpdateCRDStatus answers before accepting
-	afterList   func()           // runs after every LIST (changes during a run)
+	conflicts    map[string]int   // object -> conflicts to answer before accepting
+	failUpdates  map[string]error // object -> error every update returns
+	failResource string           // when set, failUpdates apply to this resource only
+	deleteFirst  map[string]bool  // object -> deleted just before its first update
+	expireOnce   bool             // the first LIST with a continue token answers 410
+	hashes       []string         // StorageVersionHash answers in turn, the last repeats
+	statusConf   int              // conflicts UpdateCRDStatus answers before accepting
+	afterList    func()           // runs after every LIST (changes during a run)
 	// The cluster's storage version migrator (storagemigration.k8s.io/v1):
 	// served when servesSVM; a migration succeeds on its svmPolls-th read
 	// (rewriting every object and, unless svmNoTrim, trimming the CRD's
@@ -187,9 +189,11 @@ func (m fakeMigrations) Get(_ context.Context, name string) (*unstructured.Unstr
 	default:
 		_ = unstructured.SetNestedSlice(svm.Object, []any{cond("Succeeded", "StorageVersionMigrationSucceeded", "Migration completed")}, "status", "conditions")
 		group, _, _ := unstructured.NestedString(svm.Object, "spec", "resource", "group")
+		resource, _, _ := unstructured.NestedString(svm.Object, "spec", "resource", "resource")
 		for _, crd := range f.crds {
 			g, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
-			if g != group {
+			r, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
+			if g != group || r != resource {
 				continue
 			}
 			storage := ""
@@ -220,12 +224,13 @@ func (m fakeMigrations) Delete(_ context.Context, name string) error {
 }
 
 func (f *fakeMigrationCluster) Objects(gvr schema.GroupVersionResource) ObjectClient {
-	return fakeObjects{f: f, version: gvr.Version}
+	return fakeObjects{f: f, version: gvr.Version, resource: gvr.Resource}
 }
 
 type fakeObjects struct {
-	f       *fakeMigrationCluster
-	version string
+	f        *fakeMigrationCluster
+	version  string
+	resource string
 }
 
 // List pages through the objects sorted by key; the continue token is the
@@ -287,7 +292,7 @@ func (o fakeObjects) Update(_ context.Context, u *unstructured.Unstructured) (*u
 		delete(f.deleteFirst, key)
 		delete(f.objects, key)
 	}
-	if err := f.failUpdates[key]; err != nil {
+	if err := f.failUpdates[key]; err != nil && (f.failResource == "" || f.failResource == o.resource) {
 		return nil, err
 	}
 	obj, ok := f.objects[key]
@@ -303,13 +308,47 @@ func (o fakeObjects) Update(_ context.Context, u *unstructured.Unstructured) (*u
 	if obj.u.GetResourceVersion() != u.GetResourceVersion() {
 		return nil, apierrors.NewConflict(widgetsGR, u.GetName(), fmt.Errorf("the object has been modified"))
 	}
-	if obj.storedAt != o.version { // the encoded bytes differ: a write
+	// The apiserver takes the managedFields of an update as they are,
+	// unless it has none (then it keeps the live ones).
+	newMF, hasMF, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "managedFields")
+	liveMF, _, _ := unstructured.NestedFieldNoCopy(obj.u.Object, "metadata", "managedFields")
+	mfChanged := hasMF && !jsonEqual(newMF, liveMF)
+	if obj.storedAt != o.version || mfChanged { // the encoded bytes differ: a write
 		f.rv++
 		obj.u.SetResourceVersion(strconv.Itoa(f.rv))
 		obj.storedAt = o.version
+		if mfChanged {
+			obj.u.SetManagedFields(u.GetManagedFields())
+		}
 		f.writes++
 	}
 	return obj.u.DeepCopy(), nil
+}
+
+func jsonEqual(a, b any) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb)
+}
+
+// setManagers sets the managedFields of the object key.
+func (f *fakeMigrationCluster) setManagers(key string, entries ...metav1.ManagedFieldsEntry) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.objects[key].u.SetManagedFields(entries)
+}
+
+// managers returns the managedFields of the object key.
+func (f *fakeMigrationCluster) managers(key string) []metav1.ManagedFieldsEntry {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.objects[key].u.GetManagedFields()
+}
+
+// mfEntry is a managedFields entry of manager at example.com/version.
+func mfEntry(manager string, op metav1.ManagedFieldsOperationType, version, fields string) metav1.ManagedFieldsEntry {
+	return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, APIVersion: "example.com/" + version,
+		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
 }
 
 // ---------------------------------------------------------------- CRDs

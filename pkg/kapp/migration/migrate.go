@@ -56,6 +56,7 @@ type migrationCounts struct {
 	Current   int // already stored at the storage version: the apiserver wrote nothing
 	Gone      int // deleted since they were listed
 	Failed    int
+	Managed   int // of the written: their managedFields moved to the storage version
 }
 
 func (c migrationCounts) Done() int { return c.Rewritten + c.Current + c.Gone + c.Failed }
@@ -65,12 +66,17 @@ func (c *migrationCounts) add(o migrationCounts) {
 	c.Current += o.Current
 	c.Gone += o.Gone
 	c.Failed += o.Failed
+	c.Managed += o.Managed
 }
 
 // migrate waits for the storage version to take effect (step 1 of both
 // methods), then rewrites the objects and trims status.storedVersions
 // itself (rewrite.go) or hands both to the cluster's migrator
-// (storageversionmigration.go).
+// (storageversionmigration.go), having moved the managedFields of the
+// objects to the storage version first (managedfields.go): the migrator
+// trims status.storedVersions as soon as it is done, so that must be
+// done before. A CRD whose status.storedVersions is trimmed already gets
+// only the managedFields pass.
 func (m *Migrator) migrate(ctx context.Context, p *Plan) (migrationCounts, error) {
 	if err := m.waitForStorageVersion(ctx, p); err != nil {
 		return migrationCounts{}, err
@@ -78,14 +84,41 @@ func (m *Migrator) migrate(ctx context.Context, p *Plan) (migrationCounts, error
 	if err := m.waitForObservedGeneration(ctx, p); err != nil {
 		return migrationCounts{}, err
 	}
-	if m.method == MethodMigrator {
-		return migrationCounts{}, m.migrateWithMigrator(ctx, p)
+	if p.Done() {
+		counts, err := m.managedFieldsPass(ctx, p, passManagedFields, "status.storedVersions is ["+p.Storage+"] already")
+		return counts, err
 	}
-	counts, err := m.rewriteObjects(ctx, p)
+	if m.method == MethodMigrator {
+		counts, err := m.managedFieldsPass(ctx, p, passManagedFields, "no StorageVersionMigration created, status.storedVersions left as ["+joinSpace(p.Stored)+"]")
+		if err != nil {
+			return counts, err
+		}
+		if err := m.migrateWithMigrator(ctx, p); err != nil {
+			return counts, err
+		}
+		// Objects written at another version while the migration ran
+		// (a client of a version still served) got entries at it again.
+		after, err := m.managedFieldsPass(ctx, p, passManagedFieldsRecheck, "status.storedVersions is ["+p.Storage+"] (the migrator trimmed it)")
+		counts.add(after)
+		return counts, err
+	}
+	counts, err := m.rewriteObjects(ctx, p, passRewrite)
 	if err != nil {
 		return counts, err
 	}
 	return counts, m.trimStoredVersions(ctx, p)
+}
+
+// managedFieldsPass moves the managedFields of every object that names
+// another version than the storage version; state says, on failure, what
+// is left as it was.
+func (m *Migrator) managedFieldsPass(ctx context.Context, p *Plan, ps pass, state string) (migrationCounts, error) {
+	counts, err := m.rewriteObjects(ctx, p, ps)
+	var failed *ObjectsFailedError
+	if errors.As(err, &failed) {
+		failed.State = state
+	}
+	return counts, err
 }
 
 func (m *Migrator) waitForStorageVersion(ctx context.Context, p *Plan) error {
@@ -145,6 +178,9 @@ func (m *Migrator) liveCRD(ctx context.Context, p *Plan) (*apiextv1.CustomResour
 	}
 	return crd, nil
 }
+
+// apiVersion is the group/version of the storage version.
+func (p *Plan) apiVersion() string { return p.Group + "/" + p.Storage }
 
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)

@@ -139,12 +139,12 @@ func TestCRDMigrateStorageDryRun(t *testing.T) {
 	require.NoError(t, err)
 	require.Regexp(t, `gadgets\.example\.com\s+v1\s+\[v1\] \(unchanged\)\s+-`, out)
 	require.Regexp(t, `widgets\.example\.com\s+v1\s+\[v1alpha1 v1\] -> \[v1\]\s+12`, out)
-	require.Contains(t, out, "Would rewrite the 12 objects of crd widgets.example.com at v1 (those already stored at v1 cost no write), then set status.storedVersions [v1alpha1 v1] -> [v1]")
+	require.Contains(t, out, "Would rewrite the 12 objects of crd widgets.example.com at v1 with their managedFields at v1 (those already stored at v1 with managedFields at v1 cost no write), then set status.storedVersions [v1alpha1 v1] -> [v1]")
 	require.NotContains(t, out, "Would rewrite the 12 objects of crd gadgets", "nothing to do for gadgets")
 	require.Contains(t, out, "Dry run: nothing changed")
 	require.Zero(t, f.writes)
 	require.Empty(t, f.statusUpdates)
-	require.Empty(t, f.lists, "a dry run only counts")
+	require.Equal(t, []string{""}, f.lists, "a dry run only reads: the objects of gadgets, migrated already, for managedFields at other versions")
 	require.Equal(t, []string{"v1alpha1", "v1"}, liveStoredVersions(t, f, "widgets.example.com"))
 }
 
@@ -361,13 +361,13 @@ func TestRewriteObject(t *testing.T) {
 			objs := f.Objects(widgetsGR.WithVersion("v1"))
 			list, err := objs.List(context.Background(), metav1.ListOptions{})
 			require.NoError(t, err)
-			got, err := rewriteObject(context.Background(), objs, &list.Items[0])
+			got, err := rewriteObject(context.Background(), objs, &list.Items[0], "example.com/v1", passRewrite)
 			if tc.wantErr != "" {
 				require.EqualError(t, err, tc.wantErr)
 				require.True(t, errors.Is(err, tc.failWith) || tc.failWith == nil)
 			} else {
 				require.NoError(t, err)
-				require.Equal(t, tc.want, got)
+				require.Equal(t, tc.want, got.outcome)
 			}
 			require.Equal(t, tc.wantGets, f.gets)
 		})

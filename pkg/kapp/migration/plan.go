@@ -37,12 +37,24 @@ type Plan struct {
 	Storage    string   // the version every object is rewritten at
 	Stored     []string // status.storedVersions before the migration
 	Objects    int      // custom resources at planning time (all namespaces)
+	// StaleManagedFields counts, when status.storedVersions is the storage
+	// version alone already (Done), the objects whose managedFields name
+	// another version: they still need the managedFields pass. Not counted
+	// otherwise (the migration moves them anyway).
+	StaleManagedFields int
 }
 
 // Done reports whether status.storedVersions is already the storage
 // version alone: the apiserver then holds no object in any other version.
 func (p *Plan) Done() bool {
 	return len(p.Stored) == 1 && p.Stored[0] == p.Storage
+}
+
+// Pending reports whether the migration has anything to do for the CRD:
+// objects to rewrite and status.storedVersions to trim, or managedFields
+// to move.
+func (p *Plan) Pending() bool {
+	return !p.Done() || p.StaleManagedFields > 0
 }
 
 func (p *Plan) gvr() schema.GroupVersionResource {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,8 +17,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// maxReportedFailures bounds the objects named in an error.
-const maxReportedFailures = 10
+// maxReportedFailures bounds the objects named in an error; the first
+// maxCollectedFailures failures are kept to choose them from (sorted).
+const (
+	maxReportedFailures  = 10
+	maxCollectedFailures = 1000
+)
 
 // How one CRD is migrated by the client-side rewrite (--method rewrite),
 // after kube-storage-version-migrator:
@@ -48,11 +53,30 @@ const maxReportedFailures = 10
 // writes for the apiserver the second time, so the second run writes only
 // the objects the first did not reach; no progress file is needed.
 
-// rewriteObjects is step 2. Objects that fail do not stop the others; the
-// error names the first of them (sorted) and how many failed.
-func (m *Migrator) rewriteObjects(ctx context.Context, p *Plan) (migrationCounts, error) {
+// pass is what rewriteObjects writes.
+type pass int
+
+const (
+	// passRewrite writes every object back (step 2 of the rewrite), its
+	// managedFields moved to the storage version where they name another.
+	passRewrite pass = iota
+	// passManagedFields writes only the objects whose managedFields name
+	// another version, moving them (the migrator method, before and after
+	// the cluster's migration, and a CRD whose status.storedVersions is
+	// trimmed already). Such a write stores the object at the storage
+	// version too.
+	passManagedFields
+	// passManagedFieldsRecheck is passManagedFields after the cluster's
+	// migration, quiet unless it moves or fails something.
+	passManagedFieldsRecheck
+)
+
+// rewriteObjects is step 2 (or a managedFields pass). Objects that fail do
+// not stop the others; the error names the first of them (sorted) and how
+// many failed, and wraps ErrObjectsFailed.
+func (m *Migrator) rewriteObjects(ctx context.Context, p *Plan, ps pass) (migrationCounts, error) {
 	objs := m.cluster.Objects(p.gvr())
-	prog := m.newProgress(p)
+	prog := m.newProgress(p, ps)
 	var (
 		mu       sync.Mutex
 		failures []error
@@ -74,17 +98,20 @@ func (m *Migrator) rewriteObjects(ctx context.Context, p *Plan) (migrationCounts
 		items := list.Items
 		// Failures are recorded per object, so the work itself never fails.
 		_ = parallel.ForEach(ctx, len(items), m.concurrency, func(ctx context.Context, i int) error {
-			out, err := rewriteObject(ctx, objs, &items[i])
+			res, err := rewriteObject(ctx, objs, &items[i], p.apiVersion(), ps)
 			if err != nil {
 				mu.Lock()
-				if len(failures) < maxReportedFailures {
+				if len(failures) < maxCollectedFailures {
 					failures = append(failures, err)
 				}
 				mu.Unlock()
 			}
-			prog.add(out, err)
+			prog.add(res, err)
 			return nil
 		})
+		if err := ctx.Err(); err != nil {
+			return prog.counts(), fmt.Errorf("crd %s: %w", p.Name, err)
+		}
 		if opts.Continue = list.GetContinue(); opts.Continue == "" {
 			break
 		}
@@ -92,14 +119,52 @@ func (m *Migrator) rewriteObjects(ctx context.Context, p *Plan) (migrationCounts
 	prog.finish()
 
 	counts := prog.counts()
-	if counts.Failed > 0 {
-		sort.Slice(failures, func(i, j int) bool { return failures[i].Error() < failures[j].Error() })
-		return counts, fmt.Errorf("crd %s: %d of %d %s could not be rewritten at %s; status.storedVersions left as %s (fix them and run the command again): %w",
-			p.Name, counts.Failed, counts.Done(), plural.Of(counts.Done(), "object", "objects"), p.Storage,
-			"["+joinSpace(p.Stored)+"]", errors.Join(failures...))
+	if counts.Failed == 0 {
+		return counts, nil
 	}
-	return counts, nil
+	sort.Slice(failures, func(i, j int) bool { return failures[i].Error() < failures[j].Error() })
+	named := failures
+	if len(named) > maxReportedFailures {
+		named = named[:maxReportedFailures]
+	}
+	what := fmt.Sprintf("%d of %d %s could not be rewritten at %s", counts.Failed, counts.Done(),
+		plural.Of(counts.Done(), "object", "objects"), p.Storage)
+	if ps != passRewrite {
+		what = fmt.Sprintf("the managedFields of %d of %d %s could not be moved to %s", counts.Failed, counts.Done(),
+			plural.Of(counts.Done(), "object", "objects"), p.Storage)
+	}
+	if len(named) < len(failures) {
+		what += fmt.Sprintf(" (the first %d named)", len(named))
+	}
+	return counts, &ObjectsFailedError{CRD: p.Name, Failed: counts.Failed, msg: what, errs: named,
+		State: "status.storedVersions left as [" + joinSpace(p.Stored) + "]"}
 }
+
+// ErrObjectsFailed is wrapped by the error of a CRD some of whose objects
+// could not be written: each is named with its cause, the others were
+// written, status.storedVersions is left as it was, and a second run
+// writes only what the first did not.
+var ErrObjectsFailed = errors.New("objects could not be migrated")
+
+// ObjectsFailedError names the objects of one CRD that could not be
+// written (at most maxReportedFailures of them) with their causes; it
+// unwraps to ErrObjectsFailed and to each cause.
+type ObjectsFailedError struct {
+	CRD    string
+	Failed int
+	// State says what the failure left undone, e.g. "status.storedVersions
+	// left as [v1alpha1 v1]".
+	State string
+	msg   string
+	errs  []error
+}
+
+func (e *ObjectsFailedError) Error() string {
+	return fmt.Sprintf("crd %s: %s; %s (fix them and run the command again): %v",
+		e.CRD, e.msg, e.State, errors.Join(e.errs...))
+}
+
+func (e *ObjectsFailedError) Unwrap() []error { return append([]error{ErrObjectsFailed}, e.errs...) }
 
 // outcome is what rewriting one object came to.
 type outcome int
@@ -110,31 +175,59 @@ const (
 	outcomeGone
 )
 
-// rewriteObject writes obj back unchanged (with its resourceVersion). On a
-// conflict it re-reads the object and tries again.
-func rewriteObject(ctx context.Context, c ObjectClient, obj *unstructured.Unstructured) (outcome, error) {
+// objectResult is what rewriting one object came to, and whether its
+// managedFields were moved to the storage version.
+type objectResult struct {
+	outcome outcome
+	managed bool
+}
+
+// errManagedFieldsKept: the apiserver's answer to a write that moved an
+// object's managedFields still names another version.
+var errManagedFieldsKept = errors.New("managedFields still name another version after the write")
+
+// rewriteObject writes obj back with its resourceVersion (an optimistic
+// lock: a concurrent change is a conflict, never overwritten), its
+// managedFields moved to apiVersion. In passManagedFields an object whose
+// managedFields name no other version is not written. On a conflict it
+// re-reads the object and tries again.
+func rewriteObject(ctx context.Context, c ObjectClient, obj *unstructured.Unstructured, apiVersion string, ps pass) (objectResult, error) {
 	ns, name := obj.GetNamespace(), obj.GetName()
+	verb := "rewriting"
+	if ps != passRewrite {
+		verb = "moving the managedFields of"
+	}
 	for attempt := 1; ; attempt++ {
+		moved, err := migrateManagedFields(obj, apiVersion)
+		if err != nil {
+			return objectResult{}, fmt.Errorf("%s %s: %w", verb, objectName(ns, name), err)
+		}
+		if ps != passRewrite && !moved {
+			return objectResult{outcome: outcomeCurrent}, nil
+		}
 		rv := obj.GetResourceVersion()
 		updated, err := c.Update(ctx, obj)
 		switch {
 		case err == nil:
-			if updated.GetResourceVersion() == rv {
-				return outcomeCurrent, nil
+			if stale := staleManagedFields(updated, apiVersion); len(stale) > 0 {
+				return objectResult{}, fmt.Errorf("%s %s: %w (%s)", verb, objectName(ns, name), errManagedFieldsKept, strings.Join(stale, ", "))
 			}
-			return outcomeRewritten, nil
+			if updated.GetResourceVersion() == rv {
+				return objectResult{outcome: outcomeCurrent}, nil
+			}
+			return objectResult{outcome: outcomeRewritten, managed: moved}, nil
 		case apierrors.IsNotFound(err):
-			return outcomeGone, nil
+			return objectResult{outcome: outcomeGone}, nil
 		case !apierrors.IsConflict(err):
-			return 0, fmt.Errorf("rewriting %s: %w", objectName(ns, name), err)
+			return objectResult{}, fmt.Errorf("%s %s: %w", verb, objectName(ns, name), err)
 		case attempt == maxWriteAttempts:
-			return 0, fmt.Errorf("rewriting %s: still conflicting after %d attempts: %w", objectName(ns, name), attempt, err)
+			return objectResult{}, fmt.Errorf("%s %s: still conflicting after %d attempts: %w", verb, objectName(ns, name), attempt, err)
 		}
 		if obj, err = c.Get(ctx, ns, name); err != nil {
 			if apierrors.IsNotFound(err) {
-				return outcomeGone, nil
+				return objectResult{outcome: outcomeGone}, nil
 			}
-			return 0, fmt.Errorf("re-reading %s after a conflict: %w", objectName(ns, name), err)
+			return objectResult{}, fmt.Errorf("re-reading %s after a conflict: %w", objectName(ns, name), err)
 		}
 	}
 }
@@ -202,6 +295,7 @@ type migrationProgress struct {
 	mu       sync.Mutex
 	msgs     Messages
 	plan     *Plan
+	pass     pass
 	c        migrationCounts
 	step     int // objects between count-driven lines
 	next     int // done count of the next count-driven line
@@ -210,30 +304,36 @@ type migrationProgress struct {
 	printed  int // done count of the last line
 }
 
-func (m *Migrator) newProgress(p *Plan) *migrationProgress {
+func (m *Migrator) newProgress(p *Plan, ps pass) *migrationProgress {
 	parts := max(m.progressByCount, 1)
 	step := max((p.Objects+parts-1)/parts, 1)
-	return &migrationProgress{msgs: m.msgs, plan: p, step: step, next: step, every: m.progressEvery,
+	return &migrationProgress{msgs: m.msgs, plan: p, pass: ps, step: step, next: step, every: m.progressEvery,
 		lastLine: time.Now(), printed: -1}
 }
 
-func (pr *migrationProgress) add(o outcome, err error) {
+func (pr *migrationProgress) add(r objectResult, err error) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
 	switch {
 	case err != nil:
 		pr.c.Failed++
-	case o == outcomeRewritten:
+	case r.outcome == outcomeRewritten:
 		pr.c.Rewritten++
-	case o == outcomeCurrent:
+	case r.outcome == outcomeCurrent:
 		pr.c.Current++
-	case o == outcomeGone:
+	case r.outcome == outcomeGone:
 		pr.c.Gone++
+	}
+	if err == nil && r.managed {
+		pr.c.Managed++
 	}
 	done := pr.c.Done()
 	byCount := done >= pr.next
 	for pr.next <= done {
 		pr.next += pr.step
+	}
+	if pr.pass == passManagedFieldsRecheck && pr.c.Rewritten+pr.c.Failed == 0 {
+		return
 	}
 	if byCount || (pr.every > 0 && time.Since(pr.lastLine) >= pr.every) {
 		pr.line()
@@ -244,6 +344,9 @@ func (pr *migrationProgress) add(o outcome, err error) {
 func (pr *migrationProgress) finish() {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
+	if pr.pass == passManagedFieldsRecheck && pr.c.Rewritten+pr.c.Failed == 0 {
+		return
+	}
 	if pr.printed != pr.c.Done() {
 		pr.line()
 	}
@@ -260,15 +363,36 @@ func (pr *migrationProgress) counts() migrationCounts {
 // run; objects created since may make done exceed it.
 func (pr *migrationProgress) line() {
 	done := pr.c.Done()
-	pr.msgs.Notify([]string{fmt.Sprintf("crd %s: %d/%d objects done (%s)",
-		pr.plan.Name, done, max(pr.plan.Objects, done), pr.c.describe(pr.plan.Storage))})
+	what, counts := "objects done", pr.c.describe(pr.plan.Storage)
+	if pr.pass != passRewrite {
+		what, counts = "objects checked for managedFields at other versions", pr.c.describeManaged(pr.plan.Storage)
+	}
+	pr.msgs.Notify([]string{fmt.Sprintf("crd %s: %d/%d %s (%s)",
+		pr.plan.Name, done, max(pr.plan.Objects, done), what, counts)})
 	pr.printed = done
 	pr.lastLine = time.Now()
 }
 
-// describe renders the counts, e.g. "100 rewritten, 20 already at v1".
+// describe renders the counts, e.g. "100 rewritten, 20 already at v1;
+// managedFields of 100 moved to v1".
 func (c migrationCounts) describe(storage string) string {
 	s := fmt.Sprintf("%d rewritten, %d already at %s", c.Rewritten, c.Current, storage)
+	if c.Managed > 0 {
+		s += fmt.Sprintf("; managedFields of %d moved to %s", c.Managed, storage)
+	}
+	if c.Gone > 0 {
+		s += fmt.Sprintf(", %d deleted meanwhile", c.Gone)
+	}
+	if c.Failed > 0 {
+		s += fmt.Sprintf(", %d failed", c.Failed)
+	}
+	return s
+}
+
+// describeManaged renders the counts of a managedFields pass, e.g.
+// "managedFields of 3 moved to v1, 17 at v1 already".
+func (c migrationCounts) describeManaged(storage string) string {
+	s := fmt.Sprintf("managedFields of %d moved to %s, %d at %s already", c.Rewritten, storage, c.Current, storage)
 	if c.Gone > 0 {
 		s += fmt.Sprintf(", %d deleted meanwhile", c.Gone)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/kube"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -78,24 +79,29 @@ func Run(ctx context.Context, req Request) error {
 	}
 	pending := 0
 	for _, p := range plans {
-		if !p.Done() {
+		if p.Pending() {
 			pending++
 		}
 	}
 	if pending == 0 {
-		req.UI.PrintLinef("Nothing to migrate: status.storedVersions of %s is the storage version alone", plural.Count(len(plans), "CRD", "CRDs"))
+		req.UI.PrintLinef("Nothing to migrate: status.storedVersions of %s is the storage version alone, and no managedFields name another version",
+			plural.Count(len(plans), "CRD", "CRDs"))
 		return nil
 	}
 	if req.DryRun {
 		for _, p := range plans {
-			if !p.Done() {
-				if method == MethodMigrator {
-					req.UI.PrintLinef("Would create a StorageVersionMigration for crd %s (%s at %s), whose migrator sets status.storedVersions %s",
-						p.Name, plural.Count(p.Objects, "object", "objects"), p.Storage, p.StoredVersionsChange())
-					continue
-				}
-				req.UI.PrintLinef("Would rewrite the %s of crd %s at %s (those already stored at %s cost no write), then set status.storedVersions %s",
-					plural.Count(p.Objects, "object", "objects"), p.Name, p.Storage, p.Storage, p.StoredVersionsChange())
+			switch {
+			case !p.Pending():
+			case p.Done():
+				req.UI.PrintLinef("Would move the managedFields of %s of crd %s to %s (status.storedVersions is [%s] already)",
+					plural.Count(p.StaleManagedFields, "object", "objects"), p.Name, p.Storage, p.Storage)
+			case method == MethodMigrator:
+				req.UI.PrintLinef("Would move the managedFields of the objects of crd %s to %s where they name another version, "+
+					"then create a StorageVersionMigration (%s at %s), whose migrator sets status.storedVersions %s",
+					p.Name, p.Storage, plural.Count(p.Objects, "object", "objects"), p.Storage, p.StoredVersionsChange())
+			default:
+				req.UI.PrintLinef("Would rewrite the %s of crd %s at %s with their managedFields at %s (those already stored at %s with managedFields at %s cost no write), then set status.storedVersions %s",
+					plural.Count(p.Objects, "object", "objects"), p.Name, p.Storage, p.Storage, p.Storage, p.Storage, p.StoredVersionsChange())
 			}
 		}
 		req.UI.PrintLinef("Dry run: nothing changed")
@@ -122,32 +128,57 @@ func Run(ctx context.Context, req Request) error {
 	if req.tune != nil {
 		req.tune(m)
 	}
-	var total migrationCounts
-	done := 0
+	// One CRD's failure does not stop the others: each is migrated on its
+	// own, and the failures are returned together at the end.
+	var (
+		total  migrationCounts
+		failed []error
+	)
+	done, tried := 0, 0
 	for _, p := range plans {
-		if p.Done() {
+		if !p.Pending() {
 			done++
 			continue
 		}
-		verb := "rewriting"
-		if method == MethodMigrator {
-			verb = "migrating"
+		switch {
+		case p.Done():
+			m.msgs.NotifySection("crd %s: moving the managedFields of %s to %s [%d/%d CRDs done]",
+				p.Name, plural.Count(p.StaleManagedFields, "object", "objects"), p.Storage, tried, pending)
+		case method == MethodMigrator:
+			m.msgs.NotifySection("crd %s: migrating %s at %s [%d/%d CRDs done]",
+				p.Name, plural.Count(p.Objects, "object", "objects"), p.Storage, tried, pending)
+		default:
+			m.msgs.NotifySection("crd %s: rewriting %s at %s [%d/%d CRDs done]",
+				p.Name, plural.Count(p.Objects, "object", "objects"), p.Storage, tried, pending)
 		}
-		m.msgs.NotifySection("crd %s: %s %s at %s [%d/%d CRDs done]",
-			p.Name, verb, plural.Count(p.Objects, "object", "objects"), p.Storage, done, pending)
+		tried++
 		counts, err := m.migrate(ctx, p)
 		total.add(counts)
 		if err != nil {
-			return err
+			if ctx.Err() != nil {
+				return err
+			}
+			failed = append(failed, err)
+			m.msgs.Notify([]string{fmt.Sprintf("crd %s: not migrated (the error is at the end); going on with the other CRDs", p.Name)})
+			continue
 		}
 		done++
-		m.msgs.Notify([]string{fmt.Sprintf("crd %s: status.storedVersions %s", p.Name, p.StoredVersionsChange())})
+		if !p.Done() {
+			m.msgs.Notify([]string{fmt.Sprintf("crd %s: status.storedVersions %s", p.Name, p.StoredVersionsChange())})
+		}
 	}
+	summary := total.describe("the storage version")
 	if method == MethodMigrator {
-		m.msgs.NotifySection("migration complete [%d/%d CRDs done]: by the cluster's storage version migrator", done, len(plans))
-		return nil
+		summary = "by the cluster's storage version migrator"
+		if total.Managed > 0 {
+			summary += fmt.Sprintf("; managedFields of %d moved to the storage version", total.Managed)
+		}
 	}
-	m.msgs.NotifySection("migration complete [%d/%d CRDs done]: %s", done, len(plans), total.describe("the storage version"))
+	if len(failed) > 0 {
+		m.msgs.NotifySection("migration incomplete [%d/%d CRDs done, %d failed]: %s", done, len(plans), len(failed), summary)
+		return errors.Join(failed...)
+	}
+	m.msgs.NotifySection("migration complete [%d/%d CRDs done]: %s", done, len(plans), summary)
 	return nil
 }
 
@@ -208,7 +239,14 @@ func PlanCRDs(ctx context.Context, cluster Cluster, names []string, to string) (
 		if err != nil {
 			return err
 		}
-		if !p.Done() {
+		if p.Done() {
+			// Cheap (one LIST, no write) and needed: writers at another
+			// version may have recorded managedFields there since the
+			// storage migration.
+			if p.Objects, p.StaleManagedFields, err = countStaleManagedFields(ctx, cluster, p); err != nil {
+				return err
+			}
+		} else {
 			crd := &apiextv1.CustomResourceDefinition{}
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, crd); err != nil {
 				return fmt.Errorf("decoding crd %s: %w", names[i], err)
@@ -229,6 +267,32 @@ func PlanCRDs(ctx context.Context, cluster Cluster, names []string, to string) (
 	return plans, nil
 }
 
+// countStaleManagedFields lists the objects of p at its storage version
+// and counts them, and those whose managedFields name another version.
+func countStaleManagedFields(ctx context.Context, cluster Cluster, p *Plan) (objects, stale int, err error) {
+	objs := cluster.Objects(p.gvr())
+	opts := metav1.ListOptions{Limit: kube.DefaultPageSize}
+	for {
+		list, err := objs.List(ctx, opts)
+		if err != nil {
+			if token, ok := expiredListContinue(err); ok && opts.Continue != "" {
+				opts.Continue = token
+				continue
+			}
+			return 0, 0, fmt.Errorf("crd %s: listing %s at %s: %w", p.Name, p.Plural, p.Storage, err)
+		}
+		for i := range list.Items {
+			objects++
+			if len(staleManagedFields(&list.Items[i], p.apiVersion())) > 0 {
+				stale++
+			}
+		}
+		if opts.Continue = list.GetContinue(); opts.Continue == "" {
+			return objects, stale, nil
+		}
+	}
+}
+
 // Table lists what will happen to each CRD. Its keys are the JSON keys of
 // the rows under kapp's --json.
 func Table(plans []*Plan) uitable.Table {
@@ -245,8 +309,11 @@ func Table(plans []*Plan) uitable.Table {
 	}
 	for _, p := range plans {
 		objects := strconv.Itoa(p.Objects)
-		if p.Done() {
-			objects = "-" // not counted: nothing to rewrite
+		switch {
+		case !p.Pending():
+			objects = "-" // nothing to rewrite
+		case p.Done():
+			objects = fmt.Sprintf("%d (managedFields of %d to move)", p.Objects, p.StaleManagedFields)
 		}
 		table.Rows = append(table.Rows, []uitable.Value{
 			uitable.NewValueString(p.Name),

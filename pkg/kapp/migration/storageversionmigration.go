@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -52,41 +51,29 @@ func (e *MigrationFailedError) Error() string {
 
 func (e *MigrationFailedError) Unwrap() error { return ErrMigrationFailed }
 
-// staleDiscovery are the messages of the failures of a migration whose
-// controller read the CRD's versions from a discovery cache older than the
-// last deploy: its RESTMapper resyncs about every 30 seconds, so a CRD that
-// got a version (or lost one) a moment ago is mapped to a version it no
-// longer serves. Seen with 1.37.2 right after a storage switch or a version
-// unserved. The controller says so only in its condition's message.
-var staleDiscovery = []string{"does not support discovery operations", "does not exist in discovery"}
-
-// StaleDiscovery reports whether the migration failed on the controller's
-// stale discovery cache (staleDiscovery), so that another migration, after
-// its resync, may succeed.
-func (e *MigrationFailedError) StaleDiscovery() bool {
-	for _, s := range staleDiscovery {
-		if strings.Contains(e.Message, s) {
-			return true
-		}
-	}
-	return false
-}
-
-// migratorAttempts bounds the migrations created for one CRD when the
-// controller's discovery is stale.
+// migratorAttempts bounds the migrations created for one CRD: a migration
+// the cluster's migrator reports Failed is deleted and created again
+// rather than waited on. Seen with 1.37.2: right after a storage switch or
+// a version unserved, the controller's RESTMapper (resynced about every 30
+// seconds) still maps the resource to the old versions and the migration
+// fails ("does not support discovery operations"); one created after the
+// resync succeeds. Other failures (an object a webhook refuses) may pass
+// on a later attempt too; when the last attempt fails, its error names the
+// migration, its reason and its message.
 const migratorAttempts = 3
 
-// migrateWithMigrator runs steps 2-4 for one CRD, again when the
-// controller's discovery was stale (after waiting for its resync).
+// migrateWithMigrator runs steps 2-4 for one CRD, again (after
+// migratorRetryWait, the controller's discovery resync) when the migration
+// failed, at most migratorAttempts times.
 func (m *Migrator) migrateWithMigrator(ctx context.Context, p *Plan) error {
 	for attempt := 1; ; attempt++ {
 		err := m.migrateOnce(ctx, p)
 		var failed *MigrationFailedError
-		if !errors.As(err, &failed) || !failed.StaleDiscovery() || attempt == migratorAttempts {
+		if !errors.As(err, &failed) || attempt == migratorAttempts {
 			return err
 		}
-		m.msgs.Notify([]string{fmt.Sprintf("crd %s: the migrator's view of the API is older than the CRD (%v); trying again in %s, after its discovery resync",
-			p.Name, err, m.migratorRetryWait)})
+		m.msgs.Notify([]string{fmt.Sprintf("crd %s: StorageVersionMigration %s failed (%s: %s); creating another in %s, after the migrator's discovery resync (attempt %d of %d)",
+			p.Name, failed.Migration, failed.Reason, failed.Message, m.migratorRetryWait, attempt+1, migratorAttempts)})
 		if err := sleep(ctx, m.migratorRetryWait); err != nil {
 			return err
 		}

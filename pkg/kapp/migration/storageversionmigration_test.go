@@ -66,19 +66,23 @@ func TestCRDMigrateStorageMethod(t *testing.T) {
 	}
 }
 
-// TestCRDMigrateStorageMigratorFails: a failed migration is an error that
-// names it and its message; status.storedVersions stays as it was and the
-// migration is deleted all the same. A migration that succeeds without
-// trimming status.storedVersions is an error too.
+// TestCRDMigrateStorageMigratorFails: a failed migration is deleted and
+// created again (migratorAttempts in all); when the last fails too, the
+// error names it and its message, status.storedVersions stays as it was
+// and every migration is deleted all the same. A migration that succeeds
+// without trimming status.storedVersions is an error too.
 func TestCRDMigrateStorageMigratorFails(t *testing.T) {
 	f := newFakeMigrationCluster(switched())
 	f.addObjects("a", 2, "v1alpha1")
 	f.servesSVM, f.svmFail = true, "failed to migrate a/obj-001: forbidden"
-	_, err := runMigrate(t, f, migrateRun{names: []string{"widgets.example.com"}})
+	out, err := runMigrate(t, f, migrateRun{names: []string{"widgets.example.com"}})
 	require.ErrorIs(t, err, ErrMigrationFailed)
-	require.EqualError(t, err, "crd widgets.example.com: storage version migration failed: StorageVersionMigration widgets.example.com-0: "+
+	require.EqualError(t, err, "crd widgets.example.com: storage version migration failed: StorageVersionMigration widgets.example.com-2: "+
 		"StorageVersionMigrationFailed: failed to migrate a/obj-001: forbidden; status.storedVersions left as it was")
+	require.Equal(t, []string{"widgets.example.com-0", "widgets.example.com-1", "widgets.example.com-2"}, f.svmsMade)
 	require.Equal(t, f.svmsMade, f.svmsGone)
+	require.Contains(t, out, "StorageVersionMigration widgets.example.com-0 failed (StorageVersionMigrationFailed: failed to migrate a/obj-001: forbidden); creating another")
+	require.Contains(t, out, "migration incomplete [0/1 CRDs done, 1 failed]")
 	require.Equal(t, []string{"v1alpha1", "v1"}, liveStoredVersions(t, f, "widgets.example.com"))
 
 	f = newFakeMigrationCluster(switched())
@@ -136,42 +140,31 @@ func TestCRDMigrateStorageWaitsForObservedGeneration(t *testing.T) {
 	require.Equal(t, 2, f.writes)
 }
 
-// TestCRDMigrateStorageMigratorStaleDiscovery: the 1.37.2 migrator fails a
-// migration when its discovery cache predates the CRD's last change; the
-// command waits for the resync and creates another, deleting both.
-func TestCRDMigrateStorageMigratorStaleDiscovery(t *testing.T) {
+// TestCRDMigrateStorageMigratorRecreatesFailed: the 1.37.2 migrator fails
+// a migration when its discovery cache predates the CRD's last change; the
+// command does not wait on a failed migration: it deletes it, waits for
+// the resync and creates another, deleting both.
+func TestCRDMigrateStorageMigratorRecreatesFailed(t *testing.T) {
 	f := newFakeMigrationCluster(switched())
 	f.addObjects("a", 2, "v1alpha1")
 	f.servesSVM, f.svmFailN = true, 1
 	f.svmFail = `resource "example.com/v1alpha1, Resource=widgets" does not support discovery operations: [update patch list]`
 	out, err := runMigrate(t, f, migrateRun{names: []string{"widgets.example.com"}})
 	require.NoError(t, err)
-	require.Contains(t, out, "the migrator's view of the API is older than the CRD")
+	require.Contains(t, out, "StorageVersionMigration widgets.example.com-0 failed (StorageVersionMigrationFailed: resource")
+	require.Contains(t, out, "creating another in 1ms, after the migrator's discovery resync (attempt 2 of 3)")
 	require.Equal(t, []string{"widgets.example.com-0", "widgets.example.com-1"}, f.svmsMade)
 	require.Equal(t, f.svmsMade, f.svmsGone)
 	require.Equal(t, []string{"v1"}, liveStoredVersions(t, f, "widgets.example.com"))
 }
 
 // TestMigrationFailedError: a failed migration is a *MigrationFailedError
-// (errors.As); only the controller's stale-discovery failures, told by the
-// condition's message, are worth another migration.
+// (errors.As) that unwraps to ErrMigrationFailed.
 func TestMigrationFailedError(t *testing.T) {
-	stale := &MigrationFailedError{CRD: "widgets.example.com", Migration: "m", Reason: "StorageVersionMigrationFailed",
+	failed := &MigrationFailedError{CRD: "widgets.example.com", Migration: "m", Reason: "StorageVersionMigrationFailed",
 		Message: `resource "example.com/v1alpha1, Resource=widgets" does not exist in discovery`}
-	require.True(t, stale.StaleDiscovery())
-	require.ErrorIs(t, fmt.Errorf("wrapped: %w", stale), ErrMigrationFailed)
-
-	// A failure that merely quotes the phrase elsewhere (the CRD's name) is not stale.
-	other := &MigrationFailedError{CRD: "does-not-support-discovery-operations.example.com", Migration: "m",
-		Reason: "StorageVersionMigrationFailed", Message: "failed to migrate a/obj-001: forbidden"}
-	require.False(t, other.StaleDiscovery())
-
-	f := newFakeMigrationCluster(switched())
-	f.addObjects("a", 2, "v1alpha1")
-	f.servesSVM, f.svmFail = true, "failed to migrate a/obj-001: forbidden"
-	_, err := runMigrate(t, f, migrateRun{names: []string{"widgets.example.com"}})
-	var failed *MigrationFailedError
-	require.ErrorAs(t, err, &failed)
-	require.Equal(t, "widgets.example.com-0", failed.Migration)
-	require.Len(t, f.svmsMade, 1, "not stale: no second migration")
+	require.ErrorIs(t, fmt.Errorf("wrapped: %w", failed), ErrMigrationFailed)
+	var as *MigrationFailedError
+	require.ErrorAs(t, fmt.Errorf("wrapped: %w", failed), &as)
+	require.Equal(t, "m", as.Migration)
 }

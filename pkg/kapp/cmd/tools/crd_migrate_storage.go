@@ -77,6 +77,12 @@ conditions, checks that the migrator trimmed status.storedVersions and deletes
 the migration. Elsewhere the command rewrites the objects itself (below).
 --method auto (the default) picks the migrator when the cluster serves it, and
 prints its choice.
+With either method, the managedFields entries of every object that name
+another version are moved to the storage version (manager, fields and
+ownership kept) before status.storedVersions is trimmed: server-side apply
+converts an object to every version its managedFields name, and fails for
+good once one is removed. A CRD whose status.storedVersions is trimmed
+already gets only that step, where needed.
 This is the step that makes removing an old version of a CRD safe: the
 CRDUpgradeSafety check blocks the removal (storedVersionRemoval) while the
 version is in status.storedVersions. See docs/migrate.md for the whole path.
@@ -90,13 +96,17 @@ is status.storedVersions trimmed, through the status subresource, and only if
 the CRD did not change meanwhile. Nothing is written when any CRD cannot be
 migrated.
 
-An interrupted run changes no status.storedVersions; running the command again
-finishes the job (objects already rewritten cost no write).
+An object that cannot be written (a webhook, a conflict) is named with its
+cause and does not stop the others, nor the other CRDs; the CRD's
+status.storedVersions is left as it was and the command exits with 1.
+An interrupted or failed run never trims status.storedVersions before every
+object is migrated; running the command again finishes the job (objects
+already migrated cost no write).
 
 Exit status:
   0  migrated (or nothing to do, or --dry-run)
   1  not migrated: bad input, a CRD that cannot be migrated, cluster errors,
-     objects that could not be rewritten`,
+     objects that could not be rewritten or whose managedFields could not be moved`,
 		RunE:        func(_ *cobra.Command, _ []string) error { return o.Run() },
 		Annotations: map[string]string{cmdapp.TTYByDefaultKey: ""},
 		Example: `

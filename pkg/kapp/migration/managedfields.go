@@ -1,0 +1,147 @@
+package migration
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// The managedFields of a custom resource record, per field manager, the
+// apiVersion its fields were written at. Server-side apply converts the
+// object to every one of those versions to find conflicts, and fails for
+// good (`request to convert CR to an invalid group/version`) once one of
+// them is gone from the CRD (kubernetes/kubernetes#111937). Updates, by
+// contrast, silently reset the managedFields they cannot convert. Neither
+// a rewrite of the object nor the cluster's storage version migrator
+// touches them, so the migration moves them itself:
+//
+// Every entry whose apiVersion is not group/storage is moved to it, with
+// its manager, operation, subresource, time and fields kept (the choice
+// Flux's MigrateAPIVersion makes, rather than Cluster API's dropping of
+// entries at unserved versions): the manager keeps ownership, so its next
+// apply still removes the fields it stopped applying, and a change to its
+// fields by another manager is still a conflict. Under conversion None the
+// field paths are the same in every version, except the fields the
+// storage version's schema prunes, which are gone from the object anyway
+// (an entry owning a path the object lacks owns nothing). Two Update
+// entries of one manager that end up at the same version would be one
+// manager to the apiserver (it keys Update entries by manager, operation,
+// subresource and apiVersion, and keeps the last of duplicates), so they
+// are merged into one: the union of their fields, the later time.
+// docs/migrate.md says what this does to ownership and conflicts.
+
+// staleManagedFields returns the apiVersions of obj's managedFields
+// entries other than apiVersion, sorted, without repeats.
+func staleManagedFields(obj *unstructured.Unstructured, apiVersion string) []string {
+	var stale []string
+	for _, e := range obj.GetManagedFields() {
+		if e.APIVersion != apiVersion && !slices.Contains(stale, e.APIVersion) {
+			stale = append(stale, e.APIVersion)
+		}
+	}
+	slices.Sort(stale)
+	return stale
+}
+
+// migrateManagedFields moves the managedFields entries of obj to
+// apiVersion (see above) and reports whether any moved. obj is changed
+// only when the result is true and the error nil.
+func migrateManagedFields(obj *unstructured.Unstructured, apiVersion string) (bool, error) {
+	entries := obj.GetManagedFields()
+	moved, changed, err := moveManagedFields(entries, apiVersion)
+	if err != nil || !changed {
+		return false, err
+	}
+	obj.SetManagedFields(moved)
+	return true, nil
+}
+
+// moveManagedFields returns entries with every entry at apiVersion, merging
+// those that become one manager, in the order of their first occurrence.
+func moveManagedFields(entries []metav1.ManagedFieldsEntry, apiVersion string) ([]metav1.ManagedFieldsEntry, bool, error) {
+	changed := false
+	out := make([]metav1.ManagedFieldsEntry, 0, len(entries))
+	index := map[managerKey]int{} // position in out
+	for _, e := range entries {
+		if e.APIVersion != apiVersion {
+			e.APIVersion = apiVersion
+			changed = true
+		}
+		k := keyOf(e)
+		i, dup := index[k]
+		if !dup {
+			index[k] = len(out)
+			out = append(out, e)
+			continue
+		}
+		merged, err := unionFields(out[i].FieldsV1, e.FieldsV1)
+		if err != nil {
+			return nil, false, fmt.Errorf("merging the managedFields entries of manager %q (%s): %w", e.Manager, e.Operation, err)
+		}
+		out[i].FieldsV1 = merged
+		if e.Time != nil && (out[i].Time == nil || out[i].Time.Before(e.Time)) {
+			out[i].Time = e.Time
+		}
+	}
+	if !changed {
+		return entries, false, nil
+	}
+	return out, true, nil
+}
+
+// managerKey is what the apiserver tells managers apart by
+// (fieldmanager's BuildManagerIdentifier): an Apply entry's apiVersion is
+// not part of it.
+type managerKey struct {
+	manager, operation, subresource, apiVersion string
+}
+
+func keyOf(e metav1.ManagedFieldsEntry) managerKey {
+	k := managerKey{manager: e.Manager, operation: string(e.Operation), subresource: e.Subresource}
+	if e.Operation != metav1.ManagedFieldsOperationApply {
+		k.apiVersion = e.APIVersion
+	}
+	return k
+}
+
+// unionFields returns the union of two FieldsV1 sets: their JSON trees
+// ({"f:spec":{"f:color":{}}}, with "." for a node owned itself) merged.
+func unionFields(a, b *metav1.FieldsV1) (*metav1.FieldsV1, error) {
+	if a == nil || len(a.Raw) == 0 {
+		return b, nil
+	}
+	if b == nil || len(b.Raw) == 0 {
+		return a, nil
+	}
+	var ta, tb map[string]any
+	if err := json.Unmarshal(a.Raw, &ta); err != nil {
+		return nil, fmt.Errorf("decoding fieldsV1: %w", err)
+	}
+	if err := json.Unmarshal(b.Raw, &tb); err != nil {
+		return nil, fmt.Errorf("decoding fieldsV1: %w", err)
+	}
+	raw, err := json.Marshal(unionTree(ta, tb))
+	if err != nil {
+		return nil, fmt.Errorf("encoding fieldsV1: %w", err)
+	}
+	return &metav1.FieldsV1{Raw: raw}, nil
+}
+
+func unionTree(a, b map[string]any) map[string]any {
+	for k, vb := range b {
+		va, ok := a[k]
+		if !ok {
+			a[k] = vb
+			continue
+		}
+		ma, okA := va.(map[string]any)
+		mb, okB := vb.(map[string]any)
+		if okA && okB {
+			a[k] = unionTree(ma, mb)
+		}
+	}
+	return a
+}

@@ -1,0 +1,111 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Server-side apply after a version removal (issue 31): the managedFields
+// of an object record the version each manager wrote at, and server-side
+// apply converts the object to each of them. If the migration leaves them
+// at v1alpha1, every server-side apply of the object fails for good once
+// v1alpha1 is removed ("request to convert CR to an invalid
+// group/version"). crd-migrate-storage moves them to the storage version.
+
+// ssaObject is the object "applied" at version with spec.color, and
+// spec.size unless it is 0.
+func ssaObject(n names, version, color string, size int) string {
+	doc := fmt.Sprintf("apiVersion: %s/%s\nkind: %s\nmetadata:\n  name: applied\n  namespace: default\nspec:\n  color: %s\n",
+		group, version, n.Kind, color)
+	if size != 0 {
+		doc += fmt.Sprintf("  size: %d\n", size)
+	}
+	return doc
+}
+
+// TestMigrateStorageKeepsServerSideApplyWorking walks the documented path
+// (v1 added as storage, migrate, v1alpha1 unserved, v1alpha1 removed; every
+// deploy with the check) with an object written by `kubectl apply
+// --server-side --field-manager=flux` at v1alpha1, with each method
+// (auto is the cluster's migrator on 1.37, the rewrite before), and then
+// applies it again as flux at v1: it succeeds, flux still owns its fields
+// (a field it stops applying is removed), and a field of flux's changed by
+// another manager is still a conflict.
+func TestMigrateStorageKeepsServerSideApplyWorking(t *testing.T) {
+	t.Parallel()
+	kubectl := os.Getenv("KUBECTL")
+	if kubectl == "" {
+		t.Skip("KUBECTL is not set: the path of a kubectl binary (hack/test-e2e.sh sets it to the cluster's version's kubectl)")
+	}
+	for _, method := range []string{"rewrite", "auto"} {
+		t.Run(method, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			n := newNames(t)
+			e.cleanupApp(t, n.App)
+			apply := func(manager, version, color string, size int) (string, error) {
+				path := filepath.Join(t.TempDir(), "obj.yaml")
+				require.NoError(t, os.WriteFile(path, []byte(ssaObject(n, version, color, size)), 0o600))
+				out, err := exec.Command(kubectl, "--kubeconfig", e.kubeconfig, "apply", "--server-side",
+					"--field-manager="+manager, "-f", path).CombinedOutput()
+				t.Logf("$ kubectl apply --server-side --field-manager=%s -f obj.yaml  # %s/%s, color %s, size %d\n%s",
+					manager, group, version, color, size, indent(string(out)))
+				return string(out), err
+			}
+
+			e.deployOK(t, n.App, []string{crdDir(t, n, "migrate/1-v1alpha1.yaml")}, preflightFlag)
+			var out string
+			var err error
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(300 * time.Millisecond) {
+				// The API of a just-established CRD may not be served yet.
+				if out, err = apply("flux", "v1alpha1", "red", 1); err == nil || time.Now().After(deadline) {
+					break
+				}
+			}
+			require.NoError(t, err, out)
+			e.deployOK(t, n.App, []string{crdDir(t, n, "migrate/2-v1-storage.yaml")}, preflightFlag)
+			e.deployOK(t, n.App, []string{crdDir(t, n, "migrate/3-v1alpha1-unserved.yaml")}, preflightFlag)
+
+			args := []string{"--crd", n.CRD, "-y"}
+			if method != "auto" {
+				args = append(args, "--method="+method)
+			}
+			r := e.migrate(t, args...)
+			require.Equalf(t, 0, r.exitCode, "output:\n%s", r.out)
+			require.Equal(t, []string{"v1"}, e.storedVersions(t, n))
+			e.deployOK(t, n.App, []string{crdDir(t, n, "migrate/4-v1-only.yaml")}, preflightFlag)
+
+			// The apply that fails without the managedFields migration.
+			out, err = apply("flux", "v1", "blue", 0)
+			require.NoError(t, err, "server-side apply by the original manager after the removal:\n%s", out)
+			obj, err := e.dyn.Resource(n.gvr("v1")).Namespace("default").Get(tctx(t), "applied", metav1.GetOptions{})
+			require.NoError(t, err)
+			spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
+			require.Equal(t, map[string]any{"color": "blue"}, spec,
+				"flux kept ownership of spec.size: the apply that no longer sets it removed it")
+			for _, mf := range obj.GetManagedFields() {
+				require.Equalf(t, group+"/v1", mf.APIVersion, "manager %s", mf.Manager)
+			}
+
+			// Ownership is real: another manager changing flux's field conflicts.
+			out, err = apply("other", "v1", "green", 0)
+			require.Error(t, err, out)
+			require.Contains(t, out, "conflict")
+
+			if method == "auto" && kubeMinor(t, e) >= 37 {
+				require.Contains(t, r.out, "Method: migrator")
+				require.Contains(t, r.out, "objects checked for managedFields at other versions (managedFields of 1 moved to v1")
+			} else {
+				require.Contains(t, r.out, "1/1 objects done (1 rewritten, 0 already at v1; managedFields of 1 moved to v1)")
+			}
+		})
+	}
+}
