@@ -109,3 +109,53 @@ func TestMigrateStorageKeepsServerSideApplyWorking(t *testing.T) {
 		})
 	}
 }
+
+// TestManagedFieldsBlockVersionRemoval: the preflight's managedFields check
+// (issue 31). An object written by `kubectl apply --server-side
+// --field-manager=flux` at v1alpha1 keeps a managedFields entry at
+// v1alpha1 whatever version it is stored in; unserving v1alpha1 is a
+// warning that names the object and the manager (server-side apply still
+// works), removing it is blocked: every server-side apply of the object
+// would fail from then on.
+func TestManagedFieldsBlockVersionRemoval(t *testing.T) {
+	t.Parallel()
+	kubectl := os.Getenv("KUBECTL")
+	if kubectl == "" {
+		t.Skip("KUBECTL is not set: the path of a kubectl binary (hack/test-e2e.sh sets it to the cluster's version's kubectl)")
+	}
+	e := setup(t)
+	n := newNames(t)
+	e.cleanupApp(t, n.App)
+	path := filepath.Join(t.TempDir(), "obj.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(ssaObject(n, "v1alpha1", "red", 1)), 0o600))
+
+	e.deployOK(t, n.App, []string{crdDir(t, n, "migrate/1-v1alpha1.yaml")}, preflightFlag)
+	var out []byte
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(300 * time.Millisecond) {
+		out, err = exec.Command(kubectl, "--kubeconfig", e.kubeconfig, "apply", "--server-side", "--field-manager=flux", "-f", path).CombinedOutput()
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	require.NoError(t, err, string(out))
+	e.deployOK(t, n.App, []string{crdDir(t, n, "migrate/2-v1-storage.yaml")}, preflightFlag)
+	r := e.migrate(t, "--crd", n.CRD, "--to", "v1", "--method=rewrite", "-y")
+	require.Equalf(t, 0, r.exitCode, "output:\n%s", r.out)
+
+	// The rewrite moved flux's entry; write it back at v1alpha1, as a
+	// manager that still applies at v1alpha1 would.
+	out, err = exec.Command(kubectl, "--kubeconfig", e.kubeconfig, "apply", "--server-side", "--field-manager=flux", "-f", path).CombinedOutput()
+	require.NoError(t, err, string(out))
+
+	r = e.deployOK(t, n.App, []string{crdDir(t, n, "migrate/3-v1alpha1-unserved.yaml")}, preflightFlag)
+	requireFinding(t, r.out, "managedFields", `version "v1alpha1" no longer served`, "default/applied (managers flux)")
+
+	before := e.snapshot(t, n)
+	r = e.deploy(t, n.App, []string{crdDir(t, n, "migrate/4-v1-only.yaml", n.marker())}, preflightFlag)
+	requireBlocked(t, r)
+	requireFinding(t, r.out, "managedFields", `version "v1alpha1" removed while managedFields of stored objects name it (managers flux)`,
+		"default/applied (managers flux)", "kapp tools crd-migrate-storage --crd "+n.CRD+" --to v1")
+	requireNoFinding(t, r.out, "storedVersionRemoval")
+	e.requireUnchanged(t, n, before)
+}
