@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -157,5 +158,41 @@ func TestManagedFieldsBlockVersionRemoval(t *testing.T) {
 	requireFinding(t, r.out, "managedFields", `version "v1alpha1" removed while managedFields of stored objects name it (managers flux)`,
 		"default/applied (managers flux)", "kapp tools crd-migrate-storage --crd "+n.CRD+" --to v1")
 	requireNoFinding(t, r.out, "storedVersionRemoval")
+	e.requireUnchanged(t, n, before)
+}
+
+// TestOwnerReferencesBlockVersionRemoval: the preflight's ownerReferences
+// check (issue 31). A ConfigMap owned by a custom resource through an
+// ownerReference at v1alpha1 would no longer be garbage collected with its
+// owner once v1alpha1 is removed: the removal is blocked, naming it.
+func TestOwnerReferencesBlockVersionRemoval(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	n := newNames(t)
+	e.cleanupApp(t, n.App)
+	e.deployOK(t, n.App, []string{crdDir(t, n, "migrate/2-v1-storage.yaml")}, preflightFlag)
+	var owner *unstructured.Unstructured
+	var err error
+	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": group + "/v1alpha1", "kind": n.Kind,
+		"metadata": map[string]any{"name": "owner", "namespace": "default"}, "spec": map[string]any{"color": "red"}}}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(300 * time.Millisecond) {
+		// The API of a just-established CRD may not be served yet.
+		if owner, err = e.dyn.Resource(n.gvr("v1alpha1")).Namespace("default").Create(tctx(t), obj, metav1.CreateOptions{}); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	require.NoError(t, err)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "dependent-" + n.Singular, Namespace: "default",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: group + "/v1alpha1", Kind: n.Kind, Name: "owner", UID: owner.GetUID()}}}}
+	_, err = e.core.CoreV1().ConfigMaps("default").Create(tctx(t), cm, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.core.CoreV1().ConfigMaps("default").Delete(tctx(t), cm.Name, metav1.DeleteOptions{}) })
+
+	e.deployOK(t, n.App, []string{crdDir(t, n, "migrate/3-v1alpha1-unserved.yaml")}, preflightFlag)
+	before := e.snapshot(t, n)
+	r := e.deploy(t, n.App, []string{crdDir(t, n, "migrate/4-v1-only.yaml", n.marker())}, preflightFlag)
+	requireBlocked(t, r)
+	requireFinding(t, r.out, "ownerReferences", `version "v1alpha1" removed while ownerReferences of other objects name it (configmaps)`,
+		"configmaps default/dependent-"+n.Singular)
 	e.requireUnchanged(t, n, before)
 }

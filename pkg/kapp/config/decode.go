@@ -381,6 +381,7 @@ func crdFields(c *CRDChecks) fields {
 			"enabled":             boolean(&c.ManagedFields.Enabled),
 			"unservedEnforcement": choice(&c.ManagedFields.UnservedEnforcement, strictWarnNone),
 		}),
+		CheckOwnerReferences: toggle(&c.OwnerReferences),
 		CheckStoragePruning: nested(fields{
 			"enabled":                    boolean(&c.StoragePruning.Enabled),
 			"readModifyWriteEnforcement": choice(&c.StoragePruning.ReadModifyWriteEnforcement, strictWarnNone),

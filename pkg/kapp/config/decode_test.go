@@ -126,8 +126,8 @@ func TestDefaultPolicy(t *testing.T) {
 			assert.Equal(t, want, config.Enforcement(f.String()), path)
 		}
 	})
-	// 11 CRD checks + 2 x (pair switch + 14 property checks with options).
-	assert.Equal(t, 11+2*(1+14), enabled)
+	// 12 CRD checks + 2 x (pair switch + 14 property checks with options).
+	assert.Equal(t, 12+2*(1+14), enabled)
 	// unaffectedEnforcement + servedVersionRemoval.unservedEnforcement + 2 x
 	// (enum 2, default 3, required 1, type 1, 8 bounds x 2, listType 2,
 	// mapType 1).
@@ -411,13 +411,13 @@ func TestDecodeEveryOption(t *testing.T) {
 		}})
 	}
 
-	// 11 CRD checks (enabled, plus servedVersionRemoval.unservedEnforcement,
+	// 12 CRD checks (enabled, plus servedVersionRemoval.unservedEnforcement,
 	// storagePruning.readModifyWriteEnforcement and
 	// managedFields.unservedEnforcement);
 	// per spelling of each pair: enabled, unhandledFailureMode, the fields
 	// of the 14 checks with options (enum 3, default 4, required 2, type 2,
 	// 8 bounds x 3, listType 3, mapType 2), the toggles; 2 ignoreConversion.
-	require.Len(t, opts, 11+3+2*2*(2+(3+4+2+2+8*3+3+2)+(len(config.PropertyCheckIDs)-14))+2)
+	require.Len(t, opts, 12+3+2*2*(2+(3+4+2+2+8*3+3+2)+(len(config.PropertyCheckIDs)-14))+2)
 
 	// Every enforcement option rejects unknown values; each accepts Strict,
 	// Warn and None, except enum.additionEnforcement, which accepts Strict,
@@ -572,7 +572,7 @@ func TestDecodeErrors(t *testing.T) {
 		{name: "unknown checks key", in: `checks: {enum: {enabled: false}}`, kind: config.ErrUnknownKey,
 			want: []string{`checks.enum: unknown key (allowed: crd, sameVersion, servedVersion, versions)`}},
 		{name: "unknown crd check", in: `checks: {crd: {scopee: {enabled: false}}}`, kind: config.ErrUnknownKey,
-			want: []string{`checks.crd.scopee: unknown key (allowed: apiserverRejects, crdDeletion, existingFieldRemoval, existingResources, managedFields, scope, selectableFields, servedVersionRemoval, storagePruning, storedVersionRemoval, subresources)`}},
+			want: []string{`checks.crd.scopee: unknown key (allowed: apiserverRejects, crdDeletion, existingFieldRemoval, existingResources, managedFields, ownerReferences, scope, selectableFields, servedVersionRemoval, storagePruning, storedVersionRemoval, subresources)`}},
 		{name: "servedVersionRemoval keys", in: `checks: {crd: {servedVersionRemoval: {unserved: Warn}}}`, kind: config.ErrUnknownKey,
 			want: []string{`checks.crd.servedVersionRemoval.unserved: unknown key (allowed: enabled, unservedEnforcement)`}},
 		{name: "servedVersionRemoval unservedEnforcement value", in: `checks: {crd: {servedVersionRemoval: {unservedEnforcement: Loud}}}`, kind: config.ErrInvalidValue,

@@ -26,6 +26,7 @@ const (
 	CheckAPIServerRejects     = "apiserverRejects"
 	CheckStoragePruning       = "storagePruning"
 	CheckManagedFields        = "managedFields"
+	CheckOwnerReferences      = "ownerReferences"
 
 	// Property checks (checks.sameVersion.* and checks.servedVersion.*).
 	CheckRequired              = "required"
@@ -67,7 +68,7 @@ const (
 // CRDCheckIDs are the checks configured under checks.crd, sorted.
 var CRDCheckIDs = []string{
 	CheckAPIServerRejects, CheckCRDDeletion, CheckExistingFieldRemoval, CheckExistingResources,
-	CheckManagedFields, CheckScope, CheckSelectableFields, CheckServedVersionRemoval,
+	CheckManagedFields, CheckOwnerReferences, CheckScope, CheckSelectableFields, CheckServedVersionRemoval,
 	CheckStoragePruning, CheckStoredVersionRemoval, CheckSubresources,
 }
 
@@ -203,7 +204,10 @@ type CRDChecks struct {
 	// ManagedFields: stored objects whose metadata.managedFields name a
 	// version the update removes (or stops serving).
 	ManagedFields ManagedFieldsCheck
-	CRDDeletion   Toggle
+	// OwnerReferences: objects of any kind whose ownerReferences name a
+	// version the update removes (garbage collection stops).
+	OwnerReferences Toggle
+	CRDDeletion     Toggle
 	// ApiserverRejects: the apiserver would refuse the new CRD. Its
 	// findings are errors in every mode and cannot be exempted.
 	ApiserverRejects Toggle
@@ -370,6 +374,7 @@ func Default() Settings {
 				ExistingFieldRemoval: on, Subresources: on, SelectableFields: on,
 				ExistingResources: on, CRDDeletion: on,
 				ManagedFields:    ManagedFieldsCheck{Enabled: true, UnservedEnforcement: EnforcementWarn},
+				OwnerReferences:  on,
 				ApiserverRejects: on,
 				StoragePruning:   StoragePruningCheck{Enabled: true, ReadModifyWriteEnforcement: EnforcementWarn},
 			},

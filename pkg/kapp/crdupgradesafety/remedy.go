@@ -59,6 +59,9 @@ const (
 	// objects (Objects) from Version to the storage version (Command) before
 	// the version is removed.
 	RemedyMigrateManagedFields RemedyAction = "migrateManagedFields"
+	// RemedyRepointOwners: keep Version until the dependents'
+	// ownerReferences name a version the CRD keeps.
+	RemedyRepointOwners RemedyAction = "repointOwners"
 	// RemedyStoreEveryField: under conversion None, the storage version
 	// (Version) must declare every field a served version does: declare it
 	// there (or make the version that has it the storage version and
@@ -138,6 +141,7 @@ var remedyActions = map[string]RemedyAction{
 	config.CheckServedVersion:         RemedyConversionWebhook,
 	config.CheckStoragePruning:        RemedyStoreEveryField,
 	config.CheckManagedFields:         RemedyMigrateManagedFields,
+	config.CheckOwnerReferences:       RemedyRepointOwners,
 	config.CheckUnhandled:             RemedyReview,
 }
 

@@ -32,6 +32,16 @@ type Cluster interface {
 
 var _ Cluster = &kube.Client{}
 
+// DependentsLister is the part of a Cluster the ownerReferences check
+// needs: the objects of every kind whose ownerReferences name an owner
+// (kube.Client.DependentsOf). A Cluster without it (a test's) skips the
+// check.
+type DependentsLister interface {
+	DependentsOf(ctx context.Context, apiVersions []string, kind string, fn func(kube.Dependent)) (read int, skipped []string, err error)
+}
+
+var _ DependentsLister = &kube.Client{}
+
 // Verb is the request a change of a CRD makes (kube.Verb).
 type Verb = kube.Verb
 

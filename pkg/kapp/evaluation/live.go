@@ -6,6 +6,7 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/kube"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -76,7 +77,37 @@ func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.Se
 		}
 		findings = append(findings, fs...)
 	}
+	if lister, ok := cluster.(DependentsLister); ok && p.Old != nil && !o.rejected && crd.OwnerReferences.Enabled {
+		fs, err := readOwnerReferences(ctx, p, cfg, lister)
+		if err != nil {
+			return nil, nil, err
+		}
+		findings = append(findings, fs...)
+	}
 	return findings, impacts, nil
+}
+
+// readOwnerReferences runs the ownerReferences check of an update that
+// removes a version (none otherwise: nothing is read): the metadata of the
+// objects of every kind, once, for ownerReferences naming the CRD's kind at
+// a removed version.
+func readOwnerReferences(ctx context.Context, pair Pair, cfg *config.Settings, lister DependentsLister) ([]crdupgradesafety.Finding, error) {
+	reader := crdupgradesafety.NewOwnerReferencesReader(pair.Old, pair.New)
+	if reader == nil {
+		return nil, nil
+	}
+	apiVersions, kind := reader.Owner()
+	read, skipped, err := lister.DependentsOf(ctx, apiVersions, kind, func(d kube.Dependent) {
+		reader.Add(d.OwnerAPIVersion, d.Resource, d.Name)
+	})
+	if de := deadlineError(ctx, err, fmt.Sprintf("%d objects read", read)); de != nil {
+		return nil, fmt.Errorf("reading ownerReferences to CRD %s: %w", pair.New.Name, de)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading ownerReferences to CRD %s: %w", pair.New.Name, err)
+	}
+	reader.Done(read, skipped)
+	return reader.Findings(cfg), nil
 }
 
 // readManagedFields runs the managedFields check of an update that removes

@@ -55,3 +55,53 @@ func TestRunManagedFields(t *testing.T) {
 	require.Empty(t, lines)
 	require.Equal(t, []string{"widgets.example.com v1"}, cluster.Lists, "only the read of the changed schema")
 }
+
+// TestRunOwnerReferences: an update that removes a version reads the
+// ownerReferences of objects of every kind once, for the removed versions,
+// and reports the dependents the garbage collector can no longer resolve
+// their owner for, and the resources it could not read; an update that
+// removes no version reads nothing.
+func TestRunOwnerReferences(t *testing.T) {
+	twoVersions := testcrd.MustCRD(t, testcrd.OldCRD)
+	alpha := *twoVersions.Spec.Versions[0].DeepCopy()
+	alpha.Name, alpha.Storage = "v1alpha1", false
+	twoVersions.Spec.Versions = append([]apiextv1.CustomResourceDefinitionVersion{alpha}, twoVersions.Spec.Versions...)
+	twoVersions.Status.StoredVersions = []string{"v1"}
+
+	dep := func(resource, name, owner string) evaluationtest.Dependent {
+		d := evaluationtest.Dependent{OwnerKind: "Widget"}
+		d.Resource, d.Name, d.OwnerAPIVersion = resource, name, owner
+		return d
+	}
+	cluster := &evaluationtest.Cluster{DependentsRead: 120, DependentsSkipped: []string{"secrets: forbidden"},
+		Dependents: []evaluationtest.Dependent{
+			dep("configmaps", "default/w1-config", "example.com/v1alpha1"),
+			dep("deployments.apps", "default/w1", "example.com/v1alpha1"),
+			dep("configmaps", "default/w2-config", "example.com/v1"),
+		}}
+	cfg := config.Default()
+	res, err := evaluation.Run(context.Background(), evaluation.Request{
+		Plan:     evaluation.Plan{Pairs: []evaluation.Pair{{Old: twoVersions, New: testcrd.MustCRD(t, testcrd.OldCRD)}}},
+		Settings: &cfg, Cluster: func() (evaluation.Cluster, error) { return cluster, nil }})
+	require.NoError(t, err)
+	var lines []string
+	for _, f := range res.Findings {
+		if f.Check == config.CheckOwnerReferences {
+			lines = append(lines, string(f.Severity)+" "+report.Message(f))
+		}
+	}
+	require.Equal(t, []string{
+		`warning the ownerReferences of 1 resource could not be read, so dependents of the removed version there are unknown: secrets: forbidden`,
+		`error version "v1alpha1" removed while ownerReferences of other objects name it (configmaps, deployments.apps): ` +
+			`the garbage collector can no longer resolve their owner, so they are no longer deleted with it: ` +
+			`2 of 120 stored objects have ownerReferences to it: configmaps default/w1-config (example.com/v1alpha1), deployments.apps default/w1 (example.com/v1alpha1)`,
+	}, lines)
+	require.Equal(t, []string{"example.com/v1alpha1 Widget"}, cluster.DependentsAsked)
+
+	cluster = &evaluationtest.Cluster{}
+	_, err = evaluation.Run(context.Background(), evaluation.Request{
+		Plan:     evaluation.Plan{Pairs: []evaluation.Pair{{Old: testcrd.MustCRD(t, testcrd.OldCRD), New: testcrd.MustCRD(t, testcrd.SafeCRD)}}},
+		Settings: &cfg, Cluster: func() (evaluation.Cluster, error) { return cluster, nil }})
+	require.NoError(t, err)
+	require.Empty(t, cluster.DependentsAsked, "no version removed: nothing read")
+}

@@ -88,6 +88,12 @@ func RemedyText(f crdupgradesafety.Finding) string {
 			of += " (" + objects + ")"
 		}
 		return fmt.Sprintf("keep %q and migrate the managedFields of %s to the storage version first: run '%s' (it migrates managedFields too), then remove it", version, of, r.Command)
+	case crdupgradesafety.RemedyRepointOwners:
+		of := "the dependents"
+		if objects != "" {
+			of += " (" + objects + ")"
+		}
+		return fmt.Sprintf("keep %q until the ownerReferences of %s name a version the CRD keeps (their controllers rewrite them, or patch their apiVersion), then remove it", version, of)
 	case crdupgradesafety.RemedyStoreEveryField:
 		return fmt.Sprintf("declare the field in the storage version %q too (or make the version that has it the storage version and migrate), or add a conversion webhook that carries it", r.Version)
 	case crdupgradesafety.RemedyApiserverReason:

@@ -97,6 +97,8 @@ func ImpactText(f crdupgradesafety.Finding) string {
 			}
 		case crdupgradesafety.EffectDefaulted:
 			parts = append(parts, fmt.Sprintf("%s %s differently: %s", of, plural.Of(e.Objects, "reads", "read"), examples))
+		case crdupgradesafety.EffectGCStopped:
+			parts = append(parts, fmt.Sprintf("%s %s ownerReferences to it: %s", of, plural.Of(e.Objects, "has", "have"), examples))
 		case crdupgradesafety.EffectSSARefused:
 			parts = append(parts, fmt.Sprintf("%s %s managedFields entries at it: %s", of, plural.Of(e.Objects, "has", "have"), examples))
 		case crdupgradesafety.EffectRejected:

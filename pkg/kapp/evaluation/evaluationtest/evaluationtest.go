@@ -6,11 +6,14 @@ package evaluationtest
 
 import (
 	"context"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
+	"github.com/crdsafety/kapp/pkg/kapp/kube"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,15 +36,24 @@ func CRDsNamed(crds map[string]*apiextv1.CustomResourceDefinition, names []strin
 // Cluster records what the check asks of the cluster and answers from its
 // fields.
 type Cluster struct {
-	mu       sync.Mutex
-	CRDs     map[string]*apiextv1.CustomResourceDefinition
-	Objs     []map[string]any
-	Count    int
-	Err      error
-	Gets     [][]string
-	Lists    []string
-	Counts   []string
-	Contacts int
+	mu   sync.Mutex
+	CRDs map[string]*apiextv1.CustomResourceDefinition
+	Objs []map[string]any
+	// Dependents are the objects DependentsOf finds (of every kind, their
+	// ownerReferences matched against what is asked), DependentsRead how
+	// many objects it says it read, DependentsSkipped the resources it could
+	// not read.
+	Dependents        []Dependent
+	DependentsRead    int
+	DependentsSkipped []string
+	Count             int
+	Err               error
+	Gets              [][]string
+	Lists             []string
+	Counts            []string
+	// DependentsAsked records each DependentsOf: "apiVersions kind".
+	DependentsAsked []string
+	Contacts        int
 
 	// DryRunErr answers dry runs by "verb name" ("update widgets.example.com").
 	DryRunErr map[string]error
@@ -57,6 +69,7 @@ type Cluster struct {
 }
 
 var _ evaluation.Cluster = &Cluster{}
+var _ evaluation.DependentsLister = &Cluster{}
 
 // DryRun is one dry run the Cluster received.
 type DryRun struct {
@@ -124,6 +137,28 @@ func (f *Cluster) ListCustomResources(_ context.Context, crd *apiextv1.CustomRes
 		return err
 	}
 	return fn(f.Objs)
+}
+
+// Dependent is an object with one ownerReference.
+type Dependent struct {
+	kube.Dependent
+	OwnerKind string
+}
+
+// DependentsOf implements evaluation.DependentsLister.
+func (f *Cluster) DependentsOf(_ context.Context, apiVersions []string, kind string, fn func(kube.Dependent)) (int, []string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.DependentsAsked = append(f.DependentsAsked, strings.Join(apiVersions, ",")+" "+kind)
+	if f.Err != nil {
+		return 0, nil, f.Err
+	}
+	for _, d := range f.Dependents {
+		if d.OwnerKind == kind && slices.Contains(apiVersions, d.OwnerAPIVersion) {
+			fn(d.Dependent)
+		}
+	}
+	return f.DependentsRead, f.DependentsSkipped, nil
 }
 
 func (f *Cluster) CountCustomResources(_ context.Context, crd *apiextv1.CustomResourceDefinition) (int, error) {

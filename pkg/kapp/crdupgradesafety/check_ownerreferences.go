@@ -1,0 +1,129 @@
+package crdupgradesafety
+
+import (
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// EffectGCStopped: the object names the removed version in an
+// ownerReference; the garbage collector can no longer resolve its owner, so
+// it is no longer deleted with it (kubernetes/kubernetes#102641).
+const EffectGCStopped Effect = "garbage collection stopped"
+
+// OwnerReferencesReader is the ownerReferences live check: when an update
+// removes versions of a CRD, the objects of any kind whose ownerReferences
+// name the CRD's kind at one of them (read as metadata by the caller) are
+// dependents the garbage collector can no longer resolve their owner for:
+// they are no longer deleted with it.
+type OwnerReferencesReader struct {
+	crd, kind, group string
+	storage          string
+	removed          []string
+	acc              map[string]*mfAcc // by version
+	read             int
+	skipped          []string
+}
+
+// NewOwnerReferencesReader returns the reader for an update of old to new,
+// nil when the update removes no version.
+func NewOwnerReferencesReader(old, new *apiextv1.CustomResourceDefinition) *OwnerReferencesReader {
+	newVersions := versionsByName(new)
+	var removed []string
+	for _, v := range old.Spec.Versions {
+		if _, ok := newVersions[v.Name]; !ok {
+			removed = append(removed, v.Name)
+		}
+	}
+	if len(removed) == 0 {
+		return nil
+	}
+	r := &OwnerReferencesReader{crd: new.Name, kind: new.Spec.Names.Kind, group: new.Spec.Group, removed: removed,
+		acc: map[string]*mfAcc{}}
+	for _, v := range new.Spec.Versions {
+		if v.Storage {
+			r.storage = v.Name
+		}
+	}
+	return r
+}
+
+// Owner is what the dependents' ownerReferences are matched by: the
+// apiVersions of the removed versions, and the kind.
+func (r *OwnerReferencesReader) Owner() (apiVersions []string, kind string) {
+	for _, v := range r.removed {
+		apiVersions = append(apiVersions, r.group+"/"+v)
+	}
+	return apiVersions, r.kind
+}
+
+// Add records a dependent: an object of resource (namespace/name or name)
+// whose ownerReference names ownerAPIVersion.
+func (r *OwnerReferencesReader) Add(ownerAPIVersion, resource, name string) {
+	_, version, _ := strings.Cut(ownerAPIVersion, "/")
+	a := r.acc[version]
+	if a == nil {
+		a = &mfAcc{managers: map[string]bool{}}
+		r.acc[version] = a
+	}
+	a.objects++
+	a.managers[resource] = true
+	object := resource + " " + name
+	i := sort.Search(len(a.examples), func(i int) bool { return a.examples[i].Object >= object })
+	if i >= maxExamples {
+		return
+	}
+	a.examples = slices.Insert(a.examples, i, ObjectEffect{Object: object, Field: "metadata.ownerReferences", Value: ownerAPIVersion})
+	if len(a.examples) > maxExamples {
+		a.examples = a.examples[:maxExamples]
+	}
+}
+
+// Done records how many objects were read, and the resources that could
+// not be read (each "resource: why").
+func (r *OwnerReferencesReader) Done(read int, skipped []string) {
+	r.read, r.skipped = read, skipped
+}
+
+// Findings are the ownerReferences findings: per removed version that
+// dependents name, an error with its impact; where resources could not be
+// read, a warning naming them (dependents there are unknown).
+func (r *OwnerReferencesReader) Findings(cfg *config.Settings) []Finding {
+	p := newPolicy(cfg, r.crd)
+	if !p.cfg.Checks.CRD.OwnerReferences.Enabled {
+		return nil
+	}
+	for _, v := range r.removed {
+		a := r.acc[v]
+		if a == nil {
+			continue
+		}
+		resources := make([]string, 0, len(a.managers))
+		for res := range a.managers {
+			resources = append(resources, res)
+		}
+		slices.Sort(resources)
+		before := len(p.findings)
+		p.crdLevelWith(config.EnforcementStrict, v, config.CheckOwnerReferences,
+			&Remedy{Action: RemedyRepointOwners, Version: v},
+			"version %q removed while ownerReferences of other objects name it (%s): the garbage collector can no longer "+
+				"resolve their owner, so they are no longer deleted with it", v, strings.Join(resources, ", "))
+		for i := before; i < len(p.findings); i++ {
+			imp := &Impact{Source: SourceCluster, Kind: "object", Objects: r.read, Affected: a.objects, VersionAffected: a.objects,
+				Effects: []EffectCount{{Effect: EffectGCStopped, Objects: a.objects, Examples: a.examples}}}
+			p.findings[i].Impact = imp
+			p.findings[i].Remedy = p.findings[i].Remedy.withObjects(imp)
+		}
+	}
+	if len(r.skipped) > 0 {
+		p.crdLevel(config.EnforcementWarn, "", config.CheckOwnerReferences,
+			"the ownerReferences of %d %s could not be read, so dependents of the removed %s there are unknown: %s",
+			len(r.skipped), plural.Of(len(r.skipped), "resource", "resources"), plural.Of(len(r.removed), "version", "versions"),
+			summarizeList(slices.Clone(r.skipped)))
+	}
+	return p.findings
+}
