@@ -20,6 +20,7 @@ func TestImpact(t *testing.T) {
 		old, new string
 		objs     []map[string]any
 		config   func(*config.Settings)
+		opts     crdupgradesafety.ImpactOptions
 		want     []string
 	}{
 		{name: "field removed: data lost where objects hold it",
@@ -41,6 +42,39 @@ func TestImpact(t *testing.T) {
 			},
 			want: []string{
 				"error default ^.spec.size: default changed: \"small\" -> \"large\": 1 of 3 stored Widgets reads differently: ns/unset (\"small\", the old default -> \"large\" where it is not stored)",
+			}},
+		{name: "default removed: a sample that never set the field only reads differently, one that set it keeps it",
+			old: `{type: object, properties: {size: {type: string, default: small}, color: {type: string}}}`,
+			new: `{type: object, properties: {size: {type: string}, color: {type: string}}}`,
+			objs: []map[string]any{
+				crdupgradesafety.Widget("v1", "ns", "unset", map[string]any{"color": "red"}),
+				crdupgradesafety.Widget("v1", "ns", "null", map[string]any{"size": nil}),
+				crdupgradesafety.Widget("v1", "ns", "set", map[string]any{"size": "small"}),
+			},
+			opts: crdupgradesafety.ImpactOptions{Source: crdupgradesafety.SourceSamples},
+			want: []string{
+				`error default ^.spec.size: default removed: "small" -> (none): 2 of 3 sample Widgets read differently: ns/null ("small", the old default -> absent), ns/unset ("small", the old default -> absent)`,
+			}},
+		{name: "default removed: a stored object that never set the field only reads differently",
+			old: `{type: object, properties: {size: {type: string, default: small}, color: {type: string}}}`,
+			new: `{type: object, properties: {size: {type: string}, color: {type: string}}}`,
+			objs: []map[string]any{
+				crdupgradesafety.Widget("v1", "ns", "unset", map[string]any{"color": "red"}),
+				crdupgradesafety.Widget("v1", "ns", "other", map[string]any{"size": "large"}),
+			},
+			want: []string{
+				`error default ^.spec.size: default removed: "small" -> (none): 1 of 2 stored Widgets reads differently: ns/unset ("small", the old default -> absent where it is not stored)`,
+			}},
+		{name: "a field with a default removed: a sample that set it loses it, one that never did does not",
+			old: `{type: object, properties: {size: {type: string, default: small}, color: {type: string}}}`,
+			new: `{type: object, properties: {color: {type: string}}}`,
+			objs: []map[string]any{
+				crdupgradesafety.Widget("v1", "ns", "unset", map[string]any{"color": "red"}),
+				crdupgradesafety.Widget("v1", "ns", "set", map[string]any{"size": "large"}),
+			},
+			opts: crdupgradesafety.ImpactOptions{Source: crdupgradesafety.SourceSamples},
+			want: []string{
+				`error existingFieldRemoval ^.spec.size: data loss: existing field removed (was string): 1 of 2 sample Widgets holds data here, pruned when applied: ns/set ("large"); 1 of 2 sample Widgets reads differently: ns/unset ("small", the old default -> absent)`,
 			}},
 		{name: "unknown fields pruned when x-kubernetes-preserve-unknown-fields goes",
 			old: `{type: object, x-kubernetes-preserve-unknown-fields: true, properties: {size: {type: string}}}`,
@@ -157,7 +191,7 @@ func TestImpact(t *testing.T) {
 			if tc.config != nil {
 				tc.config(&cfg)
 			}
-			findings := crdupgradesafety.ReadImpact(t, tc.old, tc.new, tc.objs, &cfg)
+			findings := crdupgradesafety.ReadImpactWith(t, tc.old, tc.new, tc.objs, &cfg, tc.opts)
 			lines := make([]string, len(findings))
 			for i, f := range findings {
 				lines[i] = fmt.Sprintf("%s %s %s: %s", f.Severity, f.Check, f.Field, report.Message(f))

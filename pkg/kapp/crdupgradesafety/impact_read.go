@@ -219,8 +219,8 @@ func (r *ObjectReader) readObject(obj map[string]any) objectRead {
 	}
 	readAs(next, r.newS, r.newPrunes)
 	read := objectRead{name: objectName(obj), next: next}
-	d := differ{out: &read.effects, stored: r.source == SourceCluster}
-	d.object(nil, schemapath.Root, base, next, r.oldS, r.newS, true)
+	d := differ{out: &read.effects, stored: r.source == SourceCluster, samples: r.source != SourceCluster}
+	d.object(nil, schemapath.Root, base, next, obj, r.oldS, r.newS, true)
 	return read
 }
 
