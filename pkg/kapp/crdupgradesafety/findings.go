@@ -108,6 +108,9 @@ type ObjectFinding struct {
 	// Ratchets: for a rejected cluster object, updates that leave its
 	// invalid fields alone still pass (validation ratcheting).
 	Ratchets bool
+	// AlreadyInvalid: the old CRD already rejects the object at Fields,
+	// and the new one still does: a note, not an effect of the update.
+	AlreadyInvalid bool
 }
 
 // HasErrors reports whether any finding has severity error.
