@@ -153,6 +153,19 @@ func TestValidateExisting(t *testing.T) {
 			t.Fatalf("the note's facts: %+v", fs[0])
 		}
 	})
+	// A status the schema rejects, where the version has the status
+	// subresource: only status writes are refused, told as such.
+	t.Run("status rejected with the status subresource", func(t *testing.T) {
+		withSub := withStatus(t, newCRD(t, testVersion{"v1", true, true, ""}), `{type: object, properties: {phase: {type: string, enum: [Ready]}}}`, true)
+		old := withStatus(t, newCRD(t, testVersion{"v1", true, true, ""}), `{type: object, properties: {phase: {type: string}}}`, true)
+		obj := widget("v1", "default", "a", map[string]any{})
+		obj["status"] = map[string]any{"phase": "Pending"}
+		fs, err := validateExistingAfter(old, withSub, []map[string]any{obj}, nil)
+		want := []string{`error existingResources v1 : existing Widget default/a would have its status writes refused: status.phase: Unsupported value: "Pending": supported values: "Ready"; only writes of the status (its controller's) are refused: a create drops status and an update of the object keeps the stored one; status writes that leave these fields alone still pass (validation ratcheting)`}
+		if err != nil || !equalLines(render(fs), want) {
+			t.Fatalf("got %q, %v; want %q", render(fs), err, want)
+		}
+	})
 	t.Run("version without a schema is skipped", func(t *testing.T) {
 		fs, err := validateExisting(noSchema, []map[string]any{widget("v1", "", "a", map[string]any{"x": int64(1)})}, nil)
 		if err != nil || len(fs) != 0 {
