@@ -16,11 +16,28 @@ func widget(version, namespace, name string, spec map[string]any) map[string]any
 	return map[string]any{"apiVersion": "example.com/" + version, "kind": "Widget", "metadata": meta, "spec": spec}
 }
 
-// validateExisting reads objs (of any version) under crd as both the old
-// and the new CRD: no finding to join them to, so every object the schema
-// rejects is an existingResources finding of its own (an object invalid
-// before the update).
+// validateExisting reads objs (of any version) under crd as the new CRD,
+// with no finding to join them to, after an old CRD that accepts any spec
+// (loose): every object the schema rejects is an existingResources finding
+// of its own (a rejection no finding explains).
 func validateExisting(crd *apiextv1.CustomResourceDefinition, objs []map[string]any, cfg *config.Settings) ([]Finding, error) {
+	return validateExistingAfter(loose(crd), crd, objs, cfg)
+}
+
+// loose is crd with every version's spec schema replaced by one that
+// accepts any spec.
+func loose(crd *apiextv1.CustomResourceDefinition) *apiextv1.CustomResourceDefinition {
+	out := crd.DeepCopy()
+	for _, v := range out.Spec.Versions {
+		if v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
+			v.Schema.OpenAPIV3Schema.Properties["spec"] = apiextv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptrTo(true)}
+		}
+	}
+	return out
+}
+
+// validateExistingAfter is validateExisting after the old CRD old.
+func validateExistingAfter(old, crd *apiextv1.CustomResourceDefinition, objs []map[string]any, cfg *config.Settings) ([]Finding, error) {
 	byVersion := map[string][]map[string]any{}
 	for _, o := range objs {
 		apiVersion, _ := o["apiVersion"].(string)
@@ -32,7 +49,7 @@ func validateExisting(crd *apiextv1.CustomResourceDefinition, objs []map[string]
 		if len(byVersion[v.Name]) == 0 || v.Schema == nil {
 			continue
 		}
-		r, err := NewObjectReader(crd, crd, v.Name, SourceCluster, nil, cfg)
+		r, err := NewObjectReader(old, crd, v.Name, SourceCluster, nil, cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -121,6 +138,34 @@ func TestValidateExisting(t *testing.T) {
 		})
 	}
 
+	// An object the old CRD already rejects at the same fields is a note:
+	// a warning, whatever unaffectedEnforcement, not a rejection.
+	t.Run("already invalid under the old CRD: a note", func(t *testing.T) {
+		fs, err := validateExistingAfter(crd, crd, []map[string]any{
+			widget("v1", "default", "a", map[string]any{"replicas": int64(10)}),
+			widget("v1", "default", "b", map[string]any{"replicas": int64(3)}),
+		}, nil)
+		want := []string{"warning existingResources v1 : existing Widget default/a is already invalid under the old CRD and still is, which the update does not change: spec.replicas: Invalid value: 10: spec.replicas in body should be less than or equal to 5"}
+		if err != nil || !equalLines(render(fs), want) {
+			t.Fatalf("got %q, %v; want %q", render(fs), err, want)
+		}
+		if fs[0].Object == nil || !fs[0].Object.AlreadyInvalid || fs[0].Impact != nil || fs[0].DataLoss {
+			t.Fatalf("the note's facts: %+v", fs[0])
+		}
+	})
+	// A status the schema rejects, where the version has the status
+	// subresource: only status writes are refused, told as such.
+	t.Run("status rejected with the status subresource", func(t *testing.T) {
+		withSub := withStatus(t, newCRD(t, testVersion{"v1", true, true, ""}), `{type: object, properties: {phase: {type: string, enum: [Ready]}}}`, true)
+		old := withStatus(t, newCRD(t, testVersion{"v1", true, true, ""}), `{type: object, properties: {phase: {type: string}}}`, true)
+		obj := widget("v1", "default", "a", map[string]any{})
+		obj["status"] = map[string]any{"phase": "Pending"}
+		fs, err := validateExistingAfter(old, withSub, []map[string]any{obj}, nil)
+		want := []string{`error existingResources v1 : existing Widget default/a would have its status writes refused: status.phase: Unsupported value: "Pending": supported values: "Ready"; only writes of the status (its controller's) are refused: a create drops status and an update of the object keeps the stored one; status writes that leave these fields alone still pass (validation ratcheting)`}
+		if err != nil || !equalLines(render(fs), want) {
+			t.Fatalf("got %q, %v; want %q", render(fs), err, want)
+		}
+	})
 	t.Run("version without a schema is skipped", func(t *testing.T) {
 		fs, err := validateExisting(noSchema, []map[string]any{widget("v1", "", "a", map[string]any{"x": int64(1)})}, nil)
 		if err != nil || len(fs) != 0 {

@@ -16,6 +16,13 @@ func ReadImpact(t *testing.T, oldSpec, newSpec string, objs []map[string]any, cf
 	return out
 }
 
+// ReadImpactWith is readImpactWith's findings.
+func ReadImpactWith(t *testing.T, oldSpec, newSpec string, objs []map[string]any, cfg *config.Settings, opts ImpactOptions) []Finding {
+	t.Helper()
+	out, _ := readImpactWith(t, oldSpec, newSpec, objs, cfg, opts)
+	return out
+}
+
 // Widget is widget.
 var Widget = widget
 

@@ -12,6 +12,7 @@
 package crdupgradesafety
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
@@ -108,6 +109,9 @@ type ObjectFinding struct {
 	// Ratchets: for a rejected cluster object, updates that leave its
 	// invalid fields alone still pass (validation ratcheting).
 	Ratchets bool
+	// AlreadyInvalid: the old CRD already rejects the object at Fields,
+	// and the new one still does: a note, not an effect of the update.
+	AlreadyInvalid bool
 }
 
 // HasErrors reports whether any finding has severity error.
@@ -120,23 +124,53 @@ func HasErrors(findings []Finding) bool {
 	return false
 }
 
-// Bound keeps at most maxPerCRD findings per CRD (0 keeps all), in order,
-// and returns how many were left out per CRD name.
+// Bound keeps at most maxPerCRD findings per CRD (0 keeps all) and returns
+// how many were left out per CRD name. Of a CRD with more, it keeps first
+// the findings that lose data or affect stored objects read, then the other
+// errors, then the rest, each in the order given; what it keeps stays in the
+// order given (SortFindings: data loss first).
 func Bound(findings []Finding, maxPerCRD int) (kept []Finding, omitted map[string]int) {
 	omitted = map[string]int{}
 	if maxPerCRD <= 0 {
 		return findings, omitted
 	}
-	seen := map[string]int{}
-	for _, f := range findings {
-		seen[f.CRD]++
-		if seen[f.CRD] > maxPerCRD {
-			omitted[f.CRD]++
+	byCRD := map[string][]int{}
+	for i, f := range findings {
+		byCRD[f.CRD] = append(byCRD[f.CRD], i)
+	}
+	drop := map[int]bool{}
+	for crd, idxs := range byCRD {
+		if len(idxs) <= maxPerCRD {
 			continue
 		}
-		kept = append(kept, f)
+		ranked := slices.Clone(idxs)
+		slices.SortStableFunc(ranked, func(a, b int) int { return boundRank(findings[a]) - boundRank(findings[b]) })
+		for _, i := range ranked[maxPerCRD:] {
+			drop[i] = true
+		}
+		omitted[crd] = len(idxs) - maxPerCRD
+	}
+	kept = make([]Finding, 0, len(findings)-len(drop))
+	for i, f := range findings {
+		if !drop[i] {
+			kept = append(kept, f)
+		}
 	}
 	return kept, omitted
+}
+
+// boundRank is what Bound keeps first (lowest): 0 for a finding that loses
+// data or affects stored objects read (an object finding included, but not
+// a note on an object the old CRD already rejects), 1 for another error, 2
+// for the rest.
+func boundRank(f Finding) int {
+	switch {
+	case f.DataLoss, f.Impact != nil && f.Impact.Affected > 0, f.Object != nil && !f.Object.AlreadyInvalid:
+		return 0
+	case f.Severity == SeverityError:
+		return 1
+	}
+	return 2
 }
 
 // SortFindings sorts findings that lose stored data first, then by CRD,

@@ -21,9 +21,21 @@ const (
 	// EffectDefaulted: a field reads differently, because a default is
 	// applied where none was or a different default applies.
 	EffectDefaulted Effect = "value defaulted differently"
+	// EffectStatusRejected: the object's status, read under the new CRD,
+	// fails its validation where the version has the status subresource:
+	// a create drops status and an update of the object keeps the stored
+	// one, so only writes of the status (its controller's) are refused
+	// (but see Impact.StatusRatcheted).
+	EffectStatusRejected Effect = "status writes refused"
 	// EffectDeleted: the object is deleted with its CRD.
 	EffectDeleted Effect = "deleted"
 )
+
+// effectOrder is the order of the effects of a read in an Impact.
+var effectOrder = []Effect{EffectPruned, EffectDefaulted, EffectRejected, EffectStatusRejected}
+
+// rejects tells whether the effect is a refusal of writes by validation.
+func (e Effect) rejects() bool { return e == EffectRejected || e == EffectStatusRejected }
 
 // Impact is what one finding does to the stored custom resources of its
 // version (or, for crdDeletion, of its CRD): how many were read, how many
@@ -46,6 +58,10 @@ type Impact struct {
 	// ratcheting); they are refused on create and on any change of those
 	// fields.
 	Ratcheted int `json:"ratcheted,omitempty"`
+	// StatusRatcheted is how many of the objects with
+	// EffectStatusRejected can still have their status written while its
+	// invalid fields are left alone (validation ratcheting).
+	StatusRatcheted int `json:"statusRatcheted,omitempty"`
 	// UpdatesRefused is how many of the rejected objects a CEL transition
 	// rule (one that uses oldSelf) refuses on every update, which
 	// validation ratcheting does not cover; a create of them passes.

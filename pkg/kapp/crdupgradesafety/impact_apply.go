@@ -17,6 +17,7 @@ type VersionImpact struct {
 	affected int
 	impacts  map[string]*Impact // by Finding.key
 	residual []Finding
+	notes    []Finding // objects already invalid under the old CRD
 }
 
 // Objects is how many objects were read.
@@ -34,11 +35,11 @@ func findingKey(f *Finding, ordinal int) string {
 // Result is the impact of the objects read so far.
 func (r *ObjectReader) Result() VersionImpact {
 	v := VersionImpact{Version: r.version, source: r.source, kind: r.kind, objects: r.objects,
-		affected: r.affected, impacts: map[string]*Impact{}, residual: r.residual.findings}
+		affected: r.affected, impacts: map[string]*Impact{}, residual: r.residual.findings, notes: r.notes.findings}
 	for i, acc := range r.acc {
 		imp := &Impact{Source: r.source, Kind: r.kind, Objects: r.objects, Affected: acc.affected,
-			Ratcheted: acc.ratcheted, UpdatesRefused: acc.updatesRefused}
-		for _, effect := range []Effect{EffectPruned, EffectDefaulted, EffectRejected} {
+			Ratcheted: acc.ratcheted, StatusRatcheted: acc.statusRatcheted, UpdatesRefused: acc.updatesRefused}
+		for _, effect := range effectOrder {
 			if ea := acc.effects[effect]; ea != nil {
 				imp.Effects = append(imp.Effects, EffectCount{Effect: effect, Objects: ea.objects, Examples: ea.examples})
 			}
@@ -56,7 +57,8 @@ func (r *ObjectReader) Result() VersionImpact {
 //   - under unaffectedEnforcement Warn, a finding proven to affect no
 //     object becomes a warning (Unaffected) where the read sees the whole
 //     risk (unaffectedApplies);
-//   - effects no finding explains are existingResources findings;
+//   - effects no finding explains are existingResources findings, and so
+//     are objects the old CRD already rejects (notes: warnings);
 //   - a finding with an impact loses stored data where its read found data
 //     pruned (and always for crdDeletion and storedVersionRemoval); one
 //     without keeps the DataLoss its check gave it. Data loss sorts first
@@ -94,6 +96,7 @@ func ApplyImpacts(findings []Finding, impacts []VersionImpact, cfg *config.Setti
 			}
 			out = append(out, f)
 		}
+		out = append(out, vi.notes...)
 	}
 	SortFindings(out)
 	return out

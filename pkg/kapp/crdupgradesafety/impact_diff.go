@@ -21,12 +21,17 @@ type differ struct {
 	// old defaults on read: a value equal to the old default may be
 	// stored, or only read (defaulting is not persisted until a write).
 	stored bool
+	// samples: the objects are samples, read under the old CRD from raw
+	// (what the sample file sets), which tells a value the sample holds
+	// from one only the old CRD's defaults gave it.
+	samples bool
 }
 
 // object compares a (old read) and b (new read) at the concrete path
 // segments path and the schema path sp, under the old and the new
-// structural schemas of that node (nil where a side declares none).
-func (d differ) object(path []string, sp schemapath.Path, a, b any, oldS, newS *structuralschema.Structural, root bool) {
+// structural schemas of that node (nil where a side declares none). For
+// samples, raw is the sample's own value there (nil where it sets none).
+func (d differ) object(path []string, sp schemapath.Path, a, b, raw any, oldS, newS *structuralschema.Structural, root bool) {
 	if d.stored && oldS != nil && oldS.Default.Object != nil && a != nil &&
 		!sameDefault(oldS, newS) && sameValue(a, oldS.Default.Object) && sameValue(a, b) {
 		to := "absent"
@@ -43,18 +48,26 @@ func (d differ) object(path []string, sp schemapath.Path, a, b any, oldS, newS *
 			d.emit(EffectDefaulted, path, sp, renderValue(a)+" -> "+renderValue(b))
 			return
 		}
+		rawMap, _ := raw.(map[string]any)
 		for k, x := range av {
 			if root && (k == "apiVersion" || k == "kind" || k == "metadata") {
 				continue
 			}
 			csp, co, cn := childSchema(sp, k, oldS, newS)
 			cpath := append(path[:len(path):len(path)], fieldSegment(k, len(path) == 0))
+			rx, inRaw := rawMap[k]
 			y, present := bv[k]
-			if !present {
+			switch {
+			case present:
+				d.object(cpath, csp, x, y, rx, co, cn, false)
+			case d.samples && (!inRaw || rx == nil && x != nil):
+				// The sample never set the field (or set it null): only
+				// the old CRD's default gave it a value, which the new
+				// CRD no longer gives. Nothing the sample holds is lost.
+				d.emit(EffectDefaulted, cpath, csp, renderValue(x)+", the old default -> absent")
+			default:
 				d.emit(EffectPruned, cpath, csp, renderValue(x))
-				continue
 			}
-			d.object(cpath, csp, x, y, co, cn, false)
 		}
 		for k, y := range bv {
 			if _, present := av[k]; present || root && (k == "apiVersion" || k == "kind" || k == "metadata") {
@@ -81,15 +94,20 @@ func (d differ) object(path []string, sp schemapath.Path, a, b any, oldS, newS *
 		if newS != nil {
 			cn = newS.Items
 		}
+		rawList, _ := raw.([]any)
 		for i := range max(len(av), len(bv)) {
 			cpath := append(path[:len(path):len(path)], "["+strconv.Itoa(i)+"]")
+			var rx any
+			if i < len(rawList) {
+				rx = rawList[i]
+			}
 			switch {
 			case i >= len(bv):
 				d.emit(EffectPruned, cpath, sp.Items(), renderValue(av[i]))
 			case i >= len(av):
 				d.emit(EffectDefaulted, cpath, sp.Items(), "absent -> "+renderValue(bv[i]))
 			default:
-				d.object(cpath, sp.Items(), av[i], bv[i], co, cn, false)
+				d.object(cpath, sp.Items(), av[i], bv[i], rx, co, cn, false)
 			}
 		}
 	default:

@@ -44,7 +44,7 @@ func causes(check string, e objectEffect) bool {
 		return false
 	case EffectDefaulted:
 		return check == config.CheckDefault
-	case EffectRejected:
+	case EffectRejected, EffectStatusRejected:
 		if e.required {
 			return check == config.CheckRequired
 		}
@@ -67,7 +67,11 @@ type impactAcc struct {
 	// CEL transition rule; a create passes).
 	updatesRefused int
 	rejected       bool // the last object counted was rejected
-	effects        map[Effect]*effectAcc
+	// statusRatcheted, statusRejected: as ratcheted and rejected, for
+	// EffectStatusRejected.
+	statusRatcheted int
+	statusRejected  bool
+	effects         map[Effect]*effectAcc
 }
 
 type effectAcc struct {
@@ -78,8 +82,14 @@ type effectAcc struct {
 
 func (a *impactAcc) add(objectNo int, name string, e objectEffect, ratchets bool) {
 	if a.lastObject != objectNo {
-		a.lastObject, a.rejected = objectNo, false
+		a.lastObject, a.rejected, a.statusRejected = objectNo, false, false
 		a.affected++
+	}
+	if e.effect == EffectStatusRejected && !a.statusRejected {
+		a.statusRejected = true
+		if ratchets {
+			a.statusRatcheted++
+		}
 	}
 	if e.effect == EffectRejected && !a.rejected {
 		a.rejected = true

@@ -20,6 +20,7 @@ func TestImpact(t *testing.T) {
 		old, new string
 		objs     []map[string]any
 		config   func(*config.Settings)
+		opts     crdupgradesafety.ImpactOptions
 		want     []string
 	}{
 		{name: "field removed: data lost where objects hold it",
@@ -41,6 +42,39 @@ func TestImpact(t *testing.T) {
 			},
 			want: []string{
 				"error default ^.spec.size: default changed: \"small\" -> \"large\": 1 of 3 stored Widgets reads differently: ns/unset (\"small\", the old default -> \"large\" where it is not stored)",
+			}},
+		{name: "default removed: a sample that never set the field only reads differently, one that set it keeps it",
+			old: `{type: object, properties: {size: {type: string, default: small}, color: {type: string}}}`,
+			new: `{type: object, properties: {size: {type: string}, color: {type: string}}}`,
+			objs: []map[string]any{
+				crdupgradesafety.Widget("v1", "ns", "unset", map[string]any{"color": "red"}),
+				crdupgradesafety.Widget("v1", "ns", "null", map[string]any{"size": nil}),
+				crdupgradesafety.Widget("v1", "ns", "set", map[string]any{"size": "small"}),
+			},
+			opts: crdupgradesafety.ImpactOptions{Source: crdupgradesafety.SourceSamples},
+			want: []string{
+				`error default ^.spec.size: default removed: "small" -> (none): 2 of 3 sample Widgets read differently: ns/null ("small", the old default -> absent), ns/unset ("small", the old default -> absent)`,
+			}},
+		{name: "default removed: a stored object that never set the field only reads differently",
+			old: `{type: object, properties: {size: {type: string, default: small}, color: {type: string}}}`,
+			new: `{type: object, properties: {size: {type: string}, color: {type: string}}}`,
+			objs: []map[string]any{
+				crdupgradesafety.Widget("v1", "ns", "unset", map[string]any{"color": "red"}),
+				crdupgradesafety.Widget("v1", "ns", "other", map[string]any{"size": "large"}),
+			},
+			want: []string{
+				`error default ^.spec.size: default removed: "small" -> (none): 1 of 2 stored Widgets reads differently: ns/unset ("small", the old default -> absent where it is not stored)`,
+			}},
+		{name: "a field with a default removed: a sample that set it loses it, one that never did does not",
+			old: `{type: object, properties: {size: {type: string, default: small}, color: {type: string}}}`,
+			new: `{type: object, properties: {color: {type: string}}}`,
+			objs: []map[string]any{
+				crdupgradesafety.Widget("v1", "ns", "unset", map[string]any{"color": "red"}),
+				crdupgradesafety.Widget("v1", "ns", "set", map[string]any{"size": "large"}),
+			},
+			opts: crdupgradesafety.ImpactOptions{Source: crdupgradesafety.SourceSamples},
+			want: []string{
+				`error existingFieldRemoval ^.spec.size: data loss: existing field removed (was string): 1 of 2 sample Widgets holds data here, pruned when applied: ns/set ("large"); 1 of 2 sample Widgets reads differently: ns/unset ("small", the old default -> absent)`,
 			}},
 		{name: "unknown fields pruned when x-kubernetes-preserve-unknown-fields goes",
 			old: `{type: object, x-kubernetes-preserve-unknown-fields: true, properties: {size: {type: string}}}`,
@@ -112,13 +146,111 @@ func TestImpact(t *testing.T) {
 				"error existingFieldRemoval ^.spec.items[*].port: data loss: existing field removed (was integer): 1 of 1 stored Widget holds data here, lost on their next write: ns/a (80)",
 				"error maxLength ^.spec.labels{*}: maxLength added: (none) -> 2: 1 of 1 stored Widget rejected: ns/a (Too long: may not be more than 2 bytes); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
 			}},
-		{name: "an object already invalid before: existingResources",
+		{name: "an object already invalid before: a note, not a rejection",
 			old:  `{type: object, properties: {replicas: {type: integer, maximum: 5}, size: {type: string}}}`,
 			new:  `{type: object, properties: {replicas: {type: integer, maximum: 5}, size: {type: string, maxLength: 1}}}`,
 			objs: []map[string]any{crdupgradesafety.Widget("v1", "ns", "old", map[string]any{"replicas": int64(9), "size": "S"})},
 			want: []string{
-				"error existingResources : existing Widget ns/old would be invalid: spec.replicas: Invalid value: 9: spec.replicas in body should be less than or equal to 5; updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
+				"warning existingResources : existing Widget ns/old is already invalid under the old CRD and still is, which the update does not change: spec.replicas: Invalid value: 9: spec.replicas in body should be less than or equal to 5",
 				"error maxLength ^.spec.size: maxLength added: (none) -> 1: none of 1 stored Widget affected",
+			}},
+		{name: "an object already invalid before, under unaffectedEnforcement Warn: nothing stays an error",
+			old:    `{type: object, properties: {replicas: {type: integer, maximum: 5}, size: {type: string}}}`,
+			new:    `{type: object, properties: {replicas: {type: integer, maximum: 5}, size: {type: string, maxLength: 1}}}`,
+			objs:   []map[string]any{crdupgradesafety.Widget("v1", "ns", "old", map[string]any{"replicas": int64(9), "size": "S"})},
+			config: warnUnaffected,
+			want: []string{
+				"warning existingResources : existing Widget ns/old is already invalid under the old CRD and still is, which the update does not change: spec.replicas: Invalid value: 9: spec.replicas in body should be less than or equal to 5",
+				"warning maxLength ^.spec.size: maxLength added: (none) -> 1: none of 1 stored Widget affected; a warning under unaffectedEnforcement Warn: writers that send values the old schema accepted may still be refused",
+			}},
+		{name: "a bound tightened where the object is already refused: the field's verdict does not change",
+			old:    `{type: object, properties: {replicas: {type: integer, maximum: 10}}}`,
+			new:    `{type: object, properties: {replicas: {type: integer, maximum: 5}}}`,
+			objs:   []map[string]any{crdupgradesafety.Widget("v1", "ns", "twelve", map[string]any{"replicas": int64(12)})},
+			config: warnUnaffected,
+			want: []string{
+				"warning existingResources : existing Widget ns/twelve is already invalid under the old CRD and still is, which the update does not change: spec.replicas: Invalid value: 12: spec.replicas in body should be less than or equal to 5",
+				"warning maximum ^.spec.replicas: maximum decreased: 10 -> 5: none of 1 stored Widget affected; a warning under unaffectedEnforcement Warn: writers that send values the old schema accepted may still be refused",
+			}},
+		{name: "an object already invalid at one field and newly rejected at another: both told apart",
+			old:  `{type: object, properties: {replicas: {type: integer, maximum: 5}, size: {type: string}}}`,
+			new:  `{type: object, properties: {replicas: {type: integer, maximum: 5}, size: {type: string, maxLength: 1}}}`,
+			objs: []map[string]any{crdupgradesafety.Widget("v1", "ns", "old", map[string]any{"replicas": int64(9), "size": "XL"})},
+			want: []string{
+				"warning existingResources : existing Widget ns/old is already invalid under the old CRD and still is, which the update does not change: spec.replicas: Invalid value: 9: spec.replicas in body should be less than or equal to 5",
+				"error maxLength ^.spec.size: maxLength added: (none) -> 1: 1 of 1 stored Widget rejected: ns/old (Too long: may not be more than 1 byte); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
+			}},
+		{name: "a sample already invalid before: a note",
+			old:  `{type: object, required: [size], properties: {size: {type: string}, color: {type: string}}}`,
+			new:  `{type: object, required: [size], properties: {size: {type: string}, color: {type: string, maxLength: 3}}}`,
+			objs: []map[string]any{crdupgradesafety.Widget("v1", "ns", "sample", map[string]any{"color": "red"})},
+			opts: crdupgradesafety.ImpactOptions{Source: crdupgradesafety.SourceSamples},
+			want: []string{
+				"warning existingResources : sample Widget ns/sample is already invalid under the old CRD and still is, which the update does not change: spec.size: Required value",
+				"error maxLength ^.spec.color: maxLength added: (none) -> 3: none of 1 sample Widget affected",
+			}},
+		{name: "status fails the new schema, with the status subresource: only status writes are refused",
+			old: `{type: object, properties: {size: {type: string}}}`,
+			new: `{type: object, properties: {size: {type: string}}}`,
+			objs: []map[string]any{
+				withStatus(crdupgradesafety.Widget("v1", "ns", "old-phase", map[string]any{"size": "S"}), map[string]any{"phase": "Pending"}),
+				withStatus(crdupgradesafety.Widget("v1", "ns", "ready", map[string]any{"size": "S"}), map[string]any{"phase": "Ready"}),
+			},
+			opts: crdupgradesafety.ImpactOptions{StatusSubresource: true,
+				OldStatus: `{type: object, properties: {phase: {type: string}}}`,
+				NewStatus: `{type: object, properties: {phase: {type: string, enum: [Ready, Failed]}}}`},
+			want: []string{
+				"error enum ^.status.phase: enum constraint added: [\"Ready\", \"Failed\"]: 1 of 2 stored Widgets: status writes refused: ns/old-phase (Unsupported value: \"Pending\": supported values: \"Ready\", \"Failed\"); only writes of the status (its controller's) are refused: a create drops status and an update of the object keeps the stored one; status writes that leave these fields alone still pass (validation ratcheting)",
+			}},
+		{name: "status fails the new schema, with the status subresource: a sample is applied without its status",
+			old: `{type: object, properties: {size: {type: string}}}`,
+			new: `{type: object, properties: {size: {type: string}}}`,
+			objs: []map[string]any{
+				withStatus(crdupgradesafety.Widget("v1", "ns", "old-phase", map[string]any{"size": "S"}), map[string]any{"phase": "Pending"}),
+			},
+			opts: crdupgradesafety.ImpactOptions{StatusSubresource: true, Source: crdupgradesafety.SourceSamples,
+				OldStatus: `{type: object, properties: {phase: {type: string}}}`,
+				NewStatus: `{type: object, properties: {phase: {type: string, enum: [Ready, Failed]}}}`},
+			want: []string{
+				"error enum ^.status.phase: enum constraint added: [\"Ready\", \"Failed\"]: 1 of 1 sample Widget: status writes refused: ns/old-phase (Unsupported value: \"Pending\": supported values: \"Ready\", \"Failed\"); only writes of the status (its controller's) are refused: a create drops status and an update of the object keeps the stored one (applied, the sample's status is dropped)",
+			}},
+		{name: "status and spec both fail, with the status subresource: each its own effect",
+			old: `{type: object, properties: {size: {type: string}}}`,
+			new: `{type: object, properties: {size: {type: string, maxLength: 1}}}`,
+			objs: []map[string]any{
+				withStatus(crdupgradesafety.Widget("v1", "ns", "both", map[string]any{"size": "XL"}), map[string]any{"phase": "Pending", "replicas": int64(9)}),
+			},
+			opts: crdupgradesafety.ImpactOptions{StatusSubresource: true,
+				OldStatus: `{type: object, properties: {phase: {type: string}, replicas: {type: integer}}}`,
+				NewStatus: `{type: object, properties: {phase: {type: string, maxLength: 3}, replicas: {type: integer}}}`},
+			want: []string{
+				"error maxLength ^.spec.size: maxLength added: (none) -> 1: 1 of 1 stored Widget rejected: ns/both (Too long: may not be more than 1 byte); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
+				"error maxLength ^.status.phase: maxLength added: (none) -> 3: 1 of 1 stored Widget: status writes refused: ns/both (Too long: may not be more than 3 bytes); only writes of the status (its controller's) are refused: a create drops status and an update of the object keeps the stored one; status writes that leave these fields alone still pass (validation ratcheting)",
+			}},
+		{name: "status fails the new schema, without the status subresource: the object is rejected",
+			old: `{type: object, properties: {size: {type: string}}}`,
+			new: `{type: object, properties: {size: {type: string}}}`,
+			objs: []map[string]any{
+				withStatus(crdupgradesafety.Widget("v1", "ns", "old-phase", map[string]any{"size": "S"}), map[string]any{"phase": "Pending"}),
+			},
+			opts: crdupgradesafety.ImpactOptions{
+				OldStatus: `{type: object, properties: {phase: {type: string}}}`,
+				NewStatus: `{type: object, properties: {phase: {type: string, enum: [Ready, Failed]}}}`},
+			want: []string{
+				"error enum ^.status.phase: enum constraint added: [\"Ready\", \"Failed\"]: 1 of 1 stored Widget rejected: ns/old-phase (Unsupported value: \"Pending\": supported values: \"Ready\", \"Failed\"); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
+			}},
+		{name: "a status already invalid before: a note",
+			old: `{type: object, properties: {size: {type: string}}}`,
+			new: `{type: object, properties: {size: {type: string, maxLength: 3}}}`,
+			objs: []map[string]any{
+				withStatus(crdupgradesafety.Widget("v1", "ns", "old-phase", map[string]any{"size": "S"}), map[string]any{"phase": "Pending"}),
+			},
+			opts: crdupgradesafety.ImpactOptions{StatusSubresource: true,
+				OldStatus: `{type: object, properties: {phase: {type: string, enum: [Ready]}}}`,
+				NewStatus: `{type: object, properties: {phase: {type: string, enum: [Ready]}}}`},
+			want: []string{
+				"warning existingResources : existing Widget ns/old-phase is already invalid under the old CRD and still is, which the update does not change: status.phase: Unsupported value: \"Pending\": supported values: \"Ready\"",
+				"error maxLength ^.spec.size: maxLength added: (none) -> 3: none of 1 stored Widget affected",
 			}},
 		{name: "an exempted change that affects stored objects: they stay an existingResources error",
 			old:  `{type: object, properties: {replicas: {type: integer, maximum: 10}}}`,
@@ -157,7 +289,7 @@ func TestImpact(t *testing.T) {
 			if tc.config != nil {
 				tc.config(&cfg)
 			}
-			findings := crdupgradesafety.ReadImpact(t, tc.old, tc.new, tc.objs, &cfg)
+			findings := crdupgradesafety.ReadImpactWith(t, tc.old, tc.new, tc.objs, &cfg, tc.opts)
 			lines := make([]string, len(findings))
 			for i, f := range findings {
 				lines[i] = fmt.Sprintf("%s %s %s: %s", f.Severity, f.Check, f.Field, report.Message(f))
@@ -165,4 +297,10 @@ func TestImpact(t *testing.T) {
 			assert.Equal(t, tc.want, lines)
 		})
 	}
+}
+
+// withStatus sets an object's status.
+func withStatus(obj map[string]any, status map[string]any) map[string]any {
+	obj["status"] = status
+	return obj
 }

@@ -39,7 +39,19 @@ import (
 // The baseline is the object as the old CRD reads it (pruned and defaulted
 // under the old schema too, which changes nothing for an object the
 // apiserver returns and keeps, for a sample, what the old CRD would drop
-// from being counted as the update's doing).
+// from being counted as the update's doing), and as the old CRD judges it:
+// an object the new CRD rejects is validated under the old CRD too, with
+// the same strategy, and an error at a field the old CRD already rejects
+// is not the update's doing (the object was refused there before and still
+// is; validation ratcheting holds per field as before). Such an object gets
+// a note (a warning-level existingResources finding, Object.AlreadyInvalid)
+// rather than a rejection.
+//
+// Where the version has the status subresource, an error in status is not
+// a rejection of the object: a create drops status and an update of the
+// object keeps the stored one, so only writes of the status (its
+// controller's) are refused (EffectStatusRejected), and a create is judged
+// without status.
 type ObjectReader struct {
 	source, kind, version string
 	newCRD                *apiextv1.CustomResourceDefinition
@@ -49,15 +61,10 @@ type ObjectReader struct {
 	// CRD has read (readsDiffer); when it cannot, objects listed from the
 	// apiserver are only validated.
 	readChanges bool
-	// transitionRules: the new schema has CEL rules that use oldSelf,
-	// which a create skips: every object is also validated as an update.
-	transitionRules bool
-	transitionTexts []string // their messages (or, without one, their rules)
-	// strategy builds the apiserver's custom resource strategy of the
-	// version (validator), on first use.
-	strategy  func() (objectValidator, error)
-	validator objectValidator
-	cfg       *config.Settings
+	// newView judges objects as the new CRD does, oldView as the old one
+	// does (nil where the old CRD has no structural schema of the version).
+	newView, oldView *crdView
+	cfg              *config.Settings
 
 	findings []Finding                 // the pair's findings
 	byField  map[schemapath.Path][]int // schema path -> indexes of findings of this version at it
@@ -66,6 +73,7 @@ type ObjectReader struct {
 	objects  int // objects read
 	affected int // objects with an effect
 	residual *policy
+	notes    *policy // objects already invalid under the old CRD
 }
 
 // objectValidator is the apiserver's custom resource strategy
@@ -84,7 +92,8 @@ func NewObjectReader(oldCRD, newCRD *apiextv1.CustomResourceDefinition, version,
 	p := newPolicy(cfg, newCRD.Name)
 	r = &ObjectReader{source: source, kind: newCRD.Spec.Names.Kind, version: version, cfg: p.cfg, newCRD: newCRD,
 		oldPrunes: !oldCRD.Spec.PreserveUnknownFields, newPrunes: !newCRD.Spec.PreserveUnknownFields,
-		findings: findings, byField: map[schemapath.Path][]int{}, acc: map[int]*impactAcc{}, residual: p}
+		findings: findings, byField: map[schemapath.Path][]int{}, acc: map[int]*impactAcc{}, residual: p,
+		notes: newPolicy(cfg, newCRD.Name)}
 	for i, f := range findings {
 		switch {
 		case f.Check == config.CheckExistingResources || f.Version != version && f.Version != "":
@@ -109,8 +118,6 @@ func NewObjectReader(oldCRD, newCRD *apiextv1.CustomResourceDefinition, version,
 	if nv == nil {
 		return nil, fmt.Errorf("crd %s has no version %s", newCRD.Name, version)
 	}
-	r.transitionTexts = transitionRuleTexts(versionSchema(nv), nil)
-	r.transitionRules = len(r.transitionTexts) > 0
 	newInternal, err := internalSchemaOf(versionSchema(nv))
 	if err != nil {
 		return nil, err
@@ -124,28 +131,58 @@ func NewObjectReader(oldCRD, newCRD *apiextv1.CustomResourceDefinition, version,
 			return nil, err
 		}
 		// An old schema that is not structural prunes nothing the
-		// apiserver would: the objects are taken as they are.
+		// apiserver would: the objects are taken as they are, and judged
+		// by the new CRD alone.
 		r.oldS, _ = structuralschema.NewStructural(oldInternal)
-	}
-	var subresources apiextensions.CustomResourceSubresources
-	if nv.Subresources != nil {
-		if err := apiextv1.Convert_v1_CustomResourceSubresources_To_apiextensions_CustomResourceSubresources(nv.Subresources, &subresources, nil); err != nil {
-			return nil, fmt.Errorf("crd %s version %s: converting subresources: %w", newCRD.Name, version, err)
+		if r.oldS != nil {
+			if r.oldView, err = newCRDView(oldCRD, ov, oldInternal, r.oldS); err != nil {
+				return nil, err
+			}
 		}
 	}
-	// The apiserver's whole strategy (its CEL rules compiled) only when an
-	// object needs it: most reads reject nothing.
-	r.strategy = func() (objectValidator, error) {
-		schemaValidator, _, err := validation.NewSchemaValidator(newInternal)
-		if err != nil {
-			return nil, fmt.Errorf("crd %s version %s: building schema validator: %w", newCRD.Name, version, err)
-		}
-		gvk := runtimeschema.GroupVersionKind{Group: newCRD.Spec.Group, Version: version, Kind: newCRD.Spec.Names.Kind}
-		return customresource.NewStrategy(unstructuredscheme.NewUnstructuredObjectTyper(),
-			newCRD.Spec.Scope == apiextv1.NamespaceScoped, gvk, schemaValidator, schemaValidator, r.newS,
-			subresources.Status, subresources.Scale, nv.SelectableFields), nil
+	if r.newView, err = newCRDView(newCRD, nv, newInternal, r.newS); err != nil {
+		return nil, err
 	}
 	return r, nil
+}
+
+// crdView is how one CRD (the old or the new) judges the objects of a
+// version, with the apiserver's custom resource strategy.
+type crdView struct {
+	// build builds the strategy (validator) on first use: the whole
+	// strategy, its CEL rules compiled, only when an object needs it (most
+	// reads reject nothing).
+	build     func() (objectValidator, error)
+	validator objectValidator
+	// transitionTexts: the words by which the apiserver's errors name the
+	// version's CEL rules that use oldSelf, which a create skips: where
+	// there are any, every object is also validated as an update.
+	transitionTexts []string
+	// status: the version has the status subresource.
+	status bool
+}
+
+func newCRDView(crd *apiextv1.CustomResourceDefinition, v *apiextv1.CustomResourceDefinitionVersion,
+	internal *apiextensions.JSONSchemaProps, s *structuralschema.Structural) (*crdView, error) {
+
+	var subresources apiextensions.CustomResourceSubresources
+	if v.Subresources != nil {
+		if err := apiextv1.Convert_v1_CustomResourceSubresources_To_apiextensions_CustomResourceSubresources(v.Subresources, &subresources, nil); err != nil {
+			return nil, fmt.Errorf("crd %s version %s: converting subresources: %w", crd.Name, v.Name, err)
+		}
+	}
+	w := &crdView{transitionTexts: transitionRuleTexts(versionSchema(v), nil), status: subresources.Status != nil}
+	w.build = func() (objectValidator, error) {
+		schemaValidator, _, err := validation.NewSchemaValidator(internal)
+		if err != nil {
+			return nil, fmt.Errorf("crd %s version %s: building schema validator: %w", crd.Name, v.Name, err)
+		}
+		gvk := runtimeschema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}
+		return customresource.NewStrategy(unstructuredscheme.NewUnstructuredObjectTyper(),
+			crd.Spec.Scope == apiextv1.NamespaceScoped, gvk, schemaValidator, schemaValidator, s,
+			subresources.Status, subresources.Scale, v.SelectableFields), nil
+	}
+	return w, nil
 }
 
 func internalSchemaOf(s *apiextv1.JSONSchemaProps) (*apiextensions.JSONSchemaProps, error) {
@@ -197,6 +234,7 @@ type objectEffect struct {
 // objectRead is one object read under the new CRD, not yet validated.
 type objectRead struct {
 	name    string
+	base    map[string]any // as the old CRD reads it
 	next    map[string]any // as the new CRD reads it
 	effects []objectEffect // what changed on the read
 }
@@ -207,7 +245,7 @@ type objectRead struct {
 // etcd), a sample is read under the old CRD first.
 func (r *ObjectReader) readObject(obj map[string]any) objectRead {
 	if r.source == SourceCluster && !r.readChanges {
-		return objectRead{name: objectName(obj), next: obj}
+		return objectRead{name: objectName(obj), base: obj, next: obj}
 	}
 	// A copy: the caller's object stays as it is, and typed nils (which
 	// the apiserver's code does not expect) become untyped.
@@ -218,69 +256,52 @@ func (r *ObjectReader) readObject(obj map[string]any) objectRead {
 		readAs(base, r.oldS, r.oldPrunes)
 	}
 	readAs(next, r.newS, r.newPrunes)
-	read := objectRead{name: objectName(obj), next: next}
-	d := differ{out: &read.effects, stored: r.source == SourceCluster}
-	d.object(nil, schemapath.Root, base, next, r.oldS, r.newS, true)
+	read := objectRead{name: objectName(obj), base: base, next: next}
+	d := differ{out: &read.effects, stored: r.source == SourceCluster, samples: r.source != SourceCluster}
+	d.object(nil, schemapath.Root, base, next, obj, r.oldS, r.newS, true)
 	return read
 }
 
 // judge validates an object read under the new CRD (with v, the batch's
-// validators, or the apiserver's whole strategy when v is nil) and joins
-// its effects to the findings.
+// validators, or the apiserver's whole strategy when v is nil) and, where
+// the new CRD rejects it, under the old CRD too; it joins the object's
+// effects to the findings.
 func (r *ObjectReader) judge(read *objectRead, v *versionValidator) {
 	r.objects++
 	name, effects := read.name, read.effects
-	u := &unstructured.Unstructured{Object: read.next}
-	var errs field.ErrorList
-	if v != nil {
-		errs = v.validate(read.next)
-	} else {
-		errs = r.strategyValidator().Validate(context.Background(), u)
-	}
-	// An update that leaves the object as it is, as the apiserver's
-	// strategy validates it (an update needs a resourceVersion, which
-	// samples lack): where the create fails, it tells whether validation
-	// ratcheting lets the object be updated; where the version has CEL
-	// transition rules (oldSelf), which a create skips and ratcheting never
-	// covers, it finds the objects every update of which those rules refuse.
-	var upd field.ErrorList
-	if len(errs) > 0 || r.transitionRules {
-		if u.GetResourceVersion() == "" {
-			u.SetResourceVersion("1")
+	j := r.newView.judge(read.next, v)
+	if len(j.errs)+len(j.updateOnly) > 0 && r.oldView != nil {
+		// The baseline: the fields the old CRD already rejects.
+		old := r.oldView.judge(read.base, nil)
+		rejected := map[string]bool{}
+		for _, list := range []field.ErrorList{old.errs, old.updateOnly} {
+			for _, e := range list {
+				rejected[errorField(e)] = true
+			}
 		}
-		upd = r.strategyValidator().ValidateUpdate(context.Background(), u, u)
+		var persisting, persistingUpdates field.ErrorList
+		j.errs, persisting = splitByField(j.errs, rejected)
+		j.updateOnly, persistingUpdates = splitByField(j.updateOnly, rejected)
+		r.addNote(name, append(persisting, persistingUpdates...))
 	}
-	onCreate := make(map[string]bool, len(errs))
-	for _, e := range errs {
-		onCreate[e.Error()] = true
-	}
-	// The errors of an update that a create does not give: those of
-	// transition rules. Where the create failed too, the update also runs
-	// CEL rules the create skipped after the schema's errors: only errors
-	// that name a transition rule (its message or rule) count.
-	var updateOnly field.ErrorList
-	for _, e := range upd {
-		if !onCreate[e.Error()] && (len(errs) == 0 || r.namesTransitionRule(e.Detail)) {
-			updateOnly = append(updateOnly, e)
-		}
-	}
-	// The create's errors ratchet when an update that leaves the object
-	// alone gives no error but those of transition rules (the rules'
-	// own findings).
-	ratchets := len(errs) > 0 && len(upd) == len(updateOnly)
 	addRejected := func(list field.ErrorList, noRatchet bool) {
 		for _, e := range list {
-			if e.Type == field.ErrorTypeInvalid && strings.HasPrefix(e.Detail, "some validation rules were not checked") {
+			if skippedRules(e) {
 				continue // the CEL rules skipped for the other errors: not an effect of its own
 			}
 			f := errorField(e)
-			effects = append(effects, objectEffect{effect: EffectRejected, field: f,
+			effect := EffectRejected
+			if r.newView.status && inStatus(f, e.Type) {
+				effect = EffectStatusRejected
+			}
+			effects = append(effects, objectEffect{effect: effect, field: f,
 				schemaPath: schemaPathOf(r.newS, f), value: boundText(e.ErrorBody(), 200),
 				required: e.Type == field.ErrorTypeRequired, noRatchet: noRatchet})
 		}
 	}
-	addRejected(errs, false)
-	addRejected(updateOnly, true)
+	addRejected(j.errs, false)
+	addRejected(j.updateOnly, true)
+	ratchets := j.ratchets
 	if len(effects) == 0 {
 		return
 	}
@@ -292,13 +313,13 @@ func (r *ObjectReader) judge(read *objectRead, v *versionValidator) {
 	// minProperties that a pruned field no longer meets).
 	var readFindings []int
 	for _, e := range effects {
-		if e.effect != EffectRejected {
+		if !e.effect.rejects() {
 			readFindings = append(readFindings, r.attribute(e)...)
 		}
 	}
 	for _, e := range effects {
 		idxs := r.attribute(e)
-		if len(idxs) == 0 && e.effect == EffectRejected {
+		if len(idxs) == 0 && e.effect.rejects() {
 			idxs = slices.Compact(slices.Sorted(slices.Values(readFindings)))
 		}
 		if len(idxs) == 0 {
@@ -317,18 +338,116 @@ func (r *ObjectReader) judge(read *objectRead, v *versionValidator) {
 	r.addResidual(name, residual, ratchets)
 }
 
-// strategyValidator is the apiserver's custom resource strategy of the
-// version, built on first use. A schema it cannot build a validator of
-// (which the apiserver would have refused) validates nothing.
-func (r *ObjectReader) strategyValidator() objectValidator {
-	if r.validator == nil {
-		v, err := r.strategy()
+// judgement is what one CRD's validation says of an object.
+type judgement struct {
+	// errs: the errors of a create (judged without status where the
+	// version has the status subresource, which a create drops) and, in
+	// status, of the object as it is.
+	errs field.ErrorList
+	// updateOnly: the errors of an update that leaves the object as it
+	// is which a create does not give: those of transition rules.
+	updateOnly field.ErrorList
+	// ratchets: errs ratchet (an update that leaves the object alone
+	// gives no error but those of transition rules).
+	ratchets bool
+}
+
+// judge validates obj as the view's CRD does (with v, the batch's
+// validators, or the apiserver's whole strategy when v is nil).
+func (w *crdView) judge(obj map[string]any, v *versionValidator) judgement {
+	validate := func(o map[string]any) field.ErrorList {
+		if v != nil {
+			return v.validate(o)
+		}
+		return w.strategy().Validate(context.Background(), &unstructured.Unstructured{Object: o})
+	}
+	errs := validate(obj)
+	if _, ok := obj["status"]; ok && w.status && anyInStatus(errs) {
+		// A create drops status (the strategy's PrepareForCreate): the
+		// object's own verdict is without it, which also runs the CEL
+		// rules that status errors kept from running. The errors in
+		// status stay, for writes of the status.
+		withoutStatus := maps.Clone(obj)
+		delete(withoutStatus, "status")
+		inStatusErrs := slices.DeleteFunc(slices.Clone(errs), func(e *field.Error) bool { return !inStatus(errorField(e), e.Type) })
+		errs = append(validate(withoutStatus), inStatusErrs...)
+	}
+	// An update that leaves the object as it is, as the apiserver's
+	// strategy validates it (an update needs a resourceVersion, which
+	// samples lack): where the create fails, it tells whether validation
+	// ratcheting lets the object be updated; where the version has CEL
+	// transition rules (oldSelf), which a create skips and ratcheting never
+	// covers, it finds the objects every update of which those rules refuse.
+	var upd field.ErrorList
+	if len(errs) > 0 || len(w.transitionTexts) > 0 {
+		u := &unstructured.Unstructured{Object: obj}
+		if u.GetResourceVersion() == "" {
+			u.SetResourceVersion("1")
+		}
+		upd = w.strategy().ValidateUpdate(context.Background(), u, u)
+	}
+	onCreate := make(map[string]bool, len(errs))
+	for _, e := range errs {
+		onCreate[e.Error()] = true
+	}
+	// The errors of an update that a create does not give: those of
+	// transition rules. Where the create failed too, the update also runs
+	// CEL rules the create skipped after the schema's errors: only errors
+	// that name a transition rule (its message or rule) count.
+	var updateOnly field.ErrorList
+	for _, e := range upd {
+		if !onCreate[e.Error()] && (len(errs) == 0 || w.namesTransitionRule(e.Detail)) {
+			updateOnly = append(updateOnly, e)
+		}
+	}
+	// The create's errors ratchet when an update that leaves the object
+	// alone gives no error but those of transition rules (the rules'
+	// own findings).
+	return judgement{errs: errs, updateOnly: updateOnly, ratchets: len(errs) > 0 && len(upd) == len(updateOnly)}
+}
+
+// inStatus tells whether the error of type t at the field f is about the
+// object's status: below status, or status itself (but not a status
+// required at the root, which a create that drops status fails).
+func inStatus(f string, t field.ErrorType) bool {
+	return strings.HasPrefix(f, "status.") || strings.HasPrefix(f, "status[") || f == "status" && t != field.ErrorTypeRequired
+}
+
+func anyInStatus(errs field.ErrorList) bool {
+	return slices.ContainsFunc(errs, func(e *field.Error) bool { return inStatus(errorField(e), e.Type) })
+}
+
+// skippedRules tells whether an error is the apiserver's note that CEL
+// rules were skipped for the other errors: not an error of its own.
+func skippedRules(e *field.Error) bool {
+	return e.Type == field.ErrorTypeInvalid && strings.HasPrefix(e.Detail, "some validation rules were not checked")
+}
+
+// splitByField splits errs into those at a field not in fields and those
+// at one in it.
+func splitByField(errs field.ErrorList, fields map[string]bool) (out, in field.ErrorList) {
+	for _, e := range errs {
+		if fields[errorField(e)] {
+			in = append(in, e)
+		} else {
+			out = append(out, e)
+		}
+	}
+	return out, in
+}
+
+// strategy is the apiserver's custom resource strategy of the version,
+// built on first use. A schema it cannot build a validator of (which the
+// apiserver would have refused) validates nothing.
+func (w *crdView) strategy() objectValidator {
+	if w.validator == nil {
+		v, err := w.build()
 		if err != nil {
 			v = noValidator{}
 		}
-		r.validator = v
+		w.validator = v
 	}
-	return r.validator
+	return w.validator
 }
 
 type noValidator struct{}
@@ -374,7 +493,7 @@ func (r *ObjectReader) addResidual(name string, effects []objectEffect, ratchets
 			noRatchet[name+"\x00"+e.field+"\x00"+e.value] = true
 		}
 	}
-	for _, effect := range []Effect{EffectPruned, EffectDefaulted, EffectRejected} {
+	for _, effect := range effectOrder {
 		list := byEffect[effect]
 		if len(list) == 0 {
 			continue
@@ -383,11 +502,38 @@ func (r *ObjectReader) addResidual(name string, effects []objectEffect, ratchets
 		list = slices.CompactFunc(list, func(a, b ObjectEffect) bool { return a.Field == b.Field && a.Value == b.Value })
 		of := &ObjectFinding{Source: r.source, Kind: r.kind, Name: name, Effect: effect,
 			Fields: list[:min(len(list), maxExamples)], MoreFields: max(len(list)-maxExamples, 0),
-			Ratchets: effect == EffectRejected && ratchets && !anyNoRatchet(list) && r.source == SourceCluster}
+			Ratchets: effect.rejects() && ratchets && !anyNoRatchet(list) && r.source == SourceCluster}
 		r.residual.add(change{version: r.version, check: config.CheckExistingResources, level: config.EnforcementStrict,
 			dataLoss: effect == EffectPruned, remedy: &Remedy{Action: RemedyFixObjects, Version: r.version, Objects: []string{name}}})
 		r.residual.findings[len(r.residual.findings)-1].Object = of
 	}
+}
+
+// addNote reports an object that the old CRD already rejects at the fields
+// of errs, which the new CRD rejects too: a note (a warning-level
+// existingResources finding), not an effect of the update.
+func (r *ObjectReader) addNote(name string, errs field.ErrorList) {
+	if len(errs) == 0 || !r.cfg.Checks.CRD.ExistingResources.Enabled {
+		return
+	}
+	var list []ObjectEffect
+	for _, e := range errs {
+		if skippedRules(e) {
+			continue
+		}
+		f := errorField(e)
+		list = append(list, ObjectEffect{Object: name, Field: f, Value: boundText(e.ErrorBody(), 200), SchemaPath: schemaPathOf(r.newS, f)})
+	}
+	if len(list) == 0 {
+		return
+	}
+	slices.SortFunc(list, func(a, b ObjectEffect) int { return strings.Compare(a.Field+a.Value, b.Field+b.Value) })
+	list = slices.CompactFunc(list, func(a, b ObjectEffect) bool { return a.Field == b.Field && a.Value == b.Value })
+	r.notes.add(change{version: r.version, check: config.CheckExistingResources, level: config.EnforcementWarn,
+		remedy: &Remedy{Action: RemedyFixObjects, Version: r.version, Objects: []string{name}}})
+	r.notes.findings[len(r.notes.findings)-1].Object = &ObjectFinding{Source: r.source, Kind: r.kind, Name: name,
+		Effect: EffectRejected, AlreadyInvalid: true,
+		Fields: list[:min(len(list), maxExamples)], MoreFields: max(len(list)-maxExamples, 0)}
 }
 
 // transitionRuleTexts appends to out the words by which the apiserver's
@@ -431,8 +577,8 @@ func transitionRuleTexts(s *apiextv1.JSONSchemaProps, out []string) []string {
 
 // namesTransitionRule tells whether an apiserver error's detail names one
 // of the version's transition rules.
-func (r *ObjectReader) namesTransitionRule(detail string) bool {
-	for _, t := range r.transitionTexts {
+func (w *crdView) namesTransitionRule(detail string) bool {
+	for _, t := range w.transitionTexts {
 		if strings.Contains(detail, t) {
 			return true
 		}

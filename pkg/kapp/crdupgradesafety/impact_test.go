@@ -8,21 +8,49 @@ import (
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"sigs.k8s.io/yaml"
 )
+
+// ImpactOptions vary the CRDs and objects of readImpact.
+type ImpactOptions struct {
+	// Source: SourceCluster (the default: objs are stored, and listed as
+	// the apiserver lists them under the old CRD) or SourceSamples (objs
+	// are --objects samples, read as they are).
+	Source string
+	// OldStatus, NewStatus: the YAML schemas of .status in the old and
+	// new CRDs ("": no status property).
+	OldStatus, NewStatus string
+	// StatusSubresource: both CRDs have the status subresource.
+	StatusSubresource bool
+}
 
 // readImpact compares two versions v1 of the widget CRD (spec schemas old
 // and new), reads objs under them as stored objects, and returns the
 // findings with their impact as "severity check field: message" lines.
 func readImpact(t *testing.T, oldSpec, newSpec string, objs []map[string]any, cfg *config.Settings) ([]Finding, []string) {
 	t.Helper()
-	oldCRD := newCRD(t, testVersion{"v1", true, true, oldSpec})
-	newCRD := newCRD(t, testVersion{"v1", true, true, newSpec})
+	return readImpactWith(t, oldSpec, newSpec, objs, cfg, ImpactOptions{})
+}
+
+// readImpactWith is readImpact with options.
+func readImpactWith(t *testing.T, oldSpec, newSpec string, objs []map[string]any, cfg *config.Settings, opts ImpactOptions) ([]Finding, []string) {
+	t.Helper()
+	oldCRD := withStatus(t, newCRD(t, testVersion{"v1", true, true, oldSpec}), opts.OldStatus, opts.StatusSubresource)
+	newCRD := withStatus(t, newCRD(t, testVersion{"v1", true, true, newSpec}), opts.NewStatus, opts.StatusSubresource)
 	findings := Compare(oldCRD, newCRD, cfg)
+	source := opts.Source
+	if source == "" {
+		source = SourceCluster
+	}
 	var impacts []VersionImpact
 	for _, v := range VersionsToRead(oldCRD, newCRD) {
-		r, err := NewObjectReader(oldCRD, newCRD, v, SourceCluster, findings, cfg)
+		r, err := NewObjectReader(oldCRD, newCRD, v, source, findings, cfg)
 		require.NoError(t, err)
-		r.Read(listed(t, oldCRD, v, objs))
+		if source == SourceCluster {
+			r.Read(listed(t, oldCRD, v, objs))
+		} else {
+			r.Read(objs)
+		}
 		impacts = append(impacts, r.Result())
 	}
 	out := ApplyImpacts(findings, impacts, cfg)
@@ -31,6 +59,24 @@ func readImpact(t *testing.T, oldSpec, newSpec string, objs []map[string]any, cf
 		lines[i] = fmt.Sprintf("%s %s %s: %s", f.Severity, f.Check, f.Field, testMessage(f))
 	}
 	return out, lines
+}
+
+// withStatus gives every version of crd the .status schema status (YAML;
+// "" adds none) and, with subresource, the status subresource.
+func withStatus(t *testing.T, crd *apiextv1.CustomResourceDefinition, status string, subresource bool) *apiextv1.CustomResourceDefinition {
+	t.Helper()
+	for i := range crd.Spec.Versions {
+		v := &crd.Spec.Versions[i]
+		if status != "" {
+			var s apiextv1.JSONSchemaProps
+			require.NoError(t, yaml.Unmarshal([]byte(status), &s))
+			v.Schema.OpenAPIV3Schema.Properties["status"] = s
+		}
+		if subresource {
+			v.Subresources = &apiextv1.CustomResourceSubresources{Status: &apiextv1.CustomResourceSubresourceStatus{}}
+		}
+	}
+	return crd
 }
 
 // listed returns objs as the apiserver lists them under crd: read from

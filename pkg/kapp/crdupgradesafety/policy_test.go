@@ -220,6 +220,92 @@ func TestBound(t *testing.T) {
 	}
 }
 
+// TestBoundKeepsWhatAffectsObjects: over the bound, the findings that lose
+// data or affect stored objects are kept first, then the other errors,
+// then the rest, in the order given; the kept ones keep that order.
+func TestBoundKeepsWhatAffectsObjects(t *testing.T) {
+	f := func(field string, sev Severity, mod func(*Finding)) Finding {
+		out := Finding{CRD: "a", Field: schemapath.Path(field), Severity: sev}
+		if mod != nil {
+			mod(&out)
+		}
+		return out
+	}
+	affects := func(f *Finding) { f.Impact = &Impact{Objects: 2, Affected: 1} }
+	unaffected := func(f *Finding) { f.Impact = &Impact{Objects: 2} }
+	loss := func(f *Finding) { f.DataLoss = true }
+	object := func(f *Finding) { f.Object = &ObjectFinding{Name: "x"} }
+	note := func(f *Finding) { f.Object = &ObjectFinding{Name: "x", AlreadyInvalid: true} }
+	// In the output order (SortFindings: data loss first).
+	loss1 := f("0", SeverityError, loss)
+	none1 := f("1", SeverityError, unaffected)
+	warn1 := f("2", SeverityWarning, unaffected)
+	noted := f("3", SeverityWarning, note)
+	hit1 := f("4", SeverityError, affects)
+	none2 := f("5", SeverityError, nil)
+	obj1 := f("6", SeverityError, object)
+	hit2 := f("7", SeverityWarning, affects)
+	fs := []Finding{loss1, none1, warn1, noted, hit1, none2, obj1, hit2}
+	cases := []struct {
+		name string
+		max  int
+		want []Finding
+	}{
+		{name: "1: data loss first", max: 1, want: []Finding{loss1}},
+		{name: "3: then those that affect objects, not the unaffected ones before them", max: 3, want: []Finding{loss1, hit1, obj1}},
+		{name: "4: an affected warning before an unaffected error", max: 4, want: []Finding{loss1, hit1, obj1, hit2}},
+		{name: "5: then the errors that affect none", max: 5, want: []Finding{loss1, none1, hit1, obj1, hit2}},
+		{name: "6", max: 6, want: []Finding{loss1, none1, hit1, none2, obj1, hit2}},
+		{name: "7: then the rest, a note last but by order", max: 7, want: []Finding{loss1, none1, warn1, hit1, none2, obj1, hit2}},
+		{name: "8: all", max: 8, want: fs},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			kept, omitted := Bound(fs, tc.max)
+			fields := func(fs []Finding) (out []string) {
+				for _, f := range fs {
+					out = append(out, string(f.Field))
+				}
+				return out
+			}
+			if !reflect.DeepEqual(fields(kept), fields(tc.want)) {
+				t.Fatalf("Bound(%d) kept %v; want %v", tc.max, fields(kept), fields(tc.want))
+			}
+			if want := len(fs) - len(tc.want); omitted["a"] != want {
+				t.Fatalf("Bound(%d) omitted %d; want %d", tc.max, omitted["a"], want)
+			}
+		})
+	}
+	t.Run("findings of other CRDs are bounded apart", func(t *testing.T) {
+		b := Finding{CRD: "b", Field: "9", Severity: SeverityWarning}
+		kept, omitted := Bound(append([]Finding{b}, fs...), 1)
+		if len(kept) != 2 || kept[0].CRD != "b" || kept[1].Field != loss1.Field || omitted["a"] != 7 || omitted["b"] != 0 {
+			t.Fatalf("got %v, %v", kept, omitted)
+		}
+	})
+}
+
+func TestBoundOrder(t *testing.T) {
+	f := func(crd, field string) Finding { return Finding{CRD: crd, Field: schemapath.Path(field)} }
+	fs := []Finding{f("a", "1"), f("b", "1"), f("a", "2"), f("a", "3")}
+	cases := []struct {
+		name        string
+		max         int
+		wantKept    []Finding
+		wantOmitted map[string]int
+	}{
+		{name: "interleaved CRDs keep their order", max: 2, wantKept: []Finding{f("a", "1"), f("b", "1"), f("a", "2")}, wantOmitted: map[string]int{"a": 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			kept, omitted := Bound(fs, tc.max)
+			if !reflect.DeepEqual(kept, tc.wantKept) || !reflect.DeepEqual(omitted, tc.wantOmitted) {
+				t.Fatalf("Bound(%d) = %v, %v; want %v, %v", tc.max, kept, omitted, tc.wantKept, tc.wantOmitted)
+			}
+		})
+	}
+}
+
 // TestEnforcementLevels: every enforcement option of the property checks
 // takes Strict (an error finding), Warn (a warning finding, even in mode
 // error) and None (no finding), through the one path from check to policy.

@@ -197,6 +197,13 @@ func (p *proofRun) readStored(findings []Finding, version string, objs []map[str
 				p.name, version, fr.affected, res.affected, impactsText(fr), impactsText(res))
 		}
 	}
+	// The objects were valid under the old CRD: none is noted as already
+	// invalid (the old CRD's judgement agrees with the proof's).
+	for i, f := range res.notes {
+		if i < p.maxMisses {
+			p.tb.Errorf("%s: version %s: an object valid when stored is noted as invalid under the old CRD: %s", p.name, version, testMessage(f))
+		}
+	}
 	for _, f := range res.residual {
 		p.stats.residual++
 		if p.stats.residual <= p.maxMisses {

@@ -84,6 +84,22 @@ func TestNew(t *testing.T) {
 		Severity: "error", Message: "existing field removed (was string)", File: "config/crds/widgets.yaml", Line: 14,
 		OldFile: "config/crds/widgets.yaml", OldLine: 17, OldRevision: "origin/main"}, color)
 
+	// maxFindingsPerCRD keeps the findings that affect stored objects
+	// before those that affect none, in the output order.
+	t.Run("bounded: what affects stored objects is kept", func(t *testing.T) {
+		imp := func(affected int) *crdupgradesafety.Impact {
+			return &crdupgradesafety.Impact{Source: "cluster", Kind: "Widget", Objects: 2, Affected: affected, VersionAffected: 1}
+		}
+		findings := []crdupgradesafety.Finding{
+			{CRD: "a.example.com", Version: "v1", Field: "^.spec.a", Check: "maximum", Severity: "error", ChangeText: "a", Impact: imp(0)},
+			{CRD: "a.example.com", Version: "v1", Field: "^.spec.b", Check: "maximum", Severity: "error", ChangeText: "b", Impact: imp(0)},
+			{CRD: "a.example.com", Version: "v1", Field: "^.spec.c", Check: "maximum", Severity: "error", ChangeText: "c", Impact: imp(1)},
+		}
+		r := New([]string{"a.example.com"}, findings, 2, nil)
+		require.Len(t, r.CRDs[0].Findings, 2)
+		require.Equal(t, []string{"^.spec.a", "^.spec.c"}, []string{r.CRDs[0].Findings[0].Field, r.CRDs[0].Findings[1].Field})
+		require.Equal(t, 1, r.CRDs[0].Omitted)
+	})
 	t.Run("without locations", func(t *testing.T) {
 		r := New([]string{"a.example.com"}, []crdupgradesafety.Finding{{CRD: "a.example.com", Check: "scope", Severity: "error", ChangeText: "m"}}, 0, nil)
 		require.Equal(t, "", r.CRDs[0].Findings[0].File)

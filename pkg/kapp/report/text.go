@@ -107,6 +107,9 @@ func ImpactText(f crdupgradesafety.Finding) string {
 				note = "; every update is refused by a transition rule (oldSelf), which validation ratcheting does not cover; a create passes"
 			}
 			parts = append(parts, fmt.Sprintf("%s rejected: %s%s", of, examples, note))
+		case crdupgradesafety.EffectStatusRejected:
+			parts = append(parts, fmt.Sprintf("%s: status writes refused: %s%s", of, examples,
+				statusNote(imp.Source, imp.StatusRatcheted, e.Objects)))
 		}
 	}
 	return strings.Join(parts, "; ")
@@ -128,11 +131,20 @@ func objectText(o *crdupgradesafety.ObjectFinding) string {
 	}
 	subject := fmt.Sprintf("%s %s %s", noun, o.Kind, o.Name)
 	detail := strings.Join(items, "; ")
+	if o.AlreadyInvalid {
+		return fmt.Sprintf("%s is already invalid under the old CRD and still is, which the update does not change: %s", subject, detail)
+	}
 	switch o.Effect {
 	case crdupgradesafety.EffectPruned:
 		return fmt.Sprintf("%s would lose data, pruned under the new schema: %s", subject, detail)
 	case crdupgradesafety.EffectDefaulted:
 		return fmt.Sprintf("%s would read differently under the new schema: %s", subject, detail)
+	case crdupgradesafety.EffectStatusRejected:
+		ratcheted := 0
+		if o.Ratchets {
+			ratcheted = 1
+		}
+		return fmt.Sprintf("%s would have its status writes refused: %s%s", subject, detail, statusNote(o.Source, ratcheted, 1))
 	}
 	return fmt.Sprintf("%s would be invalid: %s%s", subject, detail, ratchetNote(o.Source, o.Ratchets, 1, 1))
 }
@@ -160,6 +172,24 @@ func exampleList(e crdupgradesafety.EffectCount, field schemapath.Path) string {
 		items = append(items, fmt.Sprintf("and %d more", more))
 	}
 	return strings.Join(items, ", ")
+}
+
+// statusNote says which writes a status the new schema rejects refuses,
+// where the version has the status subresource: ratcheted of rejected
+// objects can still have their status written while its invalid fields
+// are left alone.
+func statusNote(source string, ratcheted, rejected int) string {
+	note := "; only writes of the status (its controller's) are refused: a create drops status and an update of the object keeps the stored one"
+	if source == crdupgradesafety.SourceSamples {
+		return note + " (applied, the sample's status is dropped)"
+	}
+	switch {
+	case ratcheted == 0:
+		return note + "; every status write is refused"
+	case ratcheted == rejected:
+		return note + "; status writes that leave these fields alone still pass (validation ratcheting)"
+	}
+	return note + fmt.Sprintf("; for %d of them, status writes that leave these fields alone still pass (validation ratcheting)", ratcheted)
 }
 
 // ratchetNote says what validation ratcheting (GA since Kubernetes 1.33)
