@@ -12,6 +12,8 @@
 #
 # Usage: hack/bench-live.sh
 # Environment: COUNTS=10000,100000 RUNS=3 CRD=.cache/crds/cert-manager/cert-manager.io_certificates.yaml
+#   REMOVE_VERSION=1  also measures an update that removes an unserved version (the managedFields
+#                 list and the ownerReferences read of every object's metadata), runs alternating
 #   BASELINE=REV  also measures kapp built at git revision REV (in a worktree under .cache/bench),
 #                 on the same objects, runs alternating, and prints the ratios
 set -euo pipefail
@@ -39,4 +41,4 @@ if [[ -n "${BASELINE:-}" ]]; then
 fi
 "$scale" live -kapp bin/kapp "${baseline[@]}" -kubeconfig "$CLUSTER_STATE_DIR/kubeconfig" \
   -crd "${CRD:-.cache/crds/cert-manager/cert-manager.io_certificates.yaml}" -work .cache/bench/live \
-  -counts "${COUNTS:-10000,100000}" -runs "${RUNS:-3}"
+  -counts "${COUNTS:-10000,100000}" -runs "${RUNS:-3}" ${REMOVE_VERSION:+-remove-version}

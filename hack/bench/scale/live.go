@@ -32,6 +32,9 @@ func live(args []string) error {
 	countsFlag := fs.String("counts", "10000,100000", "custom resource counts, increasing")
 	runs := fs.Int("runs", 3, "runs per count")
 	workers := fs.Int("workers", 32, "concurrent create requests")
+	removeVersion := fs.Bool("remove-version", false, "also measure an update that removes an unserved version "+
+		"(the managedFields and ownerReferences reads: every custom resource once, and the metadata of every object of the cluster), "+
+		"runs alternating with the safe change")
 	_ = fs.Parse(args)
 	if *kubeconfig == "" {
 		return errors.New("-kubeconfig is required")
@@ -55,6 +58,9 @@ func live(args []string) error {
 		return err
 	}
 	rename(obj, "live.bench.example.com")
+	if *removeVersion {
+		addUnservedVersion(obj, "v0alpha1")
+	}
 	oldYAML, crd, err := marshalCRD(obj)
 	if err != nil {
 		return err
@@ -71,6 +77,19 @@ func live(args []string) error {
 	newFile := filepath.Join(*work, "new.yaml")
 	if err := os.WriteFile(newFile, newYAML, 0o644); err != nil {
 		return err
+	}
+	removalFile := ""
+	if *removeVersion {
+		removed, _ := readObjectBytes(newYAML)
+		dropVersion(removed, "v0alpha1")
+		removedYAML, _, err := marshalCRD(removed)
+		if err != nil {
+			return err
+		}
+		removalFile = filepath.Join(*work, "new-version-removed.yaml")
+		if err := os.WriteFile(removalFile, removedYAML, 0o644); err != nil {
+			return err
+		}
 	}
 	crs, err := customResourcesOf(crd)
 	if err != nil {
@@ -89,6 +108,7 @@ func live(args []string) error {
 		rss          int64
 	}
 	var rows, baseRows []row
+	var removals []time.Duration // per count: the whole command on the update that removes a version
 	created := 0
 	for _, count := range counts {
 		start := time.Now()
@@ -123,6 +143,21 @@ func live(args []string) error {
 				rs[b].objects, rs[b].rss = t.objects, max(rs[b].rss, m.peakRSS)
 			}
 		}
+		if removalFile != "" {
+			var ws []time.Duration
+			for i := 0; i < *runs; i++ {
+				m, err := runMeasured([]string{"KUBECONFIG=" + *kubeconfig, preflightTimingEnv + "=1"},
+					*kapp, "tools", "crd-upgrade-safety", "--file2", removalFile, "--tty=false")
+				if err != nil {
+					return err
+				}
+				if m.exitCode != 0 {
+					return fmt.Errorf("%s tools crd-upgrade-safety (version removed) exited with %d:\n%s", *kapp, m.exitCode, tail(m.stderr, 20))
+				}
+				ws = append(ws, m.wall)
+			}
+			removals = append(removals, medianDuration(ws))
+		}
 		for b := range bins {
 			rs[b].count, rs[b].check, rs[b].whole = count, medianDuration(checks[b]), medianDuration(wholes[b])
 			if rs[b].objects != count {
@@ -144,6 +179,11 @@ func live(args []string) error {
 		fmt.Printf("baseline %s at %d: existingResources %.2fs, peak RSS %.0f MiB: %s takes %.2fx its time, %.2fx its memory\n",
 			*baseline, b.count, b.check.Seconds(), mib(b.rss), *kapp, rows[i].check.Seconds()/b.check.Seconds(), float64(rows[i].rss)/float64(b.rss))
 	}
+	for i, w := range removals {
+		fmt.Printf("version removed at %d custom resources: whole command %.2fs (%.2fs more than the safe change: "+
+			"the managedFields list of every custom resource and the ownerReferences read of every object's metadata)\n",
+			rows[i].count, w.Seconds(), (w - rows[i].whole).Seconds())
+	}
 	first, last := rows[0], rows[len(rows)-1]
 	fmt.Printf("%dx the custom resources: existingResources took %.1fx the time (linear: %dx), kapp's peak RSS %.2fx (flat: 1x)\n",
 		last.count/first.count, last.check.Seconds()/first.check.Seconds(), last.count/first.count, float64(last.rss)/float64(first.rss))
@@ -154,4 +194,53 @@ func medianDuration(d []time.Duration) time.Duration {
 	s := append([]time.Duration(nil), d...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return s[len(s)/2]
+}
+
+// addUnservedVersion adds to a CRD an unserved, non-storage copy of its
+// first version named name.
+func addUnservedVersion(crd map[string]any, name string) {
+	versions, _ := dig(crd, "spec", "versions").([]any)
+	if len(versions) == 0 {
+		return
+	}
+	first, _ := versions[0].(map[string]any)
+	v := deepCopyMap(first)
+	v["name"], v["served"], v["storage"] = name, false, false
+	spec := crd["spec"].(map[string]any)
+	spec["versions"] = append([]any{v}, versions...)
+}
+
+// dropVersion removes the version named name from a CRD.
+func dropVersion(crd map[string]any, name string) {
+	versions, _ := dig(crd, "spec", "versions").([]any)
+	var kept []any
+	for _, v := range versions {
+		if m, _ := v.(map[string]any); m["name"] != name {
+			kept = append(kept, v)
+		}
+	}
+	crd["spec"].(map[string]any)["versions"] = kept
+}
+
+func deepCopyMap(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		switch x := v.(type) {
+		case map[string]any:
+			out[k] = deepCopyMap(x)
+		case []any:
+			l := make([]any, len(x))
+			for i, e := range x {
+				if em, ok := e.(map[string]any); ok {
+					l[i] = deepCopyMap(em)
+				} else {
+					l[i] = e
+				}
+			}
+			out[k] = l
+		default:
+			out[k] = v
+		}
+	}
+	return out
 }
