@@ -50,7 +50,7 @@ func RemedyText(f crdupgradesafety.Finding) string {
 		return fmt.Sprintf("keep %q with served: false for a release (its clients get 404 Not Found and can move on), then remove it", version)
 	case crdupgradesafety.RemedyKeepField:
 		if objects != "" {
-			return "keep the field (mark it deprecated in its description), or move the data " + objects + " hold there first"
+			return "keep the field (mark it deprecated in its description), or move the data out first: " + objects + " hold data there"
 		}
 		return "keep the field (mark it deprecated in its description), or move the data stored objects hold there to its replacement first"
 	case crdupgradesafety.RemedyFixObjectsFirst:
