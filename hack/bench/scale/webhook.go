@@ -33,6 +33,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/version"
 )
 
 // webhookBench is the admission webhook's load benchmark
@@ -373,6 +374,10 @@ func (noObjects) ListCustomResources(context.Context, *apiextv1.CustomResourceDe
 
 func (noObjects) CountCustomResources(context.Context, *apiextv1.CustomResourceDefinition) (int, error) {
 	return 0, nil
+}
+
+func (noObjects) ServerVersion(context.Context) (*version.Info, error) {
+	return &version.Info{Major: "1", Minor: "37"}, nil
 }
 
 func (noObjects) DryRun(context.Context, evaluation.Verb, *unstructured.Unstructured) ([]string, error) {

@@ -171,6 +171,11 @@ type Settings struct {
 	Checks                Checks
 	// Exemptions waive findings of named CRDs after a human review.
 	Exemptions []Exemption
+	// KubeVersion is the Kubernetes version judged for where the verdict
+	// depends on it. It is no key of the configuration: a live run sets
+	// it from the apiserver's version, an offline run from
+	// --kube-version; the zero value is DefaultKubeVersion.
+	KubeVersion KubeVersion `json:"-"`
 }
 
 // Checks is the `checks` key, in the structure of crd-diff's configuration.

@@ -1,6 +1,8 @@
 package crdupgradesafety
 
 import (
+	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -17,10 +19,20 @@ import (
 // format to one the apiserver does not recognize (or to password): every
 // string passes then (TestFormatRelaxedToUnrecognizedAgreesWithAPIServer).
 // Formats on other types than string are dropped by the apiserver unless
-// numeric, and cleared before this check (clearIgnoredKeywords).
+// numeric, and cleared before this check (clearIgnoredKeywords). The
+// numeric formats are judged by the Kubernetes version (checkNumericFormat).
+// It runs before checkType, which clears the types it reads.
 func checkFormat(n *node) {
+	ot, nt := n.old.Type, n.new.Type
 	o, nw, ok := takeString(n, config.CheckFormat, &n.old.Format, &n.new.Format)
-	if !ok || formatIncludes(o, nw) {
+	if !ok {
+		return
+	}
+	if nt == "integer" || nt == "number" {
+		checkNumericFormat(n, ot, o, nt, nw)
+		return
+	}
+	if formatIncludes(o, nw) {
 		return
 	}
 	note := ""
@@ -28,6 +40,60 @@ func checkFormat(n *node) {
 		note = " (the old format is not validated by the apiserver)"
 	}
 	n.report(config.CheckFormat, "format %s: %s -> %s%s", addedOrChanged(o), renderString(o), renderString(nw), note)
+}
+
+// checkNumericFormat judges a numeric format (the only formats the
+// apiserver keeps on integer and number) as the target version's
+// validation does. Kubernetes 1.37's kube-openapi number validator checks
+// that a value fits its type and format (IsValueValidAgainstRange): an
+// integer the int64 range whatever its format, under int32 the int32
+// range; a number, under float, float32's range (|x| <= 3.4e38), under
+// double or none nothing that decoding has not already checked. 1.35's
+// validator passes it neither type nor format and checks no range. So from
+// 1.37 on, int32 added or changed to on an integer, and float on a number,
+// may reject stored values; int64 and double add no bound
+// (TestNumericFormatsAgreeWithAPIServer proves each pair at both versions).
+func checkNumericFormat(n *node, oldType, old, newType, new string) {
+	if !n.run.kubeVersion.AtLeast(config.KubeVersionEnforcingNumericFormats) {
+		return
+	}
+	nr := numericRange(newType, new)
+	if nr == nil || numericRangeIncludes(numericRange(oldType, old), nr) {
+		return
+	}
+	n.emit(change{field: n.path, level: config.EnforcementStrict, check: config.CheckFormat,
+		message: fmt.Sprintf("format %s: %s -> %s (values beyond %s are rejected)",
+			addedOrChanged(old), renderString(old), renderString(new), nr.text),
+		since: config.KubeVersionEnforcingNumericFormats})
+}
+
+// numericBound is the range a numeric format holds values to.
+type numericBound struct {
+	max  float64 // largest magnitude
+	text string
+}
+
+var (
+	int32Bound   = &numericBound{max: math.MaxInt32, text: "the int32 range -2147483648..2147483647"}
+	float32Bound = &numericBound{max: math.MaxFloat32, text: "float32's range (±3.4028235e+38)"}
+)
+
+// numericRange is the range that a format narrower than its type's own
+// holds values to (nil: none narrower than the type's).
+func numericRange(typ, format string) *numericBound {
+	switch {
+	case typ == "integer" && format == "int32":
+		return int32Bound
+	case typ == "number" && format == "float":
+		return float32Bound
+	}
+	return nil
+}
+
+// numericRangeIncludes reports whether every value within old (nil: no
+// narrower range) is within new.
+func numericRangeIncludes(old, new *numericBound) bool {
+	return old != nil && old.max <= new.max
 }
 
 // validatedFormats are the formats (normalized) whose values the

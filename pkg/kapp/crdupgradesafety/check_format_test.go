@@ -2,6 +2,7 @@ package crdupgradesafety
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -31,7 +32,7 @@ func TestFormat(t *testing.T) {
 		{name: "short name to long name", old: `{type: string, format: k8s-short-name}`, new: `{type: string, format: k8s-long-name}`, want: []string{}},
 		{name: "spelled without the dash", old: `{type: string, format: date-time}`, new: `{type: string, format: datetime}`, want: []string{}},
 		{name: "to a format the apiserver ignores", old: `{type: string, format: email}`, new: `{type: string, format: url}`, want: []string{}},
-		{name: "between ignored formats", old: `{type: integer, format: int32}`, new: `{type: integer, format: int64}`, want: []string{}},
+		{name: "int32 widened to int64", old: `{type: integer, format: int32}`, new: `{type: integer, format: int64}`, want: []string{}},
 		{name: "ignored format added", old: `{type: string}`, new: `{type: string, format: my-custom}`, want: []string{}},
 		{name: "password accepts every string", old: `{type: string}`, new: `{type: string, format: password}`, want: []string{}},
 		{name: "from an ignored format to a validated one", old: `{type: string, format: url}`, new: `{type: string, format: uri}`,
@@ -41,6 +42,166 @@ func TestFormat(t *testing.T) {
 			config: func(c *config.Settings) { c.Checks.SameVersion.Toggles[config.CheckFormat] = false },
 			want:   []string{}},
 	})
+}
+
+// TestNumericFormat: the numeric formats are judged as the target
+// Kubernetes version validates them: from 1.37 on, int32 on an integer and
+// float on a number bound the values, and the finding says that its
+// verdict depends on the version; 1.35 and 1.36 ignore them.
+func TestNumericFormat(t *testing.T) {
+	at := func(v string) func(*config.Settings) {
+		return func(c *config.Settings) {
+			kv, err := config.ParseKubeVersion(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.KubeVersion = kv
+		}
+	}
+	const int32Range, float32Range = "(values beyond the int32 range -2147483648..2147483647 are rejected)", "(values beyond float32's range (±3.4028235e+38) are rejected)"
+	type pair struct{ old, new string }
+	cases := []struct {
+		name     string
+		pair     pair
+		on137    []string // at 1.37 (and by default); nothing at 1.35 and 1.36
+		onlyFrom string
+	}{
+		{name: "int32 added to an integer", pair: pair{`{type: integer}`, `{type: integer, format: int32}`},
+			on137: []string{`error format v1 ^.spec.x: format added: (none) -> "int32" ` + int32Range + ` (Kubernetes 1.37 and later; judged for 1.37)`}},
+		{name: "int64 narrowed to int32", pair: pair{`{type: integer, format: int64}`, `{type: integer, format: int32}`},
+			on137: []string{`error format v1 ^.spec.x: format changed: "int64" -> "int32" ` + int32Range + ` (Kubernetes 1.37 and later; judged for 1.37)`}},
+		{name: "float added to a number", pair: pair{`{type: number}`, `{type: number, format: float}`},
+			on137: []string{`error format v1 ^.spec.x: format added: (none) -> "float" ` + float32Range + ` (Kubernetes 1.37 and later; judged for 1.37)`}},
+		{name: "double narrowed to float", pair: pair{`{type: number, format: double}`, `{type: number, format: float}`},
+			on137: []string{`error format v1 ^.spec.x: format changed: "double" -> "float" ` + float32Range + ` (Kubernetes 1.37 and later; judged for 1.37)`}},
+		{name: "int64 added to an integer: the type's own range", pair: pair{`{type: integer}`, `{type: integer, format: int64}`}, on137: []string{}},
+		{name: "double added to a number: no range", pair: pair{`{type: number}`, `{type: number, format: double}`}, on137: []string{}},
+		{name: "int32 widened to int64", pair: pair{`{type: integer, format: int32}`, `{type: integer, format: int64}`}, on137: []string{}},
+		{name: "float widened to double", pair: pair{`{type: number, format: float}`, `{type: number, format: double}`}, on137: []string{}},
+		{name: "int32 removed", pair: pair{`{type: integer, format: int32}`, `{type: integer}`}, on137: []string{}},
+		{name: "a string format on an integer is dropped", pair: pair{`{type: integer}`, `{type: integer, format: float}`}, on137: []string{}},
+		{name: "int32 on an untyped value is a string format, ignored", pair: pair{`{x-kubernetes-int-or-string: true}`, `{x-kubernetes-int-or-string: true, format: int32}`}, on137: []string{}},
+		{name: "int32 added inside a list", pair: pair{`{type: array, items: {type: integer}}`, `{type: array, items: {type: integer, format: int32}}`},
+			on137: []string{`error format v1 ^.spec.x[*]: format added: (none) -> "int32" ` + int32Range + ` (Kubernetes 1.37 and later; judged for 1.37)`}},
+	}
+	for _, tc := range cases {
+		for _, v := range []string{"1.35", "1.36", "1.37", "default"} {
+			t.Run(tc.name+"/"+v, func(t *testing.T) {
+				want := tc.on137
+				if v == "1.35" || v == "1.36" {
+					want = []string{}
+				}
+				var cfg func(*config.Settings)
+				if v != "default" {
+					cfg = at(v)
+				}
+				assertFindings(t, crdWithField(t, tc.pair.old), crdWithField(t, tc.pair.new), cfg, want)
+			})
+		}
+	}
+	t.Run("toggle off", func(t *testing.T) {
+		assertFindings(t, crdWithField(t, `{type: integer}`), crdWithField(t, `{type: integer, format: int32}`),
+			func(c *config.Settings) { c.Checks.SameVersion.Toggles[config.CheckFormat] = false }, []string{})
+	})
+	t.Run("the fact fields", func(t *testing.T) {
+		fs := Compare(crdWithField(t, `{type: integer}`), crdWithField(t, `{type: integer, format: int32}`), nil)
+		if len(fs) != 1 || fs[0].KubeVersionSince != "1.37" || fs[0].KubeVersion != "1.37" {
+			t.Fatalf("findings %#v", fs)
+		}
+		fs = Compare(crdWithField(t, `{type: string}`), crdWithField(t, `{type: string, format: email}`), nil)
+		if len(fs) != 1 || fs[0].KubeVersionSince != "" || fs[0].KubeVersion != "" {
+			t.Fatalf("a string format's verdict depends on no version: %#v", fs)
+		}
+	})
+}
+
+// TestNumericFormatsAgreeWithAPIServer proves checkNumericFormat with the
+// apiserver's schema validator, at both ends of the supported versions:
+// for every pair of numeric formats on a type, the engine reports the
+// change exactly when the new schema rejects a sample value the old one
+// accepts. At 1.37 the validator is the library's own (v0.37.2: its
+// kube-openapi passes the type and a numeric format to the number
+// validator, which checks the value's range). At 1.35 it is the same
+// validator of the schemas without their numeric formats: 1.35's
+// kube-openapi (v0.0.0-20250910181357-589584f1c912, validate/schema.go
+// numberValidator) passes the number validator neither type nor format,
+// so the range check (IsValueValidAgainstRange) sees no format and checks
+// nothing, which a schema without format and without minimum, maximum or
+// multipleOf gives at 1.37 too.
+func TestNumericFormatsAgreeWithAPIServer(t *testing.T) {
+	samples := map[string][]any{
+		"integer": {int64(0), int64(-5), int64(math.MaxInt32), int64(math.MinInt32), int64(math.MaxInt32) + 1, int64(math.MinInt32) - 1, int64(1 << 40), int64(math.MaxInt64)},
+		"number":  {int64(0), 0.5, -3.25, 3.4e38, -3.4e38, 3.5e38, -1e39, 1e300, int64(1 << 40)},
+	}
+	formats := map[string][]string{"integer": {"", "int32", "int64"}, "number": {"", "float", "double"}}
+	schema := func(typ, format string) string {
+		if format == "" {
+			return `{type: ` + typ + `}`
+		}
+		return `{type: ` + typ + `, format: ` + format + `}`
+	}
+	for _, ver := range []string{"1.35", "1.37"} {
+		kv, err := config.ParseKubeVersion(ver)
+		if err != nil {
+			t.Fatal(err)
+		}
+		validator := func(typ, format string) validation.SchemaValidator {
+			if ver == "1.35" {
+				format = "" // 1.35's number validator sees no format
+			}
+			return schemaValidator(t, schema(typ, format))
+		}
+		for typ, fs := range formats {
+			for _, of := range fs {
+				for _, nf := range fs {
+					if of == nf {
+						continue
+					}
+					t.Run(ver+"/"+typ+"/"+of+"->"+nf, func(t *testing.T) {
+						oldV, newV := validator(typ, of), validator(typ, nf)
+						var rejected []string
+						for _, v := range samples[typ] {
+							if len(validation.ValidateCustomResource(nil, v, oldV)) > 0 {
+								continue // not a value the old schema holds
+							}
+							if errs := validation.ValidateCustomResource(nil, v, newV); len(errs) > 0 {
+								rejected = append(rejected, fmt.Sprintf("%v: %v", v, errs.ToAggregate()))
+							}
+						}
+						cfg := config.Default()
+						cfg.KubeVersion = kv
+						findings := Compare(crdWithField(t, schema(typ, of)), crdWithField(t, schema(typ, nf)), &cfg)
+						switch {
+						case len(findings) == 0 && len(rejected) > 0:
+							t.Errorf("no finding, but the apiserver rejects %s", strings.Join(rejected, "; "))
+						case len(findings) > 0 && len(rejected) == 0:
+							t.Errorf("findings %q, but the apiserver rejects no sample value", render(findings))
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// TestNumericFormatImpact: at 1.37 the stored objects beyond the new
+// range are the format finding's impact, at its field (not an
+// existingResources finding of their own, nor one of a parent's).
+func TestNumericFormatImpact(t *testing.T) {
+	obj := func(name string, v int64) map[string]any {
+		return map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": name, "namespace": "default"}, "spec": map[string]any{"amount": v}}
+	}
+	cfg := config.Default()
+	_, lines := readImpact(t, `{type: object, properties: {amount: {type: integer, format: int64}}}`,
+		`{type: object, properties: {amount: {type: integer, format: int32}}}`,
+		[]map[string]any{obj("big", 3_000_000_000), obj("small", 7)}, &cfg)
+	want := []string{`error format ^.spec.amount: format changed: "int64" -> "int32" (values beyond the int32 range -2147483648..2147483647 are rejected) (Kubernetes 1.37 and later; judged for 1.37): ` +
+		`1 of 2 stored Widgets rejected: default/big (Invalid value: "": Checked value must be of type integer with format int32 in spec.amount); ` +
+		`updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused`}
+	if !equalLines(lines, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
 }
 
 // TestValidatedFormats checks validatedFormats against the apiserver: a

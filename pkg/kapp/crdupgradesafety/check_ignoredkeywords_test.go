@@ -100,9 +100,6 @@ func TestIgnoredKeywordsAgreeWithAPIServer(t *testing.T) {
 	for _, typ := range types {
 		for _, kw := range keywords {
 			t.Run(typ+"/"+kw, func(t *testing.T) {
-				if numericFormatRange[typ+"/"+kw] {
-					t.Skip("a numeric format's range: enforced since Kubernetes 1.37, not by 1.35 (not this check's concern)")
-				}
 				base := "type: " + typ + items[typ]
 				old, new := "{"+base+"}", "{"+base+", "+kw+"}"
 				if errs := ValidateCRD(context.Background(), nil, crdWithField(t, new)); len(errs) > 0 {
@@ -129,11 +126,6 @@ func TestIgnoredKeywordsAgreeWithAPIServer(t *testing.T) {
 		}
 	}
 }
-
-// numericFormatRange are the numeric formats the apiserver keeps on their
-// type: Kubernetes 1.37's validator enforces their range (int32, float),
-// 1.35's ignores it; checkFormat counts them as not validated.
-var numericFormatRange = map[string]bool{"integer/format: int32": true, "number/format: float": true}
 
 func ptr[T any](v T) *T { return &v }
 

@@ -110,6 +110,7 @@ func servedPairChanges(cfg *config.Settings, sv *config.ServedVersionChecks, crd
 		failMode:     effectiveFailMode(cfg, &sv.VersionChecks),
 		oldKeepsAll:  crd.Spec.PreserveUnknownFields,
 		newKeepsAll:  crd.Spec.PreserveUnknownFields,
+		kubeVersion:  cfg.KubeVersion,
 		sink:         func(c change) { out = append(out, c) },
 	}
 	pr.compareSchemas(versionSchema(a), versionSchema(b))

@@ -54,6 +54,7 @@ func checkSameVersions(p *policy, old, new *apiextv1.CustomResourceDefinition) {
 			failMode:     effectiveFailMode(p.cfg, vc),
 			oldKeepsAll:  old.Spec.PreserveUnknownFields,
 			newKeepsAll:  new.Spec.PreserveUnknownFields,
+			kubeVersion:  p.cfg.KubeVersion,
 			sink:         sink,
 		}
 		pr.compareSchemas(versionSchema(ov), versionSchema(nv))

@@ -76,6 +76,13 @@ type Finding struct {
 	// Remedy is the safe way forward; set on every finding of a check
 	// that has one (every error finding has one).
 	Remedy *Remedy
+	// KubeVersionSince: the verdict depends on the Kubernetes version:
+	// the apiserver rejects what the finding is about from this version
+	// on ("1.37"; older ones accept it), and KubeVersion is the version
+	// judged for (the cluster's, or --kube-version). Both "" where the
+	// verdict is the same on every supported version.
+	KubeVersionSince string
+	KubeVersion      string
 
 	// key identifies the finding from where it is made: what a reader's
 	// impact is joined back by (ApplyImpacts).

@@ -26,6 +26,9 @@ type change struct {
 	clientFacing bool
 	// remedy, when the check knows more than its generic remedy.
 	remedy *Remedy
+	// since: the change is a finding only from this Kubernetes version on
+	// (Finding.KubeVersionSince); zero when on every version.
+	since config.KubeVersion
 }
 
 // policy turns changes into findings: it applies the change's enforcement,
@@ -75,6 +78,10 @@ func (p *policy) add(c change) {
 		Check: c.check, Severity: sev, ChangeText: boundText(c.message, maxMessageBytes),
 		DataLoss: c.dataLoss || lossByCheck(c.check), ClientFacing: c.clientFacing, Exemption: exemption, Remedy: remedy,
 	})
+	if c.since != (config.KubeVersion{}) {
+		p.findings[len(p.findings)-1].KubeVersionSince = c.since.String()
+		p.findings[len(p.findings)-1].KubeVersion = p.cfg.KubeVersion.String()
+	}
 	f := &p.findings[len(p.findings)-1]
 	if p.ordinals == nil {
 		p.ordinals = map[string]int{}

@@ -26,6 +26,9 @@ type pairRun struct {
 	// spec.preserveUnknownFields of each side: when true, the apiserver
 	// prunes nothing, and objects may hold any field at any level.
 	oldKeepsAll, newKeepsAll bool
+	// kubeVersion is the Kubernetes version judged for, where the
+	// apiserver's validation differs by version (Settings.KubeVersion).
+	kubeVersion config.KubeVersion
 	// sink receives every change of this pair.
 	sink func(change)
 	// nodes is a stack of reusable nodes, one per depth: the walk allocates
@@ -126,7 +129,8 @@ type propertyCheck struct {
 // propertyChecks run in order at every node, after the walks. Each is in
 // its own file.
 var propertyChecks = []propertyCheck{
-	{nil, checkDocumentation}, // reports nothing: clears what is never a finding
+	{nil, checkDocumentation},                                                 // reports nothing: clears what is never a finding
+	{[]string{config.CheckFormat}, checkFormat},                               // before type: it reads the types (numeric formats)
 	{[]string{config.CheckPreserveUnknownFields}, checkPreserveUnknownFields}, // before type: it reads the new type
 	{[]string{config.CheckIntOrString}, checkIntOrString},                     // before type: it owns type changes to and from int-or-string
 	{[]string{config.CheckType}, checkType},
@@ -138,7 +142,6 @@ var propertyChecks = []propertyCheck{
 	{[]string{config.CheckMultipleOf}, checkMultipleOf},
 	{[]string{config.CheckUniqueItems}, checkUniqueItems},
 	{[]string{config.CheckPattern}, checkPattern},
-	{[]string{config.CheckFormat}, checkFormat},
 	{[]string{config.CheckNullable}, checkNullable},
 	{[]string{config.CheckRequired}, checkRequired},
 	{[]string{config.CheckListType}, checkListType},

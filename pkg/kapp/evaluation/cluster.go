@@ -6,6 +6,7 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/kube"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/version"
 )
 
 // Cluster is what the live checks need from the cluster. Production code
@@ -28,6 +29,9 @@ type Cluster interface {
 	// or the one to delete. A nil error means the apiserver would accept it;
 	// warnings are the apiserver's warnings on the accepted request.
 	DryRun(ctx context.Context, verb Verb, obj *unstructured.Unstructured) (warnings []string, err error)
+	// ServerVersion returns the apiserver's version: what a live run
+	// judges for where the verdict depends on the Kubernetes version.
+	ServerVersion(ctx context.Context) (*version.Info, error)
 }
 
 var _ Cluster = &kube.Client{}

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/version"
 )
 
 // slowCluster is an apiserver that stops answering: it serves a number of
@@ -80,6 +81,10 @@ func (s *slowCluster) ListCustomResources(ctx context.Context, crd *apiextv1.Cus
 
 func (s *slowCluster) CountCustomResources(ctx context.Context, _ *apiextv1.CustomResourceDefinition) (int, error) {
 	return 0, s.wait(ctx, s.stallCounts)
+}
+
+func (s *slowCluster) ServerVersion(context.Context) (*version.Info, error) {
+	return &version.Info{Major: "1", Minor: "37"}, nil
 }
 
 func (s *slowCluster) DryRun(ctx context.Context, _ evaluation.Verb, _ *unstructured.Unstructured) ([]string, error) {

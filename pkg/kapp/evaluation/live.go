@@ -162,7 +162,9 @@ func readStoredObjects(ctx context.Context, pair Pair, pairFindings []crdupgrade
 	var impacts []crdupgradesafety.VersionImpact
 	var findings []crdupgradesafety.Finding
 	for _, version := range crdupgradesafety.VersionsToRead(pair.Old, pair.New) {
-		reader, err := crdupgradesafety.NewObjectReader(pair.Old, pair.New, version, crdupgradesafety.SourceCluster, pairFindings, cfg)
+		// Read as the cluster's apiserver validates (its version's).
+		reader, err := crdupgradesafety.NewObjectReader(crdupgradesafety.ValidatedAt(pair.Old, cfg.KubeVersion),
+			crdupgradesafety.ValidatedAt(pair.New, cfg.KubeVersion), version, crdupgradesafety.SourceCluster, pairFindings, cfg)
 		if err != nil {
 			return nil, nil, fmt.Errorf("reading custom resources of CRD %s: %w", pair.New.Name, err)
 		}

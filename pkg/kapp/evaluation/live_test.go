@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/version"
 )
 
 // TestKubeClientDeadline: the deadline of WithLiveDeadline ends real
@@ -91,6 +92,10 @@ func (c *pagedCluster) GetCRDs(context.Context, []string) (map[string]*apiextv1.
 
 func (c *pagedCluster) CountCustomResources(context.Context, *apiextv1.CustomResourceDefinition) (int, error) {
 	return c.total, nil
+}
+
+func (c *pagedCluster) ServerVersion(context.Context) (*version.Info, error) {
+	return &version.Info{Major: "1", Minor: "37"}, nil
 }
 
 func (c *pagedCluster) DryRun(context.Context, Verb, *unstructured.Unstructured) ([]string, error) {

@@ -2,6 +2,7 @@ package evaluation
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
@@ -79,6 +80,12 @@ func Run(ctx context.Context, req Request) (Result, error) {
 			return res, err
 		}
 	}
+	if cluster != nil {
+		var err error
+		if cfg, err = judgedForServer(ctx, cfg, cluster); err != nil {
+			return res, err
+		}
+	}
 	if fetch {
 		if err := FillOld(ctx, &plan, fill, cluster); err != nil {
 			return res, err
@@ -97,6 +104,26 @@ func Run(ctx context.Context, req Request) (Result, error) {
 	}
 	res.Findings, res.Live = findings, cluster != nil
 	return res, nil
+}
+
+// judgedForServer returns cfg judging for the apiserver's version (a
+// copy; cfg is shared): a live run judges as the cluster in front of it
+// validates, whatever --kube-version an offline run would take.
+func judgedForServer(ctx context.Context, cfg *config.Settings, cluster Cluster) (*config.Settings, error) {
+	info, err := cluster.ServerVersion(ctx)
+	if de := deadlineError(ctx, err, ""); de != nil {
+		return nil, fmt.Errorf("reading the apiserver's version: %w", de)
+	}
+	if err != nil {
+		return nil, err
+	}
+	v, err := config.KubeVersionOfServer(info.Major, info.Minor)
+	if err != nil {
+		return nil, err
+	}
+	c := *cfg
+	c.KubeVersion = v
+	return &c, nil
 }
 
 // Err is an *UnsafeUpgradeError when a finding is an error (its text: how

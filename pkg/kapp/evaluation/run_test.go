@@ -12,6 +12,7 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/version"
 )
 
 // TestRunShowsProgress: a run reports the progress of its live checks
@@ -106,4 +107,66 @@ func TestResultErr(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, res.Err())
 	require.NoError(t, res.ErrListed())
+}
+
+// TestRunJudgesForTheServerVersion: a live run judges as the apiserver in
+// front of it validates, whatever the settings say: an int32 added to an
+// integer is a finding on 1.37 (with its stored value beyond the range as
+// its impact), and nothing on 1.35, where that value stays valid.
+func TestRunJudgesForTheServerVersion(t *testing.T) {
+	old := testcrd.MustCRD(t, testcrd.OldCRD)
+	narrowed := testcrd.MustCRD(t, strings.Replace(testcrd.OldCRD, "size: {type: integer,", "size: {type: integer, format: int32,", 1))
+	for _, tc := range []struct {
+		minor string
+		want  []string
+	}{
+		{"37", []string{"format ^.spec.size 1.37 1.37 1"}},
+		{"37+", []string{"format ^.spec.size 1.37 1.37 1"}},
+		{"38", []string{"format ^.spec.size 1.37 1.38 1"}},
+		{"35", nil},
+		{"36", nil},
+	} {
+		t.Run(tc.minor, func(t *testing.T) {
+			cluster := &evaluationtest.Cluster{Version: &version.Info{Major: "1", Minor: tc.minor}, Objs: []map[string]any{{
+				"apiVersion": "example.com/v1", "kind": "Widget",
+				"metadata": map[string]any{"name": "w1", "namespace": "default"},
+				"spec":     map[string]any{"size": int64(3_000_000_000)},
+			}}}
+			cfg := config.Default()
+			cfg.KubeVersion = config.KubeVersion{Major: 1, Minor: 35} // an offline setting: the cluster's version wins
+			plan := evaluation.Plan{Pairs: []evaluation.Pair{{Old: old, New: narrowed}}}
+			res, err := evaluation.Run(context.Background(), evaluation.Request{Plan: plan, Settings: &cfg,
+				Cluster: func() (evaluation.Cluster, error) { return cluster, nil }})
+			require.NoError(t, err)
+			var got []string
+			for _, f := range res.Findings {
+				affected := 0
+				if f.Impact != nil {
+					affected = f.Impact.Affected
+				}
+				got = append(got, fmt.Sprintf("%s %s %s %s %d", f.Check, f.Field, f.KubeVersionSince, f.KubeVersion, affected))
+			}
+			require.Equal(t, tc.want, got)
+		})
+	}
+	t.Run("offline, the settings' version", func(t *testing.T) {
+		for v, want := range map[string]int{"1.35": 0, "1.37": 1} {
+			cfg := config.Default()
+			kv, err := config.ParseKubeVersion(v)
+			require.NoError(t, err)
+			cfg.KubeVersion = kv
+			res, err := evaluation.Run(context.Background(), evaluation.Request{Settings: &cfg,
+				Plan: evaluation.Plan{Pairs: []evaluation.Pair{{Old: old, New: narrowed}}, OldFromFiles: true}})
+			require.NoError(t, err)
+			require.Len(t, res.Findings, want, v)
+		}
+	})
+	t.Run("an unreadable version fails the run", func(t *testing.T) {
+		cluster := &evaluationtest.Cluster{Version: &version.Info{}}
+		cfg := config.Default()
+		_, err := evaluation.Run(context.Background(), evaluation.Request{Settings: &cfg,
+			Plan:    evaluation.Plan{Pairs: []evaluation.Pair{{Old: old, New: narrowed}}},
+			Cluster: func() (evaluation.Cluster, error) { return cluster, nil }})
+		require.ErrorIs(t, err, config.ErrUnsupportedKubeVersion)
+	})
 }

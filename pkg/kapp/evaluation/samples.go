@@ -22,7 +22,9 @@ func readSamples(p Pair, pairFindings []crdupgradesafety.Finding, cfg *config.Se
 	}
 	var impacts []crdupgradesafety.VersionImpact
 	for _, version := range crdupgradesafety.VersionsToRead(p.Old, p.New) {
-		reader, err := crdupgradesafety.NewObjectReader(p.Old, p.New, version, crdupgradesafety.SourceSamples, pairFindings, cfg)
+		// Read as the target version's apiserver validates (--kube-version).
+		reader, err := crdupgradesafety.NewObjectReader(crdupgradesafety.ValidatedAt(p.Old, cfg.KubeVersion),
+			crdupgradesafety.ValidatedAt(p.New, cfg.KubeVersion), version, crdupgradesafety.SourceSamples, pairFindings, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("reading sample objects of CRD %s: %w", p.New.Name, err)
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -64,6 +67,11 @@ type Client struct {
 	Discovery   discovery.DiscoveryInterface
 	Concurrency int   // requests in flight for GetCRDs; DefaultConcurrency if 0
 	PageSize    int64 // LIST limit for custom resources; DefaultPageSize if 0
+
+	// The apiserver's version as ServerVersion last read it, and when.
+	versionMu sync.Mutex
+	version   *version.Info
+	versionAt time.Time
 }
 
 // New returns a Client over a dynamic client and a clientset: dry runs and

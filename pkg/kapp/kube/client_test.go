@@ -188,3 +188,18 @@ func TestListPageViaREST(t *testing.T) {
 	err = c.ListCustomResources(context.Background(), crd, "v1", func([]map[string]any) error { return nil })
 	require.True(t, apierrors.IsNotFound(err), "%v", err)
 }
+
+// TestServerVersion: the apiserver's version is read once and reused
+// within serverVersionTTL.
+func TestServerVersion(t *testing.T) {
+	api := &kubetest.APIServer{T: t}
+	c := api.Start()
+	for range 3 {
+		info, err := c.ServerVersion(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, "37", info.Minor)
+	}
+	require.Equal(t, 1, api.VersionReads)
+	_, err := (&kube.Client{}).ServerVersion(context.Background())
+	require.ErrorContains(t, err, "no discovery client")
+}

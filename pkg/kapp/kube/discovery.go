@@ -2,10 +2,13 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
 )
 
 // StorageVersionMigrationResource is the in-tree storage version
@@ -51,4 +54,32 @@ func (c *Client) ServesStorageMigration(_ context.Context) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// serverVersionTTL is how long ServerVersion reuses the version it read:
+// a long-running caller (the webhook) sees a control plane upgrade within
+// it, at one request a minute at most.
+const serverVersionTTL = time.Minute
+
+// ServerVersion returns the apiserver's version (GET /version, which every
+// client may read), reused for serverVersionTTL.
+func (c *Client) ServerVersion(ctx context.Context) (*version.Info, error) {
+	if c.Discovery == nil {
+		return nil, fmt.Errorf("reading the apiserver's version: no discovery client")
+	}
+	c.versionMu.Lock()
+	defer c.versionMu.Unlock()
+	if c.version != nil && time.Since(c.versionAt) < serverVersionTTL {
+		return c.version, nil
+	}
+	body, err := c.Discovery.RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	if err != nil {
+		return nil, fmt.Errorf("reading the apiserver's version: %w", err)
+	}
+	var info version.Info
+	if err := json.Unmarshal(body, &info); err != nil {
+		return nil, fmt.Errorf("reading the apiserver's version: %w", err)
+	}
+	c.version, c.versionAt = &info, time.Now()
+	return c.version, nil
 }

@@ -16,8 +16,10 @@ import (
 // arranges these parts its own way.
 
 // Message is a finding's message as the outputs print it: "data loss: "
-// when it loses stored data, what changed, what it does to the stored
-// objects read, and the exemption that waived it, e.g.
+// when it loses stored data, what changed (where the verdict depends on
+// the Kubernetes version: from which version on, and the version judged
+// for), what it does to the stored objects read, and the exemption that
+// waived it, e.g.
 //
 //	data loss: existing field removed (was string): 2 of 2 stored Widgets hold data here, lost on their next write: default/a ("red"), default/b ("blue")
 func Message(f crdupgradesafety.Finding) string {
@@ -29,6 +31,9 @@ func Message(f crdupgradesafety.Finding) string {
 		b.WriteString(objectText(f.Object))
 	} else {
 		b.WriteString(f.ChangeText)
+	}
+	if f.KubeVersionSince != "" {
+		fmt.Fprintf(&b, " (Kubernetes %s and later; judged for %s)", f.KubeVersionSince, f.KubeVersion)
 	}
 	if text := ImpactText(f); text != "" {
 		b.WriteString(": ")

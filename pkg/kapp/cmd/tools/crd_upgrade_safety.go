@@ -76,6 +76,10 @@ type CRDUpgradeSafetyOptions struct {
 	// kapp.k14s.io/update-strategy annotation, as kapp deploy's
 	// --apply-default-update-strategy.
 	DefaultUpdateStrategy string
+	// KubeVersion is the Kubernetes version an offline run judges for
+	// (--kube-version: 1.35, 1.36 or 1.37; "" the newest). A run against
+	// the cluster judges for the apiserver's version.
+	KubeVersion string
 
 	// Cluster reaches the live cluster when no --file is given; nil uses
 	// the dynamic client of depsFactory.
@@ -111,6 +115,12 @@ in the old inputs is a crdDeletion finding: the new release no longer ships it,
 so deploying it with kapp would delete the CRD with all its custom resources.
 Old or new inputs that hold no CRD at all are an error (most likely the wrong
 folder).
+
+Where the apiserver's judgement differs by Kubernetes version (1.37 enforces the
+ranges of the numeric formats int32 and float, 1.35 and 1.36 ignore them), a run
+against the cluster judges as its apiserver's version; an offline run judges for
+--kube-version (1.35, 1.36 or 1.37; default 1.37, the newest supported). Such a
+finding names the version it holds from and the version judged for.
 
 A kapp Config (apiVersion: kapp.k14s.io/v1alpha1, kind: Config) among the new
 inputs configures the check through its preflightRules entry named
@@ -161,7 +171,10 @@ Exit status (the same in every output):
 
   # Findings for code scanning, or as a JSON document
   kapp tools crd-upgrade-safety -f old.yaml --file2 new.yaml --output sarif > crd-upgrade-safety.sarif
-  kapp tools crd-upgrade-safety -f old.yaml --file2 new.yaml --output json`,
+  kapp tools crd-upgrade-safety -f old.yaml --file2 new.yaml --output json
+
+  # Judge for the cluster the CRDs will go to, where that matters (numeric formats)
+  kapp tools crd-upgrade-safety -f old.yaml --file2 new.yaml --kube-version 1.35`,
 	}
 	o.FileFlags.Set(cmd)
 	cmd.Flags().StringVar(&o.Output, "output", OutputTable,
@@ -169,7 +182,19 @@ Exit status (the same in every output):
 	cmd.Flags().StringVar(&o.DefaultUpdateStrategy, "apply-default-update-strategy", "",
 		"Set the update strategy kapp deploy uses for CRDs without a kapp.k14s.io/update-strategy annotation, as its flag of the same name "+
 			"(always-replace and fallback-on-replace delete and recreate CRDs)")
+	cmd.Flags().StringVar(&o.KubeVersion, "kube-version", "",
+		"Set Kubernetes version to judge for offline, where the verdict depends on it ("+supportedKubeVersions()+"; default "+
+			config.DefaultKubeVersion.String()+"); against the cluster, its apiserver's version")
 	return cmd
+}
+
+// supportedKubeVersions lists the values --kube-version takes.
+func supportedKubeVersions() string {
+	vs := make([]string, len(config.SupportedKubeVersions))
+	for i, v := range config.SupportedKubeVersions {
+		vs[i] = v.String()
+	}
+	return strings.Join(vs, ", ")
 }
 
 // ErrNoCRDs is returned when the old (--file) or new (--file2) inputs hold
@@ -281,6 +306,11 @@ func (o *CRDUpgradeSafetyOptions) Run() error {
 	if err != nil {
 		return err
 	}
+	if o.KubeVersion != "" {
+		if cfg.KubeVersion, err = config.ParseKubeVersion(o.KubeVersion); err != nil {
+			return fmt.Errorf("--kube-version: %w", err)
+		}
+	}
 
 	oldFromFiles := len(o.FileFlags.OldFiles) > 0 || o.FileFlags.GitRef != ""
 	plan := evaluation.Plan{Pairs: make([]evaluation.Pair, len(newSet.CRDs)), OldFromFiles: oldFromFiles}
@@ -303,6 +333,9 @@ func (o *CRDUpgradeSafetyOptions) Run() error {
 	} else {
 		if len(o.FileFlags.Objects) > 0 {
 			return fmt.Errorf("expected --objects with --file or --git-ref: against the cluster, its stored objects are read")
+		}
+		if o.KubeVersion != "" {
+			return fmt.Errorf("expected --kube-version with --file or --git-ref: against the cluster, its apiserver's version is judged for")
 		}
 		req.Cluster, req.AllOldFromCluster = o.cluster, true
 		// Progress of long live checks; not in kapp's --json document.

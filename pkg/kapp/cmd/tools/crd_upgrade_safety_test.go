@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/version"
 )
 
 func td(name string) string { return filepath.Join("testdata", "crd-upgrade-safety", name) }
@@ -289,7 +290,7 @@ func TestCRDUpgradeSafetyLiveChecksTimeout(t *testing.T) {
 		start := time.Now()
 		_, err := run(t, nil, []string{td("new-safe.yaml")}, cluster)
 		require.NoError(t, err)
-		require.Len(t, cluster.deadlines, 2, "a GET and a LIST")
+		require.Len(t, cluster.deadlines, 3, "the version, a GET and a LIST")
 		for _, d := range cluster.deadlines {
 			require.WithinRange(t, d, start.Add(config.DefaultLiveChecksTimeout), time.Now().Add(config.DefaultLiveChecksTimeout))
 		}
@@ -337,6 +338,16 @@ type fakeCluster struct {
 	stallLists bool
 	// deadlines of the contexts of every call (zero: none)
 	deadlines []time.Time
+	// version is the apiserver's minor version ("35"); "": 37.
+	version string
+}
+
+func (f *fakeCluster) ServerVersion(ctx context.Context) (*version.Info, error) {
+	f.recordDeadline(ctx)
+	if f.version != "" {
+		return &version.Info{Major: "1", Minor: f.version}, nil
+	}
+	return &version.Info{Major: "1", Minor: "37"}, nil
 }
 
 // DryRun counts: the tools command never dry-runs (read-only credentials

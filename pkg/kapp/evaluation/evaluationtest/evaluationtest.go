@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
 )
 
 // CRDsNamed is what GetCRDs returns on a cluster holding crds.
@@ -66,6 +67,16 @@ type Cluster struct {
 	// the CRD of that name in CRDs), and refused as it refuses them or
 	// accepted with its warnings.
 	Validates bool
+	// Version is the apiserver's version ServerVersion answers; nil: 1.37.
+	Version *version.Info
+}
+
+// ServerVersion answers Version, or 1.37.
+func (f *Cluster) ServerVersion(context.Context) (*version.Info, error) {
+	if f.Version != nil {
+		return f.Version, nil
+	}
+	return &version.Info{Major: "1", Minor: "37", GitVersion: "v1.37.2"}, nil
 }
 
 var _ evaluation.Cluster = &Cluster{}

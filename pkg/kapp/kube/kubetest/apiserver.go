@@ -41,6 +41,8 @@ type APIServer struct {
 	// ViaREST: the client reads pages through a REST client, as kube.New
 	// builds it, not the dynamic client.
 	ViaREST bool
+	// VersionReads counts the GETs of /version (it answers 1.37).
+	VersionReads int
 
 	mu    sync.Mutex
 	lists []ListRequest
@@ -63,10 +65,10 @@ func (s *APIServer) Start() *kube.Client {
 	cfg := &rest.Config{Host: srv.URL, QPS: -1}
 	client, err := dynamic.NewForConfig(cfg)
 	require.NoError(s.T, err)
-	c := &kube.Client{Client: client, PageSize: 100}
+	core, err := kubernetes.NewForConfig(cfg)
+	require.NoError(s.T, err)
+	c := &kube.Client{Client: client, PageSize: 100, Discovery: core.Discovery()}
 	if s.ViaREST {
-		core, err := kubernetes.NewForConfig(cfg)
-		require.NoError(s.T, err)
 		c.REST = core.Discovery().RESTClient()
 	}
 	return c
@@ -74,6 +76,11 @@ func (s *APIServer) Start() *kube.Client {
 
 func (s *APIServer) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
+	case r.URL.Path == "/version":
+		s.mu.Lock()
+		s.VersionReads++
+		s.mu.Unlock()
+		writeJSON(w, http.StatusOK, map[string]any{"major": "1", "minor": "37", "gitVersion": "v1.37.2"})
 	case r.URL.Path == "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com":
 		if s.StallGets {
 			<-r.Context().Done()
