@@ -48,7 +48,7 @@ func TestPrunedFieldsAgreeWithAPIServer(t *testing.T) {
 			from, to := schemaOf(t, tc.from), schemaOf(t, tc.to)
 			obj := fullObject(from, true).(map[string]any)
 			pruned := deepCopyJSON(obj).(map[string]any)
-			structuralpruning.Prune(pruned, structuralOf(t, to), true)
+			structuralpruning.Prune(pruned, structuralFrom(t, to), true)
 			var lost []schemapath.Path
 			lostPaths(obj, pruned, from, schemapath.Root, &lost)
 			got := PrunedFields(from, to)
@@ -66,7 +66,7 @@ func schemaOf(t *testing.T, y string) *apiextv1.JSONSchemaProps {
 	return &s
 }
 
-func structuralOf(t *testing.T, s *apiextv1.JSONSchemaProps) *structuralschema.Structural {
+func structuralFrom(t *testing.T, s *apiextv1.JSONSchemaProps) *structuralschema.Structural {
 	t.Helper()
 	internal, err := internalSchemaOf(s)
 	require.NoError(t, err)
