@@ -348,7 +348,7 @@ func (f *fakeMigrationCluster) managers(key string) []metav1.ManagedFieldsEntry 
 // mfEntry is a managedFields entry of manager at example.com/version.
 func mfEntry(manager string, op metav1.ManagedFieldsOperationType, version, fields string) metav1.ManagedFieldsEntry {
 	return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, APIVersion: "example.com/" + version,
-		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}
 }
 
 // ---------------------------------------------------------------- CRDs

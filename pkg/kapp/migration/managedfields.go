@@ -110,24 +110,24 @@ func keyOf(e metav1.ManagedFieldsEntry) managerKey {
 // unionFields returns the union of two FieldsV1 sets: their JSON trees
 // ({"f:spec":{"f:color":{}}}, with "." for a node owned itself) merged.
 func unionFields(a, b *metav1.FieldsV1) (*metav1.FieldsV1, error) {
-	if a == nil || len(a.Raw) == 0 {
+	if a == nil || len(a.GetRawBytes()) == 0 {
 		return b, nil
 	}
-	if b == nil || len(b.Raw) == 0 {
+	if b == nil || len(b.GetRawBytes()) == 0 {
 		return a, nil
 	}
 	var ta, tb map[string]any
-	if err := json.Unmarshal(a.Raw, &ta); err != nil {
+	if err := json.Unmarshal(a.GetRawBytes(), &ta); err != nil {
 		return nil, fmt.Errorf("decoding fieldsV1: %w", err)
 	}
-	if err := json.Unmarshal(b.Raw, &tb); err != nil {
+	if err := json.Unmarshal(b.GetRawBytes(), &tb); err != nil {
 		return nil, fmt.Errorf("decoding fieldsV1: %w", err)
 	}
 	raw, err := json.Marshal(unionTree(ta, tb))
 	if err != nil {
 		return nil, fmt.Errorf("encoding fieldsV1: %w", err)
 	}
-	return &metav1.FieldsV1{Raw: raw}, nil
+	return metav1.NewFieldsV1(string(raw)), nil
 }
 
 func unionTree(a, b map[string]any) map[string]any {

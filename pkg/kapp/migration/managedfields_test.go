@@ -60,7 +60,7 @@ func TestMoveManagedFields(t *testing.T) {
 			require.Equal(t, tc.changed, changed)
 			require.Len(t, got, len(tc.want))
 			for i := range tc.want {
-				require.JSONEq(t, string(tc.want[i].FieldsV1.Raw), string(got[i].FieldsV1.Raw), "entry %d", i)
+				require.JSONEq(t, tc.want[i].FieldsV1.GetRawString(), got[i].FieldsV1.GetRawString(), "entry %d", i)
 				got[i].FieldsV1, tc.want[i].FieldsV1 = nil, nil
 				require.Equal(t, tc.want[i], got[i], "entry %d", i)
 			}
@@ -117,7 +117,7 @@ func TestCRDMigrateStorageMovesManagedFields(t *testing.T) {
 					require.Equalf(t, "example.com/v1", e.APIVersion, "%s: %s", key, e.Manager)
 				}
 			}
-			require.JSONEq(t, `{"f:spec":{"f:color":{}}}`, string(f.managers("a/obj-000")[0].FieldsV1.Raw), "fields and ownership kept")
+			require.JSONEq(t, `{"f:spec":{"f:color":{}}}`, f.managers("a/obj-000")[0].FieldsV1.GetRawString(), "fields and ownership kept")
 			require.Equal(t, "flux", f.managers("a/obj-000")[0].Manager)
 
 			out, err = runMigrate(t, f, migrateRun{names: []string{"widgets.example.com"}, method: tc.method})
