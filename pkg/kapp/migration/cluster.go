@@ -21,6 +21,10 @@ type Cluster interface {
 	// UpdateCRDStatus writes crd through its status subresource; crd's
 	// resourceVersion turns a concurrent change into a Conflict error.
 	UpdateCRDStatus(ctx context.Context, crd *unstructured.Unstructured) (*unstructured.Unstructured, error)
+	// UpdateCRD writes crd (the migration changes only its annotations:
+	// the record); crd's resourceVersion turns a concurrent change into a
+	// Conflict error.
+	UpdateCRD(ctx context.Context, crd *unstructured.Unstructured) (*unstructured.Unstructured, error)
 	// StorageVersionHash returns the storageVersionHash that API discovery
 	// reports for gvr ("" when the server reports none).
 	StorageVersionHash(ctx context.Context, gvr schema.GroupVersionResource) (string, error)

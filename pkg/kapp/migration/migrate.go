@@ -96,6 +96,9 @@ func (m *Migrator) migrate(ctx context.Context, p *Plan) (migrationCounts, error
 		if err := m.migrateWithMigrator(ctx, p); err != nil {
 			return counts, err
 		}
+		if err := m.writeRecord(ctx, p); err != nil {
+			return counts, err
+		}
 		// Objects written at another version while the migration ran
 		// (a client of a version still served) got entries at it again.
 		after, err := m.managedFieldsPass(ctx, p, passManagedFieldsRecheck, "status.storedVersions is ["+p.Storage+"] (the migrator trimmed it)")
