@@ -37,6 +37,7 @@ type Plan struct {
 	Plural     string
 	Storage    string   // the version every object is rewritten at
 	Stored     []string // status.storedVersions before the migration
+	Versions   []string // every version of the CRD, in the order of its spec
 	Objects    int      // custom resources at planning time (all namespaces)
 	// StaleManagedFields counts, when status.storedVersions is the storage
 	// version alone already (Done), the objects whose managedFields name
@@ -134,6 +135,7 @@ func planMigration(u *unstructured.Unstructured, to string) (*Plan, error) {
 		Plural:     crd.Spec.Names.Plural,
 		Storage:    storage.Name,
 		Stored:     crd.Status.StoredVersions,
+		Versions:   names,
 		Unproven:   storedversions.UnprovenTrim(crd),
 	}, nil
 }

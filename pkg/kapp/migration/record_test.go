@@ -72,6 +72,8 @@ func TestCRDMigrateStorageRecords(t *testing.T) {
 		rec, ok := record(t, f, "widgets.example.com")
 		require.True(t, ok)
 		require.Equal(t, "v1", rec.Version)
-		require.Empty(t, f.statusUpdates, "status.storedVersions was [v1] already")
+		require.Contains(t, out, "restored to [v1alpha1 v1] until every object is migrated")
+		require.Len(t, f.statusUpdates, 2, "restored, then trimmed on the proof")
+		require.Equal(t, []string{"v1"}, liveStoredVersions(t, f, "widgets.example.com"))
 	})
 }

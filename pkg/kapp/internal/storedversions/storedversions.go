@@ -40,6 +40,10 @@ const (
 	// controller, Kubernetes 1.37), which trims status.storedVersions only
 	// after a migration succeeded with the CRD's spec unchanged.
 	MigratorFieldManager = "migration-runner-controller"
+	// CommandFieldManager is the field manager of the writes of
+	// `kapp tools crd-migrate-storage`, whose trim of
+	// status.storedVersions follows the proof (and its record).
+	CommandFieldManager = "kapp-crd-migrate-storage"
 )
 
 // Record is the migrate command's record on a CRD.
@@ -168,7 +172,7 @@ func UnprovenTrim(crd *apiextv1.CustomResourceDefinition) *Trim {
 		if e.Subresource != "status" || e.FieldsV1 == nil || !ownsStoredVersions(e.FieldsV1.Raw) {
 			continue
 		}
-		if e.Manager == MigratorFieldManager {
+		if e.Manager == MigratorFieldManager || e.Manager == CommandFieldManager {
 			return nil
 		}
 		return &Trim{Manager: e.Manager, Time: e.Time}
