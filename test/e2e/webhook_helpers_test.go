@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -250,6 +251,17 @@ func (e *env) applyObjects(objs []*unstructured.Unstructured) error {
 	return nil
 }
 
+// shippedWebhook is the webhook of examples/webhook/webhook.yaml.
+func shippedWebhook(t *testing.T) admissionregistrationv1.ValidatingWebhook {
+	t.Helper()
+	objs := readManifests(t, filepath.Join(examplesDir, "webhook", "webhook.yaml"))
+	require.Len(t, objs, 1)
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(objs[0].Object, vwc))
+	require.Len(t, vwc.Webhooks, 1)
+	return vwc.Webhooks[0]
+}
+
 // registerWebhook registers url (with the CA caPEM) for the UPDATE and
 // DELETE of n's CRD only, and removes it when the test ends, waiting until
 // the apiserver no longer calls it for a delete of the CRD (so that the
@@ -257,19 +269,18 @@ func (e *env) applyObjects(objs []*unstructured.Unstructured) error {
 func (e *env) registerWebhook(t *testing.T, n names, url string, caPEM []byte, policy admissionregistrationv1.FailurePolicyType) {
 	t.Helper()
 	none := admissionregistrationv1.SideEffectClassNone
+	shipped := shippedWebhook(t)
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + n.Singular},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
 			Name:         n.Singular + ".webhook.e2e.example.com",
 			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caPEM},
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update, admissionregistrationv1.Delete},
-				Rule: admissionregistrationv1.Rule{APIGroups: []string{"apiextensions.k8s.io"}, APIVersions: []string{"v1"},
-					Resources: []string{"customresourcedefinitions"}},
-			}},
-			MatchConditions: []admissionregistrationv1.MatchCondition{{
+			// The shipped rules and match conditions (status writes only
+			// when status.storedVersions shrinks), for this test's CRD only.
+			Rules: shipped.Rules,
+			MatchConditions: append(shipped.MatchConditions, admissionregistrationv1.MatchCondition{
 				Name: "this-test", Expression: fmt.Sprintf("request.name == %q", n.CRD),
-			}},
+			}),
 			FailurePolicy:           &policy,
 			SideEffects:             &none,
 			AdmissionReviewVersions: []string{"v1"},

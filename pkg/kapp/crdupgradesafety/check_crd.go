@@ -1,7 +1,11 @@
 package crdupgradesafety
 
 import (
+	"slices"
+	"time"
+
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/storedversions"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -28,22 +32,30 @@ func storedVersions(old *apiextv1.CustomResourceDefinition) []string {
 	return nil
 }
 
+// migrateCommand is the command that makes a removal safe
+// (docs/migrate.md), with the new storage version as its --to.
+func migrateCommand(crd string, new *apiextv1.CustomResourceDefinition) string {
+	command := "kapp tools crd-migrate-storage --crd " + crd
+	if v := storedversions.StorageVersion(new); v != "" {
+		command += " --to " + v
+	}
+	return command
+}
+
 // checkStoredVersionRemoval: a version objects may be stored in must stay.
+// Live, a version the old CRD declares that status.storedVersions no
+// longer lists counts as stored when storedVersions was trimmed without
+// evidence (storedversions.UnprovenTrim: by hand, not by the migrate
+// command or the cluster's migrator).
 func checkStoredVersionRemoval(p *policy, old, new *apiextv1.CustomResourceDefinition) {
 	if !p.cfg.Checks.CRD.StoredVersionRemoval.Enabled {
 		return
 	}
 	newVersions := versionsByName(new)
-	for _, name := range storedVersions(old) {
+	stored := storedVersions(old)
+	for _, name := range stored {
 		if _, ok := newVersions[name]; !ok {
-			// Name the command that makes the removal safe (docs/migrate.md),
-			// with the new storage version as its --to.
-			command := "kapp tools crd-migrate-storage --crd " + p.crd
-			for _, v := range new.Spec.Versions {
-				if v.Storage {
-					command += " --to " + v.Name
-				}
-			}
+			command := migrateCommand(p.crd, new)
 			if running := migrationRunning(old); running != "" {
 				// The cluster's migrator is at work: it trims the stored
 				// versions itself when it is done.
@@ -57,6 +69,56 @@ func checkStoredVersionRemoval(p *policy, old, new *apiextv1.CustomResourceDefin
 				"stored version %q removed: objects stored in it must be migrated first", name)
 		}
 	}
+	if len(old.Status.StoredVersions) == 0 {
+		return // offline: no status to judge
+	}
+	trim := storedversions.UnprovenTrim(old)
+	if trim == nil {
+		return
+	}
+	for _, v := range old.Spec.Versions {
+		if _, ok := newVersions[v.Name]; ok || slices.Contains(stored, v.Name) {
+			continue
+		}
+		p.crdLevelWith(config.EnforcementStrict, v.Name, config.CheckStoredVersionRemoval,
+			&Remedy{Action: RemedyProveMigration, Version: v.Name, Command: migrateCommand(p.crd, old), Detail: trimDetail(trim)},
+			"version %q removed after status.storedVersions was trimmed %s with no completed migration on record: objects may still be stored in it",
+			v.Name, trimDetail(trim))
+	}
+}
+
+// trimDetail names who trimmed status.storedVersions, and when.
+func trimDetail(t *storedversions.Trim) string {
+	s := "by " + t.Manager
+	if t.Time != nil {
+		s += " at " + t.Time.UTC().Format(time.RFC3339)
+	}
+	return s
+}
+
+// CompareStatus judges a write of a CRD's status (old: the stored CRD,
+// new: as it would be stored) that drops versions from
+// status.storedVersions, when the caller found no evidence for it
+// (storedversions): one storedVersionRemoval finding per dropped version,
+// an error (a warning under failMode open or mode warn).
+func CompareStatus(old, new *apiextv1.CustomResourceDefinition, cfg *config.Settings) []Finding {
+	p := newPolicy(cfg, new.Name)
+	if !p.cfg.Checks.CRD.StoredVersionRemoval.Enabled {
+		return nil
+	}
+	// Under failMode open, a drop no evidence the webhook can see backs
+	// (another migration tool's) passes with a warning.
+	level := config.EnforcementStrict
+	if p.cfg.FailMode == config.FailModeOpen {
+		level = config.EnforcementWarn
+	}
+	for _, v := range storedversions.Removed(old.Status.StoredVersions, new.Status.StoredVersions) {
+		p.crdLevelWith(level, v, config.CheckStoredVersionRemoval,
+			&Remedy{Action: RemedyMigrateBeforeTrim, Version: v, Command: migrateCommand(p.crd, old)},
+			"status.storedVersions trimmed: %q dropped with no completed migration on record: objects stored in it become unreadable once the version is removed", v)
+	}
+	SortFindings(p.findings)
+	return p.findings
 }
 
 // migrationRunning returns the message of the CRD's StorageMigrating

@@ -2,8 +2,10 @@ package crdupgradesafety
 
 import (
 	"testing"
+	"time"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/storedversions"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -68,6 +70,19 @@ func withScope(s apiextv1.ResourceScope) func(*apiextv1.CustomResourceDefinition
 
 func withStoredVersions(vs ...string) func(*apiextv1.CustomResourceDefinition) {
 	return func(c *apiextv1.CustomResourceDefinition) { c.Status.StoredVersions = vs }
+}
+
+// trimmedBy records, as the apiserver does in managedFields, that manager
+// last wrote status.storedVersions through the status subresource.
+func trimmedBy(manager string) func(*apiextv1.CustomResourceDefinition) {
+	return func(c *apiextv1.CustomResourceDefinition) {
+		at := metav1.NewTime(time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC))
+		c.ManagedFields = append(c.ManagedFields, metav1.ManagedFieldsEntry{
+			Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apiextensions.k8s.io/v1",
+			Time: &at, FieldsType: "FieldsV1", Subresource: "status",
+			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:storedVersions":{}}}`)},
+		})
+	}
 }
 
 func webhookConversion(c *apiextv1.CustomResourceDefinition) {
@@ -140,6 +155,29 @@ func TestCRDChecks(t *testing.T) {
 			want: []string{"error storedVersionRemoval v1 : data loss: stored version \"v1\" removed: objects stored in it must be migrated first"}},
 		{name: "live version not in storedVersions removed", old: with(newCRD(t, v1Unserved, v2), withStoredVersions("v2")), new: newCRD(t, v2),
 			want: []string{}},
+		// A version trimmed from status.storedVersions: by hand (no
+		// evidence) it may still hold objects; by the migrate command
+		// (its record) or the cluster's migrator it does not.
+		{name: "live version trimmed by hand from storedVersions, then removed",
+			old: with(newCRD(t, v1Unserved, v2), withStoredVersions("v2"), trimmedBy("kubectl-patch")), new: newCRD(t, v2),
+			want: []string{"error storedVersionRemoval v1 : data loss: version \"v1\" removed after status.storedVersions was trimmed " +
+				"by kubectl-patch at 2026-11-20T10:00:00Z with no completed migration on record: objects may still be stored in it"}},
+		{name: "live version trimmed by the cluster's migrator, then removed",
+			old: with(newCRD(t, v1Unserved, v2), withStoredVersions("v2"), trimmedBy(storedversions.MigratorFieldManager)), new: newCRD(t, v2),
+			want: []string{}},
+		{name: "live version trimmed by the migrate command (its record), then removed",
+			old: with(newCRD(t, v1Unserved, v2), withStoredVersions("v2"), trimmedBy("kapp"), func(c *apiextv1.CustomResourceDefinition) {
+				c.Annotations = storedversions.Record{Version: "v2", Generation: 1}.Annotations()
+			}), new: newCRD(t, v2),
+			want: []string{}},
+		{name: "live version trimmed by hand after the migrate command's record of another version",
+			old: with(newCRD(t, v1Unserved, v2), withStoredVersions("v2"), trimmedBy("kubectl-patch"), func(c *apiextv1.CustomResourceDefinition) {
+				c.Annotations = storedversions.Record{Version: "v1", Generation: 1}.Annotations()
+			}), new: newCRD(t, v2),
+			want: []string{"error storedVersionRemoval v1 : data loss: version \"v1\" removed after status.storedVersions was trimmed " +
+				"by kubectl-patch at 2026-11-20T10:00:00Z with no completed migration on record: objects may still be stored in it"}},
+		{name: "live version trimmed by hand but kept", old: with(newCRD(t, v1Unserved, v2), withStoredVersions("v2"), trimmedBy("kubectl-patch")),
+			new: newCRD(t, v1Unserved, v2), want: []string{}},
 		{name: "storedVersionRemoval disabled", old: with(newCRD(t, v1Unserved, v2), withStoredVersions("v1", "v2")), new: newCRD(t, v2),
 			config: func(c *config.Settings) { c.Checks.CRD.StoredVersionRemoval.Enabled = false },
 			want:   []string{}},

@@ -16,6 +16,15 @@ const (
 	// RemedyWaitForMigration: a storage version migration is running
 	// (Detail names it); remove Version once storedVersions drops it.
 	RemedyWaitForMigration RemedyAction = "waitForMigration"
+	// RemedyProveMigration: status.storedVersions no longer lists Version,
+	// yet nothing proves its objects were migrated (a trim by hand): keep
+	// Version and run the migrate command (Command), which rewrites every
+	// object and records it, before removing it.
+	RemedyProveMigration RemedyAction = "proveMigration"
+	// RemedyMigrateBeforeTrim: a write of status.storedVersions drops
+	// Version with no completed migration on record: leave it listed and
+	// run the migrate command (Command), which trims it on evidence.
+	RemedyMigrateBeforeTrim RemedyAction = "migrateBeforeTrim"
 	// RemedyUnserveFirst: keep Version with served: false for a release,
 	// then remove it.
 	RemedyUnserveFirst RemedyAction = "unserveFirst"

@@ -71,3 +71,19 @@ func (m StorageVersionMigrations) Get(ctx context.Context, name string) (*unstru
 func (m StorageVersionMigrations) Delete(ctx context.Context, name string) error {
 	return m.ri.Delete(ctx, name, metav1.DeleteOptions{})
 }
+
+// ListStorageVersionMigrations lists every StorageVersionMigration (few:
+// one per migration run, deleted by their creators).
+func (c *Client) ListStorageVersionMigrations(ctx context.Context) ([]unstructured.Unstructured, error) {
+	list, err := c.Client.Resource(StorageVersionMigrationResource).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// UpdateCRD writes crd (its metadata: the migration's record); crd's
+// resourceVersion turns a concurrent change into a Conflict error.
+func (c *Client) UpdateCRD(ctx context.Context, crd *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return c.Client.Resource(CRDResource).Update(ctx, crd, metav1.UpdateOptions{})
+}

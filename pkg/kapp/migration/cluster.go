@@ -21,6 +21,10 @@ type Cluster interface {
 	// UpdateCRDStatus writes crd through its status subresource; crd's
 	// resourceVersion turns a concurrent change into a Conflict error.
 	UpdateCRDStatus(ctx context.Context, crd *unstructured.Unstructured) (*unstructured.Unstructured, error)
+	// UpdateCRD writes crd (the migration changes only its annotations:
+	// the record); crd's resourceVersion turns a concurrent change into a
+	// Conflict error.
+	UpdateCRD(ctx context.Context, crd *unstructured.Unstructured) (*unstructured.Unstructured, error)
 	// StorageVersionHash returns the storageVersionHash that API discovery
 	// reports for gvr ("" when the server reports none).
 	StorageVersionHash(ctx context.Context, gvr schema.GroupVersionResource) (string, error)
@@ -77,6 +81,18 @@ func (o objectClient) Update(ctx context.Context, obj *unstructured.Unstructured
 
 // FieldManager is the field manager of the migration's object writes.
 const FieldManager = managedBy
+
+// UpdateCRDStatus writes with the field manager of the migration: the
+// owner of status.storedVersions then says who trimmed it
+// (storedversions.UnprovenTrim).
+func (c kubeCluster) UpdateCRDStatus(ctx context.Context, crd *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return c.Client.Client.Resource(kube.CRDResource).UpdateStatus(ctx, crd, metav1.UpdateOptions{FieldManager: FieldManager})
+}
+
+// UpdateCRD writes the record with the field manager of the migration.
+func (c kubeCluster) UpdateCRD(ctx context.Context, crd *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return c.Client.Client.Resource(kube.CRDResource).Update(ctx, crd, metav1.UpdateOptions{FieldManager: FieldManager})
+}
 
 func (c kubeCluster) Migrations() MigrationClient {
 	return c.StorageVersionMigrations()

@@ -37,6 +37,7 @@ type fakeMigrationCluster struct {
 	deleteFirst  map[string]bool  // object -> deleted just before its first update
 	expireOnce   bool             // the first LIST with a continue token answers 410
 	hashes       []string         // StorageVersionHash answers in turn, the last repeats
+	crdUpdates   []string         // CRDs whose metadata UpdateCRD wrote (the record)
 	statusConf   int              // conflicts UpdateCRDStatus answers before accepting
 	afterList    func()           // runs after every LIST (changes during a run)
 	// The cluster's storage version migrator (storagemigration.k8s.io/v1):
@@ -125,6 +126,19 @@ func (f *fakeMigrationCluster) UpdateCRDStatus(_ context.Context, crd *unstructu
 	_ = unstructured.SetNestedStringSlice(live.Object, stored, "status", "storedVersions")
 	live.SetResourceVersion(live.GetResourceVersion() + "s")
 	f.statusUpdates = append(f.statusUpdates, crd.GetName())
+	return live.DeepCopy(), nil
+}
+
+func (f *fakeMigrationCluster) UpdateCRD(_ context.Context, crd *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	live := f.crds[crd.GetName()]
+	if live.GetResourceVersion() != crd.GetResourceVersion() {
+		return nil, apierrors.NewConflict(apiextv1.Resource("customresourcedefinitions"), crd.GetName(), fmt.Errorf("stale"))
+	}
+	live.SetAnnotations(crd.GetAnnotations())
+	live.SetResourceVersion(live.GetResourceVersion() + "m")
+	f.crdUpdates = append(f.crdUpdates, crd.GetName())
 	return live.DeepCopy(), nil
 }
 

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -84,6 +87,11 @@ func (m *Migrator) migrate(ctx context.Context, p *Plan) (migrationCounts, error
 	if err := m.waitForObservedGeneration(ctx, p); err != nil {
 		return migrationCounts{}, err
 	}
+	if p.Unproven != nil {
+		if err := m.restoreStoredVersions(ctx, p); err != nil {
+			return migrationCounts{}, err
+		}
+	}
 	if p.Done() {
 		counts, err := m.managedFieldsPass(ctx, p, passManagedFields, "status.storedVersions is ["+p.Storage+"] already")
 		return counts, err
@@ -94,6 +102,9 @@ func (m *Migrator) migrate(ctx context.Context, p *Plan) (migrationCounts, error
 			return counts, err
 		}
 		if err := m.migrateWithMigrator(ctx, p); err != nil {
+			return counts, err
+		}
+		if err := m.writeRecord(ctx, p); err != nil {
 			return counts, err
 		}
 		// Objects written at another version while the migration ran
@@ -119,6 +130,37 @@ func (m *Migrator) managedFieldsPass(ctx context.Context, p *Plan, ps pass, stat
 		failed.State = state
 	}
 	return counts, err
+}
+
+// restoreStoredVersions undoes a trim of status.storedVersions that no
+// evidence backs (p.Unproven: by hand): every version of the CRD is listed
+// again (objects may be stored in any of them), so that the migration
+// trims it as it always does, on its proof and under its own field
+// manager. Adding versions never calls the webhook (examples/webhook).
+func (m *Migrator) restoreStoredVersions(ctx context.Context, p *Plan) error {
+	for attempt := 1; ; attempt++ {
+		u, err := m.cluster.GetCRD(ctx, p.Name)
+		if err != nil {
+			return fmt.Errorf("crd %s: reading it to restore status.storedVersions: %w", p.Name, err)
+		}
+		if u.GetUID() != p.UID || u.GetGeneration() != p.Generation {
+			return fmt.Errorf("crd %s: %w: its spec changed since the plan (generation %d -> %d); run the command again",
+				p.Name, ErrCRDChanged, p.Generation, u.GetGeneration())
+		}
+		if err := unstructured.SetNestedStringSlice(u.Object, p.Versions, "status", "storedVersions"); err != nil {
+			return fmt.Errorf("crd %s: setting status.storedVersions: %w", p.Name, err)
+		}
+		_, err = m.cluster.UpdateCRDStatus(ctx, u)
+		if err == nil {
+			m.msgs.Notify([]string{fmt.Sprintf("crd %s: status.storedVersions [%s] was trimmed by %s without evidence: restored to [%s] until every object is migrated",
+				p.Name, joinSpace(p.Stored), p.Unproven.Manager, joinSpace(p.Versions))})
+			p.Stored, p.Unproven = slices.Clone(p.Versions), nil
+			return nil
+		}
+		if !apierrors.IsConflict(err) || attempt == maxWriteAttempts {
+			return fmt.Errorf("crd %s: restoring status.storedVersions to [%s]: %w", p.Name, joinSpace(p.Versions), err)
+		}
+	}
 }
 
 func (m *Migrator) waitForStorageVersion(ctx context.Context, p *Plan) error {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/crdsafety/kapp/pkg/kapp/internal/storedversions"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -36,17 +37,28 @@ type Plan struct {
 	Plural     string
 	Storage    string   // the version every object is rewritten at
 	Stored     []string // status.storedVersions before the migration
+	Versions   []string // every version of the CRD, in the order of its spec
 	Objects    int      // custom resources at planning time (all namespaces)
 	// StaleManagedFields counts, when status.storedVersions is the storage
 	// version alone already (Done), the objects whose managedFields name
 	// another version: they still need the managedFields pass. Not counted
 	// otherwise (the migration moves them anyway).
 	StaleManagedFields int
+	// Unproven: status.storedVersions was trimmed with no evidence that
+	// every object was migrated (storedversions.UnprovenTrim: by hand):
+	// the objects are migrated again, and the record written.
+	Unproven *storedversions.Trim
 }
 
 // Done reports whether status.storedVersions is already the storage
-// version alone: the apiserver then holds no object in any other version.
+// version alone, on evidence: the apiserver then holds no object in any
+// other version.
 func (p *Plan) Done() bool {
+	return p.trimmed() && p.Unproven == nil
+}
+
+// trimmed: status.storedVersions is the storage version alone.
+func (p *Plan) trimmed() bool {
 	return len(p.Stored) == 1 && p.Stored[0] == p.Storage
 }
 
@@ -123,6 +135,8 @@ func planMigration(u *unstructured.Unstructured, to string) (*Plan, error) {
 		Plural:     crd.Spec.Names.Plural,
 		Storage:    storage.Name,
 		Stored:     crd.Status.StoredVersions,
+		Versions:   names,
+		Unproven:   storedversions.UnprovenTrim(crd),
 	}, nil
 }
 
@@ -183,8 +197,11 @@ func crdCondition(crd *apiextv1.CustomResourceDefinition, t apiextv1.CustomResou
 // "[v1alpha1 v1] -> [v1]", or "[v1] (unchanged)".
 func (p *Plan) StoredVersionsChange() string {
 	before := "[" + strings.Join(p.Stored, " ") + "]"
-	if p.Done() {
+	switch {
+	case p.Done():
 		return before + " (unchanged)"
+	case p.trimmed():
+		return before + " (trimmed by " + p.Unproven.Manager + " without evidence: objects migrated again)"
 	}
 	return before + " -> [" + p.Storage + "]"
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/storedversions"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -232,8 +234,48 @@ func rewriteObject(ctx context.Context, c ObjectClient, obj *unstructured.Unstru
 	}
 }
 
-// trimStoredVersions is step 3.
+// writeRecord writes the migration's record on the CRD (before the trim
+// of the rewrite, after the cluster's migrator trimmed): every object is
+// stored at p.Storage as of generation p.Generation, the evidence the
+// webhook and the check accept for a trim of status.storedVersions
+// (pkg/kapp/internal/storedversions). A spec change since the plan stops
+// it (ErrCRDChanged): the objects were proven at the planned spec only.
+func (m *Migrator) writeRecord(ctx context.Context, p *Plan) error {
+	rec := storedversions.Record{Version: p.Storage, Generation: p.Generation}
+	for attempt := 1; ; attempt++ {
+		u, err := m.cluster.GetCRD(ctx, p.Name)
+		if err != nil {
+			return fmt.Errorf("crd %s: reading it to record the migration: %w", p.Name, err)
+		}
+		if u.GetUID() != p.UID || u.GetGeneration() != p.Generation {
+			return fmt.Errorf("crd %s: %w: its spec changed while objects were rewritten (generation %d -> %d, uid %s -> %s); "+
+				"status.storedVersions left unchanged, run the command again", p.Name, ErrCRDChanged,
+				p.Generation, u.GetGeneration(), p.UID, u.GetUID())
+		}
+		annotations := u.GetAnnotations()
+		if got, ok := storedversions.RecordOf(annotations); ok && got == rec {
+			return nil
+		}
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		maps.Copy(annotations, rec.Annotations())
+		u.SetAnnotations(annotations)
+		_, err = m.cluster.UpdateCRD(ctx, u)
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsConflict(err) || attempt == maxWriteAttempts {
+			return fmt.Errorf("crd %s: recording the migration (annotation %s: %s): %w", p.Name, storedversions.RecordVersionAnnotation, p.Storage, err)
+		}
+	}
+}
+
+// trimStoredVersions is step 3: the record, then the trim.
 func (m *Migrator) trimStoredVersions(ctx context.Context, p *Plan) error {
+	if err := m.writeRecord(ctx, p); err != nil {
+		return err
+	}
 	for attempt := 1; ; attempt++ {
 		u, err := m.cluster.GetCRD(ctx, p.Name)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/crdsafety/kapp/pkg/kapp/internal/storedversions"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -33,7 +34,7 @@ var ErrMigrationFailed = errors.New("storage version migration failed")
 // managedByLabel marks the StorageVersionMigrations this command creates.
 const managedByLabel = "app.kubernetes.io/managed-by"
 
-const managedBy = "kapp-crd-migrate-storage"
+const managedBy = storedversions.CommandFieldManager
 
 // MigrationFailedError is the error of a migration the cluster's storage
 // version migrator reports as failed (its Failed condition). It unwraps to

@@ -44,6 +44,11 @@ func RemedyText(f crdupgradesafety.Finding) string {
 	switch r.Action {
 	case crdupgradesafety.RemedyMigrateStorage:
 		return fmt.Sprintf("keep %q, deploy the new storage version, run '%s', then remove %q", version, r.Command, version)
+	case crdupgradesafety.RemedyProveMigration:
+		return fmt.Sprintf("keep %q (status.storedVersions was trimmed %s, and nothing proves its objects were migrated), run '%s' to rewrite every object and record it, then remove %q",
+			version, r.Detail, r.Command, version)
+	case crdupgradesafety.RemedyMigrateBeforeTrim:
+		return fmt.Sprintf("leave %q in status.storedVersions and run '%s': it rewrites every object at the storage version and trims status.storedVersions on that evidence", version, r.Command)
 	case crdupgradesafety.RemedyWaitForMigration:
 		return fmt.Sprintf("keep %q until the running migration (%s) is done and status.storedVersions no longer lists it, then remove it", version, r.Detail)
 	case crdupgradesafety.RemedyUnserveFirst:

@@ -145,6 +145,9 @@ func (r *Reviewer) judge(ctx context.Context, req *admissionv1.AdmissionRequest,
 			v = verdict{err: fmt.Errorf("%w: panic: %v", ErrPanic, p)}
 		}
 	}()
+	if req.Resource == crdResource && req.SubResource == "status" && req.Operation == admissionv1.Update {
+		return r.judgeStatus(ctx, objs)
+	}
 	if req.Resource != crdResource || req.SubResource != "" {
 		return verdict{skip: fmt.Sprintf("not a CustomResourceDefinition (%s/%s %s): the webhook configuration routes requests it does not judge",
 			req.Resource.Group, req.Resource.Resource, req.SubResource)}
@@ -182,6 +185,32 @@ func (r *Reviewer) judgeUpdate(ctx context.Context, objs objects) verdict {
 	plan := evaluation.Plan{Pairs: []evaluation.Pair{{Old: oldCRD, New: newCRD, Strategy: evaluation.StrategyUpdate}}}
 	res, err := r.run(ctx, plan)
 	return verdict{findings: res.Findings, err: err, waiver: newCRD.Annotations[config.WaiveAnnotation]}
+}
+
+// judgeStatus judges a write of a CRD's status: a drop of versions from
+// status.storedVersions needs evidence that no object is stored in them
+// (evaluation.JudgeStoredVersions); any other status write passes (the
+// registration calls the webhook only for drops: examples/webhook).
+func (r *Reviewer) judgeStatus(ctx context.Context, objs objects) verdict {
+	oldCRD, newCRD := objs.oldCRD, objs.newCRD
+	switch {
+	case objs.err != nil:
+		return verdict{err: objs.err}
+	case oldCRD == nil:
+		return verdict{err: errors.New("the request has no oldObject")}
+	case newCRD == nil:
+		return verdict{err: errors.New("the request has no object")}
+	}
+	sv, err := evaluation.JudgeStoredVersions(ctx, r.Cluster, oldCRD, newCRD, r.Settings)
+	switch {
+	case err != nil:
+		return verdict{err: err}
+	case len(sv.Removed) == 0:
+		return verdict{skip: "status.storedVersions does not shrink"}
+	case sv.Evidence != "":
+		return verdict{skip: "status.storedVersions trimmed of " + strings.Join(sv.Removed, ", ") + " on evidence: " + sv.Evidence}
+	}
+	return verdict{findings: sv.Findings}
 }
 
 func (r *Reviewer) judgeDelete(ctx context.Context, req *admissionv1.AdmissionRequest, objs objects) verdict {
@@ -245,6 +274,9 @@ func (r *Reviewer) respond(req *admissionv1.AdmissionRequest, v verdict) *admiss
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
 	op := strings.ToLower(string(req.Operation))
 	subject := fmt.Sprintf("%s of CRD %s", op, req.Name)
+	if req.SubResource != "" {
+		subject = fmt.Sprintf("%s of the %s of CRD %s", op, req.SubResource, req.Name)
+	}
 	switch {
 	case v.skip != "":
 		return resp
