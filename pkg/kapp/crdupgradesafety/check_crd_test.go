@@ -80,7 +80,7 @@ func trimmedBy(manager string) func(*apiextv1.CustomResourceDefinition) {
 		c.ManagedFields = append(c.ManagedFields, metav1.ManagedFieldsEntry{
 			Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apiextensions.k8s.io/v1",
 			Time: &at, FieldsType: "FieldsV1", Subresource: "status",
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:storedVersions":{}}}`)},
+			FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:storedVersions":{}}}`),
 		})
 	}
 }
