@@ -169,7 +169,7 @@ func UnprovenTrim(crd *apiextv1.CustomResourceDefinition) *Trim {
 		return nil
 	}
 	for _, e := range crd.ManagedFields {
-		if e.Subresource != "status" || e.FieldsV1 == nil || !ownsStoredVersions(e.FieldsV1.Raw) {
+		if e.Subresource != "status" || e.FieldsV1 == nil || !ownsStoredVersions(e.FieldsV1.GetRawBytes()) {
 			continue
 		}
 		if e.Manager == MigratorFieldManager || e.Manager == CommandFieldManager {
