@@ -90,6 +90,7 @@ TARGETS=(
   "hack/cluster ./clusterutil/..."
   "hack/bench ./..."
   "hack/kappctrl ./..."
+  "hack/ssaclients ./..."
   "hack/release ./..."
 )
 

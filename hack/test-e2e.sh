@@ -54,6 +54,16 @@ if [[ -z "${KAPP_UPSTREAM_BINARY:-}" ]]; then
 fi
 echo "upstream kapp: $KAPP_UPSTREAM_BINARY ($("$KAPP_UPSTREAM_BINARY" version | head -n 1))"
 
+# Helm 4 and fluxapply (Flux's apply library), built from source through the
+# Go module proxy, for the tests of real server-side apply clients
+# (test/e2e/migrate_clients_test.go): HELM and FLUXAPPLY.
+section "build the server-side apply clients"
+mapfile -t ssaclients_env < <(hack/ssaclients.sh test-env)
+[[ ${#ssaclients_env[@]} -eq 2 ]] || {
+  echo "hack/ssaclients.sh test-env failed" >&2
+  exit 1
+}
+
 # Stopped in reverse order on exit: kapp-controller (after the tests have
 # deleted their Apps), then the cluster; only what this run started.
 started_cluster=false started_controller=false started_upstream_controller=false
@@ -101,7 +111,7 @@ mapfile -t cluster_env < <(hack/cluster.sh test-env)
   exit 1
 }
 version="$(printf '%s\n' "${cluster_env[@]}" | sed -n 's/^KUBE_VERSION=//p')"
-test_env=(KAPP_E2E_BINARY="$ROOT/bin/kapp" KAPP_UPSTREAM_BINARY="$KAPP_UPSTREAM_BINARY" "${cluster_env[@]}")
+test_env=(KAPP_E2E_BINARY="$ROOT/bin/kapp" KAPP_UPSTREAM_BINARY="$KAPP_UPSTREAM_BINARY" "${cluster_env[@]}" "${ssaclients_env[@]}")
 if $kapp_controller; then
   section "start kapp-controller"
   if hack/kapp-controller.sh status >/dev/null 2>&1; then

@@ -24,10 +24,12 @@ if [[ -n "$unformatted" ]]; then
 fi
 
 section "build what the end-to-end tests need, in the background"
-# The control plane of each Kubernetes version of the matrix and
-# kapp-controller: on a cold cache most of a CI run (about 15 minutes each on
-# 2 cores), so they build from here on, one after the other in the order the
-# tests need them, at the lowest CPU priority: on what the checks and unit
+# The control plane of each Kubernetes version of the matrix, the server-side
+# apply clients (Helm 4 and Flux's apply library, hack/ssaclients.sh: about
+# 6 minutes on a cold cache) and kapp-controller: on a cold cache most of a
+# CI run (about 15 minutes each on 2 cores for the control plane and
+# kapp-controller), so they build from here on, one after the other in the
+# order the tests need them, at the lowest CPU priority: on what the checks and unit
 # tests below, and the first version's end-to-end tests, leave idle.
 # hack/test-e2e.sh waits for a build under way (flock) or, should it have
 # failed, builds again and shows why. Last, a release (hack/release.sh): kapp
@@ -38,7 +40,7 @@ read -ra versions <<<"${KUBE_VERSIONS:-1.37 1.35}"
 mkdir -p .cache/test
 prebuild_log=.cache/test/background-build.log
 release_version=v0.0.0-test
-builds=("KUBE_VERSION=${versions[0]} hack/cluster.sh build" "hack/kapp-controller.sh build")
+builds=("KUBE_VERSION=${versions[0]} hack/cluster.sh build" "hack/ssaclients.sh build" "hack/kapp-controller.sh build")
 for v in "${versions[@]:1}"; do
   builds+=("KUBE_VERSION=$v hack/cluster.sh build")
 done
@@ -56,6 +58,7 @@ go vet ./...
 (cd hack/cluster && go vet ./...) # clusterutil; the k8s-* modules have no Go code of their own
 (cd hack/bench && go vet ./...)
 (cd hack/kappctrl && go vet ./...)
+(cd hack/ssaclients && go vet ./...)
 (cd hack/release && go vet ./...)
 
 section "staticcheck"

@@ -12,7 +12,12 @@
 //	                 needs a newer one skips and says why (requireKubeVersion);
 //	                 without it, the apiserver's own version
 //	KUBECTL          the kubectl of that version, for the tests that run one
+//	HELM             Helm 4's helm, and
+//	FLUXAPPLY        a program applying with Flux's apply library, for the
+//	                 tests of real server-side apply clients (hack/ssaclients.sh
+//	                 builds both)
 //
 // Without the first two the tests skip, except under CI=true, where they
-// fail. hack/test.sh and hack/test-e2e.sh set all four.
+// fail; without one of the others, the tests that need it skip. hack/test.sh
+// and hack/test-e2e.sh set them all.
 package e2e
