@@ -94,7 +94,7 @@ func TestRunOwnerReferences(t *testing.T) {
 		`warning the ownerReferences of 1 resource could not be read, so dependents of the removed version there are unknown: secrets: forbidden`,
 		`error version "v1alpha1" removed while ownerReferences of other objects name it (configmaps, deployments.apps): ` +
 			`the garbage collector can no longer resolve their owner, so they are no longer deleted with it: ` +
-			`2 of 120 stored objects have ownerReferences to it: configmaps default/w1-config (example.com/v1alpha1), deployments.apps default/w1 (example.com/v1alpha1)`,
+			`2 of 120 objects read have ownerReferences to it: configmaps default/w1-config (example.com/v1alpha1), deployments.apps default/w1 (example.com/v1alpha1)`,
 	}, lines)
 	require.Equal(t, []string{"example.com/v1alpha1 Widget"}, cluster.DependentsAsked)
 

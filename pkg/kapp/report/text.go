@@ -103,7 +103,9 @@ func ImpactText(f crdupgradesafety.Finding) string {
 		case crdupgradesafety.EffectDefaulted:
 			parts = append(parts, fmt.Sprintf("%s %s differently: %s", of, plural.Of(e.Objects, "reads", "read"), examples))
 		case crdupgradesafety.EffectGCStopped:
-			parts = append(parts, fmt.Sprintf("%s %s ownerReferences to it: %s", of, plural.Of(e.Objects, "has", "have"), examples))
+			// Objects of every kind were read, not the CRD's stored objects.
+			parts = append(parts, fmt.Sprintf("%d of %d objects read %s ownerReferences to it: %s",
+				e.Objects, imp.Objects, plural.Of(e.Objects, "has", "have"), examples))
 		case crdupgradesafety.EffectSSARefused:
 			parts = append(parts, fmt.Sprintf("%s %s managedFields entries at it: %s", of, plural.Of(e.Objects, "has", "have"), examples))
 		case crdupgradesafety.EffectRejected:
