@@ -111,7 +111,11 @@ within liveChecksTimeout; when the live checks cannot finish, failMode decides:
 closed denies, open allows with a warning.
 
 The cluster is reached with kapp's usual kubeconfig flags, or the pod's service
-account when run in a pod. Install manifests: examples/webhook; docs/webhook.md.`,
+account when run in a pod. Install manifests: examples/webhook; docs/webhook.md.
+
+--metrics-bind-address serves Prometheus metrics at /metrics over plain HTTP on an
+address of its own (off by default); --log-format json writes the log, one line
+per review, as JSON objects.`,
 		RunE: func(_ *cobra.Command, _ []string) error { return o.Run() },
 		Example: `
   # Serve on all interfaces, port 9443, with the settings of a file
