@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,10 +84,12 @@ func (b *syncBuffer) String() string {
 type webhookProc struct {
 	cmd  *exec.Cmd
 	addr string // host:port it serves on
-	cert webhooktest.Cert
-	log  *syncBuffer
-	done chan error
-	once sync.Once
+	// metricsAddr is the host:port of its /metrics (plain HTTP).
+	metricsAddr string
+	cert        webhooktest.Cert
+	log         *syncBuffer
+	done        chan error
+	once        sync.Once
 }
 
 func (p *webhookProc) url() string { return "https://" + p.addr + "/validate" }
@@ -106,7 +109,22 @@ func (p *webhookProc) stop(t *testing.T) {
 	})
 }
 
-var servingLine = regexp.MustCompile(`serving admission reviews on https://(\S+)/validate`)
+var (
+	servingLine = regexp.MustCompile(`serving admission reviews on https://(\S+)/validate`)
+	metricsLine = regexp.MustCompile(`serving metrics on http://(\S+)/metrics`)
+)
+
+// metrics scrapes the webhook's /metrics.
+func (p *webhookProc) metrics(t *testing.T) string {
+	t.Helper()
+	resp, err := http.Get("http://" + p.metricsAddr + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	return string(data)
+}
 
 // startWebhook runs the webhook with the given settings file content ("":
 // the defaults) under the identity of examples/webhook/rbac.yaml, and stops
@@ -118,7 +136,8 @@ func (e *env) startWebhook(t *testing.T, settings string) *webhookProc {
 	cert, err := webhooktest.WriteCert(dir)
 	require.NoError(t, err)
 	args := []string{"tools", "crd-upgrade-safety-webhook", "--bind-address", "127.0.0.1", "--secure-port", "0",
-		"--tls-cert-file", cert.CertFile, "--tls-private-key-file", cert.KeyFile, "--kubeconfig", kubeconfig}
+		"--tls-cert-file", cert.CertFile, "--tls-private-key-file", cert.KeyFile, "--kubeconfig", kubeconfig,
+		"--metrics-bind-address", "127.0.0.1:0"}
 	if settings != "" {
 		path := filepath.Join(dir, "settings.yaml")
 		require.NoError(t, os.WriteFile(path, []byte(settings), 0o600))
@@ -131,7 +150,7 @@ func (e *env) startWebhook(t *testing.T, settings string) *webhookProc {
 	require.NoError(t, err)
 	cmd.Stdout = p.log
 	require.NoError(t, cmd.Start())
-	addr := make(chan string, 1)
+	addr, metricsAddr := make(chan string, 1), make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -141,6 +160,9 @@ func (e *env) startWebhook(t *testing.T, settings string) *webhookProc {
 			if m := servingLine.FindStringSubmatch(line); m != nil {
 				addr <- m[1]
 			}
+			if m := metricsLine.FindStringSubmatch(line); m != nil {
+				metricsAddr <- m[1]
+			}
 		}
 		_, _ = io.Copy(io.Discard, stderr)
 		p.done <- cmd.Wait()
@@ -149,10 +171,13 @@ func (e *env) startWebhook(t *testing.T, settings string) *webhookProc {
 		p.stop(t)
 		t.Logf("webhook log:\n%s", indent(p.log.String()))
 	})
-	select {
-	case p.addr = <-addr:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the webhook did not start within 30s:\n%s", p.log.String())
+	for p.addr == "" || p.metricsAddr == "" {
+		select {
+		case p.addr = <-addr:
+		case p.metricsAddr = <-metricsAddr:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the webhook did not start within 30s:\n%s", p.log.String())
+		}
 	}
 	return p
 }

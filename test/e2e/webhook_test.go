@@ -54,7 +54,7 @@ func TestWebhookDeniesUnsafeUpdate(t *testing.T) {
 // but that a stored custom resource violates is denied by the live check.
 func TestWebhookExistingResources(t *testing.T) {
 	t.Parallel()
-	e, n, _ := webhookApp(t, "checks:\n  sameVersion:\n    enum: {enabled: false}\n")
+	e, n, p := webhookApp(t, "checks:\n  sameVersion:\n    enum: {enabled: false}\n")
 	before := e.snapshot(t, n)
 	// blue is in use by the custom resource "second".
 	_, err := e.updateCRD(t, n, "live/blue-removed.yaml", false, nil)
@@ -62,6 +62,19 @@ func TestWebhookExistingResources(t *testing.T) {
 	require.True(t, apierrors.IsForbidden(err), err)
 	requireFinding(t, err.Error(), "existingResources", n.CRD, "default/second")
 	e.requireUnchanged(t, n, before)
+
+	// The running process's /metrics: the denial, by check, and the stored
+	// objects it read.
+	metrics := p.metrics(t)
+	for _, re := range []string{
+		`crd_upgrade_safety_webhook_review_duration_seconds_count\{decision="denied",operation="update"\} [1-9]`,
+		`crd_upgrade_safety_webhook_decisions_by_check_total\{check="existingResources",severity="error"\} [1-9]`,
+		`crd_upgrade_safety_webhook_stored_objects_read_total [1-9]`,
+		`crd_upgrade_safety_webhook_certificate_expiry_timestamp_seconds [1-9]`,
+		`crd_upgrade_safety_webhook_reviews_in_flight 0`,
+	} {
+		require.Regexp(t, `(?m)^`+re, metrics)
+	}
 }
 
 // TestWebhookKubectl: `kubectl apply` of an unsafe CRD update is denied

@@ -129,6 +129,8 @@ func (h *Handler) validate(w http.ResponseWriter, req *http.Request) {
 		writeText(w, http.StatusUnsupportedMediaType, "unsupported content type: expected application/json")
 		return
 	}
+	h.Reviewer.Metrics.inFlightAdd(1)
+	defer h.Reviewer.Metrics.inFlightAdd(-1)
 	timeout := admissionTimeout(req)
 	ctx, cancel := context.WithTimeout(req.Context(), reviewDeadline(timeout))
 	defer cancel()
@@ -162,6 +164,7 @@ func (h *Handler) validate(w http.ResponseWriter, req *http.Request) {
 	}
 	review, objs, err := decodeReview(body)
 	if err != nil {
+		h.Reviewer.Metrics.failed(CauseDecode)
 		writeText(w, http.StatusBadRequest, err.Error())
 		return
 	}

@@ -37,6 +37,11 @@ type Reviewer struct {
 	Cluster evaluation.Cluster
 	// Logf, when set, gets one line per review and the stack of any panic.
 	Logf func(format string, args ...any)
+	// LogFields, when set, gets the line of each review as fields instead
+	// of Logf (Logger.Fields: text or JSON).
+	LogFields func(msg string, fields []LogField)
+	// Metrics, when set, records each review.
+	Metrics *Metrics
 }
 
 // WebhookSettings returns the settings the webhook evaluates with: cfg with
@@ -95,8 +100,18 @@ func objectsOf(req *admissionv1.AdmissionRequest) objects {
 // review is Review with the request's objects decoded.
 func (r *Reviewer) review(ctx context.Context, req *admissionv1.AdmissionRequest, objs objects) *admissionv1.AdmissionResponse {
 	start := time.Now()
-	v := r.judge(ctx, req, objs)
+	rr := r
+	var counted *countingCluster
+	if r.Cluster != nil {
+		copied := *r
+		copied.Cluster, counted = counting(r.Cluster)
+		rr = &copied
+	}
+	v := rr.judge(ctx, req, objs)
 	v.late = v.err != nil && outOfTime(ctx, v.err)
+	if counted != nil {
+		r.Metrics.addObjectsRead(int(counted.read.Load()))
+	}
 	return r.log(req, v, start)
 }
 
@@ -129,8 +144,14 @@ func (r *Reviewer) log(req *admissionv1.AdmissionRequest, v verdict, start time.
 		v.err = fmt.Errorf("%w: %w", ErrPanic, v.err)
 	}
 	resp := r.respond(req, v)
-	if r.Logf != nil {
-		r.Logf("%s", logLine(req, v, resp, time.Since(start)))
+	took := time.Since(start)
+	r.Metrics.observe(req.Operation, v, took)
+	fields := logFields(req, v, resp, took)
+	switch {
+	case r.LogFields != nil:
+		r.LogFields("review", fields)
+	case r.Logf != nil:
+		r.Logf("%s", textLine("review", fields))
 	}
 	return resp
 }
@@ -168,11 +189,11 @@ func (r *Reviewer) judgeUpdate(ctx context.Context, objs objects) verdict {
 	oldCRD, newCRD := objs.oldCRD, objs.newCRD
 	switch {
 	case objs.err != nil:
-		return verdict{err: objs.err}
+		return verdict{err: asDecodeError(objs.err)}
 	case oldCRD == nil:
-		return verdict{err: errors.New("the request has no oldObject")}
+		return verdict{err: asDecodeError(errors.New("the request has no oldObject"))}
 	case newCRD == nil:
-		return verdict{err: errors.New("the request has no object")}
+		return verdict{err: asDecodeError(errors.New("the request has no object"))}
 	}
 	switch {
 	case oldCRD.DeletionTimestamp != nil:
@@ -195,11 +216,11 @@ func (r *Reviewer) judgeStatus(ctx context.Context, objs objects) verdict {
 	oldCRD, newCRD := objs.oldCRD, objs.newCRD
 	switch {
 	case objs.err != nil:
-		return verdict{err: objs.err}
+		return verdict{err: asDecodeError(objs.err)}
 	case oldCRD == nil:
-		return verdict{err: errors.New("the request has no oldObject")}
+		return verdict{err: asDecodeError(errors.New("the request has no oldObject"))}
 	case newCRD == nil:
-		return verdict{err: errors.New("the request has no object")}
+		return verdict{err: asDecodeError(errors.New("the request has no object"))}
 	}
 	sv, err := evaluation.JudgeStoredVersions(ctx, r.Cluster, oldCRD, newCRD, r.Settings)
 	switch {
@@ -216,7 +237,7 @@ func (r *Reviewer) judgeStatus(ctx context.Context, objs objects) verdict {
 func (r *Reviewer) judgeDelete(ctx context.Context, req *admissionv1.AdmissionRequest, objs objects) verdict {
 	crd := objs.oldCRD
 	if objs.err != nil {
-		return verdict{err: objs.err}
+		return verdict{err: asDecodeError(objs.err)}
 	}
 	if crd == nil {
 		// The apiserver sends the object being deleted since 1.15; read
@@ -318,23 +339,27 @@ func deny(resp *admissionv1.AdmissionResponse, msg string) *admissionv1.Admissio
 	return resp
 }
 
-// logLine is the one log line of a review.
-func logLine(req *admissionv1.AdmissionRequest, v verdict, resp *admissionv1.AdmissionResponse, took time.Duration) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "review uid=%s op=%s crd=%s user=%q dryRun=%t allowed=%t", req.UID, req.Operation, req.Name,
-		req.UserInfo.Username, req.DryRun != nil && *req.DryRun, resp.Allowed)
+// logFields are the fields of the one log line of a review.
+func logFields(req *admissionv1.AdmissionRequest, v verdict, resp *admissionv1.AdmissionResponse, took time.Duration) []LogField {
+	fields := []LogField{
+		{Key: "uid", Value: string(req.UID)},
+		{Key: "op", Value: string(req.Operation)},
+		{Key: "crd", Value: req.Name},
+		{Key: "user", Value: req.UserInfo.Username, Quote: true},
+		{Key: "dryRun", Value: req.DryRun != nil && *req.DryRun},
+		{Key: "allowed", Value: resp.Allowed},
+	}
 	switch {
 	case v.skip != "":
-		fmt.Fprintf(&b, " skipped=%q", v.skip)
+		fields = append(fields, LogField{Key: "skipped", Value: v.skip, Quote: true})
 	case v.err != nil:
-		fmt.Fprintf(&b, " error=%q", v.err.Error())
+		fields = append(fields, LogField{Key: "error", Value: v.err.Error(), Quote: true})
 	default:
 		errs, warns := report.Count(v.findings)
-		fmt.Fprintf(&b, " errors=%d warnings=%d", errs, warns)
+		fields = append(fields, LogField{Key: "errors", Value: errs}, LogField{Key: "warnings", Value: warns})
 	}
 	if v.waiver != "" {
-		fmt.Fprintf(&b, " waived=%q", v.waiver)
+		fields = append(fields, LogField{Key: "waived", Value: v.waiver, Quote: true})
 	}
-	fmt.Fprintf(&b, " took=%s", took.Round(time.Millisecond))
-	return b.String()
+	return append(fields, LogField{Key: "took", Value: took.Round(time.Millisecond)})
 }

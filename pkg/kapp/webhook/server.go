@@ -31,6 +31,14 @@ type Server struct {
 	// Listening, when set, is called with the address once the server
 	// listens.
 	Listening func(addr net.Addr)
+
+	// MetricsBindAddress, when not empty, is the host:port where Metrics
+	// are served over plain HTTP at MetricsPath (port 0: any free port).
+	MetricsBindAddress string
+	Metrics            *Metrics
+	// MetricsListening, when set, is called with the metrics address once
+	// it listens.
+	MetricsListening func(addr net.Addr)
 }
 
 // shutdownGrace bounds how long the reviews in flight get to finish on
@@ -74,6 +82,31 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.Logf != nil {
 		// TLS handshake errors and the like, through the same log.
 		srv.ErrorLog = log.New(logWriter(s.Logf), "", 0)
+	}
+	var metricsSrv *http.Server
+	if s.MetricsBindAddress != "" && s.Metrics != nil {
+		mln, err := net.Listen("tcp", s.MetricsBindAddress)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("listening on %s for metrics: %w", s.MetricsBindAddress, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle(MetricsPath, s.Metrics.Handler())
+		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+			WriteTimeout: 30 * time.Second, IdleTimeout: 90 * time.Second, MaxHeaderBytes: 64 << 10}
+		if s.Logf != nil {
+			metricsSrv.ErrorLog = log.New(logWriter(s.Logf), "", 0)
+		}
+		if s.MetricsListening != nil {
+			s.MetricsListening(mln.Addr())
+		}
+		s.logf("serving metrics on http://%s%s", mln.Addr(), MetricsPath)
+		go func() {
+			if err := metricsSrv.Serve(mln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.logf("serving metrics: %v", err)
+			}
+		}()
+		defer func() { _ = metricsSrv.Close() }()
 	}
 	if s.Listening != nil {
 		s.Listening(ln.Addr())

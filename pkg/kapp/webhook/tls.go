@@ -69,6 +69,17 @@ func (c *CertReloader) Ready() error {
 	return nil
 }
 
+// NotAfter is the end of validity of the certificate served (the first
+// of the chain); zero when none is loaded.
+func (c *CertReloader) NotAfter() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cert == nil || c.cert.Leaf == nil {
+		return time.Time{}
+	}
+	return c.cert.Leaf.NotAfter
+}
+
 // GetCertificate is tls.Config.GetCertificate.
 func (c *CertReloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	c.mu.Lock()

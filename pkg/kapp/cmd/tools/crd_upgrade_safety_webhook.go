@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log"
 	"net"
 	"os"
 	"os/signal"
@@ -30,6 +29,8 @@ type CRDUpgradeSafetyWebhookServingFlags struct {
 	TLSPrivateKeyFile   string
 	MaxRequestsInflight int
 	ShutdownDelay       time.Duration
+	MetricsBindAddress  string
+	LogFormat           string
 }
 
 // DefaultWebhookPort is the default of --secure-port.
@@ -48,6 +49,10 @@ func (s *CRDUpgradeSafetyWebhookServingFlags) Set(cmd *cobra.Command) {
 		"Set maximum number of reviews evaluated at once; the others wait within their deadline (0: twice the number of CPUs, at least 4)")
 	cmd.Flags().DurationVar(&s.ShutdownDelay, "shutdown-delay-duration", 0,
 		"Set time to keep serving after SIGTERM with /readyz failing, so that endpoints stop routing to this replica first")
+	cmd.Flags().StringVar(&s.MetricsBindAddress, "metrics-bind-address", "",
+		"Set host:port on which to serve Prometheus metrics at /metrics over plain HTTP, apart from the reviews (e.g. :8080; empty: off)")
+	cmd.Flags().StringVar(&s.LogFormat, "log-format", webhook.LogFormatText,
+		"Set log format: text (a timestamp and key=value fields, one line per review) or json (one JSON object per line)")
 }
 
 type CRDUpgradeSafetyWebhookOptions struct {
@@ -68,6 +73,9 @@ type CRDUpgradeSafetyWebhookOptions struct {
 	Context context.Context
 	// Listening, when set, is told the address once the server listens.
 	Listening func(net.Addr)
+	// MetricsListening, when set, is told the metrics address once it
+	// listens.
+	MetricsListening func(net.Addr)
 }
 
 func NewCRDUpgradeSafetyWebhookOptions(ui ui.UI, depsFactory cmdcore.DepsFactory) *CRDUpgradeSafetyWebhookOptions {
@@ -103,7 +111,11 @@ within liveChecksTimeout; when the live checks cannot finish, failMode decides:
 closed denies, open allows with a warning.
 
 The cluster is reached with kapp's usual kubeconfig flags, or the pod's service
-account when run in a pod. Install manifests: examples/webhook; docs/webhook.md.`,
+account when run in a pod. Install manifests: examples/webhook; docs/webhook.md.
+
+--metrics-bind-address serves Prometheus metrics at /metrics over plain HTTP on an
+address of its own (off by default); --log-format json writes the log, one line
+per review, as JSON objects.`,
 		RunE: func(_ *cobra.Command, _ []string) error { return o.Run() },
 		Example: `
   # Serve on all interfaces, port 9443, with the settings of a file
@@ -127,6 +139,19 @@ func (o *CRDUpgradeSafetyWebhookOptions) Run() error {
 	if f.MaxRequestsInflight < 0 || f.ShutdownDelay < 0 {
 		return fmt.Errorf("expected --max-requests-inflight and --shutdown-delay-duration not to be negative")
 	}
+	out := o.Log
+	if out == nil {
+		out = os.Stderr
+	}
+	logger, err := webhook.NewLogger(out, f.LogFormat)
+	if err != nil {
+		return fmt.Errorf("--log-format: %w", err)
+	}
+	if f.MetricsBindAddress != "" {
+		if _, _, err := net.SplitHostPort(f.MetricsBindAddress); err != nil {
+			return fmt.Errorf("expected --metrics-bind-address as host:port: %w", err)
+		}
+	}
 	cfg := config.Default()
 	if o.ConfigFile != "" {
 		var err error
@@ -145,11 +170,6 @@ func (o *CRDUpgradeSafetyWebhookOptions) Run() error {
 		return err
 	}
 
-	out := o.Log
-	if out == nil {
-		out = os.Stderr
-	}
-	logger := log.New(out, "", log.LstdFlags|log.LUTC)
 	inflight := f.MaxRequestsInflight
 	if inflight == 0 {
 		inflight = max(4, 2*goruntime.GOMAXPROCS(0))
@@ -157,15 +177,23 @@ func (o *CRDUpgradeSafetyWebhookOptions) Run() error {
 	logger.Printf("settings: mode %s, failMode %s, %d exemptions, liveChecksTimeout %s (config: %s); at most %d reviews at once",
 		cfg.Mode, cfg.FailMode, len(cfg.Exemptions), cfg.LiveChecksTimeout, orDefault(o.ConfigFile, "built-in defaults"), inflight)
 
-	reviewer := &webhook.Reviewer{Settings: &cfg, Cluster: cluster, Logf: logger.Printf}
+	certs := &webhook.CertReloader{CertFile: f.TLSCertFile, KeyFile: f.TLSPrivateKeyFile, Logf: logger.Printf}
+	var metrics *webhook.Metrics
+	if f.MetricsBindAddress != "" {
+		metrics = webhook.NewMetrics(certs)
+	}
+	reviewer := &webhook.Reviewer{Settings: &cfg, Cluster: cluster, Logf: logger.Printf, LogFields: logger.Fields, Metrics: metrics}
 	srv := &webhook.Server{
-		BindAddress:   f.BindAddress,
-		SecurePort:    f.SecurePort,
-		Certs:         &webhook.CertReloader{CertFile: f.TLSCertFile, KeyFile: f.TLSPrivateKeyFile, Logf: logger.Printf},
-		Handler:       webhook.NewHandler(reviewer, inflight),
-		ShutdownDelay: f.ShutdownDelay,
-		Logf:          logger.Printf,
-		Listening:     o.Listening,
+		BindAddress:        f.BindAddress,
+		SecurePort:         f.SecurePort,
+		Certs:              certs,
+		Handler:            webhook.NewHandler(reviewer, inflight),
+		ShutdownDelay:      f.ShutdownDelay,
+		Logf:               logger.Printf,
+		Listening:          o.Listening,
+		MetricsBindAddress: f.MetricsBindAddress,
+		Metrics:            metrics,
+		MetricsListening:   o.MetricsListening,
 	}
 	ctx := o.Context
 	if ctx == nil {

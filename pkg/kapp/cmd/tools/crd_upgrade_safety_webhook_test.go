@@ -6,10 +6,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,6 +77,88 @@ func TestWebhookCommand(t *testing.T) {
 	require.Contains(t, log.String(), "stopped")
 }
 
+// TestWebhookCommandMetricsAndJSONLogs runs the command with
+// --metrics-bind-address and --log-format json: a review shows in the
+// metrics, and every log line is a JSON object.
+func TestWebhookCommandMetricsAndJSONLogs(t *testing.T) {
+	cert, err := webhooktest.WriteCert(t.TempDir())
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	listening, metricsListening := make(chan net.Addr, 1), make(chan net.Addr, 1)
+	var log syncBuffer
+	o := NewCRDUpgradeSafetyWebhookOptions(ui.NewNoopUI(), nil)
+	o.Cluster = func() (evaluation.Cluster, error) { return &evaluationtest.Cluster{}, nil }
+	o.Context, o.Log = ctx, &log
+	o.Listening, o.MetricsListening = func(a net.Addr) { listening <- a }, func(a net.Addr) { metricsListening <- a }
+	cmd := NewCRDUpgradeSafetyWebhookCmd(o, cmdcore.FlagsFactory{})
+	cmd.SetArgs([]string{"--bind-address", "127.0.0.1", "--secure-port", "0", "--tls-cert-file", cert.CertFile,
+		"--tls-private-key-file", cert.KeyFile, "--metrics-bind-address", "127.0.0.1:0", "--log-format", "json"})
+	done := make(chan error, 1)
+	go func() { done <- cmd.Execute() }()
+	var addr, maddr net.Addr
+	for addr == nil || maddr == nil {
+		select {
+		case addr = <-listening:
+		case maddr = <-metricsListening:
+		case err := <-done:
+			t.Fatalf("the command ended: %v", err)
+		}
+	}
+
+	req, err := webhooktest.Request(admissionv1.Update, testcrd.MustCRD(t, testcrd.UnsafeCRD), testcrd.MustCRD(t, testcrd.OldCRD))
+	require.NoError(t, err)
+	body, err := webhooktest.Review(req)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(cert.PEM)
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	resp, err := client.Post("https://"+addr.String()+"/validate?timeout=10s", "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+
+	resp, err = http.Get("http://" + maddr.String() + "/metrics")
+	require.NoError(t, err)
+	metrics, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Contains(t, string(metrics), `crd_upgrade_safety_webhook_review_duration_seconds_count{decision="denied",operation="update"} 1`+"\n")
+	require.Regexp(t, `(?m)^crd_upgrade_safety_webhook_certificate_expiry_timestamp_seconds [1-9]`, string(metrics))
+
+	cancel()
+	require.NoError(t, <-done)
+	var reviews int
+	for _, line := range strings.Split(strings.TrimSpace(log.String()), "\n") {
+		var fields map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &fields), line)
+		require.NotEmpty(t, fields["time"])
+		if fields["msg"] == "review" {
+			reviews++
+			require.Equal(t, string(req.UID), fields["uid"])
+			require.Equal(t, false, fields["allowed"])
+		}
+	}
+	require.Equal(t, 1, reviews)
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 func TestWebhookCommandErrors(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
@@ -86,6 +171,10 @@ func TestWebhookCommandErrors(t *testing.T) {
 		{[]string{"--tls-cert-file", "c", "--tls-private-key-file", "k", "--secure-port", "70000"}, "expected --secure-port between 0 and 65535, got 70000"},
 		{[]string{"--tls-cert-file", "c", "--tls-private-key-file", "k", "--config", bad},
 			"reading --config: file " + bad + `: mode: unknown value "sometimes" (allowed: error, warn)`},
+		{[]string{"--tls-cert-file", "c", "--tls-private-key-file", "k", "--log-format", "logfmt"},
+			`--log-format: unknown value "logfmt" (allowed: json, text)`},
+		{[]string{"--tls-cert-file", "c", "--tls-private-key-file", "k", "--metrics-bind-address", "8080"},
+			"expected --metrics-bind-address as host:port: address 8080: missing port in address"},
 	} {
 		o := NewCRDUpgradeSafetyWebhookOptions(ui.NewNoopUI(), nil)
 		o.Cluster = func() (evaluation.Cluster, error) { return &evaluationtest.Cluster{}, nil }
