@@ -206,6 +206,12 @@ func notOurs(warnings []string) []string {
 	return out
 }
 
+// dryRunUnsupported is how the apiserver's admission says that a webhook
+// cannot be called on a dry run (k8s.io/apiserver's
+// webhookerrors.NewDryRunUnsupportedErr): external text, the one kind a
+// decision may read.
+const dryRunUnsupported = "does not support dry run"
+
 // refusal reports whether err is the apiserver refusing a request it
 // understood (validation, admission webhooks and policies, authorization:
 // status 400, 403, 413 or 422), as opposed to failing to answer it or a
@@ -224,8 +230,10 @@ func refusal(err error) ([]crdupgradesafety.Rejection, bool) {
 		return nil, false
 	}
 	// A webhook that cannot run without side effects makes the dry run
-	// fail, not the request: the dry run cannot tell.
-	if strings.Contains(s.Message, "does not support dry run") {
+	// fail, not the request: the dry run cannot tell. The apiserver says so
+	// only in its message (TestDryRunUnsupportedIsTheAPIServersWords pins
+	// the words to its own constructor).
+	if strings.Contains(s.Message, dryRunUnsupported) {
 		return nil, false
 	}
 	var rs []crdupgradesafety.Rejection
