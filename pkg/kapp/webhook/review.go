@@ -186,15 +186,10 @@ func (r *Reviewer) judge(ctx context.Context, req *admissionv1.AdmissionRequest,
 }
 
 func (r *Reviewer) judgeUpdate(ctx context.Context, objs objects) verdict {
-	oldCRD, newCRD := objs.oldCRD, objs.newCRD
-	switch {
-	case objs.err != nil:
-		return verdict{err: asDecodeError(objs.err)}
-	case oldCRD == nil:
-		return verdict{err: asDecodeError(errors.New("the request has no oldObject"))}
-	case newCRD == nil:
-		return verdict{err: asDecodeError(errors.New("the request has no object"))}
+	if err := objs.bothCRDs(); err != nil {
+		return verdict{err: err}
 	}
+	oldCRD, newCRD := objs.oldCRD, objs.newCRD
 	switch {
 	case oldCRD.DeletionTimestamp != nil:
 		// The deletion was judged on DELETE; the apiserver's finalizer
@@ -208,20 +203,29 @@ func (r *Reviewer) judgeUpdate(ctx context.Context, objs objects) verdict {
 	return verdict{findings: res.Findings, err: err, waiver: newCRD.Annotations[config.WaiveAnnotation]}
 }
 
+// bothCRDs is the decode error of an update's review (of the CRD or of its
+// status): either object missing or undecodable; nil when both are there.
+func (o objects) bothCRDs() error {
+	switch {
+	case o.err != nil:
+		return asDecodeError(o.err)
+	case o.oldCRD == nil:
+		return asDecodeError(errors.New("the request has no oldObject"))
+	case o.newCRD == nil:
+		return asDecodeError(errors.New("the request has no object"))
+	}
+	return nil
+}
+
 // judgeStatus judges a write of a CRD's status: a drop of versions from
 // status.storedVersions needs evidence that no object is stored in them
 // (evaluation.JudgeStoredVersions); any other status write passes (the
 // registration calls the webhook only for drops: examples/webhook).
 func (r *Reviewer) judgeStatus(ctx context.Context, objs objects) verdict {
-	oldCRD, newCRD := objs.oldCRD, objs.newCRD
-	switch {
-	case objs.err != nil:
-		return verdict{err: asDecodeError(objs.err)}
-	case oldCRD == nil:
-		return verdict{err: asDecodeError(errors.New("the request has no oldObject"))}
-	case newCRD == nil:
-		return verdict{err: asDecodeError(errors.New("the request has no object"))}
+	if err := objs.bothCRDs(); err != nil {
+		return verdict{err: err}
 	}
+	oldCRD, newCRD := objs.oldCRD, objs.newCRD
 	sv, err := evaluation.JudgeStoredVersions(ctx, r.Cluster, oldCRD, newCRD, r.Settings)
 	switch {
 	case err != nil:
