@@ -528,3 +528,14 @@ func baseApp(t *testing.T) (*env, names) {
 	e.createCRs(t, n, "base/crs.yaml")
 	return e, n
 }
+
+// untilServed runs f until it succeeds or 30s have passed: the API of a
+// just-established CRD (or a version just added) may not be served yet.
+func untilServed[T any](f func() (T, error)) (T, error) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(300 * time.Millisecond) {
+		out, err := f()
+		if err == nil || time.Now().After(deadline) {
+			return out, err
+		}
+	}
+}

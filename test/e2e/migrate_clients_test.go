@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,18 +25,6 @@ import (
 
 // fluxApplyManager is kustomize-controller's field manager.
 const fluxApplyManager = "kustomize-controller"
-
-// untilServed runs f until it succeeds or 30s have passed: the API of a
-// just-established CRD may not be served yet.
-func untilServed(f func() (string, error)) (string, error) {
-	var out string
-	var err error
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(300 * time.Millisecond) {
-		if out, err = f(); err == nil || time.Now().After(deadline) {
-			return out, err
-		}
-	}
-}
 
 // walkToV1 deploys release 2 and 3 (v1 storage, v1alpha1 unserved), runs
 // crd-migrate-storage with method ("" for auto), and deploys release 4

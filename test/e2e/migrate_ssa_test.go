@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -63,14 +62,7 @@ func TestMigrateStorageKeepsServerSideApplyWorking(t *testing.T) {
 			}
 
 			e.deployOK(t, n.App, []string{crdDir(t, n, "migrate/1-v1alpha1.yaml")}, preflightFlag)
-			var out string
-			var err error
-			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(300 * time.Millisecond) {
-				// The API of a just-established CRD may not be served yet.
-				if out, err = apply("flux", "v1alpha1", "red", 1); err == nil || time.Now().After(deadline) {
-					break
-				}
-			}
+			out, err := untilServed(func() (string, error) { return apply("flux", "v1alpha1", "red", 1) })
 			require.NoError(t, err, out)
 			e.deployOK(t, n.App, []string{crdDir(t, n, "migrate/2-v1-storage.yaml")}, preflightFlag)
 			e.deployOK(t, n.App, []string{crdDir(t, n, "migrate/3-v1alpha1-unserved.yaml")}, preflightFlag)
@@ -131,14 +123,10 @@ func TestManagedFieldsBlockVersionRemoval(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(ssaObject(n, "v1alpha1", "red", 1)), 0o600))
 
 	e.deployOK(t, n.App, []string{crdDir(t, n, "migrate/1-v1alpha1.yaml")}, preflightFlag)
-	var out []byte
-	var err error
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(300 * time.Millisecond) {
-		out, err = exec.Command(kubectl, "--kubeconfig", e.kubeconfig, "apply", "--server-side", "--field-manager=flux", "-f", path).CombinedOutput()
-		if err == nil || time.Now().After(deadline) {
-			break
-		}
+	applyFlux := func() ([]byte, error) {
+		return exec.Command(kubectl, "--kubeconfig", e.kubeconfig, "apply", "--server-side", "--field-manager=flux", "-f", path).CombinedOutput()
 	}
+	out, err := untilServed(applyFlux)
 	require.NoError(t, err, string(out))
 	e.deployOK(t, n.App, []string{crdDir(t, n, "migrate/2-v1-storage.yaml")}, preflightFlag)
 	r := e.migrate(t, "--crd", n.CRD, "--to", "v1", "--method=rewrite", "-y")
@@ -146,7 +134,7 @@ func TestManagedFieldsBlockVersionRemoval(t *testing.T) {
 
 	// The rewrite moved flux's entry; write it back at v1alpha1, as a
 	// manager that still applies at v1alpha1 would.
-	out, err = exec.Command(kubectl, "--kubeconfig", e.kubeconfig, "apply", "--server-side", "--field-manager=flux", "-f", path).CombinedOutput()
+	out, err = applyFlux()
 	require.NoError(t, err, string(out))
 
 	r = e.deployOK(t, n.App, []string{crdDir(t, n, "migrate/3-v1alpha1-unserved.yaml")}, preflightFlag)
@@ -171,16 +159,11 @@ func TestOwnerReferencesBlockVersionRemoval(t *testing.T) {
 	n := newNames(t)
 	e.cleanupApp(t, n.App)
 	e.deployOK(t, n.App, []string{crdDir(t, n, "migrate/2-v1-storage.yaml")}, preflightFlag)
-	var owner *unstructured.Unstructured
-	var err error
 	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": group + "/v1alpha1", "kind": n.Kind,
 		"metadata": map[string]any{"name": "owner", "namespace": "default"}, "spec": map[string]any{"color": "red"}}}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(300 * time.Millisecond) {
-		// The API of a just-established CRD may not be served yet.
-		if owner, err = e.dyn.Resource(n.gvr("v1alpha1")).Namespace("default").Create(tctx(t), obj, metav1.CreateOptions{}); err == nil || time.Now().After(deadline) {
-			break
-		}
-	}
+	owner, err := untilServed(func() (*unstructured.Unstructured, error) {
+		return e.dyn.Resource(n.gvr("v1alpha1")).Namespace("default").Create(tctx(t), obj, metav1.CreateOptions{})
+	})
 	require.NoError(t, err)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "dependent-" + n.Singular, Namespace: "default",
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: group + "/v1alpha1", Kind: n.Kind, Name: "owner", UID: owner.GetUID()}}}}

@@ -2,12 +2,10 @@ package e2e
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // TestStoragePruningBlocksUpdate: the second scenario of issue 31. An update
@@ -36,22 +34,12 @@ func TestStoragePruningBlocksUpdate(t *testing.T) {
 	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": group + "/v1beta3", "kind": n.Kind,
 		"metadata": map[string]any{"name": "policy", "namespace": "default"},
 		"spec":     map[string]any{"target": "db", "accessPolicy": "deny"}}}
-	created, err := createWhenServed(t, e, n.gvr("v1beta3"), obj)
+	created, err := untilServed(func() (*unstructured.Unstructured, error) {
+		return e.dyn.Resource(n.gvr("v1beta3")).Namespace("default").Create(tctx(t), obj, metav1.CreateOptions{})
+	})
 	require.NoError(t, err)
 	got, err := e.dyn.Resource(n.gvr("v1beta3")).Namespace("default").Get(tctx(t), created.GetName(), metav1.GetOptions{})
 	require.NoError(t, err)
 	spec, _, _ := unstructured.NestedMap(got.Object, "spec")
 	require.Equal(t, map[string]any{"target": "db"}, spec, "accessPolicy written through v1beta3 is pruned by the storage version")
-}
-
-// createWhenServed creates obj at gvr, retrying for a while: the API of a
-// version added a moment ago may not be served yet.
-func createWhenServed(t *testing.T, e *env, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(300 * time.Millisecond) {
-		created, err := e.dyn.Resource(gvr).Namespace(obj.GetNamespace()).Create(tctx(t), obj, metav1.CreateOptions{})
-		if err == nil || time.Now().After(deadline) {
-			return created, err
-		}
-	}
 }
