@@ -98,6 +98,19 @@ func TestRunOwnerReferences(t *testing.T) {
 	}, lines)
 	require.Equal(t, []string{"example.com/v1alpha1 Widget"}, cluster.DependentsAsked)
 
+	// checks.crd.ownerReferences.enabled false: nothing is read.
+	off := config.Default()
+	off.Checks.CRD.OwnerReferences.Enabled = false
+	cluster = &evaluationtest.Cluster{Dependents: []evaluationtest.Dependent{dep("configmaps", "default/w1-config", "example.com/v1alpha1")}}
+	res, err = evaluation.Run(context.Background(), evaluation.Request{
+		Plan:     evaluation.Plan{Pairs: []evaluation.Pair{{Old: twoVersions, New: testcrd.MustCRD(t, testcrd.OldCRD)}}},
+		Settings: &off, Cluster: func() (evaluation.Cluster, error) { return cluster, nil }})
+	require.NoError(t, err)
+	for _, f := range res.Findings {
+		require.NotEqual(t, config.CheckOwnerReferences, f.Check)
+	}
+	require.Empty(t, cluster.DependentsAsked, "disabled: nothing read")
+
 	cluster = &evaluationtest.Cluster{}
 	_, err = evaluation.Run(context.Background(), evaluation.Request{
 		Plan:     evaluation.Plan{Pairs: []evaluation.Pair{{Old: testcrd.MustCRD(t, testcrd.OldCRD), New: testcrd.MustCRD(t, testcrd.SafeCRD)}}},
