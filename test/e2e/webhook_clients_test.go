@@ -55,13 +55,14 @@ func helmCRDChart(t *testing.T, n names, template string) string {
 	})
 }
 
-// helmClients are the Helm CLIs under test: Helm 3 and Helm 4.
+// helmClients are the Helm CLIs under test: Helm 3 and Helm 4, each
+// with the major version `helm version` must report.
 var helmClients = []struct {
-	name string
-	new  func(t *testing.T, e *env) helmRun
+	name, major string
+	new         func(t *testing.T, e *env) helmRun
 }{
-	{"helm3", newHelm3},
-	{"helm4", newHelm},
+	{"helm3", "v3.", newHelm3},
+	{"helm4", "v4.", newHelm},
 }
 
 // helmCRDRelease installs release n.App of the chart holding the base CRD
@@ -103,12 +104,15 @@ func TestWebhookHelmUpgrade(t *testing.T) {
 			t.Parallel()
 			e := setup(t)
 			h := c.new(t, e)
+			out, err := h.run(t, "version", "--short")
+			require.NoError(t, err, out)
+			require.Truef(t, strings.HasPrefix(out, c.major), "not Helm %s: %s", c.major, out)
 			n := newNames(t)
 			e.helmCRDRelease(t, h, n)
 			before := e.snapshot(t, n)
 			rv := e.getCRD(t, n).GetResourceVersion()
 
-			out, err := h.run(t, "upgrade", n.App, helmCRDChart(t, n, clientsUnsafe), "--namespace", "default")
+			out, err = h.run(t, "upgrade", n.App, helmCRDChart(t, n, clientsUnsafe), "--namespace", "default")
 			require.Contains(t, out, "UPGRADE FAILED")
 			e.requireClientRefused(t, n, out, err, before, rv)
 
