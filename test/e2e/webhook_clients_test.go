@@ -8,7 +8,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -129,7 +131,8 @@ func TestWebhookHelmUpgrade(t *testing.T) {
 // custom resources are still there. Helm's error names only the release
 // ("failed to delete release: NAME"); the cause, with the webhook's
 // finding, is in its --debug output (helm/helm#12829), which a second
-// uninstall shows.
+// uninstall shows. With the waiver annotation on the CRD, the uninstall
+// then goes through.
 func TestWebhookHelmUninstall(t *testing.T) {
 	t.Parallel()
 	for _, c := range helmClients {
@@ -155,6 +158,15 @@ func TestWebhookHelmUninstall(t *testing.T) {
 			requireFinding(t, out, "crdDeletion", n.CRD, "deleting the CRD would delete its 2 existing custom resources")
 			require.Len(t, deniedDelete.FindAllString(p.log.String(), -1), 2)
 			e.requireUnchanged(t, n, before)
+
+			// The documented way to delete it on purpose (docs/webhook.md):
+			// the waiver on the CRD, then the uninstall again.
+			e.annotateCRD(t, n, map[string]string{config.WaiveAnnotation: "crdDeletion", config.WaiveReasonAnnotation: "e2e: data no longer needed"})
+			out, err = h.run(t, "uninstall", n.App, "--namespace", "default")
+			require.NoError(t, err, out)
+			require.Contains(t, out, `release "`+n.App+`" uninstalled`)
+			require.Eventually(t, func() bool { return e.getCRD(t, n) == nil }, 30*time.Second, 200*time.Millisecond,
+				"CRD %s still exists after the uninstall", n.CRD)
 		})
 	}
 }
