@@ -64,6 +64,16 @@ mapfile -t ssaclients_env < <(hack/ssaclients.sh test-env)
   exit 1
 }
 
+# Helm 3 (helm.sh/helm/v3), built from source likewise (its own module and
+# folder), for the tests of real clients against the webhook
+# (test/e2e/webhook_clients_test.go): HELM3.
+section "build Helm 3"
+mapfile -t helm3_env < <(hack/helm3.sh test-env)
+[[ ${#helm3_env[@]} -eq 1 ]] || {
+  echo "hack/helm3.sh test-env failed" >&2
+  exit 1
+}
+
 # Stopped in reverse order on exit: kapp-controller (after the tests have
 # deleted their Apps), then the cluster; only what this run started.
 started_cluster=false started_controller=false started_upstream_controller=false
@@ -111,7 +121,7 @@ mapfile -t cluster_env < <(hack/cluster.sh test-env)
   exit 1
 }
 version="$(printf '%s\n' "${cluster_env[@]}" | sed -n 's/^KUBE_VERSION=//p')"
-test_env=(KAPP_E2E_BINARY="$ROOT/bin/kapp" KAPP_UPSTREAM_BINARY="$KAPP_UPSTREAM_BINARY" "${cluster_env[@]}" "${ssaclients_env[@]}")
+test_env=(KAPP_E2E_BINARY="$ROOT/bin/kapp" KAPP_UPSTREAM_BINARY="$KAPP_UPSTREAM_BINARY" "${cluster_env[@]}" "${ssaclients_env[@]}" "${helm3_env[@]}")
 if $kapp_controller; then
   section "start kapp-controller"
   if hack/kapp-controller.sh status >/dev/null 2>&1; then

@@ -26,7 +26,8 @@ fi
 section "build what the end-to-end tests need, in the background"
 # The control plane of each Kubernetes version of the matrix, the server-side
 # apply clients (Helm 4 and Flux's apply library, hack/ssaclients.sh: about
-# 6 minutes on a cold cache) and kapp-controller: on a cold cache most of a
+# 6 minutes on a cold cache), Helm 3 (hack/helm3.sh: about
+# 3 minutes on a cold cache) and kapp-controller: on a cold cache most of a
 # CI run (about 15 minutes each on 2 cores for the control plane and
 # kapp-controller), so they build from here on, one after the other in the
 # order the tests need them, at the lowest CPU priority: on what the checks and unit
@@ -40,7 +41,7 @@ read -ra versions <<<"${KUBE_VERSIONS:-1.37 1.35}"
 mkdir -p .cache/test
 prebuild_log=.cache/test/background-build.log
 release_version=v0.0.0-test
-builds=("KUBE_VERSION=${versions[0]} hack/cluster.sh build" "hack/ssaclients.sh build" "hack/kapp-controller.sh build")
+builds=("KUBE_VERSION=${versions[0]} hack/cluster.sh build" "hack/ssaclients.sh build" "hack/helm3.sh build" "hack/kapp-controller.sh build")
 for v in "${versions[@]:1}"; do
   builds+=("KUBE_VERSION=$v hack/cluster.sh build")
 done

@@ -16,6 +16,8 @@
 //	FLUXAPPLY        a program applying with Flux's apply library, for the
 //	                 tests of real server-side apply clients (hack/ssaclients.sh
 //	                 builds both)
+//	HELM3            Helm 3's helm, for the tests of real clients against the
+//	                 webhook (hack/helm3.sh builds it)
 //
 // Without the first two the tests skip, except under CI=true, where they
 // fail; without one of the others, the tests that need it skip. hack/test.sh

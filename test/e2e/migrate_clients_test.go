@@ -134,7 +134,7 @@ func TestMigrateStorageKeepsFluxApplyWorking(t *testing.T) {
 	}
 }
 
-// helmRun runs the helm of $HELM against the test cluster with its own
+// helmRun runs a helm ($HELM, or $HELM3) against the test cluster with its own
 // Helm homes and, per call, a fresh discovery cache (a cached discovery
 // would hide what the apiserver serves now; a CI runner starts without one).
 type helmRun struct {
@@ -143,9 +143,22 @@ type helmRun struct {
 
 func newHelm(t *testing.T, e *env) helmRun {
 	t.Helper()
-	bin := os.Getenv("HELM")
+	return newHelmOf(t, e, "HELM", "Helm 4's helm (hack/ssaclients.sh builds it, hack/test-e2e.sh sets it)")
+}
+
+// newHelm3 is the helm of $HELM3: Helm 3 (webhook_clients_test.go).
+func newHelm3(t *testing.T, e *env) helmRun {
+	t.Helper()
+	return newHelmOf(t, e, "HELM3", "Helm 3's helm (hack/helm3.sh builds it, hack/test-e2e.sh sets it)")
+}
+
+// newHelmOf is the helm of the environment variable envVar (what: what it
+// is, for the skip message when it is unset).
+func newHelmOf(t *testing.T, e *env, envVar, what string) helmRun {
+	t.Helper()
+	bin := os.Getenv(envVar)
 	if bin == "" {
-		t.Skip("HELM is not set: the path of Helm 4's helm (hack/ssaclients.sh builds it, hack/test-e2e.sh sets it)")
+		t.Skip(envVar + " is not set: the path of " + what)
 	}
 	return helmRun{bin: bin, kubeconfig: e.kubeconfig, home: t.TempDir()}
 }
