@@ -16,13 +16,22 @@ const shortCommit = 7
 
 // BaselineText names a baseline: "v1.2.0 (abc1234)" for the revision's
 // own commit, "origin/main (merge base abc1234)" for the merge base of
-// the revision and HEAD when the revision moved on since.
+// the revision and HEAD when the revision moved on since. A revision given
+// as a commit hash (a pull request's base commit) is shortened like the
+// commit: "abc1234", "abc1234 (merge base def5678)".
 func BaselineText(b crdupgradesafety.Baseline) string {
 	c := b.Commit[:min(shortCommit, len(b.Commit))]
-	if b.MergeBase {
-		return b.Ref + " (merge base " + c + ")"
+	ref, isCommit := b.Ref, len(b.Ref) >= shortCommit && strings.Trim(strings.ToLower(b.Ref), "0123456789abcdef") == ""
+	if isCommit {
+		ref = strings.ToLower(ref[:shortCommit])
 	}
-	return b.Ref + " (" + c + ")"
+	switch {
+	case b.MergeBase:
+		return ref + " (merge base " + c + ")"
+	case isCommit:
+		return ref
+	}
+	return ref + " (" + c + ")"
 }
 
 // baselinesText names the baselines of a run: "v1.1.0 (abc1234) and

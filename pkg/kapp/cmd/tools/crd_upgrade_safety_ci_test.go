@@ -29,13 +29,6 @@ func codeBlock(t *testing.T, doc, first string) string {
 	return ""
 }
 
-// buildKapp builds cmd/kapp into dir, as the workflow's go install does.
-func buildKapp(t *testing.T, dir string) {
-	t.Helper()
-	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "kapp"), "github.com/crdsafety/kapp/cmd/kapp").CombinedOutput()
-	require.NoError(t, err, "building kapp: %s", out)
-}
-
 // ciRepos makes an upstream repository whose main branch holds the example
 // Widget CRD of release 2 at config/crds/widgets.yaml and whose branch pr
 // changes it to the unsafe release 3, and returns it with a clone of it
@@ -43,6 +36,10 @@ func buildKapp(t *testing.T, dir string) {
 func ciRepos(t *testing.T) (upstream, work string) {
 	t.Helper()
 	gittest.Env(t)
+	// Fixed times: the same commits every run, as the outputs docs/ci.md
+	// shows name them.
+	t.Setenv("GIT_AUTHOR_DATE", "2026-11-01T12:00:00Z")
+	t.Setenv("GIT_COMMITTER_DATE", "2026-11-01T12:00:00Z")
 	ex := func(name string) string {
 		data, err := os.ReadFile(filepath.Join(repoRoot, "examples", "crd-upgrade", name))
 		require.NoError(t, err)
@@ -96,8 +93,7 @@ func TestCIDocs(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(repoRoot, "docs", "ci.md"))
 	require.NoError(t, err)
 	doc := string(raw)
-	bin := t.TempDir()
-	buildKapp(t, bin)
+	bin := sharedKapp(t)
 
 	t.Run("workflow", func(t *testing.T) {
 		// Decoded as YAML 1.2, like GitHub ("on" is a key, not true), strictly.
