@@ -56,9 +56,10 @@ type Baseline struct {
 }
 
 // Rev is the git revision the files were read at, as positions and
-// origins name it: Ref, or the merge base's abbreviated commit.
+// origins name it: Ref, or the abbreviated commit for a merge base or a
+// Ref that is the full commit hash (a pull request's base commit).
 func (b Baseline) Rev() string {
-	if b.MergeBase {
+	if b.MergeBase || b.Ref == b.Commit {
 		return b.Commit[:min(shortCommit, len(b.Commit))]
 	}
 	return b.Ref
