@@ -101,7 +101,6 @@ func TestCIDocs(t *testing.T) {
 	bin := sharedKapp(t)
 
 	docPath := filepath.Join(repoRoot, "docs", "ci.md")
-	rel := serveRelease(t, "v1.0.0")
 	a := readAction(t)
 
 	// runWorkflow runs the steps of the workflow in the code block of
@@ -153,7 +152,7 @@ func TestCIDocs(t *testing.T) {
 					// kapp served from a local directory.
 					version := strings.TrimPrefix(step.Uses, "crdsafety/kapp@")
 					require.Equal(t, "v1.0.0", version)
-					with := map[string]string{"release-url": rel.url}
+					with := map[string]string{"release-url": serveRelease(t, version).url}
 					for k, v := range step.With {
 						with[k] = v
 					}
