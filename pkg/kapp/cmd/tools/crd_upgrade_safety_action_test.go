@@ -288,6 +288,17 @@ func TestCIAction(t *testing.T) {
 		require.Equal(t, 1, check.status, check.stdout+check.stderr)
 		require.Empty(t, r.outputs["sarif-file"])
 	})
+	t.Run("a shallow clone (actions/checkout's default depth)", func(t *testing.T) {
+		// main moves on after the pull request's base: fetched, the base
+		// commit and the merge base come with the history.
+		shallow := filepath.Join(t.TempDir(), "shallow")
+		gittest.Git(t, ".", "clone", "-q", "--depth", "1", "--single-branch", "--branch", "pr", "file://"+upstream, shallow)
+		r := runAction(t, a, shallow, with, github)
+		check := r.steps["check"]
+		require.Equal(t, 3, check.status, check.stdout+check.stderr)
+		require.Contains(t, check.stdout, "Fetching the history of this shallow clone, for the merge base\n")
+		require.Contains(t, check.stdout, "1 CRD checked against "+github["event.pull_request.base.sha"][:7]+", 1 unsafe: 4 errors, 0 warnings\n")
+	})
 	t.Run("a safe pull request", func(t *testing.T) {
 		gittest.Git(t, work, "checkout", "-q", "origin/main", "--", "config/crds/widgets.yaml")
 		t.Cleanup(func() { gittest.Git(t, work, "checkout", "-q", "HEAD", "--", "config/crds/widgets.yaml") })
