@@ -83,6 +83,9 @@ type Finding struct {
 	// verdict is the same on every supported version.
 	KubeVersionSince string
 	KubeVersion      string
+	// Baseline: the git commit the old CRD was read at, when the command
+	// compares with git revisions (--git-ref); nil otherwise.
+	Baseline *Baseline
 
 	// key identifies the finding from where it is made: what a reader's
 	// impact is joined back by (ApplyImpacts).

@@ -3,19 +3,22 @@
 // YAML or JSON files, directories, URLs or standard input, as `kapp deploy
 // -f` takes them (files.go); the documents decoded into typed CRDs and kapp
 // Config resources (decode.go); the same paths read at a git revision, for
-// --git-ref (git.go); and the file and line of a field of a CRD, for
-// findings (positions.go).
+// --git-ref (git.go: at the merge base of the revision and HEAD, or at its
+// tip), or as staged in git's index, for --git-staged; and the file and
+// line of a field of a CRD, for findings (positions.go).
 //
 // The API:
 //
 //   - Load reads one side (a list of --file values) into a Set; LoadPair
 //     reads an old and a new side, decoding their documents together, and
-//     LoadGitRef reads the old side at a git revision.
+//     LoadGitRef reads the old side at a git revision (returning the
+//     Baseline it read), LoadGitStaged the new side as staged.
 //   - A Set holds CRDs (each with its origin) and kapp Config resources.
 //   - A Locator gives the Position (file, line, git revision) of a Target:
 //     what a finding is about.
 //   - Every error about the documents themselves wraps ErrInvalidInput;
-//     --git-ref errors wrap ErrNotInGitRepository or ErrUnknownRevision.
+//     --git-ref errors wrap ErrNotInGitRepository, ErrUnknownRevision,
+//     ErrNoMergeBase or ErrShallowClone.
 //
 // The package knows nothing of the checks, the cluster or the commands'
 // flags beyond the file values they pass.

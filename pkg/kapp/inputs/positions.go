@@ -48,6 +48,9 @@ type pathSource struct {
 	ctlres.FileSource
 	path string // as given; for git, relative to the current directory
 	rev  string
+	// staged: the content read is the file as staged in git's index
+	// (--git-staged), which may differ from the file on disk.
+	staged bool
 }
 
 // newInputFile describes the source that data was read from.
@@ -57,7 +60,7 @@ func newInputFile(src ctlres.FileSource, data []byte) *inputFile {
 	switch {
 	case !ok: // standard input
 		return &inputFile{read: kept}
-	case ps.rev != "" || strings.Contains(ps.path, "://"):
+	case ps.rev != "" || ps.staged || strings.Contains(ps.path, "://"):
 		return &inputFile{path: displayPath(ps.path), rev: ps.rev, read: kept}
 	default:
 		path := ps.path

@@ -37,6 +37,9 @@ func GitHub(r Report) string {
 			if f.Remedy != nil {
 				msg += "\nWay forward: " + f.Remedy.Text
 			}
+			if r.severalBaselines() && f.Baseline != nil {
+				msg += "\nBaseline: " + f.baselineText() + "."
+			}
 			if at := locationText(f); at != "" && at != loc.String() {
 				msg += "\nAt " + at + "."
 			}

@@ -25,8 +25,14 @@ func Markdown(r Report) string {
 		}
 		fmt.Fprintf(&b, "\n#### %s: %s, %s, %s\n\n", mdCode(c.Name), state,
 			plural.Count(c.errors, "error", "errors"), plural.Count(c.warnings, "warning", "warnings"))
-		b.WriteString("| Severity | Version | Field | Check | Message | Location |\n")
-		b.WriteString("| --- | --- | --- | --- | --- | --- |\n")
+		several := r.severalBaselines()
+		if several {
+			b.WriteString("| Severity | Version | Field | Check | Baseline | Message | Location |\n")
+			b.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")
+		} else {
+			b.WriteString("| Severity | Version | Field | Check | Message | Location |\n")
+			b.WriteString("| --- | --- | --- | --- | --- | --- |\n")
+		}
 		for _, f := range c.Findings {
 			severity := f.Severity
 			if severity == "error" {
@@ -39,6 +45,9 @@ func Markdown(r Report) string {
 			msg := mdText(f.Message)
 			if f.Remedy != nil {
 				msg += "<br>**Way forward:** " + mdText(f.Remedy.Text)
+			}
+			if several {
+				check += " | " + mdText(f.baselineText())
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n",
 				severity, mdText(f.Version), mdCode(f.Field), check, msg, mdText(locationText(f)))

@@ -24,6 +24,9 @@ type Report struct {
 	Safe bool `json:"safe"`
 	// CRDs are all CRDs checked, sorted by name, with or without findings.
 	CRDs []CRD `json:"crds"`
+	// Baselines are the git commits the old CRDs were read at (--git-ref,
+	// in the order given); omitted for other inputs. The caller sets them.
+	Baselines []crdupgradesafety.Baseline `json:"baselines,omitempty"`
 }
 
 // CRD is one CRD checked.
@@ -71,6 +74,9 @@ type Finding struct {
 	Impact *crdupgradesafety.Impact `json:"impact,omitempty"`
 	// Remedy: the safe way forward; every error finding has one.
 	Remedy *Remedy `json:"remedy,omitempty"`
+	// Baseline: the git commit the old CRD was read at (--git-ref);
+	// omitted for other inputs.
+	Baseline *crdupgradesafety.Baseline `json:"baseline,omitempty"`
 }
 
 // Location is a line of an input file. File is a path relative to the
@@ -124,7 +130,8 @@ func New(checked []string, findings []crdupgradesafety.Finding, maxPerCRD int, l
 	kept, omitted := crdupgradesafety.Bound(findings, maxPerCRD)
 	for _, f := range kept {
 		rf := Finding{CRD: f.CRD, Version: VersionText(f), Field: FieldText(f), Check: f.Check,
-			Severity: string(f.Severity), Message: Message(f), DataLoss: f.DataLoss, Impact: f.Impact, Remedy: remedyOf(f)}
+			Severity: string(f.Severity), Message: Message(f), DataLoss: f.DataLoss, Impact: f.Impact, Remedy: remedyOf(f),
+			Baseline: f.Baseline}
 		if locate != nil {
 			newLoc, oldLoc := locate(f)
 			rf.File, rf.Line = newLoc.File, newLoc.Line
@@ -163,11 +170,15 @@ func (r Report) Counts() (unsafe, errors, warnings int) {
 
 // Summary is the one line that says how it went: "3 CRDs checked, 1
 // unsafe: 4 errors, 1 warning", or "3 CRDs checked: no unsafe changes";
-// where objects were read, how many the findings affect ("; 2 stored
-// objects affected").
+// against which git baselines ("3 CRDs checked against origin/main
+// (abc1234), ..."); where objects were read, how many the findings affect
+// ("; 2 stored objects affected").
 func (r Report) Summary() string {
 	unsafe, errs, warns := r.Counts()
 	checked := plural.Count(len(r.CRDs), "CRD", "CRDs") + " checked"
+	if len(r.Baselines) > 0 {
+		checked += " against " + baselinesText(r.Baselines)
+	}
 	if errs+warns == 0 {
 		return checked + ": no unsafe changes"
 	}

@@ -329,3 +329,21 @@ func TestAnchor(t *testing.T) {
 		require.Equal(t, want, anchor(heading), heading)
 	}
 }
+
+func TestBaselineText(t *testing.T) {
+	const commit = "0123456789abcdef0123456789abcdef01234567"
+	for _, tc := range []struct {
+		b    crdupgradesafety.Baseline
+		want string
+	}{
+		{crdupgradesafety.Baseline{Ref: "v1.2.0", Commit: commit}, "v1.2.0 (0123456)"},
+		{crdupgradesafety.Baseline{Ref: "origin/main", Commit: commit, MergeBase: true}, "origin/main (merge base 0123456)"},
+		{crdupgradesafety.Baseline{Ref: "FEDCBA9876543210", Commit: commit, MergeBase: true}, "fedcba9 (merge base 0123456)"},
+		{crdupgradesafety.Baseline{Ref: commit, Commit: commit}, "0123456"},
+		{crdupgradesafety.Baseline{Ref: "cafe", Commit: commit}, "cafe (0123456)"},
+	} {
+		require.Equal(t, tc.want, BaselineText(tc.b))
+	}
+	require.Equal(t, "a (0123456), b (0123456) and c (0123456)", baselinesText([]crdupgradesafety.Baseline{
+		{Ref: "a", Commit: commit}, {Ref: "b", Commit: commit}, {Ref: "c", Commit: commit}}))
+}

@@ -47,7 +47,7 @@ func SARIF(r Report) ([]byte, error) {
 			res := sarifResult{
 				RuleID:  f.Check,
 				Level:   f.Severity, // "error" and "warning" are SARIF levels
-				Message: sarifMessage{Text: sarifText(f)},
+				Message: sarifMessage{Text: sarifText(f, r.severalBaselines())},
 				PartialFingerprints: map[string]string{
 					"crdUpgradeSafety/v1": fingerprint(f.CRD, f.Version, f.Field, f.Check),
 				},
@@ -55,8 +55,8 @@ func SARIF(r Report) ([]byte, error) {
 			if i, ok := ruleIndex[f.Check]; ok {
 				res.RuleIndex = &i
 			}
-			if f.DataLoss || f.Impact != nil || f.Remedy != nil {
-				res.Properties = &sarifProperties{DataLoss: f.DataLoss, Impact: f.Impact, Remedy: f.Remedy}
+			if f.DataLoss || f.Impact != nil || f.Remedy != nil || f.Baseline != nil {
+				res.Properties = &sarifProperties{DataLoss: f.DataLoss, Impact: f.Impact, Remedy: f.Remedy, Baseline: f.Baseline}
 			}
 			newLoc, oldLoc := f.newLocation(), f.oldLocation()
 			primary := newLoc
@@ -94,11 +94,15 @@ func SARIF(r Report) ([]byte, error) {
 
 // sarifText is a result's message: what the finding is about and says,
 // then its way forward on a line of its own (code scanning shows the
-// message, not the properties).
-func sarifText(f Finding) string {
+// message, not the properties), and where the run compared with several
+// git baselines, the finding's.
+func sarifText(f Finding, severalBaselines bool) string {
 	text := f.subject() + ": " + f.Message
 	if f.Remedy != nil {
 		text += "\nWay forward: " + f.Remedy.Text
+	}
+	if severalBaselines && f.Baseline != nil {
+		text += "\nBaseline: " + f.baselineText() + "."
 	}
 	return text
 }
@@ -195,6 +199,8 @@ type (
 		DataLoss bool                     `json:"dataLoss,omitempty"`
 		Impact   *crdupgradesafety.Impact `json:"impact,omitempty"`
 		Remedy   *Remedy                  `json:"remedy,omitempty"`
+		// Baseline: the git commit the old CRD was read at (--git-ref).
+		Baseline *crdupgradesafety.Baseline `json:"baseline,omitempty"`
 	}
 	sarifLocation struct {
 		PhysicalLocation *sarifPhysicalLocation `json:"physicalLocation,omitempty"`

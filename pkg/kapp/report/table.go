@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -96,6 +97,10 @@ var findingsHeader = []uitable.Header{
 	{Key: "remedy", Title: "Way forward"},
 }
 
+// baselineColumn is where the Baseline column goes when findings come
+// from several git baselines: before the message.
+const baselineColumn = 5
+
 // TableOptions adapt FindingsTable to a person reading a terminal or a CI
 // log. The zero value is the table as kapp's --json renders it: every
 // message in full, and the count of rows.
@@ -123,6 +128,10 @@ func FindingsTable(findings []crdupgradesafety.Finding, omitted map[string]int, 
 		FillFirstColumn: true,
 		Notes:           OmittedLines(omitted),
 	}
+	several := SeveralBaselines(findings)
+	if several { // each row names the git baseline it comes from
+		table.Header = slices.Insert(table.Header, baselineColumn, uitable.Header{Key: "baseline", Title: "Baseline"})
+	}
 	shortened := false
 	for _, f := range findings {
 		msg, remedy := Message(f), RemedyText(f)
@@ -135,7 +144,7 @@ func FindingsTable(findings []crdupgradesafety.Finding, omitted map[string]int, 
 		if remedy != "" && opts.MaxMessage > 0 {
 			msg += "\n→ " + remedy // a line of its own under the message
 		}
-		table.Rows = append(table.Rows, []uitable.Value{
+		row := []uitable.Value{
 			uitable.NewValueString(f.CRD),
 			uitable.NewValueString(VersionText(f)),
 			uitable.NewValueString(FieldText(f)),
@@ -146,7 +155,15 @@ func FindingsTable(findings []crdupgradesafety.Finding, omitted map[string]int, 
 			},
 			uitable.NewValueString(msg),
 			uitable.NewValueString(remedy),
-		})
+		}
+		if several {
+			text := ""
+			if f.Baseline != nil {
+				text = BaselineText(*f.Baseline)
+			}
+			row = slices.Insert(row, baselineColumn, uitable.Value(uitable.NewValueString(text)))
+		}
+		table.Rows = append(table.Rows, row)
 	}
 	if opts.MaxMessage > 0 {
 		table.Content = ""

@@ -16,6 +16,7 @@ import (
 	"github.com/cppforlife/go-cli-ui/ui"
 	uitable "github.com/cppforlife/go-cli-ui/ui/table"
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/inputs"
 	"github.com/crdsafety/kapp/pkg/kapp/preflight"
@@ -44,8 +45,14 @@ func (e exitStatusError) ExitStatus() int { return e.status }
 type CRDUpgradeSafetyFileFlags struct {
 	OldFiles []string
 	NewFiles []string
-	// GitRef: the old CRDs are the NewFiles paths at this git revision.
-	GitRef string
+	// GitRefs: the old CRDs are the NewFiles paths at each of these git
+	// revisions (each a baseline, compared with in turn): at the merge
+	// base of the revision and HEAD, or with GitRefTip at the revision.
+	GitRefs   []string
+	GitRefTip bool
+	// GitStaged: the new CRDs are the NewFiles paths as staged in git's
+	// index (a pre-commit hook), not as they are on disk.
+	GitStaged bool
 	// Objects: files or directories of sample custom resources, read as
 	// stored objects when there is no cluster.
 	Objects []string
@@ -56,8 +63,14 @@ func (s *CRDUpgradeSafetyFileFlags) Set(cmd *cobra.Command) {
 		"Set file with the old CRDs (format: /tmp/foo, https://..., -) (can repeat); without it (or --git-ref) the old CRDs are read from the cluster")
 	cmd.Flags().StringSliceVar(&s.NewFiles, "file2", nil,
 		"Set file with the new CRDs and any kapp Config (format: /tmp/foo, https://..., -) (can repeat)")
-	cmd.Flags().StringVar(&s.GitRef, "git-ref", "",
-		"Set git revision (e.g. origin/main) at which the --file2 paths hold the old CRDs; CRDs whose file moved are found by name")
+	// Not a slice flag: a git revision may hold a comma.
+	cmd.Flags().StringArrayVar(&s.GitRefs, "git-ref", nil,
+		"Set git revision (e.g. origin/main) whose --file2 paths hold the old CRDs, read at its merge base with HEAD (what a pull request changes); "+
+			"CRDs whose file moved are found by name (can repeat: each is a baseline compared with, e.g. the last two release tags)")
+	cmd.Flags().BoolVar(&s.GitRefTip, "git-ref-tip", false,
+		"Read the old CRDs at each --git-ref revision itself, not at its merge base with HEAD (also reports what the revision changed since HEAD branched off it)")
+	cmd.Flags().BoolVar(&s.GitStaged, "git-staged", false,
+		"Read the new CRDs from the --file2 paths as staged in git's index, not as they are on disk (a pre-commit hook: --git-ref HEAD --git-staged)")
 	cmd.Flags().StringSliceVar(&s.Objects, "objects", nil,
 		"Set file or directory of sample custom resources (e.g. config/samples/) to read as stored objects, with --file or --git-ref (from the working tree) (can repeat)")
 }
@@ -69,6 +82,8 @@ type CRDUpgradeSafetyOptions struct {
 	FileFlags CRDUpgradeSafetyFileFlags
 	// Output is one of table, markdown, github, sarif, json.
 	Output string
+	// OutputFiles are more outputs of the run, "KIND=PATH" each.
+	OutputFiles []string
 	// GlobalJSON: kapp's global --json is on (the JSON form of the table
 	// output).
 	GlobalJSON bool
@@ -101,12 +116,16 @@ CRDUpgradeSafety preflight check of 'kapp deploy --preflight=CRDUpgradeSafety' d
 without deploying anything.
 
 Old CRDs come from --file; or, with --git-ref REV, from the --file2 paths as
-they are at that git revision (CRDs whose file moved are found by name in the
-whole tree at REV); or from the cluster when neither is given (then the live
+they are at the merge base of REV and HEAD, what a pull request changes
+(--git-ref-tip: at REV itself; CRDs whose file moved are found by name in the
+whole tree there; --git-ref may be given several times, e.g. the last two
+release tags: the new CRDs are compared with each, and every finding names
+its baseline); or from the cluster when neither is given (then the live
 checks run too: existing custom resources must stay valid under the new
 schema, and a CRD kapp would replace, per its kapp.k14s.io/update-strategy or
 --apply-default-update-strategy, must have none to lose). New CRDs come from
---file2; each is validated as the apiserver would validate it (apiserverRejects),
+--file2 (--git-staged: as staged in git's index); each is validated as the
+apiserver would validate it (apiserverRejects),
 and an old CRD from --file that the apiserver would refuse gives a warning.
 
 Inputs may be whole manifests: documents that are not CustomResourceDefinitions
@@ -132,7 +151,8 @@ as kapp's JSON document), markdown (a pull-request comment), github (GitHub
 Actions annotations on the file and line of each finding), sarif (SARIF 2.1.0
 for code scanning) or json (the findings document of
 docs/crd-upgrade-safety-report.schema.json). The table shortens long messages;
-the other outputs print them in full.
+the other outputs print them in full. --output-file KIND=PATH (can repeat)
+writes more outputs of the same run to files.
 
 Exit status (the same in every output):
   0  no error findings (warnings allowed)
@@ -166,6 +186,16 @@ Exit status (the same in every output):
   # as annotations on the diff
   kapp tools crd-upgrade-safety --git-ref origin/main --file2 config/crds/ --output github
 
+  # Against the last two releases: every version users may upgrade from
+  kapp tools crd-upgrade-safety --git-ref v1.1.0 --git-ref v1.2.0 --file2 config/crds/
+
+  # One run, three outputs: annotations, a job summary and SARIF
+  kapp tools crd-upgrade-safety --git-ref origin/main --file2 config/crds/ --output github \
+    --output-file markdown=summary.md --output-file sarif=crd-upgrade-safety.sarif
+
+  # A pre-commit hook: the staged CRDs against HEAD
+  kapp tools crd-upgrade-safety --git-ref HEAD --git-staged --file2 config/crds/
+
   # What each finding would do to data: sample custom resources read as stored objects
   kapp tools crd-upgrade-safety --git-ref origin/main --file2 config/crds/ --objects config/samples/
 
@@ -179,6 +209,8 @@ Exit status (the same in every output):
 	o.FileFlags.Set(cmd)
 	cmd.Flags().StringVar(&o.Output, "output", OutputTable,
 		"Set output format ("+strings.Join(outputs, ", ")+")")
+	cmd.Flags().StringArrayVar(&o.OutputFiles, "output-file", nil,
+		"Set another output of the same run, written to a file (format: KIND=PATH, KIND one of "+strings.Join(outputs, ", ")+") (can repeat)")
 	cmd.Flags().StringVar(&o.DefaultUpdateStrategy, "apply-default-update-strategy", "",
 		"Set the update strategy kapp deploy uses for CRDs without a kapp.k14s.io/update-strategy annotation, as its flag of the same name "+
 			"(always-replace and fallback-on-replace delete and recreate CRDs)")
@@ -277,30 +309,38 @@ func (o *CRDUpgradeSafetyOptions) Run() error {
 	if o.Output == "" {
 		o.Output = OutputTable
 	}
-	if err := o.checkOutput(); err != nil {
+	files, err := o.checkOutput()
+	if err != nil {
 		return err
 	}
-	if len(o.FileFlags.NewFiles) == 0 {
+	ff := o.FileFlags
+	if len(ff.NewFiles) == 0 {
 		return fmt.Errorf("expected at least one --file2 with the new CRDs")
 	}
-	if o.FileFlags.GitRef != "" && len(o.FileFlags.OldFiles) > 0 {
+	if len(ff.GitRefs) > 0 && len(ff.OldFiles) > 0 {
 		return fmt.Errorf("expected either --file or --git-ref for the old CRDs, not both (--git-ref reads the --file2 paths at that revision)")
 	}
-	if stdinCount(o.FileFlags.OldFiles)+stdinCount(o.FileFlags.NewFiles) > 1 {
+	if ff.GitRefTip && len(ff.GitRefs) == 0 {
+		return fmt.Errorf("expected --git-ref-tip with --git-ref: it says which commit of each --git-ref revision the old CRDs are read at")
+	}
+	if ff.GitStaged && len(ff.GitRefs) == 0 && len(ff.OldFiles) == 0 {
+		return fmt.Errorf("expected --git-staged with --git-ref (e.g. --git-ref HEAD: what the next commit changes) or --file")
+	}
+	if stdinCount(ff.OldFiles)+stdinCount(ff.NewFiles) > 1 {
 		return fmt.Errorf("expected standard input (-) at most once among --file and --file2")
 	}
 
-	newSet, oldSet, err := o.load()
+	newSet, sides, err := o.load()
 	if err != nil {
 		return err
 	}
 	// No CRD on a side is most likely the wrong folder or an empty file:
 	// passing would hide it in CI.
 	if len(newSet.CRDs) == 0 {
-		return noCRDsError("--file2", o.FileFlags.NewFiles)
+		return noCRDsError("--file2", ff.NewFiles)
 	}
-	if len(o.FileFlags.OldFiles) > 0 && len(oldSet.CRDs) == 0 {
-		return noCRDsError("--file", o.FileFlags.OldFiles)
+	if len(ff.OldFiles) > 0 && len(sides[0].set.CRDs) == 0 {
+		return noCRDsError("--file", ff.OldFiles)
 	}
 	cfg, err := o.config(newSet.Configs)
 	if err != nil {
@@ -312,58 +352,82 @@ func (o *CRDUpgradeSafetyOptions) Run() error {
 		}
 	}
 
-	oldFromFiles := len(o.FileFlags.OldFiles) > 0 || o.FileFlags.GitRef != ""
-	plan := evaluation.Plan{Pairs: make([]evaluation.Pair, len(newSet.CRDs)), OldFromFiles: oldFromFiles}
-	for i, c := range newSet.CRDs {
-		plan.Pairs[i].New = c.CRD
-		if plan.Pairs[i].Strategy, err = evaluation.UpdateStrategyOf(c.CRD, o.DefaultUpdateStrategy); err != nil {
-			return fmt.Errorf("%s: %w", c.Origin, err)
-		}
-	}
-
-	req := evaluation.Request{Plan: plan, Settings: &cfg, ProgressInterval: o.progressInterval}
+	oldFromFiles := len(ff.OldFiles) > 0 || len(ff.GitRefs) > 0
 	if oldFromFiles {
-		pairFiles(&req.Plan, oldSet.CRDs)
-		if err := o.addSamples(&req.Plan); err != nil {
-			return err
-		}
-		if cfg.UnaffectedEnforcement == config.EnforcementWarn && len(o.FileFlags.Objects) == 0 {
+		if cfg.UnaffectedEnforcement == config.EnforcementWarn && len(ff.Objects) == 0 {
 			o.notef("unaffectedEnforcement Warn changes nothing here: no objects are read without a cluster or --objects")
 		}
 	} else {
-		if len(o.FileFlags.Objects) > 0 {
+		if len(ff.Objects) > 0 {
 			return fmt.Errorf("expected --objects with --file or --git-ref: against the cluster, its stored objects are read")
 		}
 		if o.KubeVersion != "" {
 			return fmt.Errorf("expected --kube-version with --file or --git-ref: against the cluster, its apiserver's version is judged for")
 		}
-		req.Cluster, req.AllOldFromCluster = o.cluster, true
-		// Progress of long live checks; not in kapp's --json document.
-		if !o.GlobalJSON {
-			req.Progressf = o.ui.PrintLinef
-			if o.Output != OutputTable {
-				req.Progressf = o.notef
-			}
+	}
+
+	// Each old side (the --file inputs, each --git-ref baseline, or the
+	// cluster) is compared with the new CRDs in turn.
+	var findings []crdupgradesafety.Finding
+	var checked []string
+	seen := map[string]bool{}
+	check := func(name string) {
+		if !seen[name] {
+			seen[name] = true
+			checked = append(checked, name)
 		}
 	}
-	res, err := evaluation.Run(ctx, req)
-	if err != nil {
+	for _, side := range sides {
+		plan := evaluation.Plan{Pairs: make([]evaluation.Pair, len(newSet.CRDs)), OldFromFiles: oldFromFiles}
+		for i, c := range newSet.CRDs {
+			plan.Pairs[i].New = c.CRD
+			if plan.Pairs[i].Strategy, err = evaluation.UpdateStrategyOf(c.CRD, o.DefaultUpdateStrategy); err != nil {
+				return fmt.Errorf("%s: %w", c.Origin, err)
+			}
+		}
+		req := evaluation.Request{Plan: plan, Settings: &cfg, ProgressInterval: o.progressInterval}
+		if oldFromFiles {
+			pairFiles(&req.Plan, side.set.CRDs)
+			if err := o.addSamples(&req.Plan); err != nil {
+				return err
+			}
+		} else {
+			req.Cluster, req.AllOldFromCluster = o.cluster, true
+			// Progress of long live checks; not in kapp's --json document.
+			if !o.GlobalJSON {
+				req.Progressf = o.ui.PrintLinef
+				if o.Output != OutputTable {
+					req.Progressf = o.notef
+				}
+			}
+		}
+		res, err := evaluation.Run(ctx, req)
+		if err != nil {
+			if side.baseline != nil && len(sides) > 1 {
+				return fmt.Errorf("against %s: %w", side.baseline.Ref, err)
+			}
+			return err
+		}
+		for _, f := range res.Findings {
+			f.Baseline = side.baseline
+			findings = append(findings, f)
+		}
+		for _, p := range req.Plan.Pairs {
+			check(p.New.Name)
+		}
+		for _, r := range req.Plan.Removals {
+			check(r.CRD.Name)
+		}
+	}
+	// Each side's findings come sorted; the sort is stable, so findings
+	// alike from several baselines keep the baselines' order.
+	crdupgradesafety.SortFindings(findings)
+
+	if err := o.printReports(files, checked, findings, cfg.MaxFindingsPerCRD, newSet.CRDs, sides); err != nil {
 		return err
 	}
-	plan, findings := req.Plan, res.Findings
 
-	checked := make([]string, 0, len(plan.Pairs)+len(plan.Removals))
-	for _, p := range plan.Pairs {
-		checked = append(checked, p.New.Name)
-	}
-	for _, r := range plan.Removals {
-		checked = append(checked, r.CRD.Name)
-	}
-	if err := o.printReport(checked, findings, cfg.MaxFindingsPerCRD, newSet.CRDs, oldSet.CRDs); err != nil {
-		return err
-	}
-
-	if err := res.Err(); err != nil {
+	if err := (evaluation.Result{Findings: findings}).Err(); err != nil {
 		return exitStatusError{err: err, status: UnsafeExitStatus}
 	}
 	return nil
@@ -394,26 +458,58 @@ func pairFiles(plan *evaluation.Plan, old []inputs.CRD) {
 	}
 }
 
-// load reads the new and (if given) old inputs, decoded together (see
-// inputs.LoadPair), and sets the garbage collector's target for their size.
-func (o *CRDUpgradeSafetyOptions) load() (newSet, oldSet inputs.Set, err error) {
-	if o.FileFlags.GitRef != "" {
-		// The old side depends on the new one: CRDs missing at the
-		// revision are looked for by name.
-		_, newSet, err = inputs.LoadPair(nil, o.FileFlags.NewFiles, func(n int) {
-			// The old side, read at the revision, is about as large.
-			tuneGC(2 * n)
-		})
-		if err != nil {
-			return inputs.Set{}, inputs.Set{}, err
-		}
-		if oldSet, err = inputs.LoadGitRef(o.FileFlags.GitRef, o.FileFlags.NewFiles, newSet, o.notef); err != nil {
-			return inputs.Set{}, inputs.Set{}, err
-		}
-		return newSet, oldSet, nil
+// oldSide is one set of old CRDs the new ones are compared with: the
+// --file inputs, the --file2 paths at one --git-ref baseline, or (set
+// empty, baseline nil) the cluster.
+type oldSide struct {
+	set      inputs.Set
+	baseline *crdupgradesafety.Baseline
+}
+
+// load reads the new and the old inputs (one side per --git-ref; one with
+// nothing for the cluster), the files decoded together where they can be
+// (see inputs.LoadPair), and sets the garbage collector's target for
+// their size.
+func (o *CRDUpgradeSafetyOptions) load() (newSet inputs.Set, sides []oldSide, err error) {
+	ff := o.FileFlags
+	if len(ff.GitRefs) == 0 && !ff.GitStaged {
+		oldSet, newSet, err := inputs.LoadPair(ff.OldFiles, ff.NewFiles, tuneGC)
+		return newSet, []oldSide{{set: oldSet}}, err
 	}
-	oldSet, newSet, err = inputs.LoadPair(o.FileFlags.OldFiles, o.FileFlags.NewFiles, tuneGC)
-	return newSet, oldSet, err
+	// The old sides depend on the new one: CRDs missing at a revision
+	// are looked for by name.
+	if ff.GitStaged {
+		newSet, err = inputs.LoadGitStaged(ff.NewFiles)
+	} else {
+		_, newSet, err = inputs.LoadPair(nil, ff.NewFiles, func(n int) {
+			// Each old side, read at a revision, is about as large.
+			tuneGC((1 + len(ff.GitRefs)) * n)
+		})
+	}
+	if err != nil {
+		return inputs.Set{}, nil, err
+	}
+	if len(ff.GitRefs) == 0 { // --git-staged with --file
+		oldSet, err := inputs.Load(ff.OldFiles, "old")
+		if err != nil {
+			return inputs.Set{}, nil, fmt.Errorf("old CRDs: %w", err)
+		}
+		return newSet, []oldSide{{set: oldSet}}, nil
+	}
+	read := map[string]string{} // commit: the revision read there
+	for _, ref := range ff.GitRefs {
+		oldSet, b, err := inputs.LoadGitRef(ref, ff.GitRefTip, ff.NewFiles, newSet, o.notef)
+		if err != nil {
+			return inputs.Set{}, nil, err
+		}
+		if prev, dup := read[b.Commit]; dup {
+			o.notef("--git-ref %s: the same commit as --git-ref %s (%s), compared once", ref, prev, b.Commit)
+			continue
+		}
+		read[b.Commit] = ref
+		sides = append(sides, oldSide{set: oldSet, baseline: &crdupgradesafety.Baseline{Ref: b.Ref, Commit: b.Commit, MergeBase: b.MergeBase}})
+	}
+	return newSet, sides, nil
 }
 
 // config applies the kapp Config resources as `kapp deploy` does: through

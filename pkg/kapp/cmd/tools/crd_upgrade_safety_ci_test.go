@@ -29,13 +29,6 @@ func codeBlock(t *testing.T, doc, first string) string {
 	return ""
 }
 
-// buildKapp builds cmd/kapp into dir, as the workflow's go install does.
-func buildKapp(t *testing.T, dir string) {
-	t.Helper()
-	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "kapp"), "github.com/crdsafety/kapp/cmd/kapp").CombinedOutput()
-	require.NoError(t, err, "building kapp: %s", out)
-}
-
 // ciRepos makes an upstream repository whose main branch holds the example
 // Widget CRD of release 2 at config/crds/widgets.yaml and whose branch pr
 // changes it to the unsafe release 3, and returns it with a clone of it
@@ -43,6 +36,10 @@ func buildKapp(t *testing.T, dir string) {
 func ciRepos(t *testing.T) (upstream, work string) {
 	t.Helper()
 	gittest.Env(t)
+	// Fixed times: the same commits every run, as the outputs docs/ci.md
+	// shows name them.
+	t.Setenv("GIT_AUTHOR_DATE", "2026-11-01T12:00:00Z")
+	t.Setenv("GIT_COMMITTER_DATE", "2026-11-01T12:00:00Z")
 	ex := func(name string) string {
 		data, err := os.ReadFile(filepath.Join(repoRoot, "examples", "crd-upgrade", name))
 		require.NoError(t, err)
@@ -88,18 +85,31 @@ func sh(t *testing.T, dir, bin, script string, env ...string) result {
 	return r
 }
 
-// TestCIDocs runs the recipes of docs/ci.md: the run: steps of the GitHub
-// Actions workflow and the shell script, with the kapp built from this
-// checkout, against a temporary repository whose branch makes the example
-// CRD unsafe; and checks that the outputs the page shows are what they print.
+// TestCIDocs runs the recipes of docs/ci.md: the two GitHub Actions
+// workflows (with this repository's action, whose steps run from
+// action.yml with a release of this checkout's kapp served from a local
+// directory; and with one run of kapp writing several outputs), the
+// pre-commit configuration (the hook's entry from .pre-commit-hooks.yaml)
+// and the shell script, with the kapp built from this checkout, against a
+// temporary repository whose branch makes the example CRD unsafe; and
+// checks that the outputs the page shows are what they print (-update
+// rewrites those of the action in docs/ci.md).
 func TestCIDocs(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(repoRoot, "docs", "ci.md"))
 	require.NoError(t, err)
 	doc := string(raw)
-	bin := t.TempDir()
-	buildKapp(t, bin)
+	bin := sharedKapp(t)
 
-	t.Run("workflow", func(t *testing.T) {
+	docPath := filepath.Join(repoRoot, "docs", "ci.md")
+	a := readAction(t)
+
+	// runWorkflow runs the steps of the workflow in the code block of
+	// docs/ci.md that starts with first in work, as GitHub would on a pull
+	// request from its branch pr to main: the action's steps (action.yml)
+	// for a uses: of this repository, the run: steps with bash; the
+	// upload-sarif step reads what the others wrote. It returns what each
+	// step printed (by name) and the job summary.
+	runWorkflow := func(t *testing.T, first, upstream, work string) (map[string]result, string) {
 		// Decoded as YAML 1.2, like GitHub ("on" is a key, not true), strictly.
 		var wf struct {
 			Name string `yaml:"name"`
@@ -112,6 +122,7 @@ func TestCIDocs(t *testing.T) {
 			Jobs        map[string]struct {
 				RunsOn string `yaml:"runs-on"`
 				Steps  []struct {
+					ID   string            `yaml:"id"`
 					Name string            `yaml:"name"`
 					Uses string            `yaml:"uses"`
 					With map[string]string `yaml:"with"`
@@ -120,63 +131,162 @@ func TestCIDocs(t *testing.T) {
 				} `yaml:"steps"`
 			} `yaml:"jobs"`
 		}
-		dec := yaml.NewDecoder(strings.NewReader(codeBlock(t, doc, "# .github/workflows/crd-upgrade-safety.yaml")))
+		dec := yaml.NewDecoder(strings.NewReader(codeBlock(t, doc, first)))
 		dec.KnownFields(true)
 		require.NoError(t, dec.Decode(&wf))
 		require.Equal(t, "write", wf.Permissions["security-events"], "upload-sarif needs it")
 		require.Equal(t, []string{"config/crds/**"}, wf.On.PullRequest.Paths)
 		require.Len(t, wf.Jobs, 1)
 
-		_, work := ciRepos(t)
 		summary := filepath.Join(t.TempDir(), "summary.md")
-		runSteps := func() map[string]result {
-			results := map[string]result{}
-			for _, job := range wf.Jobs {
-				for _, step := range job.Steps {
-					switch {
-					case strings.HasPrefix(step.Uses, "actions/checkout@"):
-						require.Equal(t, "0", step.With["fetch-depth"], "--git-ref needs the base branch")
-					case strings.HasPrefix(step.Uses, "github/codeql-action/upload-sarif@"):
-						require.Equal(t, "always()", step.If)
-						sarif := filepath.Join(work, step.With["sarif_file"])
-						data, err := os.ReadFile(sarif)
-						require.NoError(t, err, "the upload step reads what the SARIF step wrote")
-						requireValid(t, filepath.Join("..", "..", "report", "testdata", "sarif-schema-2.1.0.json"), string(data))
-					case strings.HasPrefix(step.Run, "go install "):
-						// This checkout is built above instead: the package must be its kapp.
-						require.Regexp(t, `^go install github\.com/crdsafety/kapp/cmd/kapp@\S+`, step.Run)
-					case strings.Contains(step.Run, "kapp tools crd-upgrade-safety"):
-						script := strings.ReplaceAll(step.Run, "${{ github.base_ref }}", "main")
-						require.NotContains(t, script, "${{", "an expression the test does not know")
-						results[step.Name] = sh(t, work, bin, script, "GITHUB_STEP_SUMMARY="+summary)
+		results := map[string]result{}
+		stepOutputs := map[string]map[string]string{}
+		var summaryText string
+		for _, job := range wf.Jobs {
+			for _, step := range job.Steps {
+				switch {
+				case strings.HasPrefix(step.Uses, "actions/checkout@"):
+					require.Equal(t, "0", step.With["fetch-depth"], "the merge base needs the history")
+				case strings.HasPrefix(step.Uses, "crdsafety/kapp@"):
+					// This checkout's action, with a release of this checkout's
+					// kapp served from a local directory.
+					version := strings.TrimPrefix(step.Uses, "crdsafety/kapp@")
+					require.Equal(t, "v1.0.0", version)
+					with := map[string]string{"release-url": serveRelease(t, version).url}
+					for k, v := range step.With {
+						with[k] = v
 					}
+					run := runAction(t, a, work, with, prGitHub(t, upstream, version))
+					results[step.ID] = run.steps["check"]
+					require.Equal(t, 0, run.steps["install"].status, run.steps["install"].stdout)
+					stepOutputs[step.ID] = run.outputs
+					summaryText += run.summary
+				case strings.HasPrefix(step.Uses, "github/codeql-action/upload-sarif@"):
+					require.Equal(t, "always()", step.If)
+					file := step.With["sarif_file"]
+					if m := regexp.MustCompile(`^\$\{\{ steps\.([\w-]+)\.outputs\.sarif-file \}\}$`).FindStringSubmatch(file); m != nil {
+						file = stepOutputs[m[1]]["sarif-file"]
+					}
+					require.NotContains(t, file, "${{", "an expression the test does not know")
+					data, err := os.ReadFile(filepath.Join(work, file))
+					require.NoError(t, err, "the upload step reads what the check wrote")
+					requireValid(t, filepath.Join("..", "..", "report", "testdata", "sarif-schema-2.1.0.json"), string(data))
+				case strings.HasPrefix(step.Uses, "actions/setup-go@"):
+					// Go is here: it builds the kapp of this checkout (below).
+				case strings.HasPrefix(step.Run, "go install "):
+					// This checkout is built above instead: the package must be its kapp.
+					require.Regexp(t, `^go install github\.com/crdsafety/kapp/cmd/kapp@\S+`, step.Run)
+				case strings.Contains(step.Run, "kapp tools crd-upgrade-safety"):
+					script := strings.ReplaceAll(step.Run, "${{ github.base_ref }}", "main")
+					require.NotContains(t, script, "${{", "an expression the test does not know")
+					results[step.Name] = sh(t, work, bin, script, "GITHUB_STEP_SUMMARY="+summary)
+				default:
+					t.Fatalf("a step the test does not know: %+v", step)
 				}
 			}
-			require.Len(t, results, 3)
-			return results
 		}
+		if data, err := os.ReadFile(summary); err == nil {
+			summaryText += string(data)
+		}
+		return results, summaryText
+	}
 
-		r := runSteps()
-		check := r["Check the CRDs against the base branch"]
+	t.Run("workflow with the action", func(t *testing.T) {
+		upstream, work := ciRepos(t)
+		r, summary := runWorkflow(t, "# .github/workflows/crd-upgrade-safety.yaml\n", upstream, work)
+		require.Len(t, r, 1)
+		check := r["crd-upgrade-safety"]
 		require.Equal(t, 3, check.status, "unsafe: the job fails\n%s%s", check.stdout, check.stderr)
-		require.Equal(t, 0, r["Job summary"].status, r["Job summary"].stderr)
-		require.Equal(t, 0, r["SARIF"].status, r["SARIF"].stderr)
-		summaryText, err := os.ReadFile(summary)
-		require.NoError(t, err)
 
-		// The page shows what the steps print.
-		require.Equal(t, codeBlock(t, doc, "::error "), check.stdout)
+		// The page shows what the step prints, and the job summary.
 		quoted := doc[strings.Index(doc, "> **CRD upgrade safety**"):]
 		quoted = quoted[:strings.Index(quoted, "\n\n")+1]
-		require.Equal(t, regexp.MustCompile(`(?m)^> ?`).ReplaceAllString(quoted, ""), string(summaryText))
+		if *update {
+			doc = strings.Replace(doc, codeBlock(t, doc, "::error "), check.stdout, 1)
+			doc = strings.Replace(doc, quoted, regexp.MustCompile(`(?m)^`).ReplaceAllString(strings.TrimSuffix(summary, "\n"), "> ")+"\n", 1)
+			doc = regexp.MustCompile(`(?m)^> $`).ReplaceAllString(doc, ">")
+			require.NoError(t, os.WriteFile(docPath, []byte(doc), 0o644))
+			return
+		}
+		require.Equal(t, codeBlock(t, doc, "::error "), check.stdout)
+		require.Equal(t, regexp.MustCompile(`(?m)^> ?`).ReplaceAllString(quoted, ""), summary)
 
 		t.Run("safe branch", func(t *testing.T) {
 			gittest.Git(t, work, "checkout", "-q", "origin/main", "--", "config/crds/widgets.yaml")
-			require.NoError(t, os.Remove(summary))
-			for name, res := range runSteps() {
-				require.Equal(t, 0, res.status, "%s: %s%s", name, res.stdout, res.stderr)
-			}
+			r, summary := runWorkflow(t, "# .github/workflows/crd-upgrade-safety.yaml\n", upstream, work)
+			require.Equal(t, 0, r["crd-upgrade-safety"].status, r["crd-upgrade-safety"].stdout)
+			require.Contains(t, summary, "no unsafe changes")
 		})
+	})
+
+	t.Run("workflow without the action", func(t *testing.T) {
+		upstream, work := ciRepos(t)
+		first := "# .github/workflows/crd-upgrade-safety.yaml, without the action\n"
+		r, summary := runWorkflow(t, first, upstream, work)
+		require.Len(t, r, 1, "one run")
+		check := r["Check the CRDs against the base branch"]
+		require.Equal(t, 3, check.status, "unsafe: the job fails\n%s%s", check.stdout, check.stderr)
+		require.Equal(t, 4, strings.Count(check.stdout, "::error "), check.stdout)
+		require.Contains(t, check.stdout, "1 CRD checked against origin/main (")
+		require.Contains(t, summary, "**CRD upgrade safety**: 1 CRD checked against origin/main (")
+
+		t.Run("safe branch", func(t *testing.T) {
+			gittest.Git(t, work, "checkout", "-q", "origin/main", "--", "config/crds/widgets.yaml")
+			r, summary := runWorkflow(t, first, upstream, work)
+			require.Equal(t, 0, r["Check the CRDs against the base branch"].status)
+			require.Contains(t, summary, "no unsafe changes")
+		})
+	})
+
+	t.Run("pre-commit", func(t *testing.T) {
+		var cfg struct {
+			Repos []struct {
+				Repo  string `yaml:"repo"`
+				Rev   string `yaml:"rev"`
+				Hooks []struct {
+					ID   string   `yaml:"id"`
+					Args []string `yaml:"args"`
+				} `yaml:"hooks"`
+			} `yaml:"repos"`
+		}
+		dec := yaml.NewDecoder(strings.NewReader(codeBlock(t, doc, "# .pre-commit-config.yaml")))
+		dec.KnownFields(true)
+		require.NoError(t, dec.Decode(&cfg))
+		require.Len(t, cfg.Repos, 1)
+		require.Equal(t, "https://github.com/crdsafety/kapp", cfg.Repos[0].Repo)
+		raw, err := os.ReadFile(filepath.Join(repoRoot, ".pre-commit-hooks.yaml"))
+		require.NoError(t, err)
+		var hooks []preCommitHook
+		require.NoError(t, yaml.Unmarshal(raw, &hooks))
+		for _, use := range cfg.Repos[0].Hooks {
+			var hook *preCommitHook
+			for i := range hooks {
+				if hooks[i].ID == use.ID {
+					hook = &hooks[i]
+				}
+			}
+			require.NotNil(t, hook, "the page uses a hook .pre-commit-hooks.yaml does not define: %s", use.ID)
+			args := hook.Args
+			if use.Args != nil {
+				args = use.Args // pre-commit: the config's args replace the hook's
+			}
+			argv := strings.Fields(hook.Entry)
+			script := "kapp " + strings.Join(append(argv[1:], args...), " ")
+
+			// HEAD: the safe release 2; staged: the unsafe release 3.
+			_, work := ciRepos(t)
+			gittest.Git(t, work, "checkout", "-q", "origin/main")
+			gittest.Git(t, work, "checkout", "-q", "pr", "--", "config/crds/widgets.yaml")
+			r := sh(t, work, bin, script)
+			require.Equal(t, 3, r.status, "an unsafe change staged\n%s%s", r.stdout, r.stderr)
+			require.Contains(t, r.stdout, "widgets.demo.example.com  v1       ^.spec.color     existingFieldRemoval  error     data loss: existing field removed (was string)")
+			require.Contains(t, r.stderr, "kapp: Error: unsafe CRD upgrade: 4 error findings")
+
+			gittest.Git(t, work, "checkout", "-q", "HEAD", "--", "config/crds/widgets.yaml")
+			r = sh(t, work, bin, script)
+			require.Equal(t, 0, r.status, "nothing unsafe staged\n%s%s", r.stdout, r.stderr)
+			require.Contains(t, r.stdout, "1 CRD checked against HEAD (")
+		}
 	})
 
 	t.Run("shell script", func(t *testing.T) {
@@ -201,7 +311,7 @@ func TestCIDocs(t *testing.T) {
 		t.Run("safe", func(t *testing.T) {
 			r := sh(t, work, bin, script, "CRDS=config/crds/widgets.yaml", "BASE_REF=origin/pr")
 			require.Equal(t, 0, r.status, r.stdout+r.stderr)
-			require.Contains(t, r.stdout, "1 CRD checked: no unsafe changes\n")
+			require.Contains(t, r.stdout, "1 CRD checked against origin/pr (ee7280d): no unsafe changes\n")
 			require.Contains(t, r.stdout, "CRD changes against origin/pr are safe.")
 		})
 		t.Run("could not run", func(t *testing.T) {

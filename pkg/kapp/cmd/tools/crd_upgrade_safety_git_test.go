@@ -16,7 +16,7 @@ import (
 
 func gitOptions(output, ref string, new ...string) *CRDUpgradeSafetyOptions {
 	o := outputOptions(output, nil, new)
-	o.FileFlags.GitRef = ref
+	o.FileFlags.GitRefs = []string{ref}
 	return o
 }
 

@@ -1,8 +1,15 @@
 package tools
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+
+	"github.com/cppforlife/go-cli-ui/ui"
 
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/inputs"
@@ -29,39 +36,110 @@ const DocumentOutputAnnotation = "crdsafety.kapp/document-output"
 // (the other outputs keep them in full).
 const TableMaxMessage = 200
 
-func (o *CRDUpgradeSafetyOptions) checkOutput() error {
-	known := false
-	for _, out := range outputs {
-		known = known || o.Output == out
-	}
+// outputFileFlag is an --output-file: an output of the run written to a file.
+type outputFileFlag struct {
+	kind, path string
+}
+
+// checkOutput checks --output and --output-file and returns the files.
+func (o *CRDUpgradeSafetyOptions) checkOutput() ([]outputFileFlag, error) {
+	allowed := strings.Join(outputs, ", ")
 	switch {
-	case !known:
-		return fmt.Errorf("unknown --output %q (allowed: %s)", o.Output, strings.Join(outputs, ", "))
+	case !slices.Contains(outputs, o.Output):
+		return nil, fmt.Errorf("unknown --output %q (allowed: %s)", o.Output, allowed)
 	case o.GlobalJSON && o.Output != OutputTable:
-		return fmt.Errorf("--json and --output %s both choose the output: --json is kapp's JSON form of the table output; "+
+		return nil, fmt.Errorf("--json and --output %s both choose the output: --json is kapp's JSON form of the table output; "+
 			"use --output json alone for the findings document", o.Output)
+	}
+	var files []outputFileFlag
+	paths := map[string]string{} // cleaned path: the value that named it
+	for _, v := range o.OutputFiles {
+		kind, path, ok := strings.Cut(v, "=")
+		switch {
+		case !ok || path == "":
+			return nil, fmt.Errorf("--output-file %q: expected KIND=PATH (KIND one of %s)", v, allowed)
+		case !slices.Contains(outputs, kind):
+			return nil, fmt.Errorf("--output-file %q: unknown output %q (allowed: %s)", v, kind, allowed)
+		case path == "-":
+			return nil, fmt.Errorf("--output-file %q: standard output is --output's; name a file", v)
+		}
+		key := filepath.Clean(path)
+		if abs, err := filepath.Abs(path); err == nil {
+			key = abs
+		}
+		if prev, dup := paths[key]; dup {
+			return nil, fmt.Errorf("--output-file %q: the same file as --output-file %q; each output needs its own file", v, prev)
+		}
+		paths[key] = v
+		files = append(files, outputFileFlag{kind: kind, path: path})
+	}
+	return files, nil
+}
+
+// printReports prints the outcome of a run in the --output form, then
+// writes each --output-file. checked names every CRD checked; newCRDs and
+// the old sides locate the findings (only the outputs that print
+// locations read them, and only for CRDs with findings).
+func (o *CRDUpgradeSafetyOptions) printReports(files []outputFileFlag, checked []string, findings []crdupgradesafety.Finding, maxPerCRD int,
+	newCRDs []inputs.CRD, sides []oldSide) error {
+
+	r := reporter{checked: checked, findings: findings, maxPerCRD: maxPerCRD, locators: map[string]*inputs.Locator{}}
+	for _, side := range sides {
+		key := ""
+		if side.baseline != nil {
+			key = side.baseline.Commit
+			r.baselines = append(r.baselines, *side.baseline)
+		}
+		r.locators[key] = inputs.NewLocator(newCRDs, side.set.CRDs)
+	}
+	if err := r.print(o.ui, o.Output, o.GlobalJSON); err != nil {
+		return err
+	}
+	for _, f := range files {
+		var out bytes.Buffer
+		u := ui.NewWrappingConfUI(ui.NewWriterUI(&out, io.Discard, ui.NewNoopLogger()), ui.NewNoopLogger())
+		err := r.print(u, f.kind, false)
+		u.Flush()
+		if err == nil {
+			err = os.WriteFile(f.path, out.Bytes(), 0o644)
+		}
+		if err != nil {
+			return fmt.Errorf("--output-file %s=%s: %w", f.kind, f.path, err)
+		}
 	}
 	return nil
 }
 
-// printReport prints the outcome of a run in the chosen output. checked
-// names every CRD checked; newCRDs and oldCRDs locate the findings (only
-// the outputs that print locations read them, and only for CRDs with
-// findings).
-func (o *CRDUpgradeSafetyOptions) printReport(checked []string, findings []crdupgradesafety.Finding, maxPerCRD int,
-	newCRDs, oldCRDs []inputs.CRD) error {
+// reporter renders one run's outcome in any output.
+type reporter struct {
+	checked   []string
+	findings  []crdupgradesafety.Finding
+	maxPerCRD int
+	baselines []crdupgradesafety.Baseline
+	// locators by the commit of a finding's baseline ("" for none).
+	locators map[string]*inputs.Locator
+}
 
-	if o.Output == OutputTable {
-		return o.printFindingsTable(report.New(checked, findings, maxPerCRD, nil), findings, maxPerCRD)
+// print prints the outcome in output to u; globalJSON: kapp's --json is
+// on (the table as kapp's JSON document).
+func (r reporter) print(u ui.UI, output string, globalJSON bool) error {
+	if output == OutputTable {
+		rep := report.New(r.checked, r.findings, r.maxPerCRD, nil)
+		rep.Baselines = r.baselines
+		return printFindingsTable(u, globalJSON, rep, r.findings, r.maxPerCRD)
 	}
-	locator := inputs.NewLocator(newCRDs, oldCRDs)
-	rep := report.New(checked, findings, maxPerCRD, func(f crdupgradesafety.Finding) (newLoc, oldLoc report.Location) {
-		newPos, oldPos := locator.Locate(inputs.Target{CRD: f.CRD, Version: f.Version, PairVersion: f.PairVersion, Field: f.Field, CRDField: f.CRDField, Check: f.Check})
+	rep := report.New(r.checked, r.findings, r.maxPerCRD, func(f crdupgradesafety.Finding) (newLoc, oldLoc report.Location) {
+		key := ""
+		if f.Baseline != nil {
+			key = f.Baseline.Commit
+		}
+		newPos, oldPos := r.locators[key].Locate(inputs.Target{CRD: f.CRD, Version: f.Version, PairVersion: f.PairVersion, Field: f.Field, CRDField: f.CRDField, Check: f.Check})
 		return location(newPos), location(oldPos)
 	})
+	rep.Baselines = r.baselines
 	var out []byte
 	var err error
-	switch o.Output {
+	switch output {
 	case OutputMarkdown:
 		out = []byte(report.Markdown(rep))
 	case OutputGitHub:
@@ -74,7 +152,7 @@ func (o *CRDUpgradeSafetyOptions) printReport(checked []string, findings []crdup
 	if err != nil {
 		return err
 	}
-	o.ui.PrintBlock(out)
+	u.PrintBlock(out)
 	return nil
 }
 
@@ -85,17 +163,17 @@ func location(p inputs.Position) report.Location {
 
 // printFindingsTable prints kapp's table of findings and the summary line; with
 // no findings, the summary line alone (kapp's --json keeps its table, empty).
-func (o *CRDUpgradeSafetyOptions) printFindingsTable(rep report.Report, findings []crdupgradesafety.Finding, maxPerCRD int) error {
-	if len(findings) > 0 || o.GlobalJSON {
+func printFindingsTable(u ui.UI, globalJSON bool, rep report.Report, findings []crdupgradesafety.Finding, maxPerCRD int) error {
+	if len(findings) > 0 || globalJSON {
 		opts := report.TableOptions{}
-		if !o.GlobalJSON {
+		if !globalJSON {
 			opts = report.TableOptions{MaxMessage: TableMaxMessage, FullOutputs: "--output json, markdown, github and sarif"}
 		}
 		kept, omitted := crdupgradesafety.Bound(findings, maxPerCRD)
-		if err := printTable(o.ui, "findings", report.FindingsTable(kept, omitted, opts)); err != nil {
+		if err := printTable(u, "findings", report.FindingsTable(kept, omitted, opts)); err != nil {
 			return err
 		}
 	}
-	o.ui.PrintLinef("%s", rep.Summary())
+	u.PrintLinef("%s", rep.Summary())
 	return nil
 }
