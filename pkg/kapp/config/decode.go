@@ -332,13 +332,14 @@ func enforcements(es ...Enforcement) map[string]Enforcement {
 
 func rootFields(c *Settings) fields {
 	return fields{
-		"mode":                  choice(&c.Mode, modes),
-		"failMode":              choice(&c.FailMode, failModes),
-		"maxFindingsPerCRD":     nonNegativeInt(&c.MaxFindingsPerCRD),
-		"liveChecksTimeout":     positiveDuration(&c.LiveChecksTimeout),
-		"unaffectedEnforcement": choice(&c.UnaffectedEnforcement, strictWarn),
-		"checks":                nested(checksFields(&c.Checks)),
-		"exemptions":            exemptions(&c.Exemptions),
+		"mode":                    choice(&c.Mode, modes),
+		"failMode":                choice(&c.FailMode, failModes),
+		"maxFindingsPerCRD":       nonNegativeInt(&c.MaxFindingsPerCRD),
+		"liveChecksTimeout":       positiveDuration(&c.LiveChecksTimeout),
+		"unaffectedEnforcement":   choice(&c.UnaffectedEnforcement, strictWarn),
+		"alphaVersionEnforcement": choice(&c.AlphaVersionEnforcement, strictWarn),
+		"checks":                  nested(checksFields(&c.Checks)),
+		"exemptions":              exemptions(&c.Exemptions),
 	}
 }
 
@@ -382,6 +383,10 @@ func crdFields(c *CRDChecks) fields {
 			"unservedEnforcement": choice(&c.ManagedFields.UnservedEnforcement, strictWarnNone),
 		}),
 		CheckOwnerReferences: toggle(&c.OwnerReferences),
+		CheckVersionLifecycle: nested(fields{
+			"enabled":                  boolean(&c.VersionLifecycle.Enabled),
+			"notDeprecatedEnforcement": choice(&c.VersionLifecycle.NotDeprecatedEnforcement, strictWarnNone),
+		}),
 		CheckStoragePruning: nested(fields{
 			"enabled":                    boolean(&c.StoragePruning.Enabled),
 			"readModifyWriteEnforcement": choice(&c.StoragePruning.ReadModifyWriteEnforcement, strictWarnNone),

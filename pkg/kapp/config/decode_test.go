@@ -120,19 +120,22 @@ func TestDefaultPolicy(t *testing.T) {
 				strings.HasSuffix(path, ".ListType.CoarseningEnforcement"),
 				strings.HasSuffix(path, ".ServedVersionRemoval.UnservedEnforcement"),
 				strings.HasSuffix(path, ".StoragePruning.ReadModifyWriteEnforcement"),
-				strings.HasSuffix(path, ".ManagedFields.UnservedEnforcement"):
+				strings.HasSuffix(path, ".ManagedFields.UnservedEnforcement"),
+				strings.HasSuffix(path, ".VersionLifecycle.NotDeprecatedEnforcement"):
 				want = config.EnforcementWarn
 			}
 			assert.Equal(t, want, config.Enforcement(f.String()), path)
 		}
 	})
-	// 12 CRD checks + 2 x (pair switch + 14 property checks with options).
-	assert.Equal(t, 12+2*(1+14), enabled)
-	// unaffectedEnforcement + servedVersionRemoval.unservedEnforcement + 2 x
+	// 13 CRD checks + 2 x (pair switch + 14 property checks with options).
+	assert.Equal(t, 13+2*(1+14), enabled)
+	// unaffectedEnforcement + alphaVersionEnforcement +
+	// servedVersionRemoval.unservedEnforcement + 2 x
 	// (enum 2, default 3, required 1, type 1, 8 bounds x 2, listType 2,
 	// mapType 1).
-	// storagePruning.readModifyWriteEnforcement, managedFields.unservedEnforcement.
-	assert.Equal(t, 1+1+1+1+2*(2+3+1+1+8*2+2+1), enforcements)
+	// storagePruning.readModifyWriteEnforcement, managedFields.unservedEnforcement,
+	// versionLifecycle.notDeprecatedEnforcement.
+	assert.Equal(t, 1+1+1+1+1+1+2*(2+3+1+1+8*2+2+1), enforcements)
 
 	// Default returns fresh maps: changing one result leaves the next alone.
 	d.Checks.SameVersion.Toggles[config.CheckPattern] = false
@@ -176,6 +179,14 @@ func TestDecode(t *testing.T) {
 		{"maxFindingsPerCRD large", `maxFindingsPerCRD: 1000000`, func(c *cfg) { c.MaxFindingsPerCRD = 1000000 }},
 		{"liveChecksTimeout", `liveChecksTimeout: 90s`, func(c *cfg) { c.LiveChecksTimeout = 90 * time.Second }},
 		{"unaffectedEnforcement", `unaffectedEnforcement: Warn`, func(c *cfg) { c.UnaffectedEnforcement = config.EnforcementWarn }},
+		{"alphaVersionEnforcement", `alphaVersionEnforcement: Warn`, func(c *cfg) { c.AlphaVersionEnforcement = config.EnforcementWarn }},
+		{"alphaVersionEnforcement in any case", `alphaVersionEnforcement: warn`, func(c *cfg) { c.AlphaVersionEnforcement = config.EnforcementWarn }},
+		{"versionLifecycle Strict", `checks: {crd: {versionLifecycle: {notDeprecatedEnforcement: Strict}}}`, func(c *cfg) {
+			c.Checks.CRD.VersionLifecycle.NotDeprecatedEnforcement = config.EnforcementStrict
+		}},
+		{"versionLifecycle off", `checks: {crd: {versionLifecycle: {enabled: false}}}`, func(c *cfg) {
+			c.Checks.CRD.VersionLifecycle.Enabled = false
+		}},
 		{"liveChecksTimeout compound", `liveChecksTimeout: 1h30m`, func(c *cfg) { c.LiveChecksTimeout = 90 * time.Minute }},
 		{"liveChecksTimeout short", `liveChecksTimeout: 250ms`, func(c *cfg) { c.LiveChecksTimeout = 250 * time.Millisecond }},
 
@@ -411,13 +422,14 @@ func TestDecodeEveryOption(t *testing.T) {
 		}})
 	}
 
-	// 12 CRD checks (enabled, plus servedVersionRemoval.unservedEnforcement,
-	// storagePruning.readModifyWriteEnforcement and
-	// managedFields.unservedEnforcement);
+	// 13 CRD checks (enabled, plus servedVersionRemoval.unservedEnforcement,
+	// storagePruning.readModifyWriteEnforcement,
+	// managedFields.unservedEnforcement and
+	// versionLifecycle.notDeprecatedEnforcement);
 	// per spelling of each pair: enabled, unhandledFailureMode, the fields
 	// of the 14 checks with options (enum 3, default 4, required 2, type 2,
 	// 8 bounds x 3, listType 3, mapType 2), the toggles; 2 ignoreConversion.
-	require.Len(t, opts, 12+3+2*2*(2+(3+4+2+2+8*3+3+2)+(len(config.PropertyCheckIDs)-14))+2)
+	require.Len(t, opts, 13+4+2*2*(2+(3+4+2+2+8*3+3+2)+(len(config.PropertyCheckIDs)-14))+2)
 
 	// Every enforcement option rejects unknown values; each accepts Strict,
 	// Warn and None, except enum.additionEnforcement, which accepts Strict,
@@ -449,7 +461,7 @@ func TestDecodeEveryOption(t *testing.T) {
 			assert.NoError(t, err, o.path)
 		}
 	}
-	assert.Equal(t, 3+2*2*(23+3), enforcementOpts)
+	assert.Equal(t, 4+2*2*(23+3), enforcementOpts)
 
 	seen := map[string]bool{}
 	for _, o := range opts {
@@ -529,9 +541,9 @@ func TestDecodeErrors(t *testing.T) {
 		kind error
 	}{
 		{name: "unknown top-level key", in: `mod: warn`, kind: config.ErrUnknownKey,
-			want: []string{`mod: unknown key (allowed: checks, exemptions, failMode, liveChecksTimeout, maxFindingsPerCRD, mode, unaffectedEnforcement)`}},
+			want: []string{`mod: unknown key (allowed: alphaVersionEnforcement, checks, exemptions, failMode, liveChecksTimeout, maxFindingsPerCRD, mode, unaffectedEnforcement)`}},
 		{name: "keys are case-sensitive", in: `failmode: open`, kind: config.ErrUnknownKey,
-			want: []string{`failmode: unknown key (allowed: checks, exemptions, failMode, liveChecksTimeout, maxFindingsPerCRD, mode, unaffectedEnforcement)`}},
+			want: []string{`failmode: unknown key (allowed: alphaVersionEnforcement, checks, exemptions, failMode, liveChecksTimeout, maxFindingsPerCRD, mode, unaffectedEnforcement)`}},
 		{name: "mode type", in: `mode: 5`, kind: config.ErrInvalidType,
 			want: []string{`mode: must be a string, got int`}},
 		{name: "mode type from Go int", raw: map[string]any{"mode": 5}, kind: config.ErrInvalidType,
@@ -572,7 +584,19 @@ func TestDecodeErrors(t *testing.T) {
 		{name: "unknown checks key", in: `checks: {enum: {enabled: false}}`, kind: config.ErrUnknownKey,
 			want: []string{`checks.enum: unknown key (allowed: crd, sameVersion, servedVersion, versions)`}},
 		{name: "unknown crd check", in: `checks: {crd: {scopee: {enabled: false}}}`, kind: config.ErrUnknownKey,
-			want: []string{`checks.crd.scopee: unknown key (allowed: apiserverRejects, crdDeletion, existingFieldRemoval, existingResources, managedFields, ownerReferences, scope, selectableFields, servedVersionRemoval, storagePruning, storedVersionRemoval, subresources)`}},
+			want: []string{`checks.crd.scopee: unknown key (allowed: apiserverRejects, crdDeletion, existingFieldRemoval, existingResources, managedFields, ownerReferences, scope, selectableFields, servedVersionRemoval, storagePruning, storedVersionRemoval, subresources, versionLifecycle)`}},
+		{name: "versionLifecycle keys", in: `checks: {crd: {versionLifecycle: {enforcement: Strict}}}`, kind: config.ErrUnknownKey,
+			want: []string{`checks.crd.versionLifecycle.enforcement: unknown key (allowed: enabled, notDeprecatedEnforcement)`}},
+		{name: "versionLifecycle notDeprecatedEnforcement value", in: `checks: {crd: {versionLifecycle: {notDeprecatedEnforcement: Lenient}}}`, kind: config.ErrInvalidValue,
+			want: []string{`checks.crd.versionLifecycle.notDeprecatedEnforcement: unknown value "Lenient" (allowed: None, Strict, Warn)`}},
+		{name: "versionLifecycle enabled type", in: `checks: {crd: {versionLifecycle: {enabled: "yes"}}}`, kind: config.ErrInvalidType,
+			want: []string{`checks.crd.versionLifecycle.enabled: must be a bool, got string`}},
+		{name: "alphaVersionEnforcement value", in: `alphaVersionEnforcement: Lenient`, kind: config.ErrInvalidValue,
+			want: []string{`alphaVersionEnforcement: unknown value "Lenient" (allowed: Strict, Warn)`}},
+		{name: "alphaVersionEnforcement None is not a value", in: `alphaVersionEnforcement: None`, kind: config.ErrInvalidValue,
+			want: []string{`alphaVersionEnforcement: unknown value "None" (allowed: Strict, Warn)`}},
+		{name: "alphaVersionEnforcement type", in: `alphaVersionEnforcement: true`, kind: config.ErrInvalidType,
+			want: []string{`alphaVersionEnforcement: must be a string, got bool`}},
 		{name: "servedVersionRemoval keys", in: `checks: {crd: {servedVersionRemoval: {unserved: Warn}}}`, kind: config.ErrUnknownKey,
 			want: []string{`checks.crd.servedVersionRemoval.unserved: unknown key (allowed: enabled, unservedEnforcement)`}},
 		{name: "servedVersionRemoval unservedEnforcement value", in: `checks: {crd: {servedVersionRemoval: {unservedEnforcement: Loud}}}`, kind: config.ErrInvalidValue,
@@ -814,6 +838,8 @@ func TestFullConfig(t *testing.T) {
 	want.MaxFindingsPerCRD = 0
 	want.LiveChecksTimeout = 90 * time.Second
 	want.UnaffectedEnforcement = config.EnforcementWarn
+	want.AlphaVersionEnforcement = config.EnforcementWarn
+	want.Checks.CRD.VersionLifecycle.NotDeprecatedEnforcement = config.EnforcementStrict
 	want.Checks.CRD.ExistingResources.Enabled = false
 	want.Checks.CRD.CRDDeletion.Enabled = false
 	want.Checks.CRD.ServedVersionRemoval.UnservedEnforcement = config.EnforcementStrict

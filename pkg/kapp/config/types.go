@@ -27,6 +27,7 @@ const (
 	CheckStoragePruning       = "storagePruning"
 	CheckManagedFields        = "managedFields"
 	CheckOwnerReferences      = "ownerReferences"
+	CheckVersionLifecycle     = "versionLifecycle"
 
 	// Property checks (checks.sameVersion.* and checks.servedVersion.*).
 	CheckRequired              = "required"
@@ -69,7 +70,7 @@ const (
 var CRDCheckIDs = []string{
 	CheckAPIServerRejects, CheckCRDDeletion, CheckExistingFieldRemoval, CheckExistingResources,
 	CheckManagedFields, CheckOwnerReferences, CheckScope, CheckSelectableFields, CheckServedVersionRemoval,
-	CheckStoragePruning, CheckStoredVersionRemoval, CheckSubresources,
+	CheckStoragePruning, CheckStoredVersionRemoval, CheckSubresources, CheckVersionLifecycle,
 }
 
 // PropertyCheckIDs are the checks configured under checks.sameVersion and
@@ -168,7 +169,17 @@ type Settings struct {
 	// fields, CRD deletion, apiserverRejects, unhandled changes), and
 	// changes nothing when no object was read.
 	UnaffectedEnforcement Enforcement
-	Checks                Checks
+	// AlphaVersionEnforcement is what a finding does that is about an
+	// alpha version (v1alpha1, v2alpha3: the apiserver's version naming):
+	// Strict (the default) keeps its severity, Warn makes an error a
+	// warning, as Config Connector treats its alpha CRDs. It never applies
+	// to findings about the whole CRD, about a pair of versions of which
+	// one is not alpha, or about stored data and objects that exist
+	// (storedVersionRemoval, storagePruning, the live checks,
+	// apiserverRejects, and a finding whose read of the stored objects
+	// found data pruned).
+	AlphaVersionEnforcement Enforcement
+	Checks                  Checks
 	// Exemptions waive findings of named CRDs after a human review.
 	Exemptions []Exemption
 	// KubeVersion is the Kubernetes version judged for where the verdict
@@ -212,7 +223,10 @@ type CRDChecks struct {
 	// OwnerReferences: objects of any kind whose ownerReferences name a
 	// version the update removes (garbage collection stops).
 	OwnerReferences Toggle
-	CRDDeletion     Toggle
+	// VersionLifecycle: a served version stops being served, or is
+	// removed, without the old CRD marking it deprecated first.
+	VersionLifecycle VersionLifecycleCheck
+	CRDDeletion      Toggle
 	// ApiserverRejects: the apiserver would refuse the new CRD. Its
 	// findings are errors in every mode and cannot be exempted.
 	ApiserverRejects Toggle
@@ -264,6 +278,18 @@ type ServedVersionChecks struct {
 type ServedVersionRemovalCheck struct {
 	Enabled             bool
 	UnservedEnforcement Enforcement // Strict | Warn (default) | None
+}
+
+// VersionLifecycleCheck configures checks.crd.versionLifecycle: Kubernetes'
+// API deprecation policy and OLM's lifecycle want a version deprecated
+// (deprecated: true, with a deprecationWarning its clients see) in a release
+// before it stops being served. A version the old CRD serves without
+// deprecated: true that the new CRD no longer serves, or removes, is
+// reported under NotDeprecatedEnforcement. A version the old CRD no longer
+// served is not judged: it was retired in an earlier release.
+type VersionLifecycleCheck struct {
+	Enabled                  bool
+	NotDeprecatedEnforcement Enforcement // Strict | Warn (default) | None
 }
 
 // StoragePruningCheck configures checks.crd.storagePruning. Under
@@ -363,15 +389,17 @@ const DefaultLiveChecksTimeout = 5 * time.Minute
 
 // Default returns the default policy (docs/checks.md): every check on, mode
 // error, failMode closed; changes that invalidate no stored object
-// (server-side apply granularity, a version unserved) are warnings.
+// (server-side apply granularity, a version unserved, a version retired
+// without being deprecated first) are warnings.
 func Default() Settings {
 	on := Toggle{Enabled: true}
 	return Settings{
-		Mode:                  ModeError,
-		FailMode:              FailModeClosed,
-		MaxFindingsPerCRD:     50,
-		LiveChecksTimeout:     DefaultLiveChecksTimeout,
-		UnaffectedEnforcement: EnforcementStrict,
+		Mode:                    ModeError,
+		FailMode:                FailModeClosed,
+		MaxFindingsPerCRD:       50,
+		LiveChecksTimeout:       DefaultLiveChecksTimeout,
+		UnaffectedEnforcement:   EnforcementStrict,
+		AlphaVersionEnforcement: EnforcementStrict,
 		Checks: Checks{
 			CRD: CRDChecks{
 				Scope: on, StoredVersionRemoval: on,
@@ -380,6 +408,7 @@ func Default() Settings {
 				ExistingResources: on, CRDDeletion: on,
 				ManagedFields:    ManagedFieldsCheck{Enabled: true, UnservedEnforcement: EnforcementWarn},
 				OwnerReferences:  on,
+				VersionLifecycle: VersionLifecycleCheck{Enabled: true, NotDeprecatedEnforcement: EnforcementWarn},
 				ApiserverRejects: on,
 				StoragePruning:   StoragePruningCheck{Enabled: true, ReadModifyWriteEnforcement: EnforcementWarn},
 			},

@@ -133,7 +133,9 @@ func TestCRDChecks(t *testing.T) {
 		// storedVersionRemoval, offline: the old storage version counts as stored.
 		{name: "offline storage version removed", old: newCRD(t, v1NotStored, v2), new: newCRD(t, v1NotStored, v3, testVersion{"v4", true, true, ""}),
 			want: []string{"error storedVersionRemoval v2 : data loss: stored version \"v2\" removed: objects stored in it must be migrated first",
-				"error servedVersionRemoval v2 : served version \"v2\" removed without first being set served: false"}},
+				"error servedVersionRemoval v2 : served version \"v2\" removed without first being set served: false",
+				// versionLifecycle: a finding of its own (docs/checks.md#versionlifecycle).
+				`warning versionLifecycle v2 : served version "v2" removed without a release that marked it deprecated: true`}},
 		{name: "offline: unserved storage version removed is still a stored version removal", old: newCRD(t, testVersion{"v1", false, true, ""}, v2NotStored), new: newCRD(t, v2),
 			want: []string{"error storedVersionRemoval v1 : data loss: stored version \"v1\" removed: objects stored in it must be migrated first"}},
 		// storedVersionRemoval, live: status.storedVersions decides.
@@ -184,31 +186,31 @@ func TestCRDChecks(t *testing.T) {
 
 		// servedVersionRemoval
 		{name: "served version removed", old: with(newCRD(t, v1NotStored, v2), withStoredVersions("v2")), new: newCRD(t, v2),
-			want: []string{"error servedVersionRemoval v1 : served version \"v1\" removed without first being set served: false"}},
+			want: []string{"error servedVersionRemoval v1 : served version \"v1\" removed without first being set served: false", `warning versionLifecycle v1 : served version "v1" removed without a release that marked it deprecated: true`}},
 		{name: "version first set served: false, then removed",
 			old:  with(newCRD(t, v1Unserved, v2), withStoredVersions("v2")),
 			new:  newCRD(t, v2),
 			want: []string{}},
 		{name: "setting served: false is a warning", old: with(newCRD(t, v1NotStored, v2), withStoredVersions("v2")), new: with(newCRD(t, v1Unserved, v2), withStoredVersions("v2")),
-			want: []string{`warning servedVersionRemoval v1 : version "v1" no longer served (served: true -> false): its clients get 404 Not Found`}},
+			want: []string{`warning servedVersionRemoval v1 : version "v1" no longer served (served: true -> false): its clients get 404 Not Found`, `warning versionLifecycle v1 : version "v1" no longer served without a release that marked it deprecated: true: its clients had no deprecation warning`}},
 		{name: "served: false under unservedEnforcement Strict", old: with(newCRD(t, v1NotStored, v2), withStoredVersions("v2")), new: with(newCRD(t, v1Unserved, v2), withStoredVersions("v2")),
 			config: func(c *config.Settings) {
 				c.Checks.CRD.ServedVersionRemoval.UnservedEnforcement = config.EnforcementStrict
 			},
-			want: []string{`error servedVersionRemoval v1 : version "v1" no longer served (served: true -> false): its clients get 404 Not Found`}},
+			want: []string{`error servedVersionRemoval v1 : version "v1" no longer served (served: true -> false): its clients get 404 Not Found`, `warning versionLifecycle v1 : version "v1" no longer served without a release that marked it deprecated: true: its clients had no deprecation warning`}},
 		{name: "served: false under unservedEnforcement None", old: with(newCRD(t, v1NotStored, v2), withStoredVersions("v2")), new: with(newCRD(t, v1Unserved, v2), withStoredVersions("v2")),
 			config: func(c *config.Settings) {
 				c.Checks.CRD.ServedVersionRemoval.UnservedEnforcement = config.EnforcementNone
 			},
-			want: []string{}},
+			want: []string{`warning versionLifecycle v1 : version "v1" no longer served without a release that marked it deprecated: true: its clients had no deprecation warning`}}, // versionLifecycle has a setting of its own
 		{name: "served: false with servedVersionRemoval disabled", old: with(newCRD(t, v1NotStored, v2), withStoredVersions("v2")), new: with(newCRD(t, v1Unserved, v2), withStoredVersions("v2")),
 			config: func(c *config.Settings) { c.Checks.CRD.ServedVersionRemoval.Enabled = false },
-			want:   []string{}},
+			want:   []string{`warning versionLifecycle v1 : version "v1" no longer served without a release that marked it deprecated: true: its clients had no deprecation warning`}},
 		{name: "an unserved version removed is not a finding", old: with(newCRD(t, v1Unserved, v2), withStoredVersions("v2")), new: with(newCRD(t, v2), withStoredVersions("v2")),
 			want: []string{}},
 		{name: "servedVersionRemoval disabled", old: with(newCRD(t, v1NotStored, v2), withStoredVersions("v2")), new: newCRD(t, v2),
 			config: func(c *config.Settings) { c.Checks.CRD.ServedVersionRemoval.Enabled = false },
-			want:   []string{}},
+			want:   []string{`warning versionLifecycle v1 : served version "v1" removed without a release that marked it deprecated: true`}},
 
 		// A new version added with no modifications to existing versions (OLM allowed list).
 		{name: "new version added", old: newCRD(t, v1), new: newCRD(t, v1NotStored, v2), want: []string{}},

@@ -64,6 +64,10 @@ type Finding struct {
 	// Unaffected: the finding was an error made a warning by
 	// unaffectedEnforcement Warn, because it affects no stored object.
 	Unaffected bool
+	// AlphaLenient: the finding was an error made a warning by
+	// alphaVersionEnforcement Warn, because it is about an alpha version
+	// (IsAlphaVersion) and about its schema, not about data that exists.
+	AlphaLenient bool
 	// Exemption: the reviewed exemption (the settings' exemptions, or the
 	// waiver annotation) that made this finding a warning; nil otherwise.
 	Exemption *Exemption

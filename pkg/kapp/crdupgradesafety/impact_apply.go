@@ -54,6 +54,9 @@ func (r *ObjectReader) Result() VersionImpact {
 //
 //   - every finding at a field of a version read gets its Impact, and its
 //     remedy names the objects affected;
+//   - a finding about an alpha version made a warning under
+//     alphaVersionEnforcement Warn is an error again where its read found
+//     stored data pruned;
 //   - under unaffectedEnforcement Warn, a finding proven to affect no
 //     object becomes a warning (Unaffected) where the read sees the whole
 //     risk (unaffectedApplies);
@@ -79,6 +82,10 @@ func ApplyImpacts(findings []Finding, impacts []VersionImpact, cfg *config.Setti
 			imp.VersionAffected = vi.affected
 			f.Impact = imp
 			f.Remedy = f.Remedy.withObjects(imp)
+			if f.AlphaLenient && imp.has(EffectPruned) {
+				// Stored objects are real data, alpha or not.
+				f.Severity, f.AlphaLenient = SeverityError, false
+			}
 			if imp.Affected == 0 && f.Severity == SeverityError && cfg.UnaffectedEnforcement == config.EnforcementWarn && unaffectedApplies(f) {
 				f.Severity = SeverityWarning
 				f.Unaffected = true

@@ -22,6 +22,8 @@ type ImpactOptions struct {
 	OldStatus, NewStatus string
 	// StatusSubresource: both CRDs have the status subresource.
 	StatusSubresource bool
+	// Version is the name of the one version of both CRDs ("": v1).
+	Version string
 }
 
 // readImpact compares two versions v1 of the widget CRD (spec schemas old
@@ -35,8 +37,12 @@ func readImpact(t *testing.T, oldSpec, newSpec string, objs []map[string]any, cf
 // readImpactWith is readImpact with options.
 func readImpactWith(t *testing.T, oldSpec, newSpec string, objs []map[string]any, cfg *config.Settings, opts ImpactOptions) ([]Finding, []string) {
 	t.Helper()
-	oldCRD := withStatus(t, newCRD(t, testVersion{"v1", true, true, oldSpec}), opts.OldStatus, opts.StatusSubresource)
-	newCRD := withStatus(t, newCRD(t, testVersion{"v1", true, true, newSpec}), opts.NewStatus, opts.StatusSubresource)
+	version := opts.Version
+	if version == "" {
+		version = "v1"
+	}
+	oldCRD := withStatus(t, newCRD(t, testVersion{version, true, true, oldSpec}), opts.OldStatus, opts.StatusSubresource)
+	newCRD := withStatus(t, newCRD(t, testVersion{version, true, true, newSpec}), opts.NewStatus, opts.StatusSubresource)
 	findings := Compare(oldCRD, newCRD, cfg)
 	source := opts.Source
 	if source == "" {

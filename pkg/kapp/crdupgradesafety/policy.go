@@ -56,17 +56,23 @@ func newPolicy(cfg *config.Settings, crd string) *policy {
 }
 
 // add records a change as a finding. Its severity is error only for a
-// Strict change under mode error that no exemption waives; Warn changes
-// are warnings whatever the mode.
+// Strict change under mode error that no exemption waives and, under
+// alphaVersionEnforcement Warn, that is not about an alpha version
+// (alphaLenient); Warn changes are warnings whatever the mode.
 func (p *policy) add(c change) {
 	sev := SeverityError
 	if p.cfg.Mode == config.ModeWarn || c.level == config.EnforcementWarn {
+		sev = SeverityWarning
+	}
+	alpha := sev == SeverityError && alphaLenient(p.cfg, c)
+	if alpha {
 		sev = SeverityWarning
 	}
 	var exemption *Exemption
 	if exempt, reason := p.cfg.Exempt(p.crd, c.check); exempt {
 		sev = SeverityWarning
 		exemption = &Exemption{Reason: boundText(reason, maxMessageBytes)}
+		alpha = false // the reviewed exemption is what waives it
 	}
 	remedy := c.remedy
 	if remedy == nil {
@@ -77,6 +83,7 @@ func (p *policy) add(c change) {
 		Field: schemapath.Path(boundText(string(c.field), maxFieldBytes)),
 		Check: c.check, Severity: sev, ChangeText: boundText(c.message, maxMessageBytes),
 		DataLoss: c.dataLoss || lossByCheck(c.check), ClientFacing: c.clientFacing, Exemption: exemption, Remedy: remedy,
+		AlphaLenient: alpha,
 	})
 	if c.since != (config.KubeVersion{}) {
 		p.findings[len(p.findings)-1].KubeVersionSince = c.since.String()

@@ -29,6 +29,7 @@ func TestPolicy(t *testing.T) {
 		`error type v1 ^.spec.a: type changed: "string" -> "integer"`,
 		"error maxLength v1 ^.spec.b: maxLength decreased: 9 -> 3",
 		`error servedVersionRemoval v1alpha1 : served version "v1alpha1" removed without first being set served: false`,
+		`warning versionLifecycle v1alpha1 : served version "v1alpha1" removed without a release that marked it deprecated: true`,
 	}
 	exempt := func(e ...config.Exemption) func(*config.Settings) {
 		return func(c *config.Settings) { c.Exemptions = e }
@@ -46,6 +47,7 @@ func TestPolicy(t *testing.T) {
 			`warning type v1 ^.spec.a: type changed: "string" -> "integer"`,
 			"warning maxLength v1 ^.spec.b: maxLength decreased: 9 -> 3",
 			`warning servedVersionRemoval v1alpha1 : served version "v1alpha1" removed without first being set served: false`,
+			`warning versionLifecycle v1alpha1 : served version "v1alpha1" removed without a release that marked it deprecated: true`,
 		}},
 		{name: "CRD exempted from all checks, with a reason", config: exempt(config.Exemption{CRD: testCRDName, Reason: "reviewed in JIRA-1"}), want: []string{
 			"warning existingFieldRemoval v1 ^.spec.c: data loss: existing field removed (was string) (exempted: reviewed in JIRA-1)",
@@ -53,6 +55,7 @@ func TestPolicy(t *testing.T) {
 			`warning type v1 ^.spec.a: type changed: "string" -> "integer" (exempted: reviewed in JIRA-1)`,
 			"warning maxLength v1 ^.spec.b: maxLength decreased: 9 -> 3 (exempted: reviewed in JIRA-1)",
 			`warning servedVersionRemoval v1alpha1 : served version "v1alpha1" removed without first being set served: false (exempted: reviewed in JIRA-1)`,
+			`warning versionLifecycle v1alpha1 : served version "v1alpha1" removed without a release that marked it deprecated: true (exempted: reviewed in JIRA-1)`,
 		}},
 		{name: "CRD exempted from some checks", config: exempt(config.Exemption{CRD: testCRDName, Checks: []string{config.CheckScope, config.CheckMaxLength}, Reason: "no objects yet"}), want: []string{
 			"error existingFieldRemoval v1 ^.spec.c: data loss: existing field removed (was string)",
@@ -60,6 +63,7 @@ func TestPolicy(t *testing.T) {
 			`error type v1 ^.spec.a: type changed: "string" -> "integer"`,
 			"warning maxLength v1 ^.spec.b: maxLength decreased: 9 -> 3 (exempted: no objects yet)",
 			`error servedVersionRemoval v1alpha1 : served version "v1alpha1" removed without first being set served: false`,
+			`warning versionLifecycle v1alpha1 : served version "v1alpha1" removed without a release that marked it deprecated: true`,
 		}},
 		{name: "exemption without a reason", config: exempt(config.Exemption{CRD: testCRDName, Checks: []string{config.CheckType}}), want: []string{
 			"error existingFieldRemoval v1 ^.spec.c: data loss: existing field removed (was string)",
@@ -67,6 +71,7 @@ func TestPolicy(t *testing.T) {
 			`warning type v1 ^.spec.a: type changed: "string" -> "integer" (exempted)`,
 			"error maxLength v1 ^.spec.b: maxLength decreased: 9 -> 3",
 			`error servedVersionRemoval v1alpha1 : served version "v1alpha1" removed without first being set served: false`,
+			`warning versionLifecycle v1alpha1 : served version "v1alpha1" removed without a release that marked it deprecated: true`,
 		}},
 		{name: "exemption of another CRD", config: exempt(config.Exemption{CRD: "gadgets.example.com", Reason: "other"}), want: all},
 		{name: "several exemptions of the same CRD", config: exempt(
@@ -78,6 +83,7 @@ func TestPolicy(t *testing.T) {
 			`error type v1 ^.spec.a: type changed: "string" -> "integer"`,
 			"error maxLength v1 ^.spec.b: maxLength decreased: 9 -> 3",
 			`error servedVersionRemoval v1alpha1 : served version "v1alpha1" removed without first being set served: false`,
+			`warning versionLifecycle v1alpha1 : served version "v1alpha1" removed without a release that marked it deprecated: true`,
 		}},
 	}
 	for _, tc := range cases {

@@ -28,6 +28,9 @@ const (
 	// RemedyUnserveFirst: keep Version with served: false for a release,
 	// then remove it.
 	RemedyUnserveFirst RemedyAction = "unserveFirst"
+	// RemedyDeprecateFirst: keep Version served and mark it deprecated:
+	// true (with a deprecationWarning) in a release, then stop serving it.
+	RemedyDeprecateFirst RemedyAction = "deprecateFirst"
 	// RemedyKeepField: keep the field (deprecated in its description), or
 	// move the data the Objects hold there first.
 	RemedyKeepField RemedyAction = "keepField"
@@ -111,6 +114,7 @@ var remedyActions = map[string]RemedyAction{
 	config.CheckScope:                 RemedyNewCRD,
 	config.CheckStoredVersionRemoval:  RemedyMigrateStorage,
 	config.CheckServedVersionRemoval:  RemedyUnserveFirst,
+	config.CheckVersionLifecycle:      RemedyDeprecateFirst,
 	config.CheckExistingFieldRemoval:  RemedyKeepField,
 	config.CheckSubresources:          RemedyKeepClientFacing,
 	config.CheckSelectableFields:      RemedyKeepClientFacing,

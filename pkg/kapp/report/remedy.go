@@ -53,6 +53,8 @@ func RemedyText(f crdupgradesafety.Finding) string {
 		return fmt.Sprintf("keep %q until the running migration (%s) is done and status.storedVersions no longer lists it, then remove it", version, r.Detail)
 	case crdupgradesafety.RemedyUnserveFirst:
 		return fmt.Sprintf("keep %q with served: false for a release (its clients get 404 Not Found and can move on), then remove it", version)
+	case crdupgradesafety.RemedyDeprecateFirst:
+		return fmt.Sprintf("keep %q served and mark it deprecated: true (with a deprecationWarning) in a release first, so its clients are warned; then stop serving it", version)
 	case crdupgradesafety.RemedyKeepField:
 		if objects != "" {
 			return "keep the field (mark it deprecated in its description), or move the data out first: " + objects + " hold data there"

@@ -18,8 +18,9 @@ import (
 // Message is a finding's message as the outputs print it: "data loss: "
 // when it loses stored data, what changed (where the verdict depends on
 // the Kubernetes version: from which version on, and the version judged
-// for), what it does to the stored objects read, and the exemption that
-// waived it, e.g.
+// for), what it does to the stored objects read, what made an error a
+// warning (unaffectedEnforcement, alphaVersionEnforcement) and the
+// exemption that waived it, e.g.
 //
 //	data loss: existing field removed (was string): 2 of 2 stored Widgets hold data here, lost on their next write: default/a ("red"), default/b ("blue")
 func Message(f crdupgradesafety.Finding) string {
@@ -41,6 +42,9 @@ func Message(f crdupgradesafety.Finding) string {
 	}
 	if f.Unaffected {
 		b.WriteString("; a warning under unaffectedEnforcement Warn: writers that send values the old schema accepted may still be refused")
+	}
+	if f.AlphaLenient {
+		b.WriteString(" (alpha version: a warning under alphaVersionEnforcement Warn)")
 	}
 	if f.Exemption != nil {
 		if f.Exemption.Reason != "" {

@@ -288,3 +288,88 @@ func (panickingCluster) ListCustomResources(context.Context, *apiextv1.CustomRes
 	func([]map[string]any) error) error {
 	panic("boom")
 }
+
+// lifecycleCRD is the Widget CRD with the given versions (the keys of
+// each, in YAML flow style), each with a schema of spec.size.
+func lifecycleCRD(versions ...string) string {
+	doc := `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}
+  scope: Namespaced
+  versions:`
+	for _, v := range versions {
+		doc += "\n  - {" + v + ", schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {size: {type: integer, minimum: 1}}}}}}}"
+	}
+	return doc + "\nstatus:\n  storedVersions: [v1]\n"
+}
+
+// TestReviewVersionLifecycle: the webhook judges a version's lifecycle
+// (checks.crd.versionLifecycle) and alpha versions (alphaVersionEnforcement)
+// with the settings it reads, as a deploy does.
+func TestReviewVersionLifecycle(t *testing.T) {
+	const (
+		v1      = "name: v1, served: true, storage: true"
+		beta    = "name: v1beta1, served: true, storage: false"
+		betaDep = "name: v1beta1, served: true, storage: false, deprecated: true"
+		betaOff = "name: v1beta1, served: false, storage: false"
+	)
+	unserve := request(t, admissionv1.Update, lifecycleCRD(betaOff, v1), lifecycleCRD(beta, v1))
+	servedWarning := `CRDUpgradeSafety: version v1beta1: [servedVersionRemoval] version "v1beta1" no longer served (served: true -> false): its clients get 404 Not Found`
+	lifecycle := `version v1beta1: [versionLifecycle] version "v1beta1" no longer served without a release that marked it deprecated: true: its clients had no deprecation warning`
+
+	t.Run("unserved without deprecation: allowed, with a warning", func(t *testing.T) {
+		r, _ := reviewer(t, nil, &evaluationtest.Cluster{})
+		resp := r.Review(context.Background(), unserve)
+		require.True(t, resp.Allowed)
+		require.Equal(t, []string{servedWarning, "CRDUpgradeSafety: " + lifecycle}, resp.Warnings)
+	})
+	t.Run("notDeprecatedEnforcement Strict: denied", func(t *testing.T) {
+		r, _ := reviewer(t, map[string]any{"checks": map[string]any{"crd": map[string]any{
+			"versionLifecycle": map[string]any{"notDeprecatedEnforcement": "Strict"}}}}, &evaluationtest.Cluster{})
+		resp := r.Review(context.Background(), unserve)
+		require.False(t, resp.Allowed)
+		require.Contains(t, resp.Result.Message, "1 error finding:\n  crd widgets.example.com "+lifecycle+
+			"\n    way forward: keep \"v1beta1\" served and mark it deprecated: true (with a deprecationWarning) in a release first")
+		require.Equal(t, []string{servedWarning}, resp.Warnings)
+	})
+	t.Run("deprecated in the old CRD: only servedVersionRemoval's warning", func(t *testing.T) {
+		r, _ := reviewer(t, map[string]any{"checks": map[string]any{"crd": map[string]any{
+			"versionLifecycle": map[string]any{"notDeprecatedEnforcement": "Strict"}}}}, &evaluationtest.Cluster{})
+		resp := r.Review(context.Background(), request(t, admissionv1.Update, lifecycleCRD(betaOff, v1), lifecycleCRD(betaDep, v1)))
+		require.True(t, resp.Allowed)
+		require.Equal(t, []string{servedWarning}, resp.Warnings)
+	})
+
+	// An alpha version's minimum raised: an error, a warning under
+	// alphaVersionEnforcement Warn; the same in v1 stays an error.
+	alphaOld := lifecycleCRD("name: v1alpha1, served: true, storage: false", v1)
+	alphaNew := strings.Replace(alphaOld, "minimum: 1", "minimum: 5", 1)
+	bothNew := strings.ReplaceAll(alphaOld, "minimum: 1", "minimum: 5")
+	raised := `[minimum] minimum increased: 1 -> 5: no stored Widgets to affect`
+	t.Run("alpha, by default: denied", func(t *testing.T) {
+		r, _ := reviewer(t, nil, &evaluationtest.Cluster{})
+		resp := r.Review(context.Background(), request(t, admissionv1.Update, alphaNew, alphaOld))
+		require.False(t, resp.Allowed)
+		require.Contains(t, resp.Result.Message, "version v1alpha1 field ^.spec.size: "+raised)
+	})
+	t.Run("alpha, alphaVersionEnforcement Warn: allowed, with a warning that says why", func(t *testing.T) {
+		r, _ := reviewer(t, map[string]any{"alphaVersionEnforcement": "Warn"}, &evaluationtest.Cluster{})
+		resp := r.Review(context.Background(), request(t, admissionv1.Update, alphaNew, alphaOld))
+		require.True(t, resp.Allowed)
+		require.Equal(t, []string{"CRDUpgradeSafety: version v1alpha1 field ^.spec.size: " + raised +
+			" (alpha version: a warning under alphaVersionEnforcement Warn)"}, resp.Warnings)
+	})
+	t.Run("alphaVersionEnforcement Warn: GA stays strict", func(t *testing.T) {
+		r, _ := reviewer(t, map[string]any{"alphaVersionEnforcement": "Warn"}, &evaluationtest.Cluster{})
+		resp := r.Review(context.Background(), request(t, admissionv1.Update, bothNew, alphaOld))
+		require.False(t, resp.Allowed)
+		require.Contains(t, resp.Result.Message, "1 error finding:\n  crd widgets.example.com version v1 field ^.spec.size: "+raised)
+		require.Equal(t, []string{"CRDUpgradeSafety: version v1alpha1 field ^.spec.size: " + raised +
+			" (alpha version: a warning under alphaVersionEnforcement Warn)"}, resp.Warnings)
+	})
+}

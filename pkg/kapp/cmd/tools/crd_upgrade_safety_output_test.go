@@ -127,6 +127,7 @@ func TestCRDUpgradeSafetyOutputs(t *testing.T) {
 			"maximum":              "maximum: 5 | ",
 			"enum":                 "enum: [medium, large] | ",
 			"servedVersionRemoval": "versions: | - name: v1beta1",
+			"versionLifecycle":     "versions: | - name: v1beta1",
 			"crdDeletion":          " | apiVersion: apiextensions.k8s.io/v1",
 		}, at)
 	})

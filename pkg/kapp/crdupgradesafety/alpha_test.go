@@ -1,0 +1,145 @@
+package crdupgradesafety
+
+import (
+	"testing"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/stretchr/testify/require"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+func TestIsAlphaVersion(t *testing.T) {
+	for name, want := range map[string]bool{
+		"v1alpha1": true, "v2alpha3": true, "v1alpha0": true, "v0alpha0": true, "v10alpha10": true, "v01alpha1": true,
+		"v1beta1": false, "v1beta0": false, "v0beta0": false, "v1": false, "v2": false, "v0": false,
+		// Not Kubernetes-like names: the apiserver orders them apart,
+		// and so they are not alpha.
+		"v1alpha": false, "alpha1": false, "v1-alpha1": false, "V1alpha1": false, "v1alpha1x": false,
+		"v1Alpha1": false, "": false, "vAlpha1": false, "v1alpha1beta1": false,
+		"v99999999999999999999alpha1": false, // the major does not fit an int
+	} {
+		require.Equal(t, want, IsAlphaVersion(name), name)
+	}
+}
+
+func TestAlphaVersionEnforcement(t *testing.T) {
+	str := `{type: object, properties: {x: {type: string}}}`
+	integer := `{type: object, properties: {x: {type: integer}}}`
+	lenient := func(c *config.Settings) { c.AlphaVersionEnforcement = config.EnforcementWarn }
+	const note = " (alpha version: a warning under alphaVersionEnforcement Warn)"
+	typeChanged := `type changed: "string" -> "integer"`
+
+	runCRDCases(t, []crdCase{
+		// Property findings of one version.
+		{name: "alpha, Strict (default): an error",
+			old: newCRD(t, testVersion{"v1alpha1", true, true, str}), new: newCRD(t, testVersion{"v1alpha1", true, true, integer}),
+			want: []string{"error type v1alpha1 ^.spec.x: " + typeChanged}},
+		{name: "alpha, Warn: a warning that says why",
+			old: newCRD(t, testVersion{"v1alpha1", true, true, str}), new: newCRD(t, testVersion{"v1alpha1", true, true, integer}),
+			config: lenient, want: []string{"warning type v1alpha1 ^.spec.x: " + typeChanged + note}},
+		{name: "beta stays strict",
+			old: newCRD(t, testVersion{"v1beta1", true, true, str}), new: newCRD(t, testVersion{"v1beta1", true, true, integer}),
+			config: lenient, want: []string{"error type v1beta1 ^.spec.x: " + typeChanged}},
+		{name: "GA stays strict",
+			old: newCRD(t, testVersion{"v1", true, true, str}), new: newCRD(t, testVersion{"v1", true, true, integer}),
+			config: lenient, want: []string{"error type v1 ^.spec.x: " + typeChanged}},
+		{name: "a name that only looks alpha stays strict",
+			old: newCRD(t, testVersion{"v1alpha", true, true, str}), new: newCRD(t, testVersion{"v1alpha", true, true, integer}),
+			config: lenient, want: []string{"error type v1alpha ^.spec.x: " + typeChanged}},
+		{name: "alpha field removed, no objects read: a warning",
+			old: newCRD(t, testVersion{"v1alpha1", true, true, str}), new: newCRD(t, testVersion{"v1alpha1", true, true, `{type: object}`}),
+			config: lenient, want: []string{"warning existingFieldRemoval v1alpha1 ^.spec.x: data loss: existing field removed (was string)" + note}},
+		{name: "a Warn change stays a warning, without the note",
+			old:    newCRD(t, testVersion{"v1alpha1", true, true, `{type: object, properties: {m: {type: object}}}`}),
+			new:    newCRD(t, testVersion{"v1alpha1", true, true, `{type: object, properties: {m: {type: object, x-kubernetes-map-type: atomic}}}`}),
+			config: lenient, want: []string{`warning mapType v1alpha1 ^.spec.m: x-kubernetes-map-type changed: granular -> atomic: no stored object becomes invalid, only server-side apply ownership changes`}},
+		{name: "mode warn: a warning, without the note",
+			old: newCRD(t, testVersion{"v1alpha1", true, true, str}), new: newCRD(t, testVersion{"v1alpha1", true, true, integer}),
+			config: func(c *config.Settings) { lenient(c); c.Mode = config.ModeWarn },
+			want:   []string{"warning type v1alpha1 ^.spec.x: " + typeChanged}},
+		{name: "an exemption is what waived it",
+			old: newCRD(t, testVersion{"v1alpha1", true, true, str}), new: newCRD(t, testVersion{"v1alpha1", true, true, integer}),
+			config: func(c *config.Settings) {
+				lenient(c)
+				c.Exemptions = []config.Exemption{{CRD: testCRDName, Reason: "PR 5"}}
+			},
+			want: []string{"warning type v1alpha1 ^.spec.x: " + typeChanged + " (exempted: PR 5)"}},
+
+		// Version-level findings.
+		{name: "alpha served version removed: servedVersionRemoval a warning, versionLifecycle a warning anyway",
+			old: with(newCRD(t, testVersion{"v1alpha1", true, false, ""}, testVersion{"v1", true, true, ""}), withStoredVersions("v1")),
+			new: with(newCRD(t, testVersion{"v1", true, true, ""}), withStoredVersions("v1")),
+			config: func(c *config.Settings) {
+				lenient(c)
+				c.Checks.CRD.VersionLifecycle.NotDeprecatedEnforcement = config.EnforcementStrict
+			},
+			want: []string{
+				`warning servedVersionRemoval v1alpha1 : served version "v1alpha1" removed without first being set served: false` + note,
+				`warning versionLifecycle v1alpha1 : served version "v1alpha1" removed without a release that marked it deprecated: true` + note,
+			}},
+		{name: "beta served version removed: errors",
+			old: with(newCRD(t, testVersion{"v1beta1", true, false, ""}, testVersion{"v1", true, true, ""}), withStoredVersions("v1")),
+			new: with(newCRD(t, testVersion{"v1", true, true, ""}), withStoredVersions("v1")),
+			config: func(c *config.Settings) {
+				lenient(c)
+				c.Checks.CRD.VersionLifecycle.NotDeprecatedEnforcement = config.EnforcementStrict
+			},
+			want: []string{
+				`error servedVersionRemoval v1beta1 : served version "v1beta1" removed without first being set served: false`,
+				`error versionLifecycle v1beta1 : served version "v1beta1" removed without a release that marked it deprecated: true`,
+			}},
+		{name: "alpha stored version removed: the stored objects are data, an error",
+			old: with(newCRD(t, testVersion{"v1alpha1", false, false, ""}, testVersion{"v1", true, true, ""}), withStoredVersions("v1alpha1", "v1")),
+			new: newCRD(t, testVersion{"v1", true, true, ""}), config: lenient,
+			want: []string{`error storedVersionRemoval v1alpha1 : data loss: stored version "v1alpha1" removed: objects stored in it must be migrated first`}},
+
+		// CRD-level findings.
+		{name: "scope of a CRD with only alpha versions: an error",
+			old: newCRD(t, testVersion{"v1alpha1", true, true, ""}), new: with(newCRD(t, testVersion{"v1alpha1", true, true, ""}), withScope(apiextv1.ClusterScoped)),
+			config: lenient, want: []string{"error scope  : scope changed: Namespaced -> Cluster"}},
+
+		// Pairs of served versions (conversion None).
+		{name: "two alpha versions differ: a warning",
+			old: newCRD(t, testVersion{"v1alpha1", true, true, str}),
+			new: newCRD(t, testVersion{"v1alpha1", true, true, str}, testVersion{"v1alpha2", true, false, integer}), config: lenient,
+			want: []string{"warning servedVersion v1alpha1 -> v1alpha2 ^.spec.x: [type] " + typeChanged + note}},
+		{name: "an alpha and a GA version differ: an error (the GA view of the same objects)",
+			old: newCRD(t, testVersion{"v1", true, true, str}),
+			new: newCRD(t, testVersion{"v1", true, true, str}, testVersion{"v1alpha1", true, false, integer}), config: lenient,
+			want: []string{"error servedVersion v1alpha1 -> v1 ^.spec.x: [type] " + `type changed: "integer" -> "string"`}},
+	})
+}
+
+// TestAlphaVersionEnforcementDataLoss: stored objects are real data, alpha
+// or not. A field of an alpha version removed is a warning under
+// alphaVersionEnforcement Warn while no stored object holds data there (or
+// none was read), and an error once the read finds data that is pruned;
+// objects rejected by a tightened constraint keep their data and the
+// leniency.
+func TestAlphaVersionEnforcementDataLoss(t *testing.T) {
+	cfg := config.Default()
+	cfg.AlphaVersionEnforcement = config.EnforcementWarn
+	alpha := ImpactOptions{Version: "v1alpha1"}
+	removed := func(x any) []map[string]any {
+		return []map[string]any{widget("v1alpha1", "default", "a", map[string]any{"x": x})}
+	}
+
+	fs, lines := readImpactWith(t, `{type: object, properties: {x: {type: string}}}`, `{type: object}`, removed("red"), &cfg, alpha)
+	require.Equal(t, []string{`error existingFieldRemoval ^.spec.x: data loss: existing field removed (was string): 1 of 1 stored Widget holds data here, lost on their next write: default/a ("red")`}, lines)
+	require.False(t, fs[0].AlphaLenient)
+
+	_, lines = readImpactWith(t, `{type: object, properties: {x: {type: string}}}`, `{type: object}`, nil, &cfg, alpha)
+	require.Equal(t, []string{`warning existingFieldRemoval ^.spec.x: existing field removed (was string): no stored Widgets to affect (alpha version: a warning under alphaVersionEnforcement Warn)`}, lines)
+
+	fs, lines = readImpactWith(t, `{type: object, properties: {x: {type: integer}}}`, `{type: object, properties: {x: {type: integer, maximum: 5}}}`, removed(int64(9)), &cfg, alpha)
+	require.Len(t, lines, 1)
+	require.Equal(t, SeverityWarning, fs[0].Severity, lines[0])
+	require.True(t, fs[0].AlphaLenient, lines[0])
+	require.Contains(t, lines[0], "1 of 1 stored Widget rejected")
+
+	// The same under GA: the leniency is the alpha version's alone.
+	_, lines = readImpactWith(t, `{type: object, properties: {x: {type: integer}}}`, `{type: object, properties: {x: {type: integer, maximum: 5}}}`,
+		[]map[string]any{widget("v1", "default", "a", map[string]any{"x": int64(9)})}, &cfg, ImpactOptions{})
+	require.Len(t, lines, 1)
+	require.Contains(t, lines[0], "error maximum ")
+}

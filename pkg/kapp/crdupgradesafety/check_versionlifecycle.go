@@ -1,0 +1,41 @@
+package crdupgradesafety
+
+import (
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// checkVersionLifecycle: a version may stop being served, or be removed,
+// only after a release in which it was marked deprecated: true (Kubernetes'
+// API deprecation policy, OLM's deprecation lifecycle): its clients then
+// saw the apiserver's deprecation warning on every request before they get
+// 404 Not Found. So a version the old CRD serves without deprecated: true
+// that the new CRD no longer serves, or no longer has, is reported at
+// notDeprecatedEnforcement (Warn by default). Marking it deprecated in the
+// same update does not count: no release warned its clients.
+//
+// A version the old CRD no longer serves is not judged: it was retired in
+// an earlier update. servedVersionRemoval reports the same versions for
+// another reason (removed without first being unserved, or unserved at
+// all): a finding of its own, unchanged by this one.
+func checkVersionLifecycle(p *policy, old, new *apiextv1.CustomResourceDefinition) {
+	c := p.cfg.Checks.CRD.VersionLifecycle
+	if !c.Enabled || !c.NotDeprecatedEnforcement.Reports() {
+		return
+	}
+	newVersions := versionsByName(new)
+	for _, v := range old.Spec.Versions {
+		if !v.Served || v.Deprecated {
+			continue
+		}
+		nv, ok := newVersions[v.Name]
+		switch {
+		case !ok:
+			p.crdLevel(c.NotDeprecatedEnforcement, v.Name, config.CheckVersionLifecycle,
+				"served version %q removed without a release that marked it deprecated: true", v.Name)
+		case !nv.Served:
+			p.crdLevel(c.NotDeprecatedEnforcement, v.Name, config.CheckVersionLifecycle,
+				"version %q no longer served without a release that marked it deprecated: true: its clients had no deprecation warning", v.Name)
+		}
+	}
+}
