@@ -22,6 +22,10 @@
 #                                   Package), imgpkg bundles as OCI image layouts, tag
 #                                   VERSION, for $IMAGE_REPO-webhook-package and
 #                                   $IMAGE_REPO-package-repository (crane push)
+#   crd-upgrade-safety-webhook-X.Y.Z.tgz
+#                                   the webhook's Helm chart (charts/crd-upgrade-safety-webhook),
+#                                   packaged as `helm package` does: version and appVersion
+#                                   X.Y.Z, image $IMAGE_REPO:VERSION
 #   crd-upgrade-safety-webhook.yaml the webhook's install (examples/webhook), its
 #                                   image ghcr.io/crdsafety/kapp:VERSION ($IMAGE_REPO)
 #   crd-upgrade-safety-webhook-cert-manager.yaml, crd-upgrade-safety-webhook-waiver-policy.yaml
@@ -218,6 +222,9 @@ if [[ -d "$OUT/image" ]]; then
     -image-repo "$IMAGE_REPO" -image-layout "$OUT/image" -bundle-repo "$IMAGE_REPO-webhook-package" \
     -repository-repo "$IMAGE_REPO-package-repository" -out "$OUT" >&2
 fi
+
+"$BIN_DIR/release-image" chart -version "$VERSION" -image "$IMAGE_REPO:$VERSION" -out "$OUT" \
+  "$ROOT/charts/crd-upgrade-safety-webhook" >&2
 
 manifests examples/webhook "$OUT/crd-upgrade-safety-webhook.yaml"
 manifests examples/webhook-cert-manager "$OUT/crd-upgrade-safety-webhook-cert-manager.yaml"

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -264,4 +265,75 @@ func TestReleasePackageRepository(t *testing.T) {
 			t.Errorf("%s pushed as %s, want %s", b, desc.Digest, want)
 		}
 	}
+}
+
+// chartFiles is the files of a chart archive.
+func chartFiles(t *testing.T, gz []byte) map[string][]byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return files
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[h.Name] = data
+	}
+}
+
+// checkChart checks a chart archive: the chart's files under its name, the
+// version and appVersion set, the image value the release's.
+func checkChart(t *testing.T, gz []byte, version, image string) {
+	t.Helper()
+	files := chartFiles(t, gz)
+	v := strings.TrimPrefix(version, "v")
+	chart := string(files["crd-upgrade-safety-webhook/Chart.yaml"])
+	if !strings.Contains(chart, "\nversion: "+v+"\n") || !strings.Contains(chart, "\nappVersion: "+v+"\n") {
+		t.Errorf("Chart.yaml: version and appVersion not %s:\n%s", v, chart)
+	}
+	if values := string(files["crd-upgrade-safety-webhook/values.yaml"]); !strings.Contains(values, "\nimage: "+image+"\n") {
+		t.Errorf("values.yaml: image not %s:\n%s", image, values)
+	}
+	for _, f := range []string{"templates/deployment.yaml", "templates/webhook.yaml", "templates/webhook-unregister.yaml", "values.schema.json"} {
+		if files["crd-upgrade-safety-webhook/"+f] == nil {
+			t.Errorf("the chart archive has no %s", f)
+		}
+	}
+}
+
+// TestChartArchive: the chart packaged for a release, twice the same bytes.
+func TestChartArchive(t *testing.T) {
+	dir := filepath.Join(repoRoot, "charts", "crd-upgrade-safety-webhook")
+	name, gz, err := chartArchive(dir, "v1.2.3", "ghcr.io/crdsafety/kapp:v1.2.3", time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name != "crd-upgrade-safety-webhook-1.2.3.tgz" {
+		t.Errorf("name %s", name)
+	}
+	checkChart(t, gz, "v1.2.3", "ghcr.io/crdsafety/kapp:v1.2.3")
+	if _, again, _ := chartArchive(dir, "v1.2.3", "ghcr.io/crdsafety/kapp:v1.2.3", time.Unix(0, 0)); !bytes.Equal(gz, again) {
+		t.Error("packaged twice: different bytes")
+	}
+}
+
+// TestReleaseChart: the release's chart archive.
+func TestReleaseChart(t *testing.T) {
+	dir, version := release(t)
+	gz, err := os.ReadFile(filepath.Join(dir, "crd-upgrade-safety-webhook-"+strings.TrimPrefix(version, "v")+".tgz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkChart(t, gz, version, "ghcr.io/crdsafety/kapp:"+version)
 }

@@ -29,6 +29,12 @@
 // OUT/package-repository (tag V); with -push, to BUNDLE-REPO:V and
 // REPOSITORY-REPO:V (a registry on loopback is spoken to over HTTP).
 //
+//	release-image chart -version V -image REF -out DIR CHART_DIR
+//
+// writes the Helm chart in CHART_DIR as `helm package` would, into
+// DIR/NAME-V.tgz (V without the v), its version and appVersion V, its image
+// value REF.
+//
 //	release-image registry -addr 127.0.0.1:0
 //
 // serves an OCI registry in memory (go-containerregistry's pkg/registry) on
@@ -53,6 +59,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -69,6 +76,7 @@ var errUsage = errors.New(`usage:
   release-image webhook -version V -ca-certs FILE -out DIR linux/amd64=BINARY [linux/arm64=BINARY ...]
   release-image kapp-controller-layer -out FILE.tar.gz BINARY
   release-image package-repository -version V -package-dir DIR -image-repo REPO (-image-layout DIR | -image-digest DIGEST) -bundle-repo REPO -repository-repo REPO (-out DIR | -push)
+  release-image chart -version V -image REF -out DIR CHART_DIR
   release-image registry -addr HOST:PORT
   release-image stand-in-image -push REF`)
 
@@ -128,6 +136,26 @@ func run(args []string, stdout io.Writer) error {
 		return nil
 	case "package-repository":
 		return runPackageRepository(args[1:], stdout, epoch)
+	case "chart":
+		fs := flag.NewFlagSet("chart", flag.ContinueOnError)
+		version := fs.String("version", "", "the release's version")
+		image := fs.String("image", "", "the webhook's image")
+		out := fs.String("out", "", "the directory to write NAME-VERSION.tgz into")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		if *version == "" || *image == "" || *out == "" || fs.NArg() != 1 {
+			return errUsage
+		}
+		name, gz, err := chartArchive(fs.Arg(0), *version, *image, epoch)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(*out, name), gz, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s\n", filepath.Join(*out, name))
+		return nil
 	case "registry":
 		return runRegistry(args[1:], stdout)
 	case "stand-in-image":
