@@ -487,3 +487,169 @@ func TestInstallPackageValuesSchema(t *testing.T) {
 	require.Equal(t, inspected.Components.Schemas.DataValues, committed,
 		"carvel-package/package.yaml's valuesSchema is not config/values-schema.yaml's (regenerate it with ytt --data-values-schema-inspect -o openapi-v3)")
 }
+
+// docSection is the text of docs/webhook.md from the heading to the next
+// heading of the same level.
+func docSection(t *testing.T, heading string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "webhook.md"))
+	require.NoError(t, err)
+	doc := string(data)
+	start := strings.Index(doc, "\n"+heading+"\n")
+	require.NotEqualf(t, -1, start, "docs/webhook.md has no %q", heading)
+	rest := doc[start+len(heading)+2:]
+	if end := strings.Index(rest, "\n## "); end >= 0 {
+		rest = rest[:end]
+	}
+	return rest
+}
+
+// codeBlocks is the fenced code blocks of a text in the language lang.
+func codeBlocks(text, lang string) []string {
+	var blocks []string
+	for {
+		start := strings.Index(text, "```"+lang+"\n")
+		if start < 0 {
+			return blocks
+		}
+		text = text[start+len(lang)+4:]
+		end := strings.Index(text, "```")
+		if end < 0 {
+			return blocks
+		}
+		blocks = append(blocks, text[:end])
+		text = text[end+3:]
+	}
+}
+
+// schemaHas says whether the package's values schema (ytt's OpenAPI
+// description) has the dotted path.
+func schemaHas(schema map[string]any, path string) bool {
+	cur := schema
+	for _, p := range strings.Split(path, ".") {
+		props, _ := cur["properties"].(map[string]any)
+		next, ok := props[p].(map[string]any)
+		if !ok {
+			return false
+		}
+		cur = next
+	}
+	return true
+}
+
+// TestInstallDocs: docs/webhook.md's install sections run: the
+// PackageRepository, values and PackageInstall of "Install as a Carvel
+// package" name the package and its repository bundle, and the values
+// render; every value of its table is in the package's values schema; the
+// helm commands of "Install with Helm" render with `helm template` (the
+// same flags, the checkout's chart) and do what the text says.
+func TestInstallDocs(t *testing.T) {
+	t.Parallel()
+	section := docSection(t, "## Install as a Carvel package")
+	blocks := codeBlocks(section, "yaml")
+	require.Len(t, blocks, 1, "one YAML block of the install")
+	objs := yamlDocs(t, []byte(blocks[0]))
+	kinds := map[string]*unstructured.Unstructured{}
+	for _, o := range objs {
+		kinds[o.GetKind()] = o
+	}
+	require.Len(t, kinds, 3)
+	image, _, _ := unstructured.NestedString(kinds["PackageRepository"].Object, "spec", "fetch", "imgpkgBundle", "image")
+	require.True(t, strings.HasPrefix(image, "ghcr.io/crdsafety/kapp-package-repository:"), image)
+	ref, _, _ := unstructured.NestedString(kinds["PackageInstall"].Object, "spec", "packageRef", "refName")
+	require.Equal(t, packageRefName, ref)
+	values, _, _ := unstructured.NestedString(kinds["Secret"].Object, "stringData", "values.yaml")
+	valuesFile := filepath.Join(t.TempDir(), "values.yaml")
+	require.NoError(t, os.WriteFile(valuesFile, []byte(values), 0o600))
+	rendered, err := renderPackage(t, "--data-values-file", valuesFile)
+	require.NoError(t, err, "the doc's values")
+	require.NotEmpty(t, rendered)
+
+	pkg := readManifests(t, filepath.Join(packageDir, "package.yaml"))
+	schema, _, _ := unstructured.NestedMap(pkg[0].Object, "spec", "valuesSchema", "openAPIv3")
+	rows := 0
+	for _, line := range strings.Split(section, "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		rows++
+		first := strings.Split(line, "|")[1]
+		for _, name := range strings.Split(first, ",") {
+			name = strings.Trim(strings.TrimSpace(name), "`")
+			require.Truef(t, schemaHas(schema, name), "docs/webhook.md names the value %s, which the package does not have", name)
+		}
+	}
+	require.GreaterOrEqual(t, rows, 8, "the table of values")
+
+	// The helm commands, rendered.
+	helmBlocks := codeBlocks(docSection(t, "## Install with Helm"), "bash")
+	require.Len(t, helmBlocks, 1)
+	text := strings.ReplaceAll(helmBlocks[0], "\\\n", " ")
+	var commands [][]string
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		secret := strings.HasPrefix(line, "#   --set tls.source=secret")
+		if c, _, _ := strings.Cut(line, "#"); c != "" {
+			line = c
+		} else if !secret {
+			continue
+		}
+		if secret {
+			// The variant: the first command with these flags.
+			line = strings.Join(commands[0], " ") + " " + strings.TrimPrefix(line, "#")
+		}
+		fields := strings.Fields(line)
+		if len(fields) > 0 && fields[0] == "helm" {
+			fields = fields[1:]
+		}
+		if len(fields) > 0 {
+			commands = append(commands, fields)
+		}
+	}
+	require.Len(t, commands, 3, "helm install, its variant with a Secret, helm upgrade: %q", commands)
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	require.NoError(t, os.WriteFile(caFile, []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"), 0o600))
+	for i, c := range commands {
+		require.Containsf(t, []string{"install", "upgrade"}, c[0], "%q", c)
+		require.Equal(t, "crd-upgrade-safety-webhook-X.Y.Z.tgz", c[2])
+		require.Contains(t, c, "--wait=watcher", "the registration after the server is ready needs Helm's wait")
+		var args []string
+		for _, a := range c[3:] {
+			switch {
+			case a == "--wait=watcher" || a == "--create-namespace" || a == "--reuse-values":
+				// Flags of a release, not of a rendering.
+			case a == "tls.caBundle=ca.crt":
+				args = append(args, "tls.caBundle="+caFile)
+			default:
+				args = append(args, a)
+			}
+		}
+		// The checkout's chart, with the image a release's has.
+		args = append([]string{"template", c[1], chartDir, "--set", "image=" + imagePlaceholder}, args...)
+		cmd := exec.Command(helmBin(t), args...)
+		cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		require.NoErrorf(t, err, "helm %s:\n%s", strings.Join(args, " "), out)
+		objs := yamlDocs(t, out)
+		switch i {
+		case 0:
+			require.Equal(t, 1, countKind(objs, "Certificate")-1, "cert-manager: the CA and the serving certificate")
+		case 1:
+			require.Zero(t, countKind(objs, "Certificate"))
+			require.Contains(t, string(out), "caBundle: ")
+		case 2:
+			cm := byKind(t, objs, "ConfigMap", "")
+			require.Contains(t, cm.Object["data"].(map[string]any)["settings.yaml"], "mode: warn")
+		}
+	}
+}
+
+func countKind(objs []*unstructured.Unstructured, kind string) int {
+	n := 0
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			n++
+		}
+	}
+	return n
+}
