@@ -3,7 +3,11 @@
 // binary), release-image (this directory: the webhook's image and the
 // kapp-controller layer, written with go-containerregistry, no container
 // daemon) and crane (to push the image; the tests run the docs' crane
-// commands with it), and the tests of a release's artifacts. Nothing here is imported
+// commands with it), and the tests of a release's artifacts. The Carvel
+// package's bundles (bundle.go) write their .imgpkg/images.yml with imgpkg's
+// own lockconfig package: carvel.dev/imgpkg v0.40.0, the imgpkg that
+// kapp-controller v0.51.0 reads bundles with (hack/kappctrl; the proxy
+// refuses the zip of github.com/vmware-tanzu/carvel-imgpkg v0.38.0, 403). Nothing here is imported
 // by the product. The committed go.sum is the pin (builds use
 // -mod=readonly); hack/release.sh rebuilds the tools when go.mod, go.sum,
 // the Go version or the code here change. To move a pin:
