@@ -3,9 +3,11 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,9 +18,11 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/yaml"
 )
 
@@ -283,5 +287,68 @@ func (k *kcEnv) waitReconciled(t *testing.T, gvr schema.GroupVersionResource, ns
 			t.Fatalf("%s %s/%s was not reconciled within %s; status:\n%s%s", gvr.Resource, ns, name, kcReconcileTimeout, y, k.logTail(name))
 		case <-time.After(250 * time.Millisecond):
 		}
+	}
+}
+
+// deletionOrder watches, from now on, the registration of that name and
+// the Deployment ns/deployment, and when stop is called returns whether
+// the registration was deleted before the Deployment began to be deleted
+// (the guarantee: never a registration without a server behind it),
+// saying what it saw. The order is the order of the writes in etcd: the
+// resourceVersions of the two watch events (one etcd, one revision
+// counter; opaque to clients in general, an order here).
+func (e *env) deletionOrder(t *testing.T, registration, ns, deployment string) (stop func() (bool, string)) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	regs, err := e.core.AdmissionregistrationV1().ValidatingWebhookConfigurations().Watch(ctx, metav1.ListOptions{
+		FieldSelector: "metadata.name=" + registration})
+	require.NoError(t, err)
+	deps, err := e.core.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + deployment})
+	require.NoError(t, err)
+	var regGone, depDeleting uint64
+	rv := func(obj any) uint64 {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return 0
+		}
+		n, _ := strconv.ParseUint(m.GetResourceVersion(), 10, 64)
+		return n
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for regGone == 0 || depDeleting == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-regs.ResultChan():
+				if !ok {
+					return
+				}
+				if ev.Type == watch.Deleted && regGone == 0 {
+					regGone = rv(ev.Object)
+				}
+			case ev, ok := <-deps.ResultChan():
+				if !ok {
+					return
+				}
+				m, err := meta.Accessor(ev.Object)
+				if err == nil && depDeleting == 0 && (ev.Type == watch.Deleted || m.GetDeletionTimestamp() != nil) {
+					depDeleting = rv(ev.Object)
+				}
+			}
+		}
+	}()
+	return func() (bool, string) {
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+		}
+		cancel()
+		<-done
+		regs.Stop()
+		deps.Stop()
+		what := fmt.Sprintf("registration deleted at resourceVersion %d, Deployment's deletion at %d", regGone, depDeleting)
+		return regGone != 0 && depDeleting != 0 && regGone < depDeleting, what
 	}
 }
