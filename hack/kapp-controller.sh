@@ -39,12 +39,16 @@
 #
 # Files (all under .cache/, git-ignored):
 #   .cache/kappctrl/bin/    kapp-controller, ytt, vendir, kappctrlutil and their stamps
+#   .cache/kbld/bin/        kbld (module hack/kbld, its own pins) and its stamp: the
+#                           template step of packages fetched as imgpkg bundles
 #   $KAPPCTRL_STATE_DIR/logs/controller.log, sidecar.log
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 MODULE_DIR="$ROOT/hack/kappctrl"
 BIN_DIR="$ROOT/.cache/kappctrl/bin"
+KBLD_MODULE_DIR="$ROOT/hack/kbld"
+KBLD_BIN_DIR="$ROOT/.cache/kbld/bin"
 STATE_DIR="${KAPPCTRL_STATE_DIR:-$ROOT/.cache/kappctrl}"
 RUN_FILE="$STATE_DIR/controller.env" # pids and temp dir of the running controller
 LOG_DIR="$STATE_DIR/logs"
@@ -139,6 +143,38 @@ build() {
     echo "$want" >"$BIN_DIR/.stamp-kappctrlutil"
   fi
   flock -u 9
+  build_kbld
+}
+
+# build_kbld builds kbld (module hack/kbld) into its own folder: the
+# PackageRepository and Package tests (test/e2e/install_package_test.go)
+# need it on the controller's PATH.
+build_kbld() {
+  mkdir -p "$KBLD_BIN_DIR"
+  exec 7>"$KBLD_BIN_DIR/.build.lock"
+  flock 7
+  local want have
+  want="$(stamp_of "$KBLD_MODULE_DIR/go.mod" "$KBLD_MODULE_DIR/go.sum")"
+  have="$(cat "$KBLD_BIN_DIR/.stamp" 2>/dev/null || true)"
+  if [[ "$want" != "$have" || ! -x "$KBLD_BIN_DIR/kbld" ]]; then
+    log "building kbld from source through the Go module proxy (module hack/kbld)"
+    local start=$SECONDS tmp version
+    version="$(cd "$KBLD_MODULE_DIR" && go list -mod=readonly -m -f '{{.Version}}' carvel.dev/kbld | sed 's/^v//')"
+    tmp="$(mktemp -d "$KBLD_BIN_DIR/.build.XXXXXX")"
+    (
+      cd "$KBLD_MODULE_DIR" &&
+        go_build_progress "kbld" "$tmp/build.log" "${BUILD_FLAGS[@]}" \
+          -ldflags "-s -w -X carvel.dev/kbld/pkg/kbld/version.Version=$version" -o "$tmp/kbld" carvel.dev/kbld/cmd/kbld
+    ) || {
+      rm -rf "$tmp"
+      die "building kbld failed"
+    }
+    mv -f "$tmp/kbld" "$KBLD_BIN_DIR/kbld"
+    rm -rf "$tmp"
+    echo "$want" >"$KBLD_BIN_DIR/.stamp"
+    log "built kbld in $((SECONDS - start))s"
+  fi
+  flock -u 7
 }
 
 # ---------------------------------------------------------------- start / stop
@@ -291,7 +327,7 @@ start() {
   cluster_env="$("$BIN_DIR/kappctrlutil" env "$CLUSTER_KUBECONFIG")" || die "reading $CLUSTER_KUBECONFIG"
   eval "$cluster_env" # three assignments, quoted by kappctrlutil
   local -a env=(
-    "PATH=$tmp/bin:$BIN_DIR:$PATH"
+    "PATH=$tmp/bin:$BIN_DIR:$KBLD_BIN_DIR:$PATH"
     "KUBECONFIG=$CLUSTER_KUBECONFIG"
     "KAPPCTRL_SYSTEM_NAMESPACE=$SYSTEM_NAMESPACE"
     "KAPPCTRL_MEM_TMP_DIR=$tmp/mem"

@@ -14,12 +14,25 @@
 #                                   the layer that puts this kapp at /kapp, where
 #                                   kapp-controller's image keeps its kapp (crane
 #                                   append, docs/kapp-controller.md)
+#   package-bundle/, package-repository/
+#                                   the webhook as a Carvel package (carvel-package/):
+#                                   the package bundle (its templates, the image
+#                                   pinned by digest in .imgpkg/images.yml) and the
+#                                   package repository bundle (packages/: PackageMetadata,
+#                                   Package), imgpkg bundles as OCI image layouts, tag
+#                                   VERSION, for $IMAGE_REPO-webhook-package and
+#                                   $IMAGE_REPO-package-repository (crane push)
+#   crd-upgrade-safety-webhook-X.Y.Z.tgz
+#                                   the webhook's Helm chart (charts/crd-upgrade-safety-webhook),
+#                                   packaged as `helm package` does: version and appVersion
+#                                   X.Y.Z, image $IMAGE_REPO:VERSION
 #   crd-upgrade-safety-webhook.yaml the webhook's install (examples/webhook), its
 #                                   image ghcr.io/crdsafety/kapp:VERSION ($IMAGE_REPO)
 #   crd-upgrade-safety-webhook-cert-manager.yaml, crd-upgrade-safety-webhook-waiver-policy.yaml
 #                                   examples/webhook-cert-manager, examples/webhook-waiver-policy
 #   checksums.txt                   sha256sum of all of the above (image/ through its
-#                                   index.json, which names every blob by digest)
+#                                   index.json, which names every blob by digest;
+#                                   the bundles likewise)
 #
 # The tools (cyclonedx-gomod, and release-image: the images, written with
 # go-containerregistry without a container daemon; and crane, to push the
@@ -203,6 +216,16 @@ else
   done
 fi
 
+if [[ -d "$OUT/image" ]]; then
+  # The Carvel package pins the image just built by its digest.
+  "$BIN_DIR/release-image" package-repository -version "$VERSION" -package-dir "$ROOT/carvel-package" \
+    -image-repo "$IMAGE_REPO" -image-layout "$OUT/image" -bundle-repo "$IMAGE_REPO-webhook-package" \
+    -repository-repo "$IMAGE_REPO-package-repository" -out "$OUT" >&2
+fi
+
+"$BIN_DIR/release-image" chart -version "$VERSION" -image "$IMAGE_REPO:$VERSION" -out "$OUT" \
+  "$ROOT/charts/crd-upgrade-safety-webhook" >&2
+
 manifests examples/webhook "$OUT/crd-upgrade-safety-webhook.yaml"
 manifests examples/webhook-cert-manager "$OUT/crd-upgrade-safety-webhook-cert-manager.yaml"
 manifests examples/webhook-waiver-policy "$OUT/crd-upgrade-safety-webhook-waiver-policy.yaml"
@@ -213,11 +236,15 @@ grep -q "$IMAGE_REPO:$VERSION" "$OUT/crd-upgrade-safety-webhook.yaml" ||
   cd "$OUT"
   files=()
   for f in *; do [[ -f "$f" ]] && files+=("$f"); done
-  [[ -d image ]] && files+=(image/index.json)
+  for d in image package-bundle package-repository; do
+    if [[ -d "$d" ]]; then files+=("$d/index.json"); fi
+  done
   sha256sum "${files[@]}" >checksums.txt
 )
 
 log "done in $(elapsed $((SECONDS - start))):"
-(cd "$OUT" && find . -maxdepth 1 -type f -printf '%s\t%f\n' | sort -k2 && du -sb image 2>/dev/null | sed 's|\t| |') |
+(cd "$OUT" && find . -maxdepth 1 -type f -printf '%s\t%f\n' | sort -k2 && for d in image package-bundle package-repository; do
+  if [[ -d "$d" ]]; then du -sb "$d" | sed 's|\t| |'; fi
+done) |
   while read -r size name; do printf '  %12s  %s\n' "$size" "$name"; done >&2
 echo "$OUT"

@@ -74,6 +74,15 @@ mapfile -t helm3_env < <(hack/helm3.sh test-env)
   exit 1
 }
 
+# The registry tool of the Carvel package's tests
+# (test/e2e/install_package_test.go): PKGREPO_TOOL.
+section "build the registry tool"
+mapfile -t pkgrepo_env < <(hack/pkgrepo.sh test-env)
+[[ ${#pkgrepo_env[@]} -eq 1 ]] || {
+  echo "hack/pkgrepo.sh test-env failed" >&2
+  exit 1
+}
+
 # Stopped in reverse order on exit: kapp-controller (after the tests have
 # deleted their Apps), then the cluster; only what this run started.
 started_cluster=false started_controller=false started_upstream_controller=false
@@ -121,7 +130,7 @@ mapfile -t cluster_env < <(hack/cluster.sh test-env)
   exit 1
 }
 version="$(printf '%s\n' "${cluster_env[@]}" | sed -n 's/^KUBE_VERSION=//p')"
-test_env=(KAPP_E2E_BINARY="$ROOT/bin/kapp" KAPP_UPSTREAM_BINARY="$KAPP_UPSTREAM_BINARY" "${cluster_env[@]}" "${ssaclients_env[@]}" "${helm3_env[@]}")
+test_env=(KAPP_E2E_BINARY="$ROOT/bin/kapp" KAPP_UPSTREAM_BINARY="$KAPP_UPSTREAM_BINARY" "${cluster_env[@]}" "${ssaclients_env[@]}" "${helm3_env[@]}" "${pkgrepo_env[@]}")
 if $kapp_controller; then
   section "start kapp-controller"
   if hack/kapp-controller.sh status >/dev/null 2>&1; then

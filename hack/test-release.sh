@@ -5,7 +5,10 @@
 # build settings, the linux/amd64 binary's `kapp version`, a rebuild of it
 # from a copy of the tree that must give the same bytes, the checksums and
 # SBOMs, the image read back with go-containerregistry (config, platforms,
-# the binary taken out of it and run), the webhook install's image tag, and
+# the binary taken out of it and run), the webhook install's image tag, the
+# Carvel package's bundles (the package bundle pinning the image index by
+# digest, the repository bundle's Package and PackageMetadata, pushed with
+# crane to a registry on loopback), the Helm chart archive, and
 # docs/kapp-controller.md's crane commands on a stand-in kapp-controller
 # image in a registry on loopback. hack/test.sh runs it.
 #

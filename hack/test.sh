@@ -41,7 +41,7 @@ read -ra versions <<<"${KUBE_VERSIONS:-1.37 1.35}"
 mkdir -p .cache/test
 prebuild_log=.cache/test/background-build.log
 release_version=v0.0.0-test
-builds=("KUBE_VERSION=${versions[0]} hack/cluster.sh build" "hack/ssaclients.sh build" "hack/helm3.sh build" "hack/kapp-controller.sh build")
+builds=("KUBE_VERSION=${versions[0]} hack/cluster.sh build" "hack/ssaclients.sh build" "hack/kapp-controller.sh build" "hack/pkgrepo.sh build" "hack/helm3.sh build")
 for v in "${versions[@]:1}"; do
   builds+=("KUBE_VERSION=$v hack/cluster.sh build")
 done

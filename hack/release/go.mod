@@ -3,7 +3,11 @@
 // binary), release-image (this directory: the webhook's image and the
 // kapp-controller layer, written with go-containerregistry, no container
 // daemon) and crane (to push the image; the tests run the docs' crane
-// commands with it), and the tests of a release's artifacts. Nothing here is imported
+// commands with it), and the tests of a release's artifacts. The Carvel
+// package's bundles (bundle.go) write their .imgpkg/images.yml with imgpkg's
+// own lockconfig package: carvel.dev/imgpkg v0.40.0, the imgpkg that
+// kapp-controller v0.51.0 reads bundles with (hack/kappctrl; the proxy
+// refuses the zip of github.com/vmware-tanzu/carvel-imgpkg v0.38.0, 403). Nothing here is imported
 // by the product. The committed go.sum is the pin (builds use
 // -mod=readonly); hack/release.sh rebuilds the tools when go.mod, go.sum,
 // the Go version or the code here change. To move a pin:
@@ -20,6 +24,7 @@ tool (
 )
 
 require (
+	carvel.dev/imgpkg v0.40.0
 	github.com/google/go-containerregistry v0.22.1
 	gopkg.in/yaml.v3 v3.0.1
 )
@@ -51,7 +56,7 @@ require (
 	github.com/kevinburke/ssh_config v1.2.0 // indirect
 	github.com/klauspost/compress v1.19.2 // indirect
 	github.com/mattn/go-colorable v0.1.13 // indirect
-	github.com/mattn/go-isatty v0.0.19 // indirect
+	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/montanaflynn/stats v0.0.0-20151014174947-eeaced052adb // indirect
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/image-spec v1.1.1 // indirect
@@ -78,4 +83,5 @@ require (
 	gopkg.in/neurosnap/sentences.v1 v1.0.6 // indirect
 	gopkg.in/warnings.v0 v0.1.2 // indirect
 	gotest.tools/v3 v3.5.2 // indirect
+	sigs.k8s.io/yaml v1.4.0 // indirect
 )

@@ -17,7 +17,37 @@
 // owned by root): where kapp-controller's image keeps its kapp, to be
 // appended to that image with `crane append` (docs/kapp-controller.md).
 //
-// Both are reproducible: every time in them (file times, the image's
+//	release-image package-repository -version V -package-dir DIR -image-repo REPO (-image-layout DIR | -image-digest sha256:...)
+//	    -bundle-repo REPO -repository-repo REPO (-out DIR | -push)
+//
+// writes the Carvel package of the webhook (bundle.go): the package bundle
+// (DIR/config/ of the package, .imgpkg/images.yml pinning the image
+// REPO:V to the index of -image-layout, or to -image-digest) and the
+// package repository bundle (packages/: the PackageMetadata, and the Package
+// of version V, fetching the package bundle by digest), as imgpkg bundles:
+// with -out, as OCI image layouts in OUT/package-bundle and
+// OUT/package-repository (tag V); with -push, to BUNDLE-REPO:V and
+// REPOSITORY-REPO:V (a registry on loopback is spoken to over HTTP).
+//
+//	release-image chart -version V -image REF -out DIR CHART_DIR
+//
+// writes the Helm chart in CHART_DIR as `helm package` would, into
+// DIR/NAME-V.tgz (V without the v), its version and appVersion V, its image
+// value REF.
+//
+//	release-image registry -addr 127.0.0.1:0
+//
+// serves an OCI registry in memory (go-containerregistry's pkg/registry) on
+// the address, prints "serving an OCI registry on HOST:PORT", and serves
+// until SIGINT or SIGTERM (the end-to-end tests of the package).
+//
+//	release-image stand-in-image -push REF
+//
+// pushes a small image that stands in for the webhook's where nothing runs
+// it (the end-to-end tests: the clusters run no Pods) and prints its digest
+// reference.
+//
+// The images and bundles are reproducible: every time in them (file times, the image's
 // creation time) is $SOURCE_DATE_EPOCH (seconds since 1970; default 0),
 // entries are in a fixed order, owned by 0:0, and the same inputs give the
 // same bytes.
@@ -29,6 +59,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -43,7 +74,11 @@ func main() {
 
 var errUsage = errors.New(`usage:
   release-image webhook -version V -ca-certs FILE -out DIR linux/amd64=BINARY [linux/arm64=BINARY ...]
-  release-image kapp-controller-layer -out FILE.tar.gz BINARY`)
+  release-image kapp-controller-layer -out FILE.tar.gz BINARY
+  release-image package-repository -version V -package-dir DIR -image-repo REPO (-image-layout DIR | -image-digest DIGEST) -bundle-repo REPO -repository-repo REPO (-out DIR | -push)
+  release-image chart -version V -image REF -out DIR CHART_DIR
+  release-image registry -addr HOST:PORT
+  release-image stand-in-image -push REF`)
 
 func run(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
@@ -99,6 +134,32 @@ func run(args []string, stdout io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "%s: layer %s\n", *out, digest)
 		return nil
+	case "package-repository":
+		return runPackageRepository(args[1:], stdout, epoch)
+	case "chart":
+		fs := flag.NewFlagSet("chart", flag.ContinueOnError)
+		version := fs.String("version", "", "the release's version")
+		image := fs.String("image", "", "the webhook's image")
+		out := fs.String("out", "", "the directory to write NAME-VERSION.tgz into")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		if *version == "" || *image == "" || *out == "" || fs.NArg() != 1 {
+			return errUsage
+		}
+		name, gz, err := chartArchive(fs.Arg(0), *version, *image, epoch)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(*out, name), gz, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s\n", filepath.Join(*out, name))
+		return nil
+	case "registry":
+		return runRegistry(args[1:], stdout)
+	case "stand-in-image":
+		return runStandInImage(args[1:], stdout, epoch)
 	default:
 		return errUsage
 	}

@@ -428,7 +428,7 @@ func TestReleaseChecksums(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"image/index.json"}
+	want := []string{"image/index.json", "package-bundle/index.json", "package-repository/index.json"}
 	for _, e := range entries {
 		if e.Type().IsRegular() && e.Name() != "checksums.txt" {
 			want = append(want, e.Name())

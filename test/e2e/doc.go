@@ -18,6 +18,14 @@
 //	                 builds both)
 //	HELM3            Helm 3's helm, for the tests of real clients against the
 //	                 webhook (hack/helm3.sh builds it)
+//	PKGREPO_TOOL     release-image of hack/release (hack/pkgrepo.sh builds it):
+//	                 the registry on loopback and the bundles of the Carvel
+//	                 package's test (TestInstallCarvelPackage)
+//
+// The tests of the installs (install_*_test.go) render the package with the
+// ytt of hack/kapp-controller.sh (KAPPCTRL_E2E_YTT, else
+// .cache/kappctrl/bin/ytt) and the chart with $HELM (else
+// .cache/ssaclients/bin/helm).
 //
 // Without the first two the tests skip, except under CI=true, where they
 // fail; without one of the others, the tests that need it skip. hack/test.sh
