@@ -90,7 +90,7 @@ func TestDefaultPolicy(t *testing.T) {
 	assert.Equal(t, config.ModeError, d.Mode)
 	assert.Equal(t, config.FailModeClosed, d.FailMode)
 	assert.Equal(t, 50, d.MaxFindingsPerCRD)
-	assert.Empty(t, d.Exemptions)
+	assert.Empty(t, d.Waivers)
 	assert.True(t, d.Checks.ServedVersion.IgnoreConversion, "servedVersion.ignoreConversion")
 	assert.Equal(t, config.EnforcementIfPreviouslyConstrained, d.Checks.SameVersion.Enum.AdditionEnforcement)
 	assert.Equal(t, config.EnforcementIfPreviouslyConstrained, d.Checks.ServedVersion.Enum.AdditionEnforcement)
@@ -293,7 +293,7 @@ exemptions:
   checks: []
   reason: ""
 `, func(c *cfg) {
-			c.Exemptions = []config.Exemption{
+			c.Waivers = []config.Waiver{
 				{CRD: "widgets.example.com", Checks: []string{"enum", "required"}, Reason: "reviewed in PR 123"},
 				{CRD: "gadgets.example.com"},
 				{CRD: "widgets.example.com", Checks: []string{"enum", "scope", "servedVersion", "unhandled", "existingResources"}},
@@ -501,7 +501,7 @@ func TestDecodeGoValues(t *testing.T) {
 	want := config.Default()
 	want.Mode = config.ModeWarn
 	want.Checks.SameVersion.Enum.Enabled = false
-	want.Exemptions = []config.Exemption{{CRD: "a.example.com", Checks: []string{"enum"}}, {CRD: "b.example.com", Checks: []string{"type"}}}
+	want.Waivers = []config.Waiver{{CRD: "a.example.com", Checks: []string{"enum"}}, {CRD: "b.example.com", Checks: []string{"type"}}}
 	assert.Equal(t, want, got)
 
 	after, err := json.Marshal(raw["exemptions"])
@@ -834,7 +834,7 @@ func TestFullConfig(t *testing.T) {
 	srv.Type.Enabled = false
 	srv.Toggles = map[string]bool{config.CheckPattern: false}
 	srv.Enum.AdditionEnforcement = config.EnforcementStrict
-	want.Exemptions = []config.Exemption{
+	want.Waivers = []config.Waiver{
 		{CRD: "widgets.example.com", Checks: []string{"enum", "required"}, Reason: "reviewed in PR 123: no widget uses the removed values"},
 		{CRD: "gadgets.example.com", Reason: "v2 migration, see RFC-7"},
 	}

@@ -23,9 +23,9 @@ func TestWaiverOf(t *testing.T) {
 		{name: "no annotations"},
 		{name: "other annotations only", annotations: map[string]string{"kapp.k14s.io/update-strategy": "skip"}},
 		{name: "checks and reason", annotations: waive("enum,required", "values renamed, PR 123"),
-			want: &config.Exemption{CRD: crd, Checks: []string{"enum", "required"}, Reason: "waive annotation: values renamed, PR 123"}},
+			want: &config.Waiver{CRD: crd, Checks: []string{"enum", "required"}, Reason: "waive annotation: values renamed, PR 123"}},
 		{name: "spaces, empty items and repeats are tolerated", annotations: waive(" enum , ,enum,crdDeletion ", "  reviewed  "),
-			want: &config.Exemption{CRD: crd, Checks: []string{"enum", "crdDeletion"}, Reason: "waive annotation: reviewed"}},
+			want: &config.Waiver{CRD: crd, Checks: []string{"enum", "crdDeletion"}, Reason: "waive annotation: reviewed"}},
 		{name: "reason missing", annotations: map[string]string{config.WaiveAnnotation: "enum"},
 			wantErr: "crd-upgrade-safety.kapp.k14s.io/waive requires crd-upgrade-safety.kapp.k14s.io/waive-reason"},
 		{name: "reason blank", annotations: waive("enum", " \n"),
@@ -60,14 +60,14 @@ func TestWaiverOf(t *testing.T) {
 // runs of a webhook, keep their own exemptions.
 func TestWithWaivers(t *testing.T) {
 	cfg := config.Default()
-	cfg.Exemptions = make([]config.Exemption, 1, 4) // room to append in place
-	cfg.Exemptions[0] = config.Exemption{CRD: "a.example.com"}
+	cfg.Waivers = make([]config.Waiver, 1, 4) // room to append in place
+	cfg.Waivers[0] = config.Waiver{CRD: "a.example.com"}
 	require.Same(t, &cfg, cfg.WithWaivers(nil))
-	w := config.Exemption{CRD: "b.example.com", Checks: []string{"enum"}}
-	got := cfg.WithWaivers([]config.Exemption{w})
-	require.Equal(t, []config.Exemption{{CRD: "a.example.com"}, w}, got.Exemptions)
-	require.Len(t, cfg.Exemptions, 1)
-	require.Equal(t, cfg.Exemptions[:2:2][1], config.Exemption{}, "appended into the original's backing array")
+	w := config.Waiver{CRD: "b.example.com", Checks: []string{"enum"}}
+	got := cfg.WithWaivers([]config.Waiver{w})
+	require.Equal(t, []config.Waiver{{CRD: "a.example.com"}, w}, got.Waivers)
+	require.Len(t, cfg.Waivers, 1)
+	require.Equal(t, cfg.Waivers[:2:2][1], config.Waiver{}, "appended into the original's backing array")
 	ok, reason := got.Exempt("b.example.com", "enum")
 	require.True(t, ok)
 	require.Empty(t, reason)

@@ -109,7 +109,7 @@ func TestEvaluateWaiver(t *testing.T) {
 		"widgets.example.com warning enum: enum values removed: [\"blue\"] (exempted: waive annotation: red, green only since v2 (PR 123))",
 		"widgets.example.com error minimum: minimum increased: 1 -> 5",
 	}, got)
-	require.Empty(t, cfg.Exemptions, "the caller's settings")
+	require.Empty(t, cfg.Waivers, "the caller's settings")
 
 	// The annotation on the old CRD only waives nothing: the new CRD
 	// (what is applied) carries the review.

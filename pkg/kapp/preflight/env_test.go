@@ -117,9 +117,9 @@ func TestEnvConfigSelectsAndConfigures(t *testing.T) {
 			cfg := r.safety.Config()
 			require.Equal(t, tt.wantMode, cfg.Mode)
 			if tt.wantExempt {
-				require.Equal(t, []config.Exemption{{CRD: "widgets.example.com", Checks: []string{"enum"}}}, cfg.Exemptions)
+				require.Equal(t, []config.Waiver{{CRD: "widgets.example.com", Checks: []string{"enum"}}}, cfg.Waivers)
 			} else {
-				require.Empty(t, cfg.Exemptions)
+				require.Empty(t, cfg.Waivers)
 			}
 		})
 	}

@@ -50,6 +50,8 @@ type Finding struct {
 	Check    string `json:"check"`
 	Severity string `json:"severity"`
 	Message  string `json:"message"`
+	// Fingerprint is the finding's stable identity, what a waiver names.
+	Fingerprint string `json:"fingerprint"`
 	// File and Line: where the field (version, CRD) is in the new inputs;
 	// for something the new inputs no longer have, the closest part of
 	// the new CRD that is still there. "" and 0 when the new inputs have
@@ -124,7 +126,7 @@ func New(checked []string, findings []crdupgradesafety.Finding, maxPerCRD int, l
 	kept, omitted := crdupgradesafety.Bound(findings, maxPerCRD)
 	for _, f := range kept {
 		rf := Finding{CRD: f.CRD, Version: VersionText(f), Field: FieldText(f), Check: f.Check,
-			Severity: string(f.Severity), Message: Message(f), DataLoss: f.DataLoss, Impact: f.Impact, Remedy: remedyOf(f)}
+			Severity: string(f.Severity), Message: Message(f), Fingerprint: f.Fingerprint, DataLoss: f.DataLoss, Impact: f.Impact, Remedy: remedyOf(f)}
 		if locate != nil {
 			newLoc, oldLoc := locate(f)
 			rf.File, rf.Line = newLoc.File, newLoc.Line
