@@ -90,10 +90,10 @@ func (p *policy) add(c change) {
 	}
 	f.Fingerprint = fingerprint(f)
 	if w, expired := p.cfg.Waive(WaiverSubject(f)); expired {
-		f.ExpiredWaiver = w
+		f.ExpiredWaiver = boundWaiver(w)
 	} else if w != nil {
 		f.Severity = SeverityWarning
-		f.Waiver = w
+		f.Waiver = boundWaiver(w)
 	}
 	if p.ordinals == nil {
 		p.ordinals = map[string]int{}
@@ -139,4 +139,15 @@ func lossByCheck(check string) bool {
 		return true
 	}
 	return false
+}
+
+// boundWaiver is w, or a copy of it whose reason and owner are bounded as
+// a message is.
+func boundWaiver(w *config.Waiver) *config.Waiver {
+	if len(w.Reason) <= maxMessageBytes && len(w.Owner) <= maxFieldBytes {
+		return w
+	}
+	c := *w
+	c.Reason, c.Owner = boundText(c.Reason, maxMessageBytes), boundText(c.Owner, maxFieldBytes)
+	return &c
 }

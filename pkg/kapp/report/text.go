@@ -46,7 +46,7 @@ func Message(f crdupgradesafety.Finding) string {
 		b.WriteString("; a warning under unaffectedEnforcement Warn: writers that send values the old schema accepted may still be refused")
 	}
 	if w := f.Waiver; w != nil {
-		if text := waiverText(w); text != "" {
+		if text := waiverText(w, true); text != "" {
 			fmt.Fprintf(&b, " (exempted: %s)", text)
 		} else {
 			b.WriteString(" (exempted)")
@@ -54,7 +54,7 @@ func Message(f crdupgradesafety.Finding) string {
 	}
 	if w := f.ExpiredWaiver; w != nil {
 		fmt.Fprintf(&b, " (not exempted: the waiver expired at the end of %s UTC", w.ExpiresText())
-		if text := waiverText(w); text != "" {
+		if text := waiverText(w, false); text != "" {
 			b.WriteString("; it read: ")
 			b.WriteString(text)
 		}
@@ -72,9 +72,9 @@ func FingerprintSuffix(fingerprint string) string {
 	return " [fp:" + fingerprint + "]"
 }
 
-// waiverText words a waiver's reason, owner and expiry: "waive annotation:
-// values renamed, PR 123; owner team-a; until 2026-12-31".
-func waiverText(w *config.Waiver) string {
+// waiverText words a waiver's reason, owner and (with expiry) its expiry:
+// "waive annotation: values renamed, PR 123; owner team-a; until 2026-12-31".
+func waiverText(w *config.Waiver, expiry bool) string {
 	var parts []string
 	if w.Reason != "" {
 		reason := w.Reason
@@ -86,7 +86,7 @@ func waiverText(w *config.Waiver) string {
 	if w.Owner != "" {
 		parts = append(parts, "owner "+w.Owner)
 	}
-	if !w.Expires.IsZero() {
+	if expiry && !w.Expires.IsZero() {
 		parts = append(parts, "until "+w.ExpiresText())
 	}
 	return strings.Join(parts, "; ")
@@ -112,7 +112,7 @@ func staleText(w *config.Waiver) string {
 		source = "waiver annotation"
 	}
 	text := fmt.Sprintf("stale %s: it matches no finding of this CRD (%s)", source, strings.Join(what, "; "))
-	if wt := waiverText(w); wt != "" {
+	if wt := waiverText(w, true); wt != "" {
 		text += ", " + wt
 	}
 	return text
