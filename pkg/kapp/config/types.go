@@ -413,4 +413,3 @@ func (v VersionChecks) ToggleEnabled(id string) bool {
 	on, ok := v.Toggles[id]
 	return !ok || on
 }
-

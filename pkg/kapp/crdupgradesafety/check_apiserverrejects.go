@@ -244,7 +244,7 @@ func Rejected(crdName, verb string, rs []Rejection, cfg *config.Settings) []Find
 	for i, r := range rs {
 		findings[i] = Finding{
 			CRD: crdName, CRDField: V1FieldPath(r.Field), Check: config.CheckAPIServerRejects, Severity: SeverityError,
-			Change: Change{Kind: "rejected", New: boundText(r.Message, maxMessageBytes)},
+			Change:     Change{Kind: "rejected", New: boundText(r.Message, maxMessageBytes)},
 			ChangeText: boundText(fmt.Sprintf("the apiserver refuses the %s: %s", verb, r.Message), maxMessageBytes),
 			Remedy:     &Remedy{Action: RemedyApiserverReason, Detail: boundText(r.Message, maxMessageBytes)},
 		}

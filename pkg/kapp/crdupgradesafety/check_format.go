@@ -62,7 +62,7 @@ func checkNumericFormat(n *node, oldType, old, newType, new string) {
 		return
 	}
 	n.emit(change{field: n.path, level: config.EnforcementStrict, check: config.CheckFormat,
-		fact:    Change{Kind: "numericRange", Old: oldType + "/" + old, New: newType + "/" + new},
+		fact: Change{Kind: "numericRange", Old: oldType + "/" + old, New: newType + "/" + new},
 		message: fmt.Sprintf("format %s: %s -> %s (values beyond %s are rejected)",
 			addedOrChanged(old), renderString(old), renderString(new), nr.text),
 		since: config.KubeVersionEnforcingNumericFormats})

@@ -21,7 +21,7 @@ type change struct {
 	// fact is the change as facts (Finding.Change): what the fingerprint
 	// hashes, where message words it.
 	fact  Change
-	level       config.Enforcement
+	level config.Enforcement
 	// dataLoss: the change loses whatever data is stored where it is
 	// (a field removed, unknown fields no longer kept).
 	dataLoss bool
