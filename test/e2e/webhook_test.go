@@ -304,7 +304,7 @@ func TestWebhookWaiverPolicy(t *testing.T) {
 	}
 	waiver := map[string]any{config.WaiveAnnotation: "enum", config.WaiveReasonAnnotation: "reviewed"}
 	const denied = "only members of the group crd-upgrade-safety:waivers may set or change the annotations " +
-		"crd-upgrade-safety.kapp.k14s.io/waive and waive-reason (alice-"
+		"crd-upgrade-safety.kapp.k14s.io/waive, waive-fingerprints, waive-reason, waive-expires and waive-owner (alice-"
 
 	// The policy takes effect once the apiserver has compiled it.
 	require.Eventually(t, func() bool {
@@ -318,6 +318,9 @@ func TestWebhookWaiverPolicy(t *testing.T) {
 	require.NoError(t, waive(bob, false, waiver), "bob is in the group")
 	require.NoError(t, waive(alice, false, map[string]any{"note": "unrelated"}), "the waiver unchanged: anyone who may update")
 	require.ErrorContains(t, waive(alice, false, map[string]any{config.WaiveReasonAnnotation: "changed"}), denied)
+	require.ErrorContains(t, waive(alice, false, map[string]any{config.WaiveFingerprintsAnnotation: "0123456789ab"}), denied,
+		"a fingerprint added under the reviewed reason")
+	require.ErrorContains(t, waive(alice, false, map[string]any{config.WaiveExpiresAnnotation: "2099-12-31"}), denied, "the expiry moved")
 	require.NoError(t, waive(alice, false, map[string]any{config.WaiveAnnotation: nil, config.WaiveReasonAnnotation: nil}),
 		"removing the waiver")
 }
