@@ -169,7 +169,7 @@ func requireControllerExemption(t *testing.T) names {
 	}
 	require.NoError(t, yaml.Unmarshal(raw, &settings))
 	require.Equal(t, "error", settings.Mode, "%s: the test expects mode error", path)
-	for _, e := range settings.Waivers {
+	for _, e := range settings.Exemptions {
 		if e.CRD == n.CRD && len(e.Checks) == 1 && e.Checks[0] == "enum" {
 			return n
 		}
