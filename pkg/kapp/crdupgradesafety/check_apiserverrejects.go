@@ -297,9 +297,11 @@ func InvalidOld(crdName string, errs field.ErrorList, cfg *config.Settings) []Fi
 // keyFindings sets the keys and fingerprints of findings made together
 // outside a policy.
 func keyFindings(fs []Finding) {
-	ordinals := map[string]int{}
+	ordinals, fps := map[string]int{}, map[string]int{}
 	for i := range fs {
-		fs[i].Fingerprint = fingerprint(&fs[i])
+		fp := fingerprint(&fs[i], 0)
+		fs[i].Fingerprint = fingerprint(&fs[i], fps[fp])
+		fps[fp]++
 		base := findingKey(&fs[i], 0)
 		fs[i].key = findingKey(&fs[i], ordinals[base])
 		ordinals[base]++

@@ -230,7 +230,8 @@ func SortFindings(fs []Finding) {
 // StaleWaivers returns a staleWaiver warning for each waiver of cfg that
 // names one of the CRDs evaluated (crds) and matches none of their
 // findings (expired matches count: those findings say the waiver
-// expired). A waiver of a CRD the run did not evaluate, or one by
+// expired; apiserverRejects findings do not, they cannot be waived). A
+// waiver of a CRD the run did not evaluate, or one by
 // fingerprint alone, cannot be judged: the run does not know its CRD's
 // findings. findings are all the run's findings.
 func StaleWaivers(cfg *config.Settings, crds []string, findings []Finding) []Finding {
@@ -243,15 +244,22 @@ func StaleWaivers(cfg *config.Settings, crds []string, findings []Finding) []Fin
 		evaluated[c] = true
 	}
 	var out []Finding
+	fps := map[string]int{}
 	for i := range p.cfg.Waivers {
 		w := &p.cfg.Waivers[i]
-		if !evaluated[w.CRD] || slices.ContainsFunc(findings, func(f Finding) bool { return w.Matches(WaiverSubject(&f)) }) {
+		// apiserverRejects findings are never waived: a waiver naming one
+		// waives nothing, and is stale.
+		if !evaluated[w.CRD] || slices.ContainsFunc(findings, func(f Finding) bool {
+			return f.Check != config.CheckAPIServerRejects && w.Matches(WaiverSubject(&f))
+		}) {
 			continue
 		}
 		f := Finding{CRD: w.CRD, Check: config.CheckStaleWaiver, Severity: SeverityWarning, StaleWaiver: w,
 			Change: Change{Kind: string(w.Source), Old: w.Fingerprint, New: strings.Join(w.Checks, ",") + " " + w.Path},
 			Remedy: defaultRemedy(config.CheckStaleWaiver, "")}
-		f.Fingerprint = fingerprint(&f)
+		fp := fingerprint(&f, 0)
+		f.Fingerprint = fingerprint(&f, fps[fp])
+		fps[fp]++
 		out = append(out, f)
 	}
 	return out

@@ -33,8 +33,10 @@ const fingerprintVersion = "crdUpgradeSafety/v1"
 // another change, that object or change. Never of its text, severity,
 // impact, remedy, file, line or position in the output: a finding keeps
 // its fingerprint through reformatting, file moves, reordering and
-// rewording, and a waiver by fingerprint keeps applying to it.
-func fingerprint(f *Finding) string {
+// rewording, and a waiver by fingerprint keeps applying to it. ordinal
+// tells apart findings whose facts are all alike (the policy counts them;
+// 0 for the first).
+func fingerprint(f *Finding, ordinal int) string {
 	parts := []string{fingerprintVersion, f.CRD, f.Version, f.PairVersion, f.Field.String(), f.CRDField, f.Check,
 		f.Change.Kind, f.Change.Old, f.Change.New}
 	if f.Object != nil {
@@ -42,6 +44,9 @@ func fingerprint(f *Finding) string {
 	}
 	if f.Cause != nil {
 		parts = append(parts, "cause", f.Cause.Check, f.Cause.Field.String(), f.Cause.Fingerprint)
+	}
+	if ordinal > 0 {
+		parts = append(parts, "ordinal", strconv.Itoa(ordinal))
 	}
 	h := sha256.New()
 	for _, p := range parts {

@@ -261,3 +261,14 @@ func TestStaleWaivers(t *testing.T) {
 		t.Errorf("no CRD evaluated, nothing judged: %q", render(got))
 	}
 }
+
+// TestFingerprintsOfLikeFindings: two findings whose facts are all alike
+// (one CEL rule added twice) still get fingerprints of their own.
+func TestFingerprintsOfLikeFindings(t *testing.T) {
+	old := newCRD(t, testVersion{"v1", true, true, `{type: object, properties: {a: {type: string}}}`})
+	new := newCRD(t, testVersion{"v1", true, true, `{type: object, properties: {a: {type: string}}, x-kubernetes-validations: [{rule: "self.a != 'x'", message: one}, {rule: "self.a != 'x'", message: two}]}`})
+	fs := Compare(old, new, nil)
+	if len(fs) != 2 || fs[0].Fingerprint == fs[1].Fingerprint {
+		t.Fatalf("want two findings with fingerprints of their own, got %q %v", render(fs), fingerprints(fs))
+	}
+}

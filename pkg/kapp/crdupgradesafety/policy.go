@@ -48,6 +48,8 @@ type policy struct {
 	crd      string
 	findings []Finding
 	ordinals map[string]int // findings made per findingKey(f, 0)
+	// fingerprints counts the findings made per fingerprint(f, 0).
+	fingerprints map[string]int
 }
 
 // defaultSettings is what a nil *config.Settings means, resolved once.
@@ -88,7 +90,18 @@ func (p *policy) add(c change) {
 		f.KubeVersionSince = c.since.String()
 		f.KubeVersion = p.cfg.KubeVersion.String()
 	}
-	f.Fingerprint = fingerprint(f)
+	f.Fingerprint = fingerprint(f, 0)
+	if p.fingerprints == nil {
+		p.fingerprints = map[string]int{}
+	}
+	if n := p.fingerprints[f.Fingerprint]; n > 0 {
+		// Facts alike (a CEL rule given twice): the next one in the
+		// order the checks make them.
+		p.fingerprints[f.Fingerprint]++
+		f.Fingerprint = fingerprint(f, n)
+	} else {
+		p.fingerprints[f.Fingerprint] = 1
+	}
 	if w, expired := p.cfg.Waive(WaiverSubject(f)); expired {
 		f.ExpiredWaiver = boundWaiver(w)
 	} else if w != nil {
