@@ -137,6 +137,29 @@ func TestReviewUpdate(t *testing.T) {
 		require.Equal(t, "enum,minimum", resp.AuditAnnotations["waived"])
 		require.Contains(t, (*logged)[0], `waived="enum,minimum"`)
 	})
+	t.Run("the settings' waivers: by fingerprint, and a stale one", func(t *testing.T) {
+		r, _ := reviewer(t, map[string]any{"waivers": []any{
+			map[string]any{"fingerprint": "ed63ac23ebcd", "reason": "PR 7", "owner": "team-widgets"},
+			map[string]any{"crd": "widgets.example.com", "checks": []any{"type"}, "reason": "reverted"},
+			map[string]any{"crd": "gadgets.example.com", "reason": "another CRD"},
+		}}, &evaluationtest.Cluster{})
+		resp := r.Review(context.Background(), unsafe)
+		require.False(t, resp.Allowed)
+		require.Contains(t, resp.Result.Message, "1 error finding:\n  crd widgets.example.com version v1 field ^.spec.size: [minimum]")
+		require.Equal(t, []string{
+			`CRDUpgradeSafety: [staleWaiver] stale waiver: it matches no finding of this CRD (checks type), reverted [fp:` + resp.Warnings[0][len(resp.Warnings[0])-13:],
+			`CRDUpgradeSafety: version v1 field ^.spec.color: [enum] enum values removed: ["blue"]: no stored Widgets to affect (exempted: PR 7; owner team-widgets) [fp:ed63ac23ebcd]`,
+		}, resp.Warnings)
+	})
+	t.Run("waived by fingerprint annotation: audited", func(t *testing.T) {
+		r, logged := reviewer(t, nil, &evaluationtest.Cluster{})
+		resp := r.Review(context.Background(), request(t, admissionv1.Update, testcrd.UnsafeCRD, testcrd.OldCRD,
+			config.WaiveFingerprintsAnnotation, "ed63ac23ebcd,c25b6326ccb9", config.WaiveReasonAnnotation, "reviewed in PR 9"))
+		require.True(t, resp.Allowed)
+		require.Len(t, resp.Warnings, 2)
+		require.Equal(t, "fingerprints=ed63ac23ebcd,c25b6326ccb9", resp.AuditAnnotations["waived"])
+		require.Contains(t, (*logged)[0], `waived="fingerprints=ed63ac23ebcd,c25b6326ccb9"`)
+	})
 	t.Run("an invalid waiver is denied, whatever the mode", func(t *testing.T) {
 		r, _ := reviewer(t, map[string]any{"mode": "warn", "failMode": "open"}, &evaluationtest.Cluster{})
 		resp := r.Review(context.Background(), request(t, admissionv1.Update, testcrd.UnsafeCRD, testcrd.OldCRD,
