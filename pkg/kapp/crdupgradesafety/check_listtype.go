@@ -27,14 +27,14 @@ func checkListType(n *node) {
 	switch {
 	case o == nw && (nw != "map" || sameSet(ok, nk)):
 	case o == nw:
-		mergeKeysChanged(n, c.UniquenessEnforcement, Change{Kind: "mapKeys", Old: factJSON(ok), New: factJSON(nk)}, fmt.Sprintf(
+		mergeKeysChanged(n, c.UniquenessEnforcement, Change{Kind: "mapKeys", Old: factSet(ok), New: factSet(nk)}, fmt.Sprintf(
 			"x-kubernetes-list-map-keys changed: [%s] -> [%s]: stored lists may hold items that are not unique by the new keys",
 			strings.Join(ok, ", "), strings.Join(nk, ", ")))
 	case nw == "atomic" || o == "map" && nw == "set":
 		n.reportAt(c.CoarseningEnforcement, config.CheckListType, Change{Kind: "listType", Old: o, New: nw},
 			"x-kubernetes-list-type changed: %s -> %s: no stored list becomes invalid, only server-side apply ownership becomes coarser", o, nw)
 	case nw == "map":
-		mergeKeysChanged(n, c.UniquenessEnforcement, Change{Kind: "listType", Old: o, New: nw + factJSON(nk)}, fmt.Sprintf(
+		mergeKeysChanged(n, c.UniquenessEnforcement, Change{Kind: "listType", Old: o, New: nw + factSet(nk)}, fmt.Sprintf(
 			"x-kubernetes-list-type changed: %s -> %s: stored lists with duplicate items become invalid", o, nw))
 	default:
 		n.reportAt(c.UniquenessEnforcement, config.CheckListType, Change{Kind: "listType", Old: o, New: nw},

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -67,9 +68,15 @@ func factJSON(v any) string {
 	return string(b)
 }
 
-// factList renders canonical JSON values (enum values) as a JSON list.
+// factList renders canonical JSON values (enum values) as a JSON list,
+// sorted: reordering a list that means a set changes no fact.
 func factList(values []string) string {
-	return "[" + strings.Join(values, ",") + "]"
+	return "[" + strings.Join(slices.Sorted(slices.Values(values)), ",") + "]"
+}
+
+// factSet renders names (list map keys) as a sorted JSON list.
+func factSet(names []string) string {
+	return factJSON(slices.Sorted(slices.Values(names)))
 }
 
 // factValue renders a schema value (a default) as canonical JSON, "" for

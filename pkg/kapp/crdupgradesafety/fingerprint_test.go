@@ -272,3 +272,15 @@ func TestFingerprintsOfLikeFindings(t *testing.T) {
 		t.Fatalf("want two findings with fingerprints of their own, got %q %v", render(fs), fingerprints(fs))
 	}
 }
+
+// TestFingerprintOfReorderedEnum: reordering the values of the enums (a
+// set) changes no fingerprint of the removal.
+func TestFingerprintOfReorderedEnum(t *testing.T) {
+	old := parseFP(t, fpOld)
+	reordered := parseFP(t, strings.Replace(fpOld, "enum: [small, large]", "enum: [large, small]", 1))
+	a := fingerprints(Compare(old, parseFP(t, strings.Replace(fpNew, "enum: [large]", "enum: [medium]", 1)), nil))["enum ^.spec.size"]
+	b := fingerprints(Compare(reordered, parseFP(t, strings.Replace(fpNew, "enum: [large]", "enum: [medium]", 1)), nil))["enum ^.spec.size"]
+	if a == "" || a != b {
+		t.Errorf("enum values removed [small, large] and [large, small]: fingerprints %q and %q", a, b)
+	}
+}
