@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -166,4 +167,31 @@ func TestInvalidPreflightSettings(t *testing.T) {
 		name: "malformed-key", newCRD: safe, config: "malformed-key.yaml", configInline: true,
 		blocked: true, contains: []string{"preflight configuration settings failed", "CRDUpgradeSafety", "removalEnforcment"},
 	}})
+}
+
+// TestConfigWaiverByFingerprint: a blocked deploy prints each finding's
+// fingerprint; a Config waiver naming it (with an expiry in the future)
+// lets the same change through, the finding a warning that says who
+// waived it until when, under the same fingerprint.
+func TestConfigWaiverByFingerprint(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	n := newNames(t)
+	before := e.appWithCRs(t, n, "base/crd.yaml", "base/crs.yaml")
+	crd := dir(t, map[string][]byte{"crd.yaml": n.render(t, "unsafe/enum-value-removed/new.yaml"), "marker.yaml": n.marker()})
+
+	r := e.deploy(t, n.App, []string{crd}, preflightFlag)
+	require.NotEqualf(t, 0, r.exitCode, "kapp was expected to fail:\n%s", r.out)
+	e.requireUnchanged(t, n, before)
+	line, ok := findingLine(r.out, "enum", n.CRD, "^.spec.color")
+	require.True(t, ok, r.out)
+	fp := regexp.MustCompile(`\[fp:([0-9a-f]{12})\]`).FindStringSubmatch(line)
+	require.NotNil(t, fp, "no fingerprint on the finding: %s", line)
+
+	cfg := strings.ReplaceAll(string(n.render(t, "configs/waive-fingerprint.yaml")), "__FP__", fp[1])
+	r = e.deploy(t, n.App, []string{crd, dir(t, map[string][]byte{"config.yaml": []byte(cfg)})})
+	require.Equalf(t, 0, r.exitCode, "the waived change was blocked:\n%s", r.out)
+	require.Contains(t, e.crdSchemaJSON(t, n, "v1"), `"enum":["red","blue"]`, "the waived change was not applied")
+	require.Contains(t, r.out, "(exempted: reviewed in e2e, no resource uses the removed value; owner team-e2e; until 2999-12-31) [fp:"+fp[1]+"]")
+	requireNoFinding(t, r.out, "staleWaiver")
 }

@@ -333,6 +333,22 @@ func requireFinding(t *testing.T, out, check string, tokens ...string) {
 	t.Logf("finding: %s", strings.TrimSpace(line))
 }
 
+// withoutFingerprints returns lines (findings as the webhook's warnings or
+// kapp print them) without the fingerprint each ends with, which it
+// requires: " [fp:1a2b3c4d5e6f]".
+func withoutFingerprints(t *testing.T, lines []string) []string {
+	t.Helper()
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		loc := fingerprintSuffix.FindStringIndex(l)
+		require.NotNil(t, loc, "no fingerprint at the end of %q", l)
+		out[i] = l[:loc[0]]
+	}
+	return out
+}
+
+var fingerprintSuffix = regexp.MustCompile(` \[fp:[0-9a-f]{12}\]$`)
+
 func requireNoFinding(t *testing.T, out, check string, tokens ...string) {
 	t.Helper()
 	line, ok := findingLine(out, check, tokens...)

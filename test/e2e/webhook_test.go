@@ -113,7 +113,7 @@ func TestWebhookWarnMode(t *testing.T) {
 	warnings, err := e.updateCRD(t, n, "unsafe/enum-value-removed/new.yaml", false, nil)
 	require.NoError(t, err)
 	// The stored objects were read: none holds green.
-	require.Equal(t, []string{`CRDUpgradeSafety: version v1 field ^.spec.color: [enum] enum values removed: ["green"]: none of 2 stored ` + n.Kind + `s affected`}, warnings)
+	require.Equal(t, []string{`CRDUpgradeSafety: version v1 field ^.spec.color: [enum] enum values removed: ["green"]: none of 2 stored ` + n.Kind + `s affected`}, withoutFingerprints(t, warnings))
 	require.NotContains(t, e.crdSchemaJSON(t, n, "v1"), "green")
 }
 
@@ -136,7 +136,7 @@ func TestWebhookDeniesDeletion(t *testing.T) {
 	dyn := e.dynWithWarnings(t, w)
 	require.NoError(t, dyn.Resource(crdGVR).Delete(tctx(t), n.CRD, metav1.DeleteOptions{}))
 	require.Equal(t, []string{"CRDUpgradeSafety: [crdDeletion] data loss: deleting the CRD would delete its 2 existing custom resources (exempted: waive annotation: e2e: data no longer needed)"},
-		w.texts)
+		withoutFingerprints(t, w.texts))
 }
 
 // TestWebhookWaiver: the waiver annotations on the new CRD let the reviewed
@@ -159,7 +159,7 @@ func TestWebhookWaiver(t *testing.T) {
 		map[string]string{config.WaiveAnnotation: "enum", config.WaiveReasonAnnotation: "green was never used (e2e)"})
 	require.NoError(t, err)
 	require.Equal(t, []string{`CRDUpgradeSafety: version v1 field ^.spec.color: [enum] enum values removed: ["green"]: none of 2 stored ` + n.Kind + `s affected (exempted: waive annotation: green was never used (e2e))`},
-		warnings)
+		withoutFingerprints(t, warnings))
 	require.NotContains(t, e.crdSchemaJSON(t, n, "v1"), "green")
 }
 
@@ -304,7 +304,7 @@ func TestWebhookWaiverPolicy(t *testing.T) {
 	}
 	waiver := map[string]any{config.WaiveAnnotation: "enum", config.WaiveReasonAnnotation: "reviewed"}
 	const denied = "only members of the group crd-upgrade-safety:waivers may set or change the annotations " +
-		"crd-upgrade-safety.kapp.k14s.io/waive and waive-reason (alice-"
+		"crd-upgrade-safety.kapp.k14s.io/waive, waive-fingerprints, waive-reason, waive-expires and waive-owner (alice-"
 
 	// The policy takes effect once the apiserver has compiled it.
 	require.Eventually(t, func() bool {
@@ -318,6 +318,9 @@ func TestWebhookWaiverPolicy(t *testing.T) {
 	require.NoError(t, waive(bob, false, waiver), "bob is in the group")
 	require.NoError(t, waive(alice, false, map[string]any{"note": "unrelated"}), "the waiver unchanged: anyone who may update")
 	require.ErrorContains(t, waive(alice, false, map[string]any{config.WaiveReasonAnnotation: "changed"}), denied)
+	require.ErrorContains(t, waive(alice, false, map[string]any{config.WaiveFingerprintsAnnotation: "0123456789ab"}), denied,
+		"a fingerprint added under the reviewed reason")
+	require.ErrorContains(t, waive(alice, false, map[string]any{config.WaiveExpiresAnnotation: "2099-12-31"}), denied, "the expiry moved")
 	require.NoError(t, waive(alice, false, map[string]any{config.WaiveAnnotation: nil, config.WaiveReasonAnnotation: nil}),
 		"removing the waiver")
 }

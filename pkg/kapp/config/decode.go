@@ -25,7 +25,7 @@ var (
 	// unknown mode or enforcement, a negative count, an unknown check ID, an
 	// empty CRD name).
 	ErrInvalidValue = errors.New("invalid value")
-	// ErrMissingKey: a required key is absent (exemptions[].crd).
+	// ErrMissingKey: a required key is absent (waivers[].reason).
 	ErrMissingKey = errors.New("missing key")
 	// ErrDuplicateSetting: one setting given through two spellings, e.g.
 	// checks.sameVersion.enum.enabled and checks.versions.sameVersion.enum.enabled.
@@ -35,7 +35,7 @@ var (
 // FieldError is one problem at one key path of the config.
 type FieldError struct {
 	// Path is the full key path as written, e.g.
-	// "checks.sameVersion.enum.additionEnforcement" or "exemptions[2].crd".
+	// "checks.sameVersion.enum.additionEnforcement" or "waivers[2].crd".
 	Path string
 	// Kind is one of the kind sentinels (ErrUnknownKey, ErrInvalidType, ...).
 	Kind error
@@ -49,13 +49,13 @@ func (e *FieldError) Error() string { return e.Path + ": " + e.Msg }
 func (e *FieldError) Unwrap() []error { return []error{e.Kind, ErrInvalidConfig} }
 
 // AllCheckIDs returns every known check ID, sorted: the CRD-level checks,
-// the property checks, servedVersion and unhandled. These are the IDs an
-// exemption may name.
+// the property checks, servedVersion, unhandled and staleWaiver. A waiver
+// may name all but apiserverRejects and staleWaiver.
 func AllCheckIDs() []string {
-	ids := make([]string, 0, len(CRDCheckIDs)+len(PropertyCheckIDs)+2)
+	ids := make([]string, 0, len(CRDCheckIDs)+len(PropertyCheckIDs)+3)
 	ids = append(ids, CRDCheckIDs...)
 	ids = append(ids, PropertyCheckIDs...)
-	ids = append(ids, CheckServedVersion, CheckUnhandled)
+	ids = append(ids, CheckServedVersion, CheckUnhandled, CheckStaleWaiver)
 	sort.Strings(ids)
 	return ids
 }
@@ -339,7 +339,9 @@ func rootFields(c *Settings) fields {
 		"unaffectedEnforcement":   choice(&c.UnaffectedEnforcement, strictWarn),
 		"alphaVersionEnforcement": choice(&c.AlphaVersionEnforcement, strictWarn),
 		"checks":                  nested(checksFields(&c.Checks)),
-		"exemptions":              exemptions(&c.Exemptions),
+		"waivers":                 waivers(&c.Waivers, true),
+		// The older spelling: the same waivers, their reason optional.
+		"exemptions": waivers(&c.Waivers, false),
 	}
 }
 
@@ -472,19 +474,22 @@ func servedVersionFields(s *ServedVersionChecks) fields {
 	return fs
 }
 
-// exemptableCheckIDs are the check IDs an exemption may name: every one but
-// apiserverRejects (the apiserver refuses the change whatever the config says).
+// exemptableCheckIDs are the check IDs a waiver may name: every one but
+// apiserverRejects (the apiserver refuses the change whatever the config
+// says) and staleWaiver (a waiver about waivers would only hide them).
 func exemptableCheckIDs() []string {
 	var ids []string
 	for _, id := range AllCheckIDs() {
-		if id != CheckAPIServerRejects {
+		if id != CheckAPIServerRejects && id != CheckStaleWaiver {
 			ids = append(ids, id)
 		}
 	}
 	return ids
 }
 
-func exemptions(p *[]Exemption) fieldFunc {
+// waivers decodes a list of waivers (the key waivers, or its older
+// spelling exemptions, where the reason may be left out) into p.
+func waivers(p *[]Waiver, reasonRequired bool) fieldFunc {
 	known := map[string]bool{}
 	for _, id := range exemptableCheckIDs() {
 		known[id] = true
@@ -496,38 +501,71 @@ func exemptions(p *[]Exemption) fieldFunc {
 				d.fail(l, ErrInvalidType, "must be a map, got %s", typeName(v))
 				return
 			}
-			var e Exemption
+			w := Waiver{Source: SourceSettings}
+			before := len(d.errs)
 			crdOK := false
 			d.object(l, m, fields{
 				"crd": leaf(parseString, func(s string) {
-					e.CRD, crdOK = s, true
+					w.CRD, crdOK = s, true
 				}),
-				"reason": str(&e.Reason),
+				"fingerprint": leaf(func(d *decoder, l loc, v any) (string, bool) {
+					s, ok := parseString(d, l, v)
+					if ok && !ValidFingerprint(s) {
+						d.fail(l, ErrInvalidValue, "%q is not a fingerprint: %d lowercase hex digits, as outputs print it ([fp:1a2b3c4d5e6f], JSON fingerprint)", s, FingerprintLen)
+						return "", false
+					}
+					return s, ok
+				}, func(s string) { w.Fingerprint = s }),
+				"path": leaf(func(d *decoder, l loc, v any) (string, bool) {
+					s, ok := parseString(d, l, v)
+					if ok && !strings.HasPrefix(s, "^") {
+						d.fail(l, ErrInvalidValue, "%q is not a schema path: it starts with ^ as outputs print it (^.spec.size; * matches any characters: ^.spec.*)", s)
+						return "", false
+					}
+					return s, ok
+				}, func(s string) { w.Path = s }),
+				"reason": str(&w.Reason),
+				"owner":  str(&w.Owner),
+				"expires": leaf(func(d *decoder, l loc, v any) (time.Time, bool) {
+					s, ok := parseString(d, l, v)
+					if !ok {
+						return time.Time{}, false
+					}
+					t, err := parseDate(s)
+					if err != nil {
+						d.fail(l, ErrInvalidValue, "%v", err)
+						return time.Time{}, false
+					}
+					return t, true
+				}, func(t time.Time) { w.Expires = t }),
 				"checks": func(d *decoder, l loc, v any) {
 					d.list(l, v, func(d *decoder, l loc, v any) {
 						id, ok := parseString(d, l, v)
 						switch {
 						case !ok:
 						case id == CheckAPIServerRejects:
-							d.fail(l, ErrInvalidValue, "%s cannot be exempted: the apiserver refuses the change whatever the config says "+
+							d.fail(l, ErrInvalidValue, "%s cannot be waived: the apiserver refuses the change whatever the config says "+
 								"(to stop checking, set checks.crd.%s.enabled: false)", id, id)
 						case !known[id]:
 							d.fail(l, ErrInvalidValue, "unknown check ID %q (allowed: %s)", id, strings.Join(exemptableCheckIDs(), ", "))
 						default:
-							e.Checks = append(e.Checks, id)
+							w.Checks = append(w.Checks, id)
 						}
 					})
 				},
 			})
 			switch {
-			case m["crd"] == nil:
-				d.fail(l.key("crd"), ErrMissingKey, "required: the CRD's metadata.name, e.g. widgets.example.com")
-			case !crdOK:
-				// wrong type, already reported
-			case strings.TrimSpace(e.CRD) == "":
+			case m["crd"] == nil && m["fingerprint"] == nil:
+				d.fail(l.key("crd"), ErrMissingKey, "required (unless fingerprint is given): the CRD's metadata.name, e.g. widgets.example.com")
+			case m["crd"] != nil && crdOK && strings.TrimSpace(w.CRD) == "":
 				d.fail(l.key("crd"), ErrInvalidValue, "must not be empty: the CRD's metadata.name, e.g. widgets.example.com")
-			default:
-				*p = append(*p, e)
+			}
+			if r, isStr := m["reason"].(string); reasonRequired && (m["reason"] == nil || isStr && strings.TrimSpace(r) == "") {
+				d.fail(l.key("reason"), ErrMissingKey, "required: say why the findings are acceptable (a review, a migration)")
+			}
+			if len(d.errs) == before {
+				w.Reason = strings.TrimSpace(w.Reason)
+				*p = append(*p, w)
 			}
 		})
 	}

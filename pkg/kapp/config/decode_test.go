@@ -90,7 +90,7 @@ func TestDefaultPolicy(t *testing.T) {
 	assert.Equal(t, config.ModeError, d.Mode)
 	assert.Equal(t, config.FailModeClosed, d.FailMode)
 	assert.Equal(t, 50, d.MaxFindingsPerCRD)
-	assert.Empty(t, d.Exemptions)
+	assert.Empty(t, d.Waivers)
 	assert.True(t, d.Checks.ServedVersion.IgnoreConversion, "servedVersion.ignoreConversion")
 	assert.Equal(t, config.EnforcementIfPreviouslyConstrained, d.Checks.SameVersion.Enum.AdditionEnforcement)
 	assert.Equal(t, config.EnforcementIfPreviouslyConstrained, d.Checks.ServedVersion.Enum.AdditionEnforcement)
@@ -148,7 +148,7 @@ func TestDefaultPolicy(t *testing.T) {
 func TestAllCheckIDs(t *testing.T) {
 	ids := config.AllCheckIDs()
 	assert.True(t, sort.StringsAreSorted(ids))
-	assert.Len(t, ids, len(config.CRDCheckIDs)+len(config.PropertyCheckIDs)+2)
+	assert.Len(t, ids, len(config.CRDCheckIDs)+len(config.PropertyCheckIDs)+3)
 	seen := map[string]bool{}
 	for _, id := range ids {
 		assert.False(t, seen[id], "duplicate %s", id)
@@ -304,11 +304,35 @@ exemptions:
   checks: []
   reason: ""
 `, func(c *cfg) {
-			c.Exemptions = []config.Exemption{
-				{CRD: "widgets.example.com", Checks: []string{"enum", "required"}, Reason: "reviewed in PR 123"},
-				{CRD: "gadgets.example.com"},
-				{CRD: "widgets.example.com", Checks: []string{"enum", "scope", "servedVersion", "unhandled", "existingResources"}},
-				{CRD: "things.example.com"},
+			c.Waivers = []config.Waiver{
+				{CRD: "widgets.example.com", Checks: []string{"enum", "required"}, Reason: "reviewed in PR 123", Source: config.SourceSettings},
+				{CRD: "gadgets.example.com", Source: config.SourceSettings},
+				{CRD: "widgets.example.com", Checks: []string{"enum", "scope", "servedVersion", "unhandled", "existingResources"}, Source: config.SourceSettings},
+				{CRD: "things.example.com", Source: config.SourceSettings},
+			}
+		}},
+
+		{"waivers", `
+waivers:
+- fingerprint: 1a2b3c4d5e6f
+  reason: reviewed in PR 123
+  expires: "2026-12-31"
+  owner: team-widgets
+- crd: widgets.example.com
+  checks: [enum]
+  path: ^.spec.*
+  reason: "  values renamed  "
+- fingerprint: 0123456789ab
+  crd: gadgets.example.com
+  reason: r
+exemptions:
+- crd: old.example.com
+`, func(c *cfg) {
+			c.Waivers = []config.Waiver{
+				{CRD: "old.example.com", Source: config.SourceSettings},
+				{Fingerprint: "1a2b3c4d5e6f", Reason: "reviewed in PR 123", Expires: day("2026-12-31"), Owner: "team-widgets", Source: config.SourceSettings},
+				{CRD: "widgets.example.com", Checks: []string{"enum"}, Path: "^.spec.*", Reason: "values renamed", Source: config.SourceSettings},
+				{Fingerprint: "0123456789ab", CRD: "gadgets.example.com", Reason: "r", Source: config.SourceSettings},
 			}
 		}},
 	}
@@ -513,7 +537,8 @@ func TestDecodeGoValues(t *testing.T) {
 	want := config.Default()
 	want.Mode = config.ModeWarn
 	want.Checks.SameVersion.Enum.Enabled = false
-	want.Exemptions = []config.Exemption{{CRD: "a.example.com", Checks: []string{"enum"}}, {CRD: "b.example.com", Checks: []string{"type"}}}
+	want.Waivers = []config.Waiver{{CRD: "a.example.com", Checks: []string{"enum"}, Source: config.SourceSettings},
+		{CRD: "b.example.com", Checks: []string{"type"}, Source: config.SourceSettings}}
 	assert.Equal(t, want, got)
 
 	after, err := json.Marshal(raw["exemptions"])
@@ -531,7 +556,7 @@ func TestDecodeErrors(t *testing.T) {
 		"maxProperties, maximum, minItems, minLength, minProperties, minimum, multipleOf, not, nullable, " +
 		"oneOf, pattern, preserveUnknownFields, required, type, unhandledFailureMode, uniqueItems"
 	// Every ID but apiserverRejects, which cannot be exempted.
-	allIDs := strings.Replace(strings.Join(config.AllCheckIDs(), ", "), "apiserverRejects, ", "", 1)
+	allIDs := strings.Replace(strings.Replace(strings.Join(config.AllCheckIDs(), ", "), "apiserverRejects, ", "", 1), ", staleWaiver", "", 1)
 
 	cases := []struct {
 		name string
@@ -541,9 +566,9 @@ func TestDecodeErrors(t *testing.T) {
 		kind error
 	}{
 		{name: "unknown top-level key", in: `mod: warn`, kind: config.ErrUnknownKey,
-			want: []string{`mod: unknown key (allowed: alphaVersionEnforcement, checks, exemptions, failMode, liveChecksTimeout, maxFindingsPerCRD, mode, unaffectedEnforcement)`}},
+			want: []string{`mod: unknown key (allowed: alphaVersionEnforcement, checks, exemptions, failMode, liveChecksTimeout, maxFindingsPerCRD, mode, unaffectedEnforcement, waivers)`}},
 		{name: "keys are case-sensitive", in: `failmode: open`, kind: config.ErrUnknownKey,
-			want: []string{`failmode: unknown key (allowed: alphaVersionEnforcement, checks, exemptions, failMode, liveChecksTimeout, maxFindingsPerCRD, mode, unaffectedEnforcement)`}},
+			want: []string{`failmode: unknown key (allowed: alphaVersionEnforcement, checks, exemptions, failMode, liveChecksTimeout, maxFindingsPerCRD, mode, unaffectedEnforcement, waivers)`}},
 		{name: "mode type", in: `mode: 5`, kind: config.ErrInvalidType,
 			want: []string{`mode: must be a string, got int`}},
 		{name: "mode type from Go int", raw: map[string]any{"mode": 5}, kind: config.ErrInvalidType,
@@ -680,9 +705,9 @@ checks:
 		{name: "exemption null", in: "exemptions:\n- crd: a.example.com\n-\n", kind: config.ErrInvalidType,
 			want: []string{`exemptions[1]: must be a map, got null`}},
 		{name: "exemption without crd", in: `exemptions: [{reason: trust me}]`, kind: config.ErrMissingKey,
-			want: []string{`exemptions[0].crd: required: the CRD's metadata.name, e.g. widgets.example.com`}},
+			want: []string{`exemptions[0].crd: required (unless fingerprint is given): the CRD's metadata.name, e.g. widgets.example.com`}},
 		{name: "exemption null crd", in: `exemptions: [{crd: null}]`, kind: config.ErrMissingKey,
-			want: []string{`exemptions[0].crd: required: the CRD's metadata.name, e.g. widgets.example.com`}},
+			want: []string{`exemptions[0].crd: required (unless fingerprint is given): the CRD's metadata.name, e.g. widgets.example.com`}},
 		{name: "exemption empty crd", in: `exemptions: [{crd: ""}]`, kind: config.ErrInvalidValue,
 			want: []string{`exemptions[0].crd: must not be empty: the CRD's metadata.name, e.g. widgets.example.com`}},
 		{name: "exemption blank crd", in: `exemptions: [{crd: "  "}]`, kind: config.ErrInvalidValue,
@@ -691,18 +716,43 @@ checks:
 			want: []string{`exemptions[0].crd: must be a string, got int`}},
 		{name: "exemption problems sorted by path", in: `exemptions: [{reason: 5}]`,
 			want: []string{
-				`exemptions[0].crd: required: the CRD's metadata.name, e.g. widgets.example.com`,
+				`exemptions[0].crd: required (unless fingerprint is given): the CRD's metadata.name, e.g. widgets.example.com`,
 				`exemptions[0].reason: must be a string, got int`,
 			}},
 		{name: "exemption unknown key", in: `exemptions: [{crd: a.example.com, check: [enum]}]`, kind: config.ErrUnknownKey,
-			want: []string{`exemptions[0].check: unknown key (allowed: checks, crd, reason)`}},
+			want: []string{`exemptions[0].check: unknown key (allowed: checks, crd, expires, fingerprint, owner, path, reason)`}},
 		{name: "exemption unknown check ID", in: `exemptions: [{crd: a.example.com, checks: [enum, enumm]}]`, kind: config.ErrInvalidValue,
 			want: []string{`exemptions[0].checks[1]: unknown check ID "enumm" (allowed: ` + allIDs + `)`}},
 		{name: "exemption check IDs are case-sensitive", in: `exemptions: [{crd: a.example.com, checks: [Enum]}]`, kind: config.ErrInvalidValue,
 			want: []string{`exemptions[0].checks[0]: unknown check ID "Enum" (allowed: ` + allIDs + `)`}},
 		{name: "apiserverRejects cannot be exempted", in: `exemptions: [{crd: a.example.com, checks: [apiserverRejects]}]`, kind: config.ErrInvalidValue,
-			want: []string{`exemptions[0].checks[0]: apiserverRejects cannot be exempted: the apiserver refuses the change whatever the config says ` +
+			want: []string{`exemptions[0].checks[0]: apiserverRejects cannot be waived: the apiserver refuses the change whatever the config says ` +
 				`(to stop checking, set checks.crd.apiserverRejects.enabled: false)`}},
+		{name: "waiver without reason", in: `waivers: [{crd: a.example.com, checks: [enum]}]`, kind: config.ErrMissingKey,
+			want: []string{`waivers[0].reason: required: say why the findings are acceptable (a review, a migration)`}},
+		{name: "waiver blank reason", in: `waivers: [{fingerprint: 1a2b3c4d5e6f, reason: "  "}]`, kind: config.ErrMissingKey,
+			want: []string{`waivers[0].reason: required: say why the findings are acceptable (a review, a migration)`}},
+		{name: "waiver without crd or fingerprint", in: `waivers: [{checks: [enum], reason: r}]`, kind: config.ErrMissingKey,
+			want: []string{`waivers[0].crd: required (unless fingerprint is given): the CRD's metadata.name, e.g. widgets.example.com`}},
+		{name: "waiver unknown key", in: `waivers: [{crd: a.example.com, reason: r, expiry: "2026-12-31"}]`, kind: config.ErrUnknownKey,
+			want: []string{`waivers[0].expiry: unknown key (allowed: checks, crd, expires, fingerprint, owner, path, reason)`}},
+		{name: "waiver bad date", in: `waivers: [{crd: a.example.com, reason: r, expires: "2026-02-30"}]`, kind: config.ErrInvalidValue,
+			want: []string{`waivers[0].expires: invalid date "2026-02-30": must be YYYY-MM-DD, the last day the waiver applies (UTC)`}},
+		{name: "waiver date with time", in: `waivers: [{crd: a.example.com, reason: r, expires: "2026-12-31T12:00:00Z"}]`, kind: config.ErrInvalidValue,
+			want: []string{`waivers[0].expires: invalid date "2026-12-31T12:00:00Z": must be YYYY-MM-DD, the last day the waiver applies (UTC)`}},
+		{name: "waiver date unquoted", in: `waivers: [{crd: a.example.com, reason: r, expires: 20261231}]`, kind: config.ErrInvalidType,
+			want: []string{`waivers[0].expires: must be a string, got int`}},
+		{name: "waiver fingerprint too short", in: `waivers: [{fingerprint: 1a2b3c, reason: r}]`, kind: config.ErrInvalidValue,
+			want: []string{`waivers[0].fingerprint: "1a2b3c" is not a fingerprint: 12 lowercase hex digits, as outputs print it ([fp:1a2b3c4d5e6f], JSON fingerprint)`}},
+		{name: "waiver fingerprint with the fp: prefix", in: `waivers: [{fingerprint: "fp:1a2b3c4d5e6f", reason: r}]`, kind: config.ErrInvalidValue,
+			want: []string{`waivers[0].fingerprint: "fp:1a2b3c4d5e6f" is not a fingerprint: 12 lowercase hex digits, as outputs print it ([fp:1a2b3c4d5e6f], JSON fingerprint)`}},
+		{name: "waiver path not a schema path", in: `waivers: [{crd: a.example.com, reason: r, path: spec.size}]`, kind: config.ErrInvalidValue,
+			want: []string{`waivers[0].path: "spec.size" is not a schema path: it starts with ^ as outputs print it (^.spec.size; * matches any characters: ^.spec.*)`}},
+		{name: "waiver of apiserverRejects", in: `waivers: [{crd: a.example.com, reason: r, checks: [apiserverRejects]}]`, kind: config.ErrInvalidValue,
+			want: []string{`waivers[0].checks[0]: apiserverRejects cannot be waived: the apiserver refuses the change whatever the config says ` +
+				`(to stop checking, set checks.crd.apiserverRejects.enabled: false)`}},
+		{name: "waiver of staleWaiver", in: `waivers: [{crd: a.example.com, reason: r, checks: [staleWaiver]}]`, kind: config.ErrInvalidValue,
+			want: []string{`waivers[0].checks[0]: unknown check ID "staleWaiver" (allowed: ` + allIDs + `)`}},
 		{name: "exemption checks not a list", in: `exemptions: [{crd: a.example.com, checks: enum}]`, kind: config.ErrInvalidType,
 			want: []string{`exemptions[0].checks: must be a list, got string`}},
 		{name: "exemption check ID type", in: `exemptions: [{crd: a.example.com, checks: [{enum: true}]}]`, kind: config.ErrInvalidType,
@@ -732,7 +782,7 @@ checks:
 			`checks.crd.scope.enabled: must be a bool, got string`,
 			`checks.sameVersion.enum.additionEnforcement: unknown value "Sometimes" (allowed: IfPreviouslyConstrained, None, Strict)`,
 			`checks.sameVersion.foo: unknown key (allowed: ` + sameVersionKeys + `)`,
-			`exemptions[2].crd: required: the CRD's metadata.name, e.g. widgets.example.com`,
+			`exemptions[2].crd: required (unless fingerprint is given): the CRD's metadata.name, e.g. widgets.example.com`,
 			`exemptions[10].crd: must not be empty: the CRD's metadata.name, e.g. widgets.example.com`,
 			`failMode: must be a string, got int`,
 			`mode: unknown value "loud" (allowed: error, warn)`,
@@ -860,9 +910,9 @@ func TestFullConfig(t *testing.T) {
 	srv.Type.Enabled = false
 	srv.Toggles = map[string]bool{config.CheckPattern: false}
 	srv.Enum.AdditionEnforcement = config.EnforcementStrict
-	want.Exemptions = []config.Exemption{
-		{CRD: "widgets.example.com", Checks: []string{"enum", "required"}, Reason: "reviewed in PR 123: no widget uses the removed values"},
-		{CRD: "gadgets.example.com", Reason: "v2 migration, see RFC-7"},
+	want.Waivers = []config.Waiver{
+		{CRD: "widgets.example.com", Checks: []string{"enum", "required"}, Reason: "reviewed in PR 123: no widget uses the removed values", Source: config.SourceSettings},
+		{CRD: "gadgets.example.com", Reason: "v2 migration, see RFC-7", Source: config.SourceSettings},
 	}
 	assert.Equal(t, want, got)
 }

@@ -64,6 +64,10 @@ const (
 	// Version-pair checks (checks.servedVersion) and the final pass.
 	CheckServedVersion = "servedVersion"
 	CheckUnhandled     = "unhandled"
+
+	// CheckStaleWaiver: a waiver of a CRD the run evaluated matches none
+	// of its findings (a warning). Not configurable, and not waivable.
+	CheckStaleWaiver = "staleWaiver"
 )
 
 // CRDCheckIDs are the checks configured under checks.crd, sorted.
@@ -180,13 +184,18 @@ type Settings struct {
 	// found data pruned).
 	AlphaVersionEnforcement Enforcement
 	Checks                  Checks
-	// Exemptions waive findings of named CRDs after a human review.
-	Exemptions []Exemption
+	// Waivers waive findings after a human review (the key waivers, and
+	// its alias exemptions; the waiver annotations of a run's CRDs are
+	// added to a copy by WithWaivers). See Waiver.
+	Waivers []Waiver
 	// KubeVersion is the Kubernetes version judged for where the verdict
 	// depends on it. It is no key of the configuration: a live run sets
 	// it from the apiserver's version, an offline run from
 	// --kube-version; the zero value is DefaultKubeVersion.
 	KubeVersion KubeVersion `json:"-"`
+	// Now is the time waivers are judged at (Waiver.Expires): no key of
+	// the configuration; the zero value is the time of the run.
+	Now time.Time `json:"-"`
 }
 
 // Checks is the `checks` key, in the structure of crd-diff's configuration.
@@ -371,17 +380,6 @@ type TypeCheck struct {
 	ChangeEnforcement Enforcement
 }
 
-// Exemption waives findings for one CRD, the counterpart of OLM's
-// `upgradeConstraintPolicy: Ignore` for a reviewed upgrade.
-type Exemption struct {
-	// CRD is the CRD's metadata.name, e.g. widgets.example.com.
-	CRD string
-	// Checks limits the exemption to these check IDs; empty means all.
-	Checks []string
-	// Reason is free text recorded in the output.
-	Reason string
-}
-
 // DefaultLiveChecksTimeout is the default of liveChecksTimeout: long enough
 // to page through hundreds of thousands of custom resources, short enough
 // that a hung apiserver connection does not hold a deploy or a CI job.
@@ -443,23 +441,4 @@ func defaultVersionChecks() VersionChecks {
 func (v VersionChecks) ToggleEnabled(id string) bool {
 	on, ok := v.Toggles[id]
 	return !ok || on
-}
-
-// Exempt reports whether findings of check id on the named CRD are waived,
-// and the recorded reason.
-func (c Settings) Exempt(crd, id string) (bool, string) {
-	for _, e := range c.Exemptions {
-		if e.CRD != crd {
-			continue
-		}
-		if len(e.Checks) == 0 {
-			return true, e.Reason
-		}
-		for _, c := range e.Checks {
-			if c == id {
-				return true, e.Reason
-			}
-		}
-	}
-	return false, ""
 }

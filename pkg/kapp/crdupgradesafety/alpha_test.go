@@ -61,7 +61,7 @@ func TestAlphaVersionEnforcement(t *testing.T) {
 			old: newCRD(t, testVersion{"v1alpha1", true, true, str}), new: newCRD(t, testVersion{"v1alpha1", true, true, integer}),
 			config: func(c *config.Settings) {
 				lenient(c)
-				c.Exemptions = []config.Exemption{{CRD: testCRDName, Reason: "PR 5"}}
+				c.Waivers = []config.Waiver{{CRD: testCRDName, Reason: "PR 5"}}
 			},
 			want: []string{"warning type v1alpha1 ^.spec.x: " + typeChanged + " (exempted: PR 5)"}},
 

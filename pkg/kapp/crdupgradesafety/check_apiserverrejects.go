@@ -244,6 +244,7 @@ func Rejected(crdName, verb string, rs []Rejection, cfg *config.Settings) []Find
 	for i, r := range rs {
 		findings[i] = Finding{
 			CRD: crdName, CRDField: V1FieldPath(r.Field), Check: config.CheckAPIServerRejects, Severity: SeverityError,
+			Change:     Change{Kind: "rejected", New: boundText(r.Message, maxMessageBytes)},
 			ChangeText: boundText(fmt.Sprintf("the apiserver refuses the %s: %s", verb, r.Message), maxMessageBytes),
 			Remedy:     &Remedy{Action: RemedyApiserverReason, Detail: boundText(r.Message, maxMessageBytes)},
 		}
@@ -265,6 +266,7 @@ func Warned(crdName, verb string, warnings []string, cfg *config.Settings) []Fin
 	for i, w := range warnings {
 		findings[i] = Finding{
 			CRD: crdName, Check: config.CheckAPIServerRejects, Severity: SeverityWarning,
+			Change:     Change{Kind: "warned", New: boundText(w, maxMessageBytes)},
 			ChangeText: boundText(fmt.Sprintf("the apiserver warns on the %s: %s", verb, w), maxMessageBytes),
 			Remedy:     &Remedy{Action: RemedyApiserverReason, Detail: boundText(w, maxMessageBytes)},
 		}
@@ -282,18 +284,24 @@ func InvalidOld(crdName string, errs field.ErrorList, cfg *config.Settings) []Fi
 	if len(errs) == 0 || !newPolicy(cfg, crdName).cfg.Checks.CRD.ApiserverRejects.Enabled {
 		return nil
 	}
-	return []Finding{{
+	fs := []Finding{{
 		CRD: crdName, Check: config.CheckAPIServerRejects, Severity: SeverityWarning,
+		Change:     Change{Kind: "oldInvalid", New: boundText(summarize(v1Paths(errs)), maxMessageBytes)},
 		ChangeText: boundText("the old CRD is itself invalid, the apiserver would refuse to create it: "+summarize(v1Paths(errs)), maxMessageBytes),
 		Remedy:     &Remedy{Action: RemedyApiserverReason, Detail: boundText(summarize(v1Paths(errs)), maxMessageBytes)},
-		key:        findingKey(&Finding{CRD: crdName, Check: config.CheckAPIServerRejects}, 0),
 	}}
+	keyFindings(fs)
+	return fs
 }
 
-// keyFindings sets the keys of findings made together outside a policy.
+// keyFindings sets the keys and fingerprints of findings made together
+// outside a policy.
 func keyFindings(fs []Finding) {
-	ordinals := map[string]int{}
+	ordinals, fps := map[string]int{}, map[string]int{}
 	for i := range fs {
+		fp := fingerprint(&fs[i], 0)
+		fs[i].Fingerprint = fingerprint(&fs[i], fps[fp])
+		fps[fp]++
 		base := findingKey(&fs[i], 0)
 		fs[i].key = findingKey(&fs[i], ordinals[base])
 		ordinals[base]++

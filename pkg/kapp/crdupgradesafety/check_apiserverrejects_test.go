@@ -213,7 +213,7 @@ func TestRejected(t *testing.T) {
 				`error apiserverRejects  spec.scope: the apiserver refuses the update: Invalid value: "Cluster": field is immutable`,
 			}},
 		{name: "an exemption of every check does not waive them",
-			configure: func(c *config.Settings) { c.Exemptions = []config.Exemption{{CRD: testCRDName}} },
+			configure: func(c *config.Settings) { c.Waivers = []config.Waiver{{CRD: testCRDName}} },
 			want: []string{
 				`error apiserverRejects  spec.group: the apiserver refuses the update: Required value`,
 				`error apiserverRejects  spec.scope: the apiserver refuses the update: Invalid value: "Cluster": field is immutable`,

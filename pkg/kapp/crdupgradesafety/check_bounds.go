@@ -39,9 +39,9 @@ func bound[T int64 | float64](n *node, id string, enabled bool, addition, tighte
 	}
 	switch {
 	case oldV == nil:
-		n.reportAt(addition, id, "%s added: (none) -> %s", id, renderPtr(newV))
+		n.reportAt(addition, id, Change{Kind: "added", New: renderPtr(newV)}, "%s added: (none) -> %s", id, renderPtr(newV))
 	case tighter(*oldV, *newV):
-		n.reportAt(tightening, id, "%s %s: %s -> %s", id, verb, renderPtr(oldV), renderPtr(newV))
+		n.reportAt(tightening, id, Change{Kind: verb, Old: renderPtr(oldV), New: renderPtr(newV)}, "%s %s: %s -> %s", id, verb, renderPtr(oldV), renderPtr(newV))
 	}
 }
 
@@ -58,6 +58,6 @@ func turnedOn(n *node, id string, o, nw *bool, message string) {
 	oldV, newV := *o, *nw
 	*o, *nw = false, false
 	if !oldV && newV && n.run.vc.ToggleEnabled(id) {
-		n.report(id, "%s", message)
+		n.report(id, Change{Kind: "set", Old: "false", New: "true"}, "%s", message)
 	}
 }

@@ -24,7 +24,7 @@ func checkCELValidation(n *node) {
 	}
 	for _, r := range nw {
 		if _, ok := had[celKey(r)]; !ok {
-			n.report(config.CheckCELValidation, "validation rule added or changed: %s", boundText(strconv.Quote(r.Rule), maxValueBytes))
+			n.report(config.CheckCELValidation, Change{Kind: "rule", New: r.Rule}, "validation rule added or changed: %s", boundText(strconv.Quote(r.Rule), maxValueBytes))
 		}
 	}
 }

@@ -14,7 +14,7 @@ func checkScope(p *policy, old, new *apiextv1.CustomResourceDefinition) {
 	if !p.cfg.Checks.CRD.Scope.Enabled || old.Spec.Scope == new.Spec.Scope {
 		return
 	}
-	p.crdLevel(config.EnforcementStrict, "", config.CheckScope, "scope changed: %s -> %s", old.Spec.Scope, new.Spec.Scope)
+	p.crdLevel(config.EnforcementStrict, "", config.CheckScope, Change{Kind: "changed", Old: string(old.Spec.Scope), New: string(new.Spec.Scope)}, "scope changed: %s -> %s", old.Spec.Scope, new.Spec.Scope)
 }
 
 // storedVersions are the versions objects may be stored in: the live
@@ -60,12 +60,12 @@ func checkStoredVersionRemoval(p *policy, old, new *apiextv1.CustomResourceDefin
 				// The cluster's migrator is at work: it trims the stored
 				// versions itself when it is done.
 				p.crdLevelWith(config.EnforcementStrict, name, config.CheckStoredVersionRemoval,
-					&Remedy{Action: RemedyWaitForMigration, Version: name, Detail: running},
+					&Remedy{Action: RemedyWaitForMigration, Version: name, Detail: running}, Change{Kind: "removedWhileMigrating"},
 					"stored version %q removed while a storage version migration is running (%s)", name, running)
 				continue
 			}
 			p.crdLevelWith(config.EnforcementStrict, name, config.CheckStoredVersionRemoval,
-				&Remedy{Action: RemedyMigrateStorage, Version: name, Command: command},
+				&Remedy{Action: RemedyMigrateStorage, Version: name, Command: command}, Change{Kind: "removed"},
 				"stored version %q removed: objects stored in it must be migrated first", name)
 		}
 	}
@@ -81,7 +81,7 @@ func checkStoredVersionRemoval(p *policy, old, new *apiextv1.CustomResourceDefin
 			continue
 		}
 		p.crdLevelWith(config.EnforcementStrict, v.Name, config.CheckStoredVersionRemoval,
-			&Remedy{Action: RemedyProveMigration, Version: v.Name, Command: migrateCommand(p.crd, old), Detail: trimDetail(trim)},
+			&Remedy{Action: RemedyProveMigration, Version: v.Name, Command: migrateCommand(p.crd, old), Detail: trimDetail(trim)}, Change{Kind: "removedAfterUnprovenTrim"},
 			"version %q removed after status.storedVersions was trimmed %s with no completed migration on record: objects may still be stored in it",
 			v.Name, trimDetail(trim))
 	}
@@ -114,7 +114,7 @@ func CompareStatus(old, new *apiextv1.CustomResourceDefinition, cfg *config.Sett
 	}
 	for _, v := range storedversions.Removed(old.Status.StoredVersions, new.Status.StoredVersions) {
 		p.crdLevelWith(level, v, config.CheckStoredVersionRemoval,
-			&Remedy{Action: RemedyMigrateBeforeTrim, Version: v, Command: migrateCommand(p.crd, old)},
+			&Remedy{Action: RemedyMigrateBeforeTrim, Version: v, Command: migrateCommand(p.crd, old)}, Change{Kind: "trimmed"},
 			"status.storedVersions trimmed: %q dropped with no completed migration on record: objects stored in it become unreadable once the version is removed", v)
 	}
 	SortFindings(p.findings)
@@ -154,10 +154,10 @@ func checkServedVersionRemoval(p *policy, old, new *apiextv1.CustomResourceDefin
 		nv, ok := newVersions[v.Name]
 		switch {
 		case !ok:
-			p.crdLevel(config.EnforcementStrict, v.Name, config.CheckServedVersionRemoval,
+			p.crdLevel(config.EnforcementStrict, v.Name, config.CheckServedVersionRemoval, Change{Kind: "removed"},
 				"served version %q removed without first being set served: false", v.Name)
 		case !nv.Served:
-			p.crdLevel(c.UnservedEnforcement, v.Name, config.CheckServedVersionRemoval,
+			p.crdLevel(c.UnservedEnforcement, v.Name, config.CheckServedVersionRemoval, Change{Kind: "unserved", Old: "true", New: "false"},
 				"version %q no longer served (served: true -> false): its clients get 404 Not Found", v.Name)
 		}
 	}

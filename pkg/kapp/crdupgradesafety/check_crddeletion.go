@@ -17,10 +17,10 @@ func Deletion(crdName string, count int, replaceCause string, cfg *config.Settin
 	}
 	noun := plural.Of(count, "custom resource", "custom resources")
 	if replaceCause == "" {
-		p.crdLevelWith(config.EnforcementStrict, "", config.CheckCRDDeletion, backupRemedy(crdName),
+		p.crdLevelWith(config.EnforcementStrict, "", config.CheckCRDDeletion, backupRemedy(crdName), Change{Kind: "deleted"},
 			"deleting the CRD would delete its %d existing %s", count, noun)
 	} else {
-		p.crdLevelWith(config.EnforcementStrict, "", config.CheckCRDDeletion, &Remedy{Action: RemedyUpdateInPlace, Detail: replaceCause},
+		p.crdLevelWith(config.EnforcementStrict, "", config.CheckCRDDeletion, &Remedy{Action: RemedyUpdateInPlace, Detail: replaceCause}, Change{Kind: "replaced"},
 			"%s: kapp would delete and recreate the CRD, deleting its %d existing %s", replaceCause, count, noun)
 	}
 	for i := range p.findings {
@@ -39,7 +39,7 @@ func Dropped(crdName string, cfg *config.Settings) []Finding {
 	if !p.cfg.Checks.CRD.CRDDeletion.Enabled {
 		return nil
 	}
-	p.crdLevelWith(config.EnforcementStrict, "", config.CheckCRDDeletion, backupRemedy(crdName),
+	p.crdLevelWith(config.EnforcementStrict, "", config.CheckCRDDeletion, backupRemedy(crdName), Change{Kind: "missingFromInputs"},
 		"missing from the new inputs: kapp would delete the CRD with all its custom resources")
 	return p.findings
 }

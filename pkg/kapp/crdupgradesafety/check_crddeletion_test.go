@@ -22,7 +22,7 @@ func TestDeletion(t *testing.T) {
 		{name: "warn mode", count: 2, config: func(c *config.Settings) { c.Mode = config.ModeWarn },
 			want: []string{"warning crdDeletion  : data loss: deleting the CRD would delete its 2 existing custom resources"}},
 		{name: "exempted", count: 2, config: func(c *config.Settings) {
-			c.Exemptions = []config.Exemption{{CRD: testCRDName, Checks: []string{config.CheckCRDDeletion}, Reason: "data migrated"}}
+			c.Waivers = []config.Waiver{{CRD: testCRDName, Checks: []string{config.CheckCRDDeletion}, Reason: "data migrated"}}
 		}, want: []string{"warning crdDeletion  : data loss: deleting the CRD would delete its 2 existing custom resources (exempted: data migrated)"}},
 		{name: "replace, no custom resources: nothing is lost", cause: replace, count: 0, want: []string{}},
 		{name: "replace, one custom resource", cause: replace, count: 1,
@@ -70,10 +70,10 @@ func TestDropped(t *testing.T) {
 		{name: "crdDeletion disabled", config: func(c *config.Settings) { c.Checks.CRD.CRDDeletion.Enabled = false }, want: []string{}},
 		{name: "warn mode", config: func(c *config.Settings) { c.Mode = config.ModeWarn }, want: []string{"warning " + msg}},
 		{name: "exempted", config: func(c *config.Settings) {
-			c.Exemptions = []config.Exemption{{CRD: testCRDName, Checks: []string{config.CheckCRDDeletion}, Reason: "moved to another operator"}}
+			c.Waivers = []config.Waiver{{CRD: testCRDName, Checks: []string{config.CheckCRDDeletion}, Reason: "moved to another operator"}}
 		}, want: []string{"warning " + msg + " (exempted: moved to another operator)"}},
 		{name: "exemption of another check", config: func(c *config.Settings) {
-			c.Exemptions = []config.Exemption{{CRD: testCRDName, Checks: []string{config.CheckEnum}}}
+			c.Waivers = []config.Waiver{{CRD: testCRDName, Checks: []string{config.CheckEnum}}}
 		}, want: []string{"error " + msg}},
 	}
 	for _, tc := range cases {

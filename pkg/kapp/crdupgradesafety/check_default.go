@@ -13,10 +13,10 @@ func checkDefault(n *node) {
 	}
 	switch {
 	case o == nil:
-		n.reportAt(c.AdditionEnforcement, config.CheckDefault, "default added: (none) -> %s", renderJSON(nw))
+		n.reportAt(c.AdditionEnforcement, config.CheckDefault, Change{Kind: "added", New: factValue(nw)}, "default added: (none) -> %s", renderJSON(nw))
 	case nw == nil:
-		n.reportAt(c.RemovalEnforcement, config.CheckDefault, "default removed: %s -> (none)", renderJSON(o))
+		n.reportAt(c.RemovalEnforcement, config.CheckDefault, Change{Kind: "removed", Old: factValue(o)}, "default removed: %s -> (none)", renderJSON(o))
 	default:
-		n.reportAt(c.ChangeEnforcement, config.CheckDefault, "default changed: %s -> %s", renderJSON(o), renderJSON(nw))
+		n.reportAt(c.ChangeEnforcement, config.CheckDefault, Change{Kind: "changed", Old: factValue(o), New: factValue(nw)}, "default changed: %s -> %s", renderJSON(o), renderJSON(nw))
 	}
 }

@@ -25,7 +25,7 @@ func checkEmbeddedResource(n *node) {
 		return
 	}
 	if nw {
-		n.report(config.CheckEmbeddedResource,
+		n.report(config.CheckEmbeddedResource, Change{Kind: "added", Old: "false", New: "true"},
 			"x-kubernetes-embedded-resource added: stored objects without apiVersion or kind, or with invalid metadata, become invalid")
 		return
 	}
@@ -35,6 +35,6 @@ func checkEmbeddedResource(n *node) {
 	if isTrue(n.new.XPreserveUnknownFields) && !apiVersion && !kind && !metadata {
 		return
 	}
-	n.report(config.CheckEmbeddedResource,
+	n.report(config.CheckEmbeddedResource, Change{Kind: "removed", Old: "true", New: "false"},
 		"x-kubernetes-embedded-resource removed: apiVersion, kind and metadata of stored objects are no longer kept as they are (pruned, or held to the declared schemas)")
 }

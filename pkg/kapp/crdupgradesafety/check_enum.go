@@ -23,19 +23,19 @@ func checkEnum(n *node) {
 	}
 	if len(o) == 0 {
 		if c.AdditionEnforcement != config.EnforcementNone {
-			n.report(config.CheckEnum, "enum constraint added: %s", valueList(enumValues(nw)))
+			n.report(config.CheckEnum, Change{Kind: "constraintAdded", New: factList(enumValues(nw))}, "enum constraint added: %s", valueList(enumValues(nw)))
 		}
 		return
 	}
 	oldSet, newSet := enumSet(o), enumSet(nw)
 	if c.RemovalEnforcement.Reports() {
 		if removed := missingFrom(enumValues(o), newSet); len(removed) > 0 {
-			n.reportAt(c.RemovalEnforcement, config.CheckEnum, "enum values removed: %s", valueList(removed))
+			n.reportAt(c.RemovalEnforcement, config.CheckEnum, Change{Kind: "valuesRemoved", Old: factList(removed)}, "enum values removed: %s", valueList(removed))
 		}
 	}
 	if c.AdditionEnforcement == config.EnforcementStrict {
 		if added := missingFrom(enumValues(nw), oldSet); len(added) > 0 {
-			n.report(config.CheckEnum, "enum values added: %s", valueList(added))
+			n.report(config.CheckEnum, Change{Kind: "valuesAdded", New: factList(added)}, "enum values added: %s", valueList(added))
 		}
 	}
 }

@@ -39,7 +39,7 @@ func checkFormat(n *node) {
 	if o != "" && !validatedFormats[normalizeFormat(o)] {
 		note = " (the old format is not validated by the apiserver)"
 	}
-	n.report(config.CheckFormat, "format %s: %s -> %s%s", addedOrChanged(o), renderString(o), renderString(nw), note)
+	n.report(config.CheckFormat, Change{Kind: addedOrChanged(o), Old: o, New: nw}, "format %s: %s -> %s%s", addedOrChanged(o), renderString(o), renderString(nw), note)
 }
 
 // checkNumericFormat judges a numeric format (the only formats the
@@ -62,6 +62,7 @@ func checkNumericFormat(n *node, oldType, old, newType, new string) {
 		return
 	}
 	n.emit(change{field: n.path, level: config.EnforcementStrict, check: config.CheckFormat,
+		fact: Change{Kind: "numericRange", Old: oldType + "/" + old, New: newType + "/" + new},
 		message: fmt.Sprintf("format %s: %s -> %s (values beyond %s are rejected)",
 			addedOrChanged(old), renderString(old), renderString(new), nr.text),
 		since: config.KubeVersionEnforcingNumericFormats})

@@ -78,7 +78,7 @@ func TestListType(t *testing.T) {
 			want:   []string{}},
 		{name: "exemption of a warning keeps it a warning", old: `{type: array, x-kubernetes-list-type: set, items: {type: string}}`, new: `{type: array, items: {type: string}}`,
 			config: func(c *config.Settings) {
-				c.Exemptions = []config.Exemption{{CRD: testCRDName, Reason: "ok"}}
+				c.Waivers = []config.Waiver{{CRD: testCRDName, Reason: "ok"}}
 			},
 			want: []string{"warning listType v1 ^.spec.x: " + setToAtomic + " (exempted: ok)"}},
 	})

@@ -146,12 +146,12 @@ func (r *ManagedFieldsReader) Findings(cfg *config.Settings) []Finding {
 		remedy := &Remedy{Action: RemedyMigrateManagedFields, Version: v, Command: command}
 		before := len(p.findings)
 		if r.versions[v] {
-			p.crdLevelWith(config.EnforcementStrict, v, config.CheckManagedFields, remedy,
+			p.crdLevelWith(config.EnforcementStrict, v, config.CheckManagedFields, remedy, Change{Kind: "removed"},
 				"version %q removed while managedFields of stored objects name it (managers %s): every server-side apply of them fails "+
 					"(request to convert CR to an invalid group/version) until their managedFields are migrated",
 				v, strings.Join(managers, ", "))
 		} else {
-			p.crdLevelWith(c.UnservedEnforcement, v, config.CheckManagedFields, remedy,
+			p.crdLevelWith(c.UnservedEnforcement, v, config.CheckManagedFields, remedy, Change{Kind: "unserved"},
 				"version %q no longer served while managedFields of stored objects name it (managers %s): server-side apply still works, "+
 					"but fails once the version is removed, until their managedFields are migrated",
 				v, strings.Join(managers, ", "))

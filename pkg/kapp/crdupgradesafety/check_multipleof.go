@@ -15,7 +15,7 @@ func checkMultipleOf(n *node) {
 		return
 	}
 	if o == nil {
-		n.report(config.CheckMultipleOf, "multipleOf added: (none) -> %s", formatFloat(*nw))
+		n.report(config.CheckMultipleOf, Change{Kind: "added", New: formatFloat(*nw)}, "multipleOf added: (none) -> %s", formatFloat(*nw))
 		return
 	}
 	if *o == *nw {
@@ -24,7 +24,7 @@ func checkMultipleOf(n *node) {
 	if divides(*nw, *o) {
 		return // every multiple of the old value is a multiple of the new one
 	}
-	n.report(config.CheckMultipleOf, "multipleOf changed: %s -> %s", formatFloat(*o), formatFloat(*nw))
+	n.report(config.CheckMultipleOf, Change{Kind: "changed", Old: formatFloat(*o), New: formatFloat(*nw)}, "multipleOf changed: %s -> %s", formatFloat(*o), formatFloat(*nw))
 }
 
 // divides reports whether old is an integer multiple of d. Both are taken as

@@ -109,7 +109,7 @@ func (r *OwnerReferencesReader) Findings(cfg *config.Settings) []Finding {
 		slices.Sort(resources)
 		before := len(p.findings)
 		p.crdLevelWith(config.EnforcementStrict, v, config.CheckOwnerReferences,
-			&Remedy{Action: RemedyRepointOwners, Version: v},
+			&Remedy{Action: RemedyRepointOwners, Version: v}, Change{Kind: "removed"},
 			"version %q removed while ownerReferences of other objects name it (%s): the garbage collector can no longer "+
 				"resolve their owner, so they are no longer deleted with it", v, strings.Join(resources, ", "))
 		for i := before; i < len(p.findings); i++ {
@@ -120,7 +120,7 @@ func (r *OwnerReferencesReader) Findings(cfg *config.Settings) []Finding {
 		}
 	}
 	if len(r.skipped) > 0 {
-		p.crdLevel(config.EnforcementWarn, "", config.CheckOwnerReferences,
+		p.crdLevel(config.EnforcementWarn, "", config.CheckOwnerReferences, Change{Kind: "unreadable"},
 			"the ownerReferences of %d %s could not be read, so dependents of the removed %s there are unknown: %s",
 			len(r.skipped), plural.Of(len(r.skipped), "resource", "resources"), plural.Of(len(r.removed), "version", "versions"),
 			summarizeList(slices.Clone(r.skipped)))

@@ -22,15 +22,16 @@ func checkPattern(n *node) {
 		return
 	}
 	change := fmt.Sprintf("pattern %s: %s -> %s", addedOrChanged(o), renderString(o), renderString(nw))
+	fact := Change{Kind: addedOrChanged(o), Old: o, New: nw}
 	res, err := comparePatterns(o, nw)
 	switch {
 	case err != nil:
-		n.report(config.CheckPattern, "%s (not proven safe: %v)", change, err)
+		n.report(config.CheckPattern, fact, "%s (not proven safe: %v)", change, err)
 	case res.Verdict == relang.Included:
 	case res.Verdict == relang.NotIncluded:
-		n.report(config.CheckPattern, "%s: %s no longer accepted", change, renderWitness(res.Witness))
+		n.report(config.CheckPattern, fact, "%s: %s no longer accepted", change, renderWitness(res.Witness))
 	default:
-		n.report(config.CheckPattern, "%s (not proven safe: the comparison stopped at its bound of %d states)", change, relang.DefaultMaxStates)
+		n.report(config.CheckPattern, fact, "%s (not proven safe: the comparison stopped at its bound of %d states)", change, relang.DefaultMaxStates)
 	}
 }
 

@@ -16,7 +16,7 @@ func checkPreserveUnknownFields(n *node) {
 	n.old.XPreserveUnknownFields, n.new.XPreserveUnknownFields = nil, nil
 	holdsObjects := (n.new.Type == "" || n.new.Type == "object") && !n.new.XIntOrString
 	if isTrue(o) && !isTrue(nw) && holdsObjects && n.run.vc.ToggleEnabled(config.CheckPreserveUnknownFields) {
-		n.report(config.CheckPreserveUnknownFields, "x-kubernetes-preserve-unknown-fields: true removed: unknown fields of existing objects would be pruned")
+		n.report(config.CheckPreserveUnknownFields, Change{Kind: "removed", Old: "true"}, "x-kubernetes-preserve-unknown-fields: true removed: unknown fields of existing objects would be pruned")
 	}
 }
 
@@ -33,6 +33,7 @@ func checkCRDPreserveUnknownFields(p *policy, old, new *apiextv1.CustomResourceD
 		return
 	}
 	p.add(change{field: schemapath.Root, check: config.CheckPreserveUnknownFields, level: config.EnforcementStrict,
+		fact:    Change{Kind: "specPreserveUnknownFields", Old: "true", New: "false"},
 		message: "spec.preserveUnknownFields: true -> false: pruning starts, unknown fields of existing objects would be dropped"})
 }
 

@@ -35,7 +35,7 @@ func checkRequired(n *node) {
 		return
 	}
 	sort.Strings(added)
-	n.reportAt(c.NewEnforcement, config.CheckRequired, "new required fields: %s", quoteList(added))
+	n.reportAt(c.NewEnforcement, config.CheckRequired, Change{Kind: "added", New: factJSON(added)}, "new required fields: %s", quoteList(added))
 }
 
 // propertiesWithSameDefault returns the properties named in required that

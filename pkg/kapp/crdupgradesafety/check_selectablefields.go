@@ -22,7 +22,7 @@ func checkSelectableFields(p *policy, old, new *apiextv1.CustomResourceDefinitio
 		}
 		for _, f := range ov.SelectableFields {
 			if _, ok := kept[f.JSONPath]; !ok {
-				p.crdLevel(config.EnforcementStrict, ov.Name, config.CheckSelectableFields,
+				p.crdLevel(config.EnforcementStrict, ov.Name, config.CheckSelectableFields, Change{Kind: "removed", Old: f.JSONPath},
 					"selectable field %s removed: field selectors on it are rejected", renderString(f.JSONPath))
 			}
 		}

@@ -69,6 +69,7 @@ func checkServedVersions(p *policy, old, new *apiextv1.CustomResourceDefinition)
 					continue
 				}
 				c.message = "[" + c.check + "] " + c.message
+				c.fact.Kind = c.check + "/" + c.fact.Kind
 				c.check = config.CheckServedVersion
 				p.add(c)
 			}

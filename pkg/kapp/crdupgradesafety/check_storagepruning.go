@@ -42,6 +42,7 @@ func checkStoragePruning(p *policy, old, new *apiextv1.CustomResourceDefinition)
 		if l.written {
 			p.add(change{version: l.version, field: l.field, check: config.CheckStoragePruning, level: config.EnforcementStrict,
 				dataLoss: true, remedy: &Remedy{Action: RemedyStoreEveryField, Version: l.storage},
+				fact: Change{Kind: "prunedOnWrite", Old: l.storage},
 				message: "pruned from every write through " + l.version + ": the storage version " + l.storage +
 					" does not declare it (conversion None)"})
 			continue
@@ -49,6 +50,7 @@ func checkStoragePruning(p *policy, old, new *apiextv1.CustomResourceDefinition)
 		if c.ReadModifyWriteEnforcement.Reports() {
 			p.add(change{version: l.version, field: l.field, check: config.CheckStoragePruning, level: c.ReadModifyWriteEnforcement,
 				dataLoss: true, remedy: &Remedy{Action: RemedyStoreEveryField, Version: l.storage},
+				fact: Change{Kind: "missingFromView", Old: l.storage},
 				message: "missing from " + l.version + "'s view: the storage version " + l.storage +
 					" holds it, a read-modify-write through " + l.version + " drops it (conversion None)"})
 		}

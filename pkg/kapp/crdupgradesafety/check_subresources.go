@@ -30,7 +30,7 @@ func checkSubresources(p *policy, old, new *apiextv1.CustomResourceDefinition) {
 			ns = none
 		}
 		if os.Status != nil && ns.Status == nil {
-			p.crdLevel(config.EnforcementStrict, ov.Name, config.CheckSubresources,
+			p.crdLevel(config.EnforcementStrict, ov.Name, config.CheckSubresources, Change{Kind: "statusRemoved"},
 				"status subresource removed: status writes (.../status) get 404 Not Found")
 		}
 		switch o, n := os.Scale, ns.Scale; {
@@ -38,7 +38,7 @@ func checkSubresources(p *policy, old, new *apiextv1.CustomResourceDefinition) {
 		case o == nil:
 			scaleAdded(p, nv, n, new.Spec.PreserveUnknownFields)
 		case n == nil:
-			p.crdLevel(config.EnforcementStrict, ov.Name, config.CheckSubresources,
+			p.crdLevel(config.EnforcementStrict, ov.Name, config.CheckSubresources, Change{Kind: "scaleRemoved"},
 				"scale subresource removed: .../scale (kubectl scale, autoscalers) gets 404 Not Found")
 		default:
 			scalePath(p, ov.Name, "specReplicasPath", o.SpecReplicasPath, n.SpecReplicasPath)
@@ -50,7 +50,7 @@ func checkSubresources(p *policy, old, new *apiextv1.CustomResourceDefinition) {
 
 func scalePath(p *policy, version, name, o, n string) {
 	if o != n {
-		p.crdLevel(config.EnforcementStrict, version, config.CheckSubresources,
+		p.crdLevel(config.EnforcementStrict, version, config.CheckSubresources, Change{Kind: name, Old: o, New: n},
 			"scale subresource %s changed: %s -> %s", name, renderString(o), renderString(n))
 	}
 }
@@ -65,13 +65,13 @@ func scaleAdded(p *policy, v *apiextv1.CustomResourceDefinitionVersion, sc *apie
 	root := versionSchema(v)
 	for _, path := range []string{sc.SpecReplicasPath, sc.StatusReplicasPath} {
 		if s, storable := schemaAtPath(root, path, keepsAll); storable && !onlyReplicas(s) {
-			p.crdLevel(config.EnforcementStrict, v.Name, config.CheckSubresources,
+			p.crdLevel(config.EnforcementStrict, v.Name, config.CheckSubresources, Change{Kind: "scaleAdded", New: path},
 				"scale subresource added: objects whose %s is not an integer from 0 to 2147483647 can no longer be written", path)
 		}
 	}
 	if path := deref(sc.LabelSelectorPath); path != "" {
 		if s, storable := schemaAtPath(root, path, keepsAll); storable && (s == nil || s.Type != "string" || s.Nullable) {
-			p.crdLevel(config.EnforcementStrict, v.Name, config.CheckSubresources,
+			p.crdLevel(config.EnforcementStrict, v.Name, config.CheckSubresources, Change{Kind: "scaleAdded", New: path},
 				"scale subresource added: objects whose %s is not a string can no longer be written", path)
 		}
 	}

@@ -18,5 +18,5 @@ func checkType(n *node) {
 	if c.ChangeEnforcement.Reports() {
 		n.old.Nullable, n.new.Nullable = false, false
 	}
-	n.reportAt(c.ChangeEnforcement, config.CheckType, "type changed: %s -> %s", renderString(o), renderString(nw))
+	n.reportAt(c.ChangeEnforcement, config.CheckType, Change{Kind: "changed", Old: o, New: nw}, "type changed: %s -> %s", renderString(o), renderString(nw))
 }

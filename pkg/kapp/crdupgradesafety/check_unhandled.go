@@ -23,7 +23,7 @@ func checkUnhandled(n *node) {
 		if reflect.DeepEqual(of, nf) {
 			continue
 		}
-		n.report(config.CheckUnhandled, "unable to determine if the change to %s is safe: %s -> %s",
+		n.report(config.CheckUnhandled, Change{Kind: jsonName(schemaFields[i]), Old: factJSON(of), New: factJSON(nf)}, "unable to determine if the change to %s is safe: %s -> %s",
 			jsonName(schemaFields[i]), renderAny(ov.Field(i)), renderAny(nv.Field(i)))
 	}
 }

@@ -31,10 +31,10 @@ func checkVersionLifecycle(p *policy, old, new *apiextv1.CustomResourceDefinitio
 		nv, ok := newVersions[v.Name]
 		switch {
 		case !ok:
-			p.crdLevel(c.NotDeprecatedEnforcement, v.Name, config.CheckVersionLifecycle,
+			p.crdLevel(c.NotDeprecatedEnforcement, v.Name, config.CheckVersionLifecycle, Change{Kind: "removed"},
 				"served version %q removed without a release that marked it deprecated: true", v.Name)
 		case !nv.Served:
-			p.crdLevel(c.NotDeprecatedEnforcement, v.Name, config.CheckVersionLifecycle,
+			p.crdLevel(c.NotDeprecatedEnforcement, v.Name, config.CheckVersionLifecycle, Change{Kind: "unserved"},
 				"version %q no longer served without a release that marked it deprecated: true: its clients had no deprecation warning", v.Name)
 		}
 	}

@@ -90,7 +90,7 @@ func TestVersionLifecycle(t *testing.T) {
 		}, want: []string{svrRemoved}},
 		{name: "exempted", old: with(newCRD(t, v1beta1, v1), stored), new: with(newCRD(t, v1), stored), config: func(c *config.Settings) {
 			strict(c)
-			c.Exemptions = []config.Exemption{{CRD: testCRDName, Checks: []string{config.CheckVersionLifecycle}, Reason: "no clients yet"}}
+			c.Waivers = []config.Waiver{{CRD: testCRDName, Checks: []string{config.CheckVersionLifecycle}, Reason: "no clients yet"}}
 		}, want: []string{svrRemoved, "warning " + removed + " (exempted: no clients yet)"}},
 	})
 }

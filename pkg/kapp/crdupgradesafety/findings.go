@@ -14,11 +14,13 @@ package crdupgradesafety
 import (
 	"slices"
 	"sort"
+	"strings"
 
+	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 )
 
-// Severity of a finding after the policy (mode, failMode, exemptions) is applied.
+// Severity of a finding after the policy (mode, failMode, waivers) is applied.
 type Severity string
 
 const (
@@ -50,6 +52,15 @@ type Finding struct {
 	// the schema, without data loss, impact, exemption or remedy, which
 	// are fields of their own.
 	ChangeText string
+	// Change is what changed as facts (the kind of change, old and new
+	// values), set by the check: what the fingerprint hashes, where
+	// ChangeText words it.
+	Change Change
+	// Fingerprint is the finding's stable identity (fingerprint.go):
+	// FingerprintLen hex digits of a hash of its facts, the same across
+	// reformatting, file moves, rewording and output order. Waivers name
+	// it.
+	Fingerprint string
 	// DataLoss: the change loses stored data (pruned fields, a CRD
 	// deleted or replaced, a stored version removed). Set where the
 	// finding is made (and, once objects are read, from their impact).
@@ -68,9 +79,16 @@ type Finding struct {
 	// alphaVersionEnforcement Warn, because it is about an alpha version
 	// (IsAlphaVersion) and about its schema, not about data that exists.
 	AlphaLenient bool
-	// Exemption: the reviewed exemption (the settings' exemptions, or the
-	// waiver annotation) that made this finding a warning; nil otherwise.
-	Exemption *Exemption
+	// Waiver: the reviewed waiver (the settings' waivers or exemptions, or
+	// the waiver annotations) that made this finding a warning; nil
+	// otherwise.
+	Waiver *config.Waiver
+	// ExpiredWaiver: a waiver that matches the finding but expired, so it
+	// no longer waives it; nil otherwise (and whenever Waiver is set).
+	ExpiredWaiver *config.Waiver
+	// StaleWaiver: for a staleWaiver finding, the waiver of a CRD of the
+	// run that matches none of its findings.
+	StaleWaiver *config.Waiver
 	// Cause: for an existingResources finding that stands for the stored
 	// objects an exempted change affects, that change.
 	Cause *Cause
@@ -100,13 +118,8 @@ type Finding struct {
 type Cause struct {
 	Check string
 	Field schemapath.Path
-}
-
-// Exemption is why a finding was waived.
-type Exemption struct {
-	// Reason is the exemption's reason ("" when it gives none); a waiver
-	// annotation's starts with "waive annotation: ".
-	Reason string
+	// Fingerprint is the waived change's fingerprint.
+	Fingerprint string
 }
 
 // ObjectFinding is what happens to one stored object under the new CRD
@@ -219,4 +232,42 @@ func SortFindings(fs []Finding) {
 			return a.Severity < b.Severity
 		}
 	})
+}
+
+// StaleWaivers returns a staleWaiver warning for each waiver of cfg that
+// names one of the CRDs evaluated (crds) and matches none of their
+// findings (expired matches count: those findings say the waiver
+// expired; apiserverRejects findings do not, they cannot be waived). A
+// waiver of a CRD the run did not evaluate, or one by
+// fingerprint alone, cannot be judged: the run does not know its CRD's
+// findings. findings are all the run's findings.
+func StaleWaivers(cfg *config.Settings, crds []string, findings []Finding) []Finding {
+	p := newPolicy(cfg, "")
+	if len(p.cfg.Waivers) == 0 {
+		return nil
+	}
+	evaluated := make(map[string]bool, len(crds))
+	for _, c := range crds {
+		evaluated[c] = true
+	}
+	var out []Finding
+	fps := map[string]int{}
+	for i := range p.cfg.Waivers {
+		w := &p.cfg.Waivers[i]
+		// apiserverRejects findings are never waived: a waiver naming one
+		// waives nothing, and is stale.
+		if !evaluated[w.CRD] || slices.ContainsFunc(findings, func(f Finding) bool {
+			return f.Check != config.CheckAPIServerRejects && w.Matches(WaiverSubject(&f))
+		}) {
+			continue
+		}
+		f := Finding{CRD: w.CRD, Check: config.CheckStaleWaiver, Severity: SeverityWarning, StaleWaiver: w,
+			Change: Change{Kind: string(w.Source), Old: w.Fingerprint, New: strings.Join(w.Checks, ",") + " " + w.Path},
+			Remedy: defaultRemedy(config.CheckStaleWaiver, "")}
+		fp := fingerprint(&f, 0)
+		f.Fingerprint = fingerprint(&f, fps[fp])
+		fps[fp]++
+		out = append(out, f)
+	}
+	return out
 }

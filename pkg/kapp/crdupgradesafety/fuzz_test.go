@@ -73,7 +73,7 @@ func fuzzConfigs() []*config.Settings {
 	strict.Checks.SameVersion.Enum.AdditionEnforcement = config.EnforcementStrict
 	strict.Checks.ServedVersion.Enum.AdditionEnforcement = config.EnforcementStrict
 	strict.Checks.ServedVersion.IgnoreConversion = false
-	strict.Exemptions = []config.Exemption{{CRD: "fuzz.test.example.com", Checks: []string{config.CheckType}, Reason: "fuzz"}}
+	strict.Waivers = []config.Waiver{{CRD: "fuzz.test.example.com", Checks: []string{config.CheckType}, Reason: "fuzz"}}
 	open := config.Default()
 	open.FailMode = config.FailModeOpen
 	return []*config.Settings{&def, &strict, &open}

@@ -120,7 +120,7 @@ func goldenLine(f Finding) string {
 	if f.Severity == SeverityError && f.Remedy == nil {
 		line += " (no remedy)"
 	}
-	return line
+	return line + " [fp:" + f.Fingerprint + "]"
 }
 
 func goldenText(fs []Finding) string {
@@ -191,6 +191,14 @@ func checkFindingInvariants(tb testing.TB, crdName string, fs []Finding) {
 		}
 		if f.Severity != SeverityError && f.Severity != SeverityWarning {
 			tb.Errorf("finding %d: unknown severity %q", i, f.Severity)
+		}
+		if len(f.Fingerprint) != config.FingerprintLen {
+			tb.Errorf("finding %d: fingerprint %q", i, f.Fingerprint)
+		}
+		for _, g := range fs[:i] {
+			if g.Fingerprint == f.Fingerprint {
+				tb.Errorf("findings %s and %s share a fingerprint: give them a fact (Change) that tells them apart", goldenLine(g), goldenLine(f))
+			}
 		}
 		if i > 0 && findingLess(f, fs[i-1]) {
 			tb.Errorf("findings not sorted: %d (%s) before %d (%s)", i-1, goldenLine(fs[i-1]), i, goldenLine(f))

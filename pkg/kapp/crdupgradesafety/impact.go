@@ -169,7 +169,7 @@ func Unreadable(crdName, version, webhook string, err error, cfg *config.Setting
 	if p.cfg.FailMode == config.FailModeOpen {
 		level = config.EnforcementWarn
 	}
-	p.crdLevel(level, version, config.CheckExistingResources,
+	p.crdLevel(level, version, config.CheckExistingResources, Change{Kind: "unreadable", New: webhook},
 		"stored objects could not be read at version %s through the conversion webhook (%s), so what the update does to them is unknown (failMode %s): %v",
 		version, webhook, p.cfg.FailMode, err)
 	return p.findings

@@ -1,6 +1,7 @@
 package crdupgradesafety
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -119,20 +120,20 @@ func (imp *Impact) has(e Effect) bool {
 	return false
 }
 
-// exemptedButAffecting: an exemption (or a waiver annotation) reviewed the
-// change, not the stored objects it turns out to affect. Those stay an
-// existingResources finding, as they were before the objects were joined
-// to the findings: waived only where existingResources is exempted too.
+// exemptedButAffecting: a waiver reviewed the change, not the stored
+// objects it turns out to affect. Those stay an existingResources finding,
+// as they were before the objects were joined to the findings: waived only
+// where a waiver matches that finding too (existingResources waived).
 func exemptedButAffecting(f Finding, cfg *config.Settings) []Finding {
-	if f.Impact.Affected == 0 || f.Exemption == nil {
+	if f.Impact.Affected == 0 || f.Waiver == nil {
 		return nil
 	}
 	p := newPolicy(cfg, f.CRD)
-	p.crdLevel(config.EnforcementStrict, f.Version, config.CheckExistingResources,
-		"the exempted %s change at %s affects %s objects", f.Check, f.Field, sourceNoun(f.Impact.Source))
+	p.add(change{version: f.Version, check: config.CheckExistingResources, level: config.EnforcementStrict,
+		cause:   &Cause{Check: f.Check, Field: f.Field, Fingerprint: f.Fingerprint},
+		message: fmt.Sprintf("the exempted %s change at %s affects %s objects", f.Check, f.Field, sourceNoun(f.Impact.Source))})
 	for i := range p.findings {
 		p.findings[i].Impact = f.Impact
-		p.findings[i].Cause = &Cause{Check: f.Check, Field: f.Field}
 		p.findings[i].DataLoss = f.DataLoss
 		p.findings[i].Remedy = p.findings[i].Remedy.withObjects(f.Impact)
 	}

@@ -257,7 +257,7 @@ func TestImpact(t *testing.T) {
 			new:  `{type: object, properties: {replicas: {type: integer, maximum: 5}}}`,
 			objs: []map[string]any{crdupgradesafety.Widget("v1", "ns", "eight", map[string]any{"replicas": int64(8)})},
 			config: func(c *config.Settings) {
-				c.Exemptions = []config.Exemption{{CRD: crdupgradesafety.TestCRDName, Checks: []string{config.CheckMaximum}, Reason: "no widget has more than 5"}}
+				c.Waivers = []config.Waiver{{CRD: crdupgradesafety.TestCRDName, Checks: []string{config.CheckMaximum}, Reason: "no widget has more than 5"}}
 			},
 			want: []string{
 				"error existingResources : the exempted maximum change at ^.spec.replicas affects stored objects: 1 of 1 stored Widget rejected: ns/eight (Invalid value: 8: spec.replicas in body should be less than or equal to 5); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",

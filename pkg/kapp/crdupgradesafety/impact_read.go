@@ -503,9 +503,8 @@ func (r *ObjectReader) addResidual(name string, effects []objectEffect, ratchets
 		of := &ObjectFinding{Source: r.source, Kind: r.kind, Name: name, Effect: effect,
 			Fields: list[:min(len(list), maxExamples)], MoreFields: max(len(list)-maxExamples, 0),
 			Ratchets: effect.rejects() && ratchets && !anyNoRatchet(list) && r.source == SourceCluster}
-		r.residual.add(change{version: r.version, check: config.CheckExistingResources, level: config.EnforcementStrict,
+		r.residual.add(change{version: r.version, check: config.CheckExistingResources, level: config.EnforcementStrict, object: of,
 			dataLoss: effect == EffectPruned, remedy: &Remedy{Action: RemedyFixObjects, Version: r.version, Objects: []string{name}}})
-		r.residual.findings[len(r.residual.findings)-1].Object = of
 	}
 }
 
@@ -530,10 +529,10 @@ func (r *ObjectReader) addNote(name string, errs field.ErrorList) {
 	slices.SortFunc(list, func(a, b ObjectEffect) int { return strings.Compare(a.Field+a.Value, b.Field+b.Value) })
 	list = slices.CompactFunc(list, func(a, b ObjectEffect) bool { return a.Field == b.Field && a.Value == b.Value })
 	r.notes.add(change{version: r.version, check: config.CheckExistingResources, level: config.EnforcementWarn,
-		remedy: &Remedy{Action: RemedyFixObjects, Version: r.version, Objects: []string{name}}})
-	r.notes.findings[len(r.notes.findings)-1].Object = &ObjectFinding{Source: r.source, Kind: r.kind, Name: name,
-		Effect: EffectRejected, AlreadyInvalid: true,
-		Fields: list[:min(len(list), maxExamples)], MoreFields: max(len(list)-maxExamples, 0)}
+		remedy: &Remedy{Action: RemedyFixObjects, Version: r.version, Objects: []string{name}},
+		object: &ObjectFinding{Source: r.source, Kind: r.kind, Name: name,
+			Effect: EffectRejected, AlreadyInvalid: true,
+			Fields: list[:min(len(list), maxExamples)], MoreFields: max(len(list)-maxExamples, 0)}})
 }
 
 // transitionRuleTexts appends to out the words by which the apiserver's

@@ -31,8 +31,8 @@ func TestPolicy(t *testing.T) {
 		`error servedVersionRemoval v1alpha1 : served version "v1alpha1" removed without first being set served: false`,
 		`warning versionLifecycle v1alpha1 : served version "v1alpha1" removed without a release that marked it deprecated: true`,
 	}
-	exempt := func(e ...config.Exemption) func(*config.Settings) {
-		return func(c *config.Settings) { c.Exemptions = e }
+	exempt := func(e ...config.Waiver) func(*config.Settings) {
+		return func(c *config.Settings) { c.Waivers = e }
 	}
 	cases := []struct {
 		name   string
@@ -49,7 +49,7 @@ func TestPolicy(t *testing.T) {
 			`warning servedVersionRemoval v1alpha1 : served version "v1alpha1" removed without first being set served: false`,
 			`warning versionLifecycle v1alpha1 : served version "v1alpha1" removed without a release that marked it deprecated: true`,
 		}},
-		{name: "CRD exempted from all checks, with a reason", config: exempt(config.Exemption{CRD: testCRDName, Reason: "reviewed in JIRA-1"}), want: []string{
+		{name: "CRD exempted from all checks, with a reason", config: exempt(config.Waiver{CRD: testCRDName, Reason: "reviewed in JIRA-1"}), want: []string{
 			"warning existingFieldRemoval v1 ^.spec.c: data loss: existing field removed (was string) (exempted: reviewed in JIRA-1)",
 			"warning scope  : scope changed: Namespaced -> Cluster (exempted: reviewed in JIRA-1)",
 			`warning type v1 ^.spec.a: type changed: "string" -> "integer" (exempted: reviewed in JIRA-1)`,
@@ -57,7 +57,7 @@ func TestPolicy(t *testing.T) {
 			`warning servedVersionRemoval v1alpha1 : served version "v1alpha1" removed without first being set served: false (exempted: reviewed in JIRA-1)`,
 			`warning versionLifecycle v1alpha1 : served version "v1alpha1" removed without a release that marked it deprecated: true (exempted: reviewed in JIRA-1)`,
 		}},
-		{name: "CRD exempted from some checks", config: exempt(config.Exemption{CRD: testCRDName, Checks: []string{config.CheckScope, config.CheckMaxLength}, Reason: "no objects yet"}), want: []string{
+		{name: "CRD exempted from some checks", config: exempt(config.Waiver{CRD: testCRDName, Checks: []string{config.CheckScope, config.CheckMaxLength}, Reason: "no objects yet"}), want: []string{
 			"error existingFieldRemoval v1 ^.spec.c: data loss: existing field removed (was string)",
 			"warning scope  : scope changed: Namespaced -> Cluster (exempted: no objects yet)",
 			`error type v1 ^.spec.a: type changed: "string" -> "integer"`,
@@ -65,7 +65,7 @@ func TestPolicy(t *testing.T) {
 			`error servedVersionRemoval v1alpha1 : served version "v1alpha1" removed without first being set served: false`,
 			`warning versionLifecycle v1alpha1 : served version "v1alpha1" removed without a release that marked it deprecated: true`,
 		}},
-		{name: "exemption without a reason", config: exempt(config.Exemption{CRD: testCRDName, Checks: []string{config.CheckType}}), want: []string{
+		{name: "exemption without a reason", config: exempt(config.Waiver{CRD: testCRDName, Checks: []string{config.CheckType}}), want: []string{
 			"error existingFieldRemoval v1 ^.spec.c: data loss: existing field removed (was string)",
 			"error scope  : scope changed: Namespaced -> Cluster",
 			`warning type v1 ^.spec.a: type changed: "string" -> "integer" (exempted)`,
@@ -73,10 +73,10 @@ func TestPolicy(t *testing.T) {
 			`error servedVersionRemoval v1alpha1 : served version "v1alpha1" removed without first being set served: false`,
 			`warning versionLifecycle v1alpha1 : served version "v1alpha1" removed without a release that marked it deprecated: true`,
 		}},
-		{name: "exemption of another CRD", config: exempt(config.Exemption{CRD: "gadgets.example.com", Reason: "other"}), want: all},
+		{name: "exemption of another CRD", config: exempt(config.Waiver{CRD: "gadgets.example.com", Reason: "other"}), want: all},
 		{name: "several exemptions of the same CRD", config: exempt(
-			config.Exemption{CRD: "gadgets.example.com"},
-			config.Exemption{CRD: testCRDName, Checks: []string{config.CheckExistingFieldRemoval}, Reason: "field unused"},
+			config.Waiver{CRD: "gadgets.example.com"},
+			config.Waiver{CRD: testCRDName, Checks: []string{config.CheckExistingFieldRemoval}, Reason: "field unused"},
 		), want: []string{
 			"warning existingFieldRemoval v1 ^.spec.c: data loss: existing field removed (was string) (exempted: field unused)",
 			"error scope  : scope changed: Namespaced -> Cluster",
@@ -113,7 +113,7 @@ func TestPolicy(t *testing.T) {
 	})
 	t.Run("exempted unhandled change", func(t *testing.T) {
 		cfg := config.Default()
-		cfg.Exemptions = []config.Exemption{{CRD: testCRDName, Checks: []string{config.CheckUnhandled}, Reason: "items are ignored on strings"}}
+		cfg.Waivers = []config.Waiver{{CRD: testCRDName, Checks: []string{config.CheckUnhandled}, Reason: "items are ignored on strings"}}
 		old := newCRD(t, testVersion{"v1", true, true, `{type: object, properties: {e: {type: string}}}`})
 		new := newCRD(t, testVersion{"v1", true, true, `{type: object, properties: {e: {type: string, items: {type: string}}}}`})
 		want := []string{`warning unhandled v1 ^.spec.e: unable to determine if the change to items is safe: (none) -> {"type":"string"} (exempted: items are ignored on strings)`}

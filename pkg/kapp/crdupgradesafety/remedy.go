@@ -87,6 +87,8 @@ const (
 	// RemedyFixObjects: fix the stored objects named (Objects) before the
 	// update, or keep the schema that accepts them.
 	RemedyFixObjects RemedyAction = "fixObjects"
+	// RemedyRemoveWaiver: a stale waiver waives nothing: remove it.
+	RemedyRemoveWaiver RemedyAction = "removeWaiver"
 )
 
 // Remedy is a safe way forward from a finding: what to do instead, or
@@ -156,6 +158,7 @@ var remedyActions = map[string]RemedyAction{
 	config.CheckManagedFields:         RemedyMigrateManagedFields,
 	config.CheckOwnerReferences:       RemedyRepointOwners,
 	config.CheckUnhandled:             RemedyReview,
+	config.CheckStaleWaiver:           RemedyRemoveWaiver,
 }
 
 // RemedyActionOf is the generic remedy of a check ("" for none).

@@ -130,7 +130,7 @@ func TestBoundedOutput(t *testing.T) {
 		old := crdFromJSON(t, `{"type":"object","properties":{"`+name+`":{"type":"string"}}}`)
 		new := crdFromJSON(t, `{"type":"object","properties":{"`+name+`":{"type":"integer"}}}`)
 		cfg := config.Default()
-		cfg.Exemptions = []config.Exemption{{CRD: testCRDName, Reason: long}}
+		cfg.Waivers = []config.Waiver{{CRD: testCRDName, Reason: long}}
 		fs := Compare(old, new, &cfg)
 		if len(fs) != 1 {
 			t.Fatalf("want one finding, got %d", len(fs))

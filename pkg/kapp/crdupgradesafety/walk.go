@@ -77,33 +77,34 @@ type node struct {
 	sameDefault map[string]bool
 }
 
-// report emits a change at this node under Strict enforcement.
-func (n *node) report(check, format string, args ...any) {
-	n.reportAt(config.EnforcementStrict, check, format, args...)
+// report emits a change at this node under Strict enforcement: as facts
+// (fact, what the fingerprint hashes) and as the check words it.
+func (n *node) report(check string, fact Change, format string, args ...any) {
+	n.reportAt(config.EnforcementStrict, check, fact, format, args...)
 }
 
 // reportAt emits a change at this node under the given enforcement: Strict
 // and Warn report (as an error or a warning finding), None does not.
-func (n *node) reportAt(level config.Enforcement, check, format string, args ...any) {
+func (n *node) reportAt(level config.Enforcement, check string, fact Change, format string, args ...any) {
 	if level.Reports() {
-		n.emitAt(n.path, level, check, fmt.Sprintf(format, args...))
+		n.emitAt(n.path, level, check, fact, fmt.Sprintf(format, args...))
 	}
 }
 
 // reportAtField emits a Strict change at another field than n's: a
 // combinator branch that has no node of its own.
-func (n *node) reportAtField(field schemapath.Path, check, format string, args ...any) {
-	n.emitAt(field, config.EnforcementStrict, check, fmt.Sprintf(format, args...))
+func (n *node) reportAtField(field schemapath.Path, check string, fact Change, format string, args ...any) {
+	n.emitAt(field, config.EnforcementStrict, check, fact, fmt.Sprintf(format, args...))
 }
 
 // reportLoss emits a Strict change at this node that loses whatever data
 // is stored there (map entries pruned).
-func (n *node) reportLoss(check, format string, args ...any) {
-	n.emit(change{field: n.path, level: config.EnforcementStrict, check: check, message: fmt.Sprintf(format, args...), dataLoss: true})
+func (n *node) reportLoss(check string, fact Change, format string, args ...any) {
+	n.emit(change{field: n.path, level: config.EnforcementStrict, check: check, fact: fact, message: fmt.Sprintf(format, args...), dataLoss: true})
 }
 
-func (n *node) emitAt(field schemapath.Path, level config.Enforcement, check, msg string) {
-	n.emit(change{field: field, level: level, check: check, message: msg})
+func (n *node) emitAt(field schemapath.Path, level config.Enforcement, check string, fact Change, msg string) {
+	n.emit(change{field: field, level: level, check: check, fact: fact, message: msg})
 }
 
 // emit sends c, at this node's version, to the run's sink.
@@ -162,7 +163,7 @@ func (r *pairRun) compareSchemas(old, new *apiextv1.JSONSchemaProps) {
 	if old == nil || new == nil {
 		if old != nil && new == nil && r.fieldRemoval {
 			r.sink(change{version: r.version, pairVersion: r.pairVersion, field: schemapath.Root, check: config.CheckExistingFieldRemoval,
-				message: "schema removed", level: config.EnforcementStrict})
+				fact: Change{Kind: "schemaRemoved"}, message: "schema removed", level: config.EnforcementStrict})
 		}
 		return
 	}
@@ -273,6 +274,7 @@ func (r *pairRun) walkProperties(n *node) {
 	sort.Strings(removed)
 	for _, name := range removed {
 		r.sink(change{version: r.version, pairVersion: r.pairVersion, field: n.path.Child(name), check: config.CheckExistingFieldRemoval,
+			fact:    Change{Kind: "removed", Old: describeType(oldProps[name])},
 			message: fmt.Sprintf("existing field removed (was %s)", describeType(oldProps[name])), level: config.EnforcementStrict})
 	}
 }
@@ -292,7 +294,7 @@ func (r *pairRun) walkBranchProperties(n *node, oldProps, newProps map[string]ap
 	}
 	if len(added) > 0 && n.run.vc.ToggleEnabled(n.combinator) {
 		sort.Strings(added)
-		n.report(n.combinator, "%s branch constrains more properties: %s", n.combinator, quoteList(added))
+		n.report(n.combinator, Change{Kind: "propertiesConstrained", New: factJSON(added)}, "%s branch constrains more properties: %s", n.combinator, quoteList(added))
 	}
 }
 
@@ -412,15 +414,15 @@ func (r *pairRun) walkAdditionalProperties(n *node) {
 		r.walk(pos, &anySchema, nw.Schema)
 	case o != nil && o.Schema != nil && !allows(nw):
 		if enabled {
-			n.reportLoss(config.CheckAdditionalProperties, "map value schema removed: existing map entries would be pruned")
+			n.reportLoss(config.CheckAdditionalProperties, Change{Kind: "valueSchemaRemoved"}, "map value schema removed: existing map entries would be pruned")
 		}
 	case allows(o) && o.Schema == nil && nw != nil && nw.Schema != nil:
 		if enabled {
-			n.report(config.CheckAdditionalProperties, "map values restricted: additionalProperties true -> a value schema of %s", describeType(*nw.Schema))
+			n.report(config.CheckAdditionalProperties, Change{Kind: "valuesRestricted", Old: "true", New: describeType(*nw.Schema)}, "map values restricted: additionalProperties true -> a value schema of %s", describeType(*nw.Schema))
 		}
 	case allows(o) && o.Schema == nil && !allows(nw):
 		if enabled {
-			n.reportLoss(config.CheckAdditionalProperties, "additionalProperties true removed: existing map entries would be pruned")
+			n.reportLoss(config.CheckAdditionalProperties, Change{Kind: "trueRemoved", Old: "true"}, "additionalProperties true removed: existing map entries would be pruned")
 		}
 	}
 	// Everything else (none -> some where nothing was kept, false ->

@@ -155,7 +155,7 @@ func TestRunDryRunValidates(t *testing.T) {
 		require.ErrorAs(t, err, &unsafe)
 		require.Len(t, unsafe.Findings, 1, "%q", unsafe.Lines)
 		require.Equal(t, "crd gadgets.example.com field spec.versions[*].schema.openAPIV3Schema.properties[spec].additionalProperties: "+
-			"[apiserverRejects] the apiserver refuses the create (server-side dry run): Forbidden: additionalProperties and properties are mutual exclusive"+
+			"[apiserverRejects] the apiserver refuses the create (server-side dry run): Forbidden: additionalProperties and properties are mutual exclusive [fp:5d0ad33505fb]"+
 			"\n    way forward: fix what the apiserver names: Forbidden: additionalProperties and properties are mutual exclusive",
 			unsafe.Lines[0])
 		require.Equal(t, []string{"create gadgets.example.com", "update widgets.example.com"}, cluster.DryRunVerbs())
@@ -192,7 +192,7 @@ func TestRunDryRunLeavesOurWebhooksWarnings(t *testing.T) {
 		Cluster: func() (evaluation.Cluster, error) { return cluster, nil }})
 	require.NoError(t, err)
 	require.Len(t, res.Findings, 1)
-	require.Equal(t, "crd widgets.example.com: [apiserverRejects] the apiserver warns on the update (server-side dry run): another webhook: careful",
+	require.Equal(t, "crd widgets.example.com: [apiserverRejects] the apiserver warns on the update (server-side dry run): another webhook: careful [fp:609b238b16ec]",
 		report.FindingLine(res.Findings[0]))
 }
 

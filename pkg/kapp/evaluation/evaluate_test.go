@@ -5,6 +5,7 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/report"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
@@ -109,7 +110,7 @@ func TestEvaluateWaiver(t *testing.T) {
 		"widgets.example.com warning enum: enum values removed: [\"blue\"] (exempted: waive annotation: red, green only since v2 (PR 123))",
 		"widgets.example.com error minimum: minimum increased: 1 -> 5",
 	}, got)
-	require.Empty(t, cfg.Exemptions, "the caller's settings")
+	require.Empty(t, cfg.Waivers, "the caller's settings")
 
 	// The annotation on the old CRD only waives nothing: the new CRD
 	// (what is applied) carries the review.
@@ -122,6 +123,49 @@ func TestEvaluateWaiver(t *testing.T) {
 
 	_, err = run(Plan{Pairs: []Pair{{Old: mustCRD(t, oldCRD), New: annotate(testcrd.UnsafeCRD, "enum,apiserverRejects", "why")}}})
 	require.ErrorIs(t, err, config.ErrInvalidWaiver)
+}
+
+// TestEvaluateExpiredAndStaleWaivers: the settings' waivers and the
+// annotations' are judged at the settings' clock. An expired one waives
+// nothing and the finding says so; one of a CRD of the run that matches
+// nothing is a staleWaiver warning; one of a CRD the run does not
+// evaluate is not judged.
+func TestEvaluateExpiredAndStaleWaivers(t *testing.T) {
+	cfg := config.Default()
+	cfg.Now = time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	expired := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	cfg.Waivers = []config.Waiver{
+		{CRD: "widgets.example.com", Checks: []string{config.CheckMinimum}, Reason: "load tests only", Owner: "team-widgets", Expires: expired, Source: config.SourceSettings},
+		{CRD: "widgets.example.com", Checks: []string{config.CheckScope}, Reason: "scope moved in v1", Source: config.SourceSettings},
+		{CRD: "gizmos.example.com", Reason: "not in this run", Source: config.SourceSettings},
+	}
+	crd := testcrd.MustCRD(t, testcrd.UnsafeCRD)
+	crd.Annotations = map[string]string{config.WaiveFingerprintsAnnotation: "0123456789ab",
+		config.WaiveAnnotation: "enum", config.WaiveReasonAnnotation: "blue retired", config.WaiveExpiresAnnotation: "2026-11-26"}
+	fs, err := Evaluate(context.Background(), Plan{Pairs: []Pair{{Old: mustCRD(t, oldCRD), New: crd}}}, &cfg, nil)
+	require.NoError(t, err)
+	var got []string
+	for _, f := range fs {
+		got = append(got, string(f.Severity)+" "+f.Check+": "+report.Message(f))
+	}
+	require.Equal(t, []string{
+		// CRD-level findings first: the settings' waivers, then the annotations'.
+		"warning staleWaiver: stale waiver: it matches no finding of this CRD (checks scope), scope moved in v1",
+		"warning staleWaiver: stale waiver annotation: it matches no finding of this CRD (fingerprint 0123456789ab), waive annotation: blue retired; until 2026-11-26",
+		`warning enum: enum values removed: ["blue"] (exempted: waive annotation: blue retired; until 2026-11-26)`,
+		"error minimum: minimum increased: 1 -> 5 (not exempted: the waiver expired at the end of 2026-11-25 UTC; it read: load tests only; owner team-widgets)",
+	}, got)
+	require.NotNil(t, fs[3].ExpiredWaiver, "a fact of the finding")
+	require.Equal(t, "2026-11-25", fs[3].ExpiredWaiver.ExpiresText())
+	require.Equal(t, config.CheckStaleWaiver, fs[0].Check)
+	require.Equal(t, "scope moved in v1", fs[0].StaleWaiver.Reason)
+
+	// The next day the annotation has expired too; the stale ones stay.
+	cfg.Now = cfg.Now.AddDate(0, 0, 1)
+	fs, err = Evaluate(context.Background(), Plan{Pairs: []Pair{{Old: mustCRD(t, oldCRD), New: crd}}}, &cfg, nil)
+	require.NoError(t, err)
+	require.Equal(t, "error", string(fs[2].Severity))
+	require.Contains(t, report.Message(fs[2]), "(not exempted: the waiver expired at the end of 2026-11-26 UTC; it read: waive annotation: blue retired)")
 }
 
 // evaluateOffline evaluates one pair of CRDs read from files, without a

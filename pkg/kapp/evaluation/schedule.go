@@ -36,8 +36,10 @@ type pairOutcome struct {
 // error fails the evaluation (fail closed), wrapped with the CRD it
 // concerns.
 //
-// The waiver annotations of the plan's CRDs are exemptions of this run
-// (see waivedSettings); an invalid one fails it (config.ErrInvalidWaiver).
+// The waiver annotations of the plan's CRDs are waivers of this run (see
+// waivedSettings); an invalid one fails it (config.ErrInvalidWaiver). A
+// waiver of a CRD the run evaluates that matches none of its findings is
+// a staleWaiver warning (staleWaivers).
 func Evaluate(ctx context.Context, plan Plan, cfg *config.Settings, cluster Cluster) ([]crdupgradesafety.Finding, error) {
 	cfg, err := waivedSettings(plan, cfg)
 	if err != nil {
@@ -101,6 +103,7 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.Settings, cluster Clus
 			all = append(all, crdupgradesafety.ApplyImpacts(crdupgradesafety.Dropped(r.CRD.Name, cfg), nil, cfg)...)
 		}
 	}
+	all = append(all, staleWaivers(pairs, plan.Removals, cfg, all)...)
 	crdupgradesafety.SortFindings(all)
 	return all, nil
 }

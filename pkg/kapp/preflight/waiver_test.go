@@ -34,8 +34,8 @@ func TestRunWaiver(t *testing.T) {
 	out, err := run(waived("enum, minimum", "values renamed in PR 123"))
 	require.NoError(t, err)
 	require.Equal(t, []string{
-		`Warning: CRDUpgradeSafety: crd widgets.example.com version v1 field ^.spec.color: [enum] enum values removed: ["blue"]: no stored Widgets to affect (exempted: waive annotation: values renamed in PR 123)`,
-		`Warning: CRDUpgradeSafety: crd widgets.example.com version v1 field ^.spec.size: [minimum] minimum increased: 1 -> 5: no stored Widgets to affect (exempted: waive annotation: values renamed in PR 123)`,
+		`Warning: CRDUpgradeSafety: crd widgets.example.com version v1 field ^.spec.color: [enum] enum values removed: ["blue"]: no stored Widgets to affect (exempted: waive annotation: values renamed in PR 123) [fp:ed63ac23ebcd]`,
+		`Warning: CRDUpgradeSafety: crd widgets.example.com version v1 field ^.spec.size: [minimum] minimum increased: 1 -> 5: no stored Widgets to affect (exempted: waive annotation: values renamed in PR 123) [fp:c25b6326ccb9]`,
 	}, strings.Split(strings.TrimSpace(out), "\n"))
 
 	out, err = run(waived("enum", "values renamed in PR 123"))
@@ -56,6 +56,6 @@ func TestRunWaiver(t *testing.T) {
 	check, buf := newCheck(t, cluster, nil)
 	err = check.Run(context.Background(), deployGraph(t, "", []ctlres.Resource{liveWaived}, nil))
 	require.NoError(t, err)
-	require.Equal(t, "Warning: CRDUpgradeSafety: crd widgets.example.com: [crdDeletion] data loss: deleting the CRD would delete its 3 existing custom resources (exempted: waive annotation: data migrated to gadgets)",
+	require.Equal(t, "Warning: CRDUpgradeSafety: crd widgets.example.com: [crdDeletion] data loss: deleting the CRD would delete its 3 existing custom resources (exempted: waive annotation: data migrated to gadgets) [fp:7abd660cb35a]",
 		strings.TrimSpace(buf.String()))
 }

@@ -71,9 +71,9 @@ func Admission(findings []crdupgradesafety.Finding) (denial, warnings []string) 
 func WarningText(f crdupgradesafety.Finding) string {
 	subject := strings.TrimSpace(strings.TrimPrefix(FindingSubject("", VersionText(f), FieldText(f)), "crd "))
 	if subject == "" {
-		return "[" + f.Check + "] " + Message(f)
+		return "[" + f.Check + "] " + Message(f) + FingerprintSuffix(f.Fingerprint)
 	}
-	return subject + ": [" + f.Check + "] " + Message(f)
+	return subject + ": [" + f.Check + "] " + Message(f) + FingerprintSuffix(f.Fingerprint)
 }
 
 // AdmissionWarning makes text an admission warning: prefixed with the

@@ -33,7 +33,7 @@ func GitHub(r Report) string {
 			}
 			props = append(props, "title="+escapeProperty(f.Check+" in "+f.CRD))
 
-			msg := f.subject() + ": " + f.Message
+			msg := f.subject() + ": " + f.Message + FingerprintSuffix(f.Fingerprint)
 			if f.Remedy != nil {
 				msg += "\nWay forward: " + f.Remedy.Text
 			}

@@ -43,6 +43,9 @@ func Markdown(r Report) string {
 				check = fmt.Sprintf("[%s](%s)", check, h.URL)
 			}
 			msg := mdText(f.Message)
+			if f.Fingerprint != "" {
+				msg += " " + mdCode("fp:"+f.Fingerprint)
+			}
 			if f.Remedy != nil {
 				msg += "<br>**Way forward:** " + mdText(f.Remedy.Text)
 			}

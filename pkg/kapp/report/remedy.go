@@ -106,7 +106,9 @@ func RemedyText(f crdupgradesafety.Finding) string {
 	case crdupgradesafety.RemedyApiserverReason:
 		return "fix what the apiserver names: " + r.Detail
 	case crdupgradesafety.RemedyReview:
-		return "review the change by hand; once it is known to be safe, waive it with a reason (an exemption, or the waiver annotation)"
+		return "review the change by hand; once it is known to be safe, waive it with a reason (a waiver, or the waiver annotation)"
+	case crdupgradesafety.RemedyRemoveWaiver:
+		return "remove the waiver: the change it waived is gone (a fingerprint changes with the change it names: waive the new one, after a review)"
 	case crdupgradesafety.RemedyFixObjects:
 		if objects != "" {
 			return "fix " + objects + " before the update, or keep the schema that accepts them"

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 )
@@ -53,6 +54,8 @@ type Finding struct {
 	Check    string `json:"check"`
 	Severity string `json:"severity"`
 	Message  string `json:"message"`
+	// Fingerprint is the finding's stable identity, what a waiver names.
+	Fingerprint string `json:"fingerprint"`
 	// File and Line: where the field (version, CRD) is in the new inputs;
 	// for something the new inputs no longer have, the closest part of
 	// the new CRD that is still there. "" and 0 when the new inputs have
@@ -77,6 +80,44 @@ type Finding struct {
 	// Baseline: the git commit the old CRD was read at (--git-ref);
 	// omitted for other inputs.
 	Baseline *crdupgradesafety.Baseline `json:"baseline,omitempty"`
+	// Waiver is the waiver the finding is about: the one that waived it,
+	// an expired one that no longer does, or the stale one of a
+	// staleWaiver finding; nil for none.
+	Waiver *Waiver `json:"waiver,omitempty"`
+}
+
+// Waiver is a waiver as JSON shows it (config.Waiver), with what it did.
+type Waiver struct {
+	Fingerprint string   `json:"fingerprint,omitempty"`
+	CRD         string   `json:"crd,omitempty"`
+	Checks      []string `json:"checks,omitempty"`
+	Path        string   `json:"path,omitempty"`
+	Reason      string   `json:"reason"`
+	Owner       string   `json:"owner,omitempty"`
+	Expires     string   `json:"expires,omitempty"`
+	Source      string   `json:"source"`
+	Expired     bool     `json:"expired"`
+	Stale       bool     `json:"stale"`
+}
+
+// waiverOf is the waiver a finding is about, nil for none.
+func waiverOf(f crdupgradesafety.Finding) *Waiver {
+	w, expired, stale := f.Waiver, false, false
+	switch {
+	case f.ExpiredWaiver != nil:
+		w, expired = f.ExpiredWaiver, true
+	case f.StaleWaiver != nil:
+		w, stale = f.StaleWaiver, true
+	}
+	if w == nil {
+		return nil
+	}
+	source := string(w.Source)
+	if source == "" {
+		source = string(config.SourceSettings)
+	}
+	return &Waiver{Fingerprint: w.Fingerprint, CRD: w.CRD, Checks: w.Checks, Path: w.Path, Reason: w.Reason, Owner: w.Owner,
+		Expires: w.ExpiresText(), Source: source, Expired: expired, Stale: stale}
 }
 
 // Location is a line of an input file. File is a path relative to the
@@ -130,8 +171,8 @@ func New(checked []string, findings []crdupgradesafety.Finding, maxPerCRD int, l
 	kept, omitted := crdupgradesafety.Bound(findings, maxPerCRD)
 	for _, f := range kept {
 		rf := Finding{CRD: f.CRD, Version: VersionText(f), Field: FieldText(f), Check: f.Check,
-			Severity: string(f.Severity), Message: Message(f), DataLoss: f.DataLoss, Impact: f.Impact, Remedy: remedyOf(f),
-			Baseline: f.Baseline}
+			Severity: string(f.Severity), Message: Message(f), Fingerprint: f.Fingerprint, DataLoss: f.DataLoss, Impact: f.Impact, Remedy: remedyOf(f),
+			Waiver: waiverOf(f), Baseline: f.Baseline}
 		if locate != nil {
 			newLoc, oldLoc := locate(f)
 			rf.File, rf.Line = newLoc.File, newLoc.Line

@@ -2,12 +2,16 @@ package report
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crdsafety/kapp/docs"
 	"github.com/crdsafety/kapp/pkg/kapp/config"
@@ -33,7 +37,9 @@ func fixture() Report {
 		{CRD: "widgets.example.com", Version: "v1", Field: "^.spec.color", Check: "existingFieldRemoval",
 			Severity: "error", ChangeText: "existing field removed (was string)"},
 		{CRD: "widgets.example.com", Version: "v1", Field: "^.spec.replicas", Check: "maximum",
-			Severity: "error", ChangeText: "maximum decreased: 20 -> 5"},
+			Severity: "error", ChangeText: "maximum decreased: 20 -> 5",
+			ExpiredWaiver: &config.Waiver{CRD: "widgets.example.com", Checks: []string{"maximum"}, Reason: "load test only",
+				Owner: "team-widgets", Expires: time.Date(2026, 1, 31, 0, 0, 0, 0, time.UTC), Source: config.SourceSettings}},
 		{CRD: "widgets.example.com", Version: "v1", Field: "^.spec", Check: "celValidation",
 			Severity: "error", ChangeText: "rule added: " + celRule + "\n100% sure: a, b | c <ok> *x* _y_ [z] `q`"},
 		{CRD: "widgets.example.com", CRDField: "spec.versions[0].name", Check: "apiserverRejects",
@@ -41,9 +47,15 @@ func fixture() Report {
 		{CRD: "widgets.example.com", Version: "v1", Field: "^.spec.size", Check: "enum",
 			Severity: "error", ChangeText: `enum values removed: ["small"]`},
 		{CRD: "gadgets.example.com", Version: "v1beta1", Field: "^.spec.refs[*]", Check: "mapType",
-			Severity: "warning", ChangeText: "map type changed: granular -> atomic"},
+			Severity: "warning", ChangeText: "map type changed: granular -> atomic",
+			Waiver: &config.Waiver{CRD: "gadgets.example.com", Reason: "clients use server-side apply of whole lists",
+				Owner: "team-gadgets", Expires: time.Date(2027, 6, 30, 0, 0, 0, 0, time.UTC), Source: config.SourceAnnotation}},
 		{CRD: "sprockets.example.com", Check: "crdDeletion", Severity: "error",
 			ChangeText: "missing from the new inputs: kapp would delete the CRD with all its custom resources"},
+	}
+	for i := range findings {
+		// Fingerprints as the engine makes them: 12 hex digits.
+		findings[i].Fingerprint = fmt.Sprintf("%012x", sha256.Sum256([]byte(strconv.Itoa(i))))[:12]
 	}
 	crdupgradesafety.SortFindings(findings)
 	locations := map[string][2]Location{
@@ -79,9 +91,10 @@ func TestNew(t *testing.T) {
 	require.Equal(t, [3]int{2, 6, 1}, [3]int{unsafe, errs, warns}, "counts include the omitted finding")
 
 	color := r.CRDs[3].Findings[2]
+	require.Len(t, color.Fingerprint, config.FingerprintLen)
 	require.Equal(t, "^.spec.color", color.Field)
 	require.Equal(t, Finding{CRD: "widgets.example.com", Version: "v1", Field: "^.spec.color", Check: "existingFieldRemoval",
-		Severity: "error", Message: "existing field removed (was string)", File: "config/crds/widgets.yaml", Line: 14,
+		Severity: "error", Message: "existing field removed (was string)", Fingerprint: color.Fingerprint, File: "config/crds/widgets.yaml", Line: 14,
 		OldFile: "config/crds/widgets.yaml", OldLine: 17, OldRevision: "origin/main"}, color)
 
 	// maxFindingsPerCRD keeps the findings that affect stored objects

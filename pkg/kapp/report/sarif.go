@@ -52,6 +52,12 @@ func SARIF(r Report) ([]byte, error) {
 					"crdUpgradeSafety/v1": fingerprint(f.CRD, f.Version, f.Field, f.Check),
 				},
 			}
+			if f.Fingerprint != "" {
+				// The finding's own fingerprint (its change included), what
+				// waivers name; the key above stays for the alerts code
+				// scanning already tracks.
+				res.PartialFingerprints["crdUpgradeSafetyFinding/v1"] = f.Fingerprint
+			}
 			if i, ok := ruleIndex[f.Check]; ok {
 				res.RuleIndex = &i
 			}

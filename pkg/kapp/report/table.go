@@ -21,7 +21,7 @@ import (
 //
 // CRD-level findings leave out the version and field parts they lack.
 func FindingLine(f crdupgradesafety.Finding) string {
-	return FindingSubject(f.CRD, VersionText(f), FieldText(f)) + ": [" + f.Check + "] " + Message(f)
+	return FindingSubject(f.CRD, VersionText(f), FieldText(f)) + ": [" + f.Check + "] " + Message(f) + FingerprintSuffix(f.Fingerprint)
 }
 
 // RemedyLine renders a finding's way forward as the line that follows its
@@ -134,7 +134,7 @@ func FindingsTable(findings []crdupgradesafety.Finding, omitted map[string]int, 
 	}
 	shortened := false
 	for _, f := range findings {
-		msg, remedy := Message(f), RemedyText(f)
+		msg, remedy := Message(f)+FingerprintSuffix(f.Fingerprint), RemedyText(f)
 		if opts.MaxMessage > 0 {
 			var cut, rcut bool
 			msg, cut = ShortenMessage(msg, opts.MaxMessage)

@@ -28,9 +28,12 @@ func Message(f crdupgradesafety.Finding) string {
 	if f.DataLoss {
 		b.WriteString("data loss: ")
 	}
-	if f.Object != nil {
+	switch {
+	case f.Object != nil:
 		b.WriteString(objectText(f.Object))
-	} else {
+	case f.StaleWaiver != nil:
+		b.WriteString(staleText(f.StaleWaiver))
+	default:
 		b.WriteString(f.ChangeText)
 	}
 	if f.KubeVersionSince != "" {
@@ -46,14 +49,77 @@ func Message(f crdupgradesafety.Finding) string {
 	if f.AlphaLenient {
 		b.WriteString(" (alpha version: a warning under alphaVersionEnforcement Warn)")
 	}
-	if f.Exemption != nil {
-		if f.Exemption.Reason != "" {
-			fmt.Fprintf(&b, " (exempted: %s)", f.Exemption.Reason)
+	if w := f.Waiver; w != nil {
+		if text := waiverText(w, true); text != "" {
+			fmt.Fprintf(&b, " (exempted: %s)", text)
 		} else {
 			b.WriteString(" (exempted)")
 		}
 	}
+	if w := f.ExpiredWaiver; w != nil {
+		fmt.Fprintf(&b, " (not exempted: the waiver expired at the end of %s UTC", w.ExpiresText())
+		if text := waiverText(w, false); text != "" {
+			b.WriteString("; it read: ")
+			b.WriteString(text)
+		}
+		b.WriteString(")")
+	}
 	return b.String()
+}
+
+// FingerprintSuffix is how a line of text ends with the finding's
+// fingerprint (" [fp:1a2b3c4d5e6f]"): "" for a finding without one.
+func FingerprintSuffix(fingerprint string) string {
+	if fingerprint == "" {
+		return ""
+	}
+	return " [fp:" + fingerprint + "]"
+}
+
+// waiverText words a waiver's reason, owner and (with expiry) its expiry:
+// "waive annotation: values renamed, PR 123; owner team-a; until 2026-12-31".
+func waiverText(w *config.Waiver, expiry bool) string {
+	var parts []string
+	if w.Reason != "" {
+		reason := w.Reason
+		if w.Source == config.SourceAnnotation {
+			reason = "waive annotation: " + reason
+		}
+		parts = append(parts, reason)
+	}
+	if w.Owner != "" {
+		parts = append(parts, "owner "+w.Owner)
+	}
+	if expiry && !w.Expires.IsZero() {
+		parts = append(parts, "until "+w.ExpiresText())
+	}
+	return strings.Join(parts, "; ")
+}
+
+// staleText says what a stale waiver names: it waives nothing.
+func staleText(w *config.Waiver) string {
+	var what []string
+	if w.Fingerprint != "" {
+		what = append(what, "fingerprint "+w.Fingerprint)
+	}
+	if len(w.Checks) > 0 {
+		what = append(what, "checks "+strings.Join(w.Checks, ", "))
+	}
+	if w.Path != "" {
+		what = append(what, "path "+w.Path)
+	}
+	if len(what) == 0 {
+		what = append(what, "every check")
+	}
+	source := "waiver"
+	if w.Source == config.SourceAnnotation {
+		source = "waiver annotation"
+	}
+	text := fmt.Sprintf("stale %s: it matches no finding of this CRD (%s)", source, strings.Join(what, "; "))
+	if wt := waiverText(w, true); wt != "" {
+		text += ", " + wt
+	}
+	return text
 }
 
 // VersionText is the version a finding is about as outputs print it:

@@ -196,11 +196,11 @@ func (r *Reviewer) judgeUpdate(ctx context.Context, objs objects) verdict {
 		// now updates the CRD to finish it.
 		return verdict{skip: "the CRD is being deleted"}
 	case equality.Semantic.DeepEqual(oldCRD.Spec, newCRD.Spec):
-		return verdict{skip: "spec unchanged", waiver: newCRD.Annotations[config.WaiveAnnotation]}
+		return verdict{skip: "spec unchanged", waiver: waiverAudit(newCRD.Annotations)}
 	}
 	plan := evaluation.Plan{Pairs: []evaluation.Pair{{Old: oldCRD, New: newCRD, Strategy: evaluation.StrategyUpdate}}}
 	res, err := r.run(ctx, plan)
-	return verdict{findings: res.Findings, err: err, waiver: newCRD.Annotations[config.WaiveAnnotation]}
+	return verdict{findings: res.Findings, err: err, waiver: waiverAudit(newCRD.Annotations)}
 }
 
 // bothCRDs is the decode error of an update's review (of the CRD or of its
@@ -259,7 +259,7 @@ func (r *Reviewer) judgeDelete(ctx context.Context, req *admissionv1.AdmissionRe
 	}
 	plan := evaluation.Plan{Removals: []evaluation.Removal{{CRD: crd}}}
 	res, err := r.run(ctx, plan)
-	return verdict{findings: res.Findings, err: err, waiver: crd.Annotations[config.WaiveAnnotation]}
+	return verdict{findings: res.Findings, err: err, waiver: waiverAudit(crd.Annotations)}
 }
 
 // run evaluates the plan of one request (evaluation.Run), with the live
@@ -366,4 +366,16 @@ func logFields(req *admissionv1.AdmissionRequest, v verdict, resp *admissionv1.A
 		fields = append(fields, LogField{Key: "waived", Value: v.waiver, Quote: true})
 	}
 	return append(fields, LogField{Key: "took", Value: took.Round(time.Millisecond)})
+}
+
+// waiverAudit is what the audit annotation and the log line "waived" say
+// of a CRD's waiver annotations: the waived check IDs as written, and the
+// waived fingerprints ("enum,minimum fingerprints=1a2b3c4d5e6f"); "" for
+// none.
+func waiverAudit(annotations map[string]string) string {
+	out := annotations[config.WaiveAnnotation]
+	if fps := annotations[config.WaiveFingerprintsAnnotation]; fps != "" {
+		out = strings.TrimSpace(out + " fingerprints=" + fps)
+	}
+	return out
 }

@@ -79,9 +79,9 @@ func TestReviewUpdate(t *testing.T) {
 		require.Equal(t, metav1.StatusReasonForbidden, resp.Result.Reason)
 		// The stored object's impact, joined to the findings that cause it.
 		require.Equal(t, `CRDUpgradeSafety denied the update of CRD widgets.example.com: 2 error findings:
-  crd widgets.example.com version v1 field ^.spec.color: [enum] enum values removed: ["blue"]: 1 of 1 stored Widget rejected: default/w1 (Unsupported value: "blue": supported values: "red", "green"); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused
+  crd widgets.example.com version v1 field ^.spec.color: [enum] enum values removed: ["blue"]: 1 of 1 stored Widget rejected: default/w1 (Unsupported value: "blue": supported values: "red", "green"); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused [fp:ed63ac23ebcd]
     way forward: fix the stored objects that fail the new constraint first (default/w1): the change is safe once none does; or keep the old constraint
-  crd widgets.example.com version v1 field ^.spec.size: [minimum] minimum increased: 1 -> 5: 1 of 1 stored Widget rejected: default/w1 (Invalid value: 2: spec.size in body should be greater than or equal to 5); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused
+  crd widgets.example.com version v1 field ^.spec.size: [minimum] minimum increased: 1 -> 5: 1 of 1 stored Widget rejected: default/w1 (Invalid value: 2: spec.size in body should be greater than or equal to 5); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused [fp:c25b6326ccb9]
     way forward: fix the stored objects that fail the new constraint first (default/w1): the change is safe once none does; or keep the old constraint`, resp.Result.Message)
 		require.Empty(t, resp.Warnings)
 		require.Empty(t, cluster.DryRuns, "a dry run would call this webhook again")
@@ -103,8 +103,8 @@ func TestReviewUpdate(t *testing.T) {
 		resp := r.Review(context.Background(), unsafe)
 		require.True(t, resp.Allowed)
 		require.Equal(t, []string{
-			`CRDUpgradeSafety: version v1 field ^.spec.color: [enum] enum values removed: ["blue"]: no stored Widgets to affect`,
-			`CRDUpgradeSafety: version v1 field ^.spec.size: [minimum] minimum increased: 1 -> 5: no stored Widgets to affect`,
+			`CRDUpgradeSafety: version v1 field ^.spec.color: [enum] enum values removed: ["blue"]: no stored Widgets to affect [fp:ed63ac23ebcd]`,
+			`CRDUpgradeSafety: version v1 field ^.spec.size: [minimum] minimum increased: 1 -> 5: no stored Widgets to affect [fp:c25b6326ccb9]`,
 		}, resp.Warnings)
 	})
 	t.Run("a dry run is judged the same", func(t *testing.T) {
@@ -123,7 +123,7 @@ func TestReviewUpdate(t *testing.T) {
 		resp := r.Review(context.Background(), unsafe)
 		require.False(t, resp.Allowed)
 		require.Contains(t, resp.Result.Message, "1 error finding:\n  crd widgets.example.com version v1 field ^.spec.size: [minimum]")
-		require.Equal(t, []string{`CRDUpgradeSafety: version v1 field ^.spec.color: [enum] enum values removed: ["blue"]: no stored Widgets to affect (exempted: PR 7)`}, resp.Warnings)
+		require.Equal(t, []string{`CRDUpgradeSafety: version v1 field ^.spec.color: [enum] enum values removed: ["blue"]: no stored Widgets to affect (exempted: PR 7) [fp:ed63ac23ebcd]`}, resp.Warnings)
 	})
 	t.Run("the waiver annotations apply", func(t *testing.T) {
 		r, logged := reviewer(t, nil, &evaluationtest.Cluster{})
@@ -131,11 +131,34 @@ func TestReviewUpdate(t *testing.T) {
 			config.WaiveAnnotation, "enum,minimum", config.WaiveReasonAnnotation, "reviewed in PR 9"))
 		require.True(t, resp.Allowed)
 		require.Equal(t, []string{
-			`CRDUpgradeSafety: version v1 field ^.spec.color: [enum] enum values removed: ["blue"]: no stored Widgets to affect (exempted: waive annotation: reviewed in PR 9)`,
-			`CRDUpgradeSafety: version v1 field ^.spec.size: [minimum] minimum increased: 1 -> 5: no stored Widgets to affect (exempted: waive annotation: reviewed in PR 9)`,
+			`CRDUpgradeSafety: version v1 field ^.spec.color: [enum] enum values removed: ["blue"]: no stored Widgets to affect (exempted: waive annotation: reviewed in PR 9) [fp:ed63ac23ebcd]`,
+			`CRDUpgradeSafety: version v1 field ^.spec.size: [minimum] minimum increased: 1 -> 5: no stored Widgets to affect (exempted: waive annotation: reviewed in PR 9) [fp:c25b6326ccb9]`,
 		}, resp.Warnings)
 		require.Equal(t, "enum,minimum", resp.AuditAnnotations["waived"])
 		require.Contains(t, (*logged)[0], `waived="enum,minimum"`)
+	})
+	t.Run("the settings' waivers: by fingerprint, and a stale one", func(t *testing.T) {
+		r, _ := reviewer(t, map[string]any{"waivers": []any{
+			map[string]any{"fingerprint": "ed63ac23ebcd", "reason": "PR 7", "owner": "team-widgets"},
+			map[string]any{"crd": "widgets.example.com", "checks": []any{"type"}, "reason": "reverted"},
+			map[string]any{"crd": "gadgets.example.com", "reason": "another CRD"},
+		}}, &evaluationtest.Cluster{})
+		resp := r.Review(context.Background(), unsafe)
+		require.False(t, resp.Allowed)
+		require.Contains(t, resp.Result.Message, "1 error finding:\n  crd widgets.example.com version v1 field ^.spec.size: [minimum]")
+		require.Equal(t, []string{
+			`CRDUpgradeSafety: [staleWaiver] stale waiver: it matches no finding of this CRD (checks type), reverted [fp:` + resp.Warnings[0][len(resp.Warnings[0])-13:],
+			`CRDUpgradeSafety: version v1 field ^.spec.color: [enum] enum values removed: ["blue"]: no stored Widgets to affect (exempted: PR 7; owner team-widgets) [fp:ed63ac23ebcd]`,
+		}, resp.Warnings)
+	})
+	t.Run("waived by fingerprint annotation: audited", func(t *testing.T) {
+		r, logged := reviewer(t, nil, &evaluationtest.Cluster{})
+		resp := r.Review(context.Background(), request(t, admissionv1.Update, testcrd.UnsafeCRD, testcrd.OldCRD,
+			config.WaiveFingerprintsAnnotation, "ed63ac23ebcd,c25b6326ccb9", config.WaiveReasonAnnotation, "reviewed in PR 9"))
+		require.True(t, resp.Allowed)
+		require.Len(t, resp.Warnings, 2)
+		require.Equal(t, "fingerprints=ed63ac23ebcd,c25b6326ccb9", resp.AuditAnnotations["waived"])
+		require.Contains(t, (*logged)[0], `waived="fingerprints=ed63ac23ebcd,c25b6326ccb9"`)
 	})
 	t.Run("an invalid waiver is denied, whatever the mode", func(t *testing.T) {
 		r, _ := reviewer(t, map[string]any{"mode": "warn", "failMode": "open"}, &evaluationtest.Cluster{})
@@ -200,7 +223,7 @@ func TestReviewDelete(t *testing.T) {
 		resp := r.Review(context.Background(), deleteRequest(t, testcrd.OldCRD))
 		require.False(t, resp.Allowed)
 		require.Equal(t, "CRDUpgradeSafety denied the delete of CRD widgets.example.com: 1 error finding:\n"+
-			"  crd widgets.example.com: [crdDeletion] data loss: deleting the CRD would delete its 3 existing custom resources\n"+
+			"  crd widgets.example.com: [crdDeletion] data loss: deleting the CRD would delete its 3 existing custom resources [fp:7abd660cb35a]\n"+
 			"    way forward: back up the custom resources ('kubectl get widgets.example.com --all-namespaces -o yaml > widgets.example.com.backup.yaml'), "+
 			"then delete them explicitly before the CRD; or keep the CRD", resp.Result.Message)
 		require.Equal(t, []string{"widgets.example.com"}, cluster.Counts)
@@ -214,7 +237,7 @@ func TestReviewDelete(t *testing.T) {
 		resp := r.Review(context.Background(), deleteRequest(t, testcrd.OldCRD,
 			config.WaiveAnnotation, "crdDeletion", config.WaiveReasonAnnotation, "moved to gadgets"))
 		require.True(t, resp.Allowed)
-		require.Equal(t, []string{"CRDUpgradeSafety: [crdDeletion] data loss: deleting the CRD would delete its 3 existing custom resources (exempted: waive annotation: moved to gadgets)"},
+		require.Equal(t, []string{"CRDUpgradeSafety: [crdDeletion] data loss: deleting the CRD would delete its 3 existing custom resources (exempted: waive annotation: moved to gadgets) [fp:7abd660cb35a]"},
 			resp.Warnings)
 	})
 	t.Run("without oldObject the live CRD is read", func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -69,11 +70,26 @@ type jsonResp struct {
 	Lines []string
 }
 
+// rows returns the rows of the one table, each message's fingerprint
+// suffix (" [fp:1a2b3c4d5e6f]", which every row must end with) moved to
+// the key "fingerprint".
 func (r jsonResp) rows(t *testing.T) []map[string]string {
 	t.Helper()
 	require.Len(t, r.Tables, 1)
+	for _, row := range r.Tables[0].Rows {
+		if _, done := row["fingerprint"]; done {
+			continue
+		}
+		m := fpSuffix.FindStringSubmatchIndex(row["message"])
+		require.NotNil(t, m, "a message without its fingerprint: %q", row["message"])
+		row["fingerprint"] = row["message"][m[2]:m[3]]
+		row["message"] = row["message"][:m[0]]
+	}
 	return r.Tables[0].Rows
 }
+
+// fpSuffix is how a table's message ends: with the finding's fingerprint.
+var fpSuffix = regexp.MustCompile(` \[fp:([0-9a-f]{12})\]$`)
 
 func checks(rows []map[string]string) []string {
 	var ids []string

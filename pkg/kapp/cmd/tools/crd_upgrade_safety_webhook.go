@@ -100,7 +100,7 @@ warnings, which kubectl prints. CREATE is always allowed: nothing is stored yet.
 Dry-run requests are judged the same way.
 
 --config names a file of the check's settings, the same content as the file of
-KAPP_CRD_UPGRADE_SAFETY_CONFIG (mode, failMode, checks, exemptions, ...). The
+KAPP_CRD_UPGRADE_SAFETY_CONFIG (mode, failMode, checks, waivers, ...). The
 waiver annotations crd-upgrade-safety.kapp.k14s.io/waive and waive-reason on the
 CRD are honoured as by the preflight. apiserverRejects does not run: the apiserver
 validates a request before it calls validating webhooks.
@@ -124,7 +124,7 @@ per review, as JSON objects.`,
 	}
 	o.ServingFlags.Set(cmd)
 	cmd.Flags().StringVar(&o.ConfigFile, "config", "",
-		"Set file with the check's settings (as for KAPP_CRD_UPGRADE_SAFETY_CONFIG: mode, failMode, checks, exemptions, ...); default: the built-in defaults")
+		"Set file with the check's settings (as for KAPP_CRD_UPGRADE_SAFETY_CONFIG: mode, failMode, checks, waivers, ...); default: the built-in defaults")
 	return cmd
 }
 
@@ -174,8 +174,8 @@ func (o *CRDUpgradeSafetyWebhookOptions) Run() error {
 	if inflight == 0 {
 		inflight = max(4, 2*goruntime.GOMAXPROCS(0))
 	}
-	logger.Printf("settings: mode %s, failMode %s, %d exemptions, liveChecksTimeout %s (config: %s); at most %d reviews at once",
-		cfg.Mode, cfg.FailMode, len(cfg.Exemptions), cfg.LiveChecksTimeout, orDefault(o.ConfigFile, "built-in defaults"), inflight)
+	logger.Printf("settings: mode %s, failMode %s, %d waivers, liveChecksTimeout %s (config: %s); at most %d reviews at once",
+		cfg.Mode, cfg.FailMode, len(cfg.Waivers), cfg.LiveChecksTimeout, orDefault(o.ConfigFile, "built-in defaults"), inflight)
 
 	certs := &webhook.CertReloader{CertFile: f.TLSCertFile, KeyFile: f.TLSPrivateKeyFile, Logf: logger.Printf}
 	var metrics *webhook.Metrics

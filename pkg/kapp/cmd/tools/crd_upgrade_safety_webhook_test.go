@@ -72,7 +72,7 @@ func TestWebhookCommand(t *testing.T) {
 
 	cancel()
 	require.NoError(t, <-done)
-	require.Contains(t, log.String(), "settings: mode warn, failMode closed, 0 exemptions, liveChecksTimeout 5m0s (config: "+settings+")")
+	require.Contains(t, log.String(), "settings: mode warn, failMode closed, 0 waivers, liveChecksTimeout 5m0s (config: "+settings+")")
 	require.Contains(t, log.String(), "review uid="+string(req.UID)+" op=UPDATE crd=widgets.example.com")
 	require.Contains(t, log.String(), "stopped")
 }
