@@ -267,3 +267,59 @@ func TestOutputFiles(t *testing.T) {
 		require.ErrorContains(t, err, "--output-file json="+filepath.Join(dir, "no", "such", "dir", "r.json")+": open ")
 	})
 }
+
+// TestFingerprintSurvivesRebase: a pull request's findings keep their
+// fingerprints when the branch is rebased onto a main that moved the CRD to
+// another file and reworded it, so a waiver or a review by fingerprint
+// carries over; only their locations follow the file.
+func TestFingerprintSurvivesRebase(t *testing.T) {
+	const described = "        type: object\n        description: Widget is the demo operator's API.\n"
+	gittest.NewRepo(t, func(dir string) {
+		crd := strings.Replace(gittest.CRDYAML("widgets", "Widget", gittest.WidgetsV1), "        type: object\n", described, 1)
+		gittest.WriteFiles(t, dir, map[string]string{"config/crds/widgets.yaml": crd})
+		gittest.Git(t, dir, "commit", "-q", "-am", "main: describe widgets")
+		gittest.Git(t, dir, "checkout", "-q", "-b", "feature")
+		gittest.WriteFiles(t, dir, map[string]string{"config/crds/widgets.yaml": strings.Replace(crd, gittest.WidgetsV1, gittest.WidgetsV2, 1)})
+		gittest.Git(t, dir, "commit", "-q", "-am", "feature: drop small and color")
+		gittest.Git(t, dir, "checkout", "-q", "main")
+		gittest.Git(t, dir, "mv", "config/crds", "deploy")
+		gittest.WriteFiles(t, dir, map[string]string{"deploy/widgets.yaml": strings.Replace(crd, "Widget is the demo operator's API.",
+			"A Widget is one unit of work of the demo operator, reconciled by its controller.", 1)})
+		gittest.Git(t, dir, "commit", "-q", "-am", "main: move the CRDs to deploy/, reword widgets")
+		gittest.Git(t, dir, "checkout", "-q", "feature")
+	})
+	fingerprints := func(r report.Report) map[string]string {
+		out := map[string]string{}
+		for _, c := range r.CRDs {
+			for _, f := range c.Findings {
+				require.NotEmpty(t, f.Fingerprint)
+				out[f.Check+" "+f.Field] = f.Fingerprint
+			}
+		}
+		return out
+	}
+
+	before, _, err := gitRun(t, "main", "config/crds/")
+	requireUnsafe(t, err)
+	require.Equal(t, []string{
+		"widgets.example.com existingFieldRemoval ^.spec.color @ config/crds/widgets.yaml:18 (was config/crds/widgets.yaml:20 at " + mergeBaseOf(t) + ")",
+		"widgets.example.com enum ^.spec.size @ config/crds/widgets.yaml:20",
+	}, findingsOf(before))
+
+	gittest.Git(t, ".", "rebase", "-q", "main")
+	after, _, err := gitRun(t, "main", "deploy/")
+	requireUnsafe(t, err)
+	require.Equal(t, []string{
+		// After the rebase the merge base is main's tip, named as such.
+		"widgets.example.com existingFieldRemoval ^.spec.color @ deploy/widgets.yaml:18 (was deploy/widgets.yaml:20 at main)",
+		"widgets.example.com enum ^.spec.size @ deploy/widgets.yaml:20",
+	}, findingsOf(after), "the same findings, at the CRD's new place")
+	require.Equal(t, fingerprints(before), fingerprints(after))
+	require.Len(t, fingerprints(after), 2)
+}
+
+// mergeBaseOf is the first 12 digits of the merge base of main and HEAD.
+func mergeBaseOf(t *testing.T) string {
+	t.Helper()
+	return strings.TrimSpace(gittest.Git(t, ".", "merge-base", "main", "HEAD"))[:12]
+}
