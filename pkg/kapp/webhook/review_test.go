@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -347,14 +348,14 @@ func TestReviewVersionLifecycle(t *testing.T) {
 
 	t.Run("unserved without deprecation: allowed, with a warning", func(t *testing.T) {
 		r, _ := reviewer(t, nil, &evaluationtest.Cluster{})
-		resp := r.Review(context.Background(), unserve)
+		resp := withoutFingerprints(r.Review(context.Background(), unserve))
 		require.True(t, resp.Allowed)
 		require.Equal(t, []string{servedWarning, "CRDUpgradeSafety: " + lifecycle}, resp.Warnings)
 	})
 	t.Run("notDeprecatedEnforcement Strict: denied", func(t *testing.T) {
 		r, _ := reviewer(t, map[string]any{"checks": map[string]any{"crd": map[string]any{
 			"versionLifecycle": map[string]any{"notDeprecatedEnforcement": "Strict"}}}}, &evaluationtest.Cluster{})
-		resp := r.Review(context.Background(), unserve)
+		resp := withoutFingerprints(r.Review(context.Background(), unserve))
 		require.False(t, resp.Allowed)
 		require.Contains(t, resp.Result.Message, "1 error finding:\n  crd widgets.example.com "+lifecycle+
 			"\n    way forward: keep \"v1beta1\" served and mark it deprecated: true (with a deprecationWarning) in a release first")
@@ -363,7 +364,7 @@ func TestReviewVersionLifecycle(t *testing.T) {
 	t.Run("deprecated in the old CRD: only servedVersionRemoval's warning", func(t *testing.T) {
 		r, _ := reviewer(t, map[string]any{"checks": map[string]any{"crd": map[string]any{
 			"versionLifecycle": map[string]any{"notDeprecatedEnforcement": "Strict"}}}}, &evaluationtest.Cluster{})
-		resp := r.Review(context.Background(), request(t, admissionv1.Update, lifecycleCRD(betaOff, v1), lifecycleCRD(betaDep, v1)))
+		resp := withoutFingerprints(r.Review(context.Background(), request(t, admissionv1.Update, lifecycleCRD(betaOff, v1), lifecycleCRD(betaDep, v1))))
 		require.True(t, resp.Allowed)
 		require.Equal(t, []string{servedWarning}, resp.Warnings)
 	})
@@ -376,23 +377,38 @@ func TestReviewVersionLifecycle(t *testing.T) {
 	raised := `[minimum] minimum increased: 1 -> 5: no stored Widgets to affect`
 	t.Run("alpha, by default: denied", func(t *testing.T) {
 		r, _ := reviewer(t, nil, &evaluationtest.Cluster{})
-		resp := r.Review(context.Background(), request(t, admissionv1.Update, alphaNew, alphaOld))
+		resp := withoutFingerprints(r.Review(context.Background(), request(t, admissionv1.Update, alphaNew, alphaOld)))
 		require.False(t, resp.Allowed)
 		require.Contains(t, resp.Result.Message, "version v1alpha1 field ^.spec.size: "+raised)
 	})
 	t.Run("alpha, alphaVersionEnforcement Warn: allowed, with a warning that says why", func(t *testing.T) {
 		r, _ := reviewer(t, map[string]any{"alphaVersionEnforcement": "Warn"}, &evaluationtest.Cluster{})
-		resp := r.Review(context.Background(), request(t, admissionv1.Update, alphaNew, alphaOld))
+		resp := withoutFingerprints(r.Review(context.Background(), request(t, admissionv1.Update, alphaNew, alphaOld)))
 		require.True(t, resp.Allowed)
 		require.Equal(t, []string{"CRDUpgradeSafety: version v1alpha1 field ^.spec.size: " + raised +
 			" (alpha version: a warning under alphaVersionEnforcement Warn)"}, resp.Warnings)
 	})
 	t.Run("alphaVersionEnforcement Warn: GA stays strict", func(t *testing.T) {
 		r, _ := reviewer(t, map[string]any{"alphaVersionEnforcement": "Warn"}, &evaluationtest.Cluster{})
-		resp := r.Review(context.Background(), request(t, admissionv1.Update, bothNew, alphaOld))
+		resp := withoutFingerprints(r.Review(context.Background(), request(t, admissionv1.Update, bothNew, alphaOld)))
 		require.False(t, resp.Allowed)
 		require.Contains(t, resp.Result.Message, "1 error finding:\n  crd widgets.example.com version v1 field ^.spec.size: "+raised)
 		require.Equal(t, []string{"CRDUpgradeSafety: version v1alpha1 field ^.spec.size: " + raised +
 			" (alpha version: a warning under alphaVersionEnforcement Warn)"}, resp.Warnings)
 	})
+}
+
+// fingerprintSuffix is the fingerprint that ends each finding's line.
+var fingerprintSuffix = regexp.MustCompile(` \[fp:[0-9a-f]{12}\]`)
+
+// withoutFingerprints is the response with its findings' fingerprints cut
+// from the message and the warnings, for tests about their words.
+func withoutFingerprints(resp *admissionv1.AdmissionResponse) *admissionv1.AdmissionResponse {
+	if resp.Result != nil {
+		resp.Result.Message = fingerprintSuffix.ReplaceAllString(resp.Result.Message, "")
+	}
+	for i, w := range resp.Warnings {
+		resp.Warnings[i] = fingerprintSuffix.ReplaceAllString(w, "")
+	}
+	return resp
 }

@@ -160,7 +160,7 @@ func TestGitRefSeveral(t *testing.T) {
 	t.Run("markdown, github and sarif name each finding's", func(t *testing.T) {
 		for output, want := range map[string]string{
 			OutputMarkdown: "| **error** | v1 | `^.spec.size` | [enum](https://github.com/crdsafety/kapp/blob/main/docs/checks.md#enum) | v1.0.0 (" + v1[:7] + ") | enum values removed",
-			OutputGitHub:   "enum values removed: [\"small\"]%0AWay forward: make sure no stored object fails it first (a live run or --objects names those that do), or keep the old constraint, or make the change in a new version%0ABaseline: v1.0.0 (" + v1[:7] + ").",
+			OutputGitHub:   "enum values removed: [\"small\"] [fp:00bc713c27ba]%0AWay forward: make sure no stored object fails it first (a live run or --objects names those that do), or keep the old constraint, or make the change in a new version%0ABaseline: v1.0.0 (" + v1[:7] + ").",
 			OutputSARIF:    `"baseline": {` + "\n" + `              "ref": "v1.0.0",`,
 		} {
 			o.Output = output
