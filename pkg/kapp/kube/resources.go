@@ -77,7 +77,7 @@ func (m StorageVersionMigrations) Delete(ctx context.Context, name string) error
 func (c *Client) ListStorageVersionMigrations(ctx context.Context) ([]unstructured.Unstructured, error) {
 	list, err := c.Client.Resource(StorageVersionMigrationResource).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, err
+		return nil, forbidden(err, StorageVersionMigrationResource, "list")
 	}
 	return list.Items, nil
 }
