@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	cmdcore "carvel.dev/kapp/pkg/kapp/cmd/core"
@@ -125,4 +126,28 @@ func TestWebhookRBACDefaults(t *testing.T) {
 	require.Equal(t, DefaultWebhookServiceAccount, sa.Metadata.Name)
 	require.Equal(t, DefaultWebhookNamespace, sa.Metadata.Namespace)
 	require.Contains(t, report.WebhookRBACCommand, "kapp tools crd-upgrade-safety-webhook rbac")
+}
+
+// TestWebhookRBACDocs: docs/webhook.md shows the command's output and the
+// denial for a missing rule as they are.
+func TestWebhookRBACDocs(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "docs", "webhook.md"))
+	require.NoError(t, err)
+	doc := string(data)
+
+	const cmdLine = "$ kapp tools crd-upgrade-safety-webhook rbac -f widgets-crd.yaml\n"
+	start := strings.Index(doc, cmdLine)
+	require.GreaterOrEqual(t, start, 0, "docs/webhook.md shows %q", cmdLine)
+	shown, _, ok := strings.Cut(doc[start+len(cmdLine):], "...\n")
+	require.True(t, ok)
+	crd := apiextv1.CustomResourceDefinition{Spec: apiextv1.CustomResourceDefinitionSpec{Group: "example.com",
+		Names: apiextv1.CustomResourceDefinitionNames{Plural: "widgets"}}}
+	out, err := WebhookRBAC([]apiextv1.CustomResourceDefinition{crd}, "the files widgets-crd.yaml",
+		DefaultWebhookNamespace, DefaultWebhookServiceAccount, DefaultWebhookRBACName)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(out), shown), "docs/webhook.md shows:\n%s\nthe command prints:\n%s", shown, out)
+
+	oneLine := strings.Join(strings.Fields(doc), " ")
+	require.Contains(t, oneLine, "gadgets.example.org, denied under failMode closed: "+strings.Join(report.MissingRule("example.org", "gadgets", "list"), "; "))
+	require.Contains(t, doc, report.WebhookRBACCommand)
 }
