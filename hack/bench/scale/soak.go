@@ -314,7 +314,7 @@ func startSoakServer(kappBin, kubeconfig, dir, failMode, certFile, keyFile strin
 	if err := os.WriteFile(settings, []byte("failMode: "+failMode+"\n"), 0o600); err != nil {
 		return nil, err
 	}
-	logPath := filepath.Join(os.TempDir(), "soak-webhook-"+failMode+".log")
+	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("soak-webhook-%d-%s.log", os.Getpid(), failMode))
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
