@@ -1,8 +1,6 @@
 package kube
 
 import (
-	"fmt"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -19,9 +17,9 @@ type ForbiddenError struct {
 	Err      error
 }
 
-func (e *ForbiddenError) Error() string {
-	return fmt.Sprintf("forbidden to %s %s: %v", e.Verb, resourceName(schema.GroupVersionResource{Group: e.Group, Resource: e.Resource}), e.Err)
-}
+// Error is the apiserver's error: it names the user, the verb and the
+// resource already.
+func (e *ForbiddenError) Error() string { return e.Err.Error() }
 
 func (e *ForbiddenError) Unwrap() error { return e.Err }
 
