@@ -14,6 +14,11 @@
 #        hack/cluster.sh run CMD [ARG...]   start, run CMD with KUBECONFIG and KUBE_VERSION set, always stop
 #        hack/cluster.sh test-env           print, as KEY=value lines, what test/e2e reads of the
 #                                           running cluster (KUBECONFIG, KUBE_VERSION, KUBECTL)
+#        hack/cluster.sh stop-apiserver     kill the running cluster's kube-apiserver (SIGKILL, a
+#                                           crash); etcd and the controller manager keep running
+#        hack/cluster.sh start-apiserver    start it again, as before (same ports, certificates,
+#                                           flags), and wait until it is ready
+#        hack/cluster.sh restart-apiserver  both (hack/soak-webhook.sh)
 #
 # Environment:
 #   KUBE_VERSION        the Kubernetes minor version to build and start: 1.37 (default) or
@@ -216,42 +221,9 @@ start_once() {
     exit 1
   fi
 
-  log "starting kube-apiserver $K8S_VERSION on 127.0.0.1:$api_port"
-  # Lean: no admission plugin but NamespaceLifecycle, ValidatingAdmissionPolicy
-  # (the e2e tests prove the check's server-side dry run sees policies) and the
-  # admission webhooks (the tests of kapp tools crd-upgrade-safety-webhook: the
-  # apiserver calls it on loopback; without a webhook configuration they cost
-  # nothing), no priority & fairness, no endpoint reconciler. RBAC with the
-  # admin in system:masters.
-  "$BIN_DIR/kube-apiserver" \
-    --etcd-servers="http://127.0.0.1:$etcd_client" \
-    --bind-address=127.0.0.1 \
-    --advertise-address=127.0.0.1 \
-    --secure-port="$api_port" \
-    --cert-dir="$tmp/pki" \
-    --tls-cert-file="$tmp/pki/serving.crt" \
-    --tls-private-key-file="$tmp/pki/serving.key" \
-    --token-auth-file="$tmp/pki/tokens.csv" \
-    --authorization-mode=RBAC \
-    --service-account-issuer=https://kubernetes.default.svc \
-    --service-account-key-file="$tmp/pki/sa.pub" \
-    --service-account-signing-key-file="$tmp/pki/sa.key" \
-    --service-cluster-ip-range=10.96.0.0/24 \
-    --enable-admission-plugins=NamespaceLifecycle,ValidatingAdmissionPolicy,ValidatingAdmissionWebhook,MutatingAdmissionWebhook \
-    --disable-admission-plugins="$DISABLED_ADMISSION" \
-    --enable-priority-and-fairness=false \
-    --endpoint-reconciler-type=none \
-    --profiling=false \
-    >"$LOG_DIR/kube-apiserver.log" 2>&1 &
-  local api_pid=$!
-  printf 'APISERVER_PID=%q\nAPISERVER_URL=%q\n' "$api_pid" "https://127.0.0.1:$api_port" >>"$RUN_FILE"
-
-  if ! "$CLUSTERUTIL" wait -pid "$api_pid" -ca "$tmp/pki/ca.crt" -token-file "$tmp/pki/token" \
-    "https://127.0.0.1:$api_port/readyz" 90s; then
-    log "kube-apiserver did not become ready; last log lines:"
-    tail -n 30 "$LOG_DIR/kube-apiserver.log" >&2 || true
-    exit 1
-  fi
+  printf 'ETCD_CLIENT_PORT=%q\nAPISERVER_PORT=%q\n' "$etcd_client" "$api_port" >>"$RUN_FILE"
+  : >"$LOG_DIR/kube-apiserver.log"
+  start_apiserver_process "$etcd_client" "$api_port" "$tmp" || exit 1
   "$CLUSTERUTIL" kubeconfig "$tmp/pki" "https://127.0.0.1:$api_port" "$tmp/admin.kubeconfig"
 
   log "starting kube-controller-manager $K8S_VERSION"
@@ -281,6 +253,83 @@ start_once() {
   fi
   cp "$tmp/admin.kubeconfig" "$KUBECONFIG_OUT"
   trap - EXIT
+}
+
+# start_apiserver_process ETCD_CLIENT_PORT API_PORT TMP_DIR: starts
+# kube-apiserver against etcd, records its pid in $RUN_FILE (replacing an
+# earlier one) and waits until it is ready; non-zero when it is not.
+start_apiserver_process() {
+  local etcd_client="$1" api_port="$2" tmp="$3"
+  log "starting kube-apiserver $K8S_VERSION on 127.0.0.1:$api_port"
+  # Lean: no admission plugin but NamespaceLifecycle, ValidatingAdmissionPolicy
+  # (the e2e tests prove the check's server-side dry run sees policies) and the
+  # admission webhooks (the tests of kapp tools crd-upgrade-safety-webhook: the
+  # apiserver calls it on loopback; without a webhook configuration they cost
+  # nothing), no priority & fairness, no endpoint reconciler. RBAC with the
+  # admin in system:masters.
+  "$BIN_DIR/kube-apiserver" \
+    --etcd-servers="http://127.0.0.1:$etcd_client" \
+    --bind-address=127.0.0.1 \
+    --advertise-address=127.0.0.1 \
+    --secure-port="$api_port" \
+    --cert-dir="$tmp/pki" \
+    --tls-cert-file="$tmp/pki/serving.crt" \
+    --tls-private-key-file="$tmp/pki/serving.key" \
+    --token-auth-file="$tmp/pki/tokens.csv" \
+    --authorization-mode=RBAC \
+    --service-account-issuer=https://kubernetes.default.svc \
+    --service-account-key-file="$tmp/pki/sa.pub" \
+    --service-account-signing-key-file="$tmp/pki/sa.key" \
+    --service-cluster-ip-range=10.96.0.0/24 \
+    --enable-admission-plugins=NamespaceLifecycle,ValidatingAdmissionPolicy,ValidatingAdmissionWebhook,MutatingAdmissionWebhook \
+    --disable-admission-plugins="$DISABLED_ADMISSION" \
+    --enable-priority-and-fairness=false \
+    --endpoint-reconciler-type=none \
+    --profiling=false \
+    >>"$LOG_DIR/kube-apiserver.log" 2>&1 &
+  local api_pid=$!
+  sed -i '/^APISERVER_PID=/d; /^APISERVER_URL=/d' "$RUN_FILE"
+  printf 'APISERVER_PID=%q\nAPISERVER_URL=%q\n' "$api_pid" "https://127.0.0.1:$api_port" >>"$RUN_FILE"
+
+  if ! "$CLUSTERUTIL" wait -pid "$api_pid" -ca "$tmp/pki/ca.crt" -token-file "$tmp/pki/token" \
+    "https://127.0.0.1:$api_port/readyz" 90s; then
+    log "kube-apiserver did not become ready; last log lines:"
+    tail -n 30 "$LOG_DIR/kube-apiserver.log" >&2 || true
+    return 1
+  fi
+}
+
+# stop_apiserver kills the running cluster's kube-apiserver (SIGKILL: a
+# crash, no graceful shutdown) and waits until it is gone.
+stop_apiserver() {
+  is_running || die "not running (hack/cluster.sh start)"
+  local APISERVER_PID="" RUN_BIN_DIR="" exe i
+  # shellcheck disable=SC1090
+  source "$RUN_FILE"
+  exe="$(readlink "/proc/$APISERVER_PID/exe" 2>/dev/null || true)"
+  [[ "${exe% (deleted)}" == "$(readlink -f "$RUN_BIN_DIR/kube-apiserver")" ]] ||
+    die "pid $APISERVER_PID runs ${exe:-an unknown binary}, not $RUN_BIN_DIR/kube-apiserver"
+  kill -KILL "$APISERVER_PID"
+  for ((i = 0; i < 100; i++)); do
+    kill -0 "$APISERVER_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  log "kube-apiserver ($APISERVER_PID) killed"
+}
+
+# start_apiserver starts the cluster's kube-apiserver again, as start did.
+start_apiserver() {
+  [[ -f "$RUN_FILE" ]] || die "no cluster recorded in $STATE_DIR"
+  local APISERVER_PID="" RUN_BIN_DIR="" RUN_K8S_VERSION="" TMP_DIR="" ETCD_CLIENT_PORT="" APISERVER_PORT=""
+  # shellcheck disable=SC1090
+  source "$RUN_FILE"
+  [[ -n "$ETCD_CLIENT_PORT" && -n "$APISERVER_PORT" ]] ||
+    die "$RUN_FILE records no ports: a cluster started before stop-apiserver existed; restart it"
+  ! kill -0 "$APISERVER_PID" 2>/dev/null || die "kube-apiserver ($APISERVER_PID) is running: stop-apiserver first"
+  BIN_DIR="$RUN_BIN_DIR" K8S_VERSION="$RUN_K8S_VERSION"
+  local started=$SECONDS
+  start_apiserver_process "$ETCD_CLIENT_PORT" "$APISERVER_PORT" "$TMP_DIR" || die "kube-apiserver did not start again"
+  log "kube-apiserver ready again in $((SECONDS - started))s"
 }
 
 DISABLED_ADMISSION="$(
@@ -350,6 +399,12 @@ start) start ;;
 stop) stop ;;
 status) status ;;
 test-env) test_env ;;
+stop-apiserver) stop_apiserver ;;
+start-apiserver) start_apiserver ;;
+restart-apiserver)
+  stop_apiserver
+  start_apiserver
+  ;;
 _start_once)
   select_version
   start_once

@@ -28,8 +28,10 @@
 #                                   X.Y.Z, image $IMAGE_REPO:VERSION
 #   crd-upgrade-safety-webhook.yaml the webhook's install (examples/webhook), its
 #                                   image ghcr.io/crdsafety/kapp:VERSION ($IMAGE_REPO)
-#   crd-upgrade-safety-webhook-cert-manager.yaml, crd-upgrade-safety-webhook-waiver-policy.yaml
-#                                   examples/webhook-cert-manager, examples/webhook-waiver-policy
+#   crd-upgrade-safety-webhook-cert-manager.yaml, crd-upgrade-safety-webhook-waiver-policy.yaml,
+#   crd-upgrade-safety-webhook-broad-rbac.yaml
+#                                   examples/webhook-cert-manager, examples/webhook-waiver-policy,
+#                                   examples/webhook-broad-rbac
 #   checksums.txt                   sha256sum of all of the above (image/ through its
 #                                   index.json, which names every blob by digest;
 #                                   the bundles likewise)
@@ -229,6 +231,7 @@ fi
 manifests examples/webhook "$OUT/crd-upgrade-safety-webhook.yaml"
 manifests examples/webhook-cert-manager "$OUT/crd-upgrade-safety-webhook-cert-manager.yaml"
 manifests examples/webhook-waiver-policy "$OUT/crd-upgrade-safety-webhook-waiver-policy.yaml"
+manifests examples/webhook-broad-rbac "$OUT/crd-upgrade-safety-webhook-broad-rbac.yaml"
 grep -q "$IMAGE_REPO:$VERSION" "$OUT/crd-upgrade-safety-webhook.yaml" ||
   die "examples/webhook names no image $IMAGE_PLACEHOLDER to set"
 

@@ -109,6 +109,8 @@ func newEnv(bin, kc string) (*env, error) {
 // a kapp app of its own, so tests run in parallel and reruns never collide.
 type names struct {
 	Plural, Singular, Kind, CRD, App string
+	// Group, when set, is the CRD's group instead of e2e.example.com.
+	Group string
 }
 
 var nonAlnum = regexp.MustCompile(`[^a-z0-9]+`)
@@ -137,7 +139,11 @@ func newNames(t *testing.T) names {
 }
 
 func (n names) gvr(version string) schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: group, Version: version, Resource: n.Plural}
+	g := group
+	if n.Group != "" {
+		g = n.Group
+	}
+	return schema.GroupVersionResource{Group: g, Version: version, Resource: n.Plural}
 }
 
 // render reads a testdata template and fills in the test's names.

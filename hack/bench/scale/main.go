@@ -15,6 +15,7 @@
 //	scale live ...      see live.go
 //	scale offline ...   see offline.go
 //	scale webhook ...   see webhook.go
+//	scale soak ...      see soak.go (hack/soak-webhook.sh)
 package main
 
 import (
@@ -35,6 +36,7 @@ func main() {
 		"live":    live,
 		"offline": offline,
 		"webhook": webhookBench,
+		"soak":    soak,
 	}
 	cmd, ok := cmds[os.Args[1]]
 	if !ok {
@@ -47,6 +49,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: scale grow|change|app|memory|deploy|live|offline|webhook [flags] (see hack/bench/scale/main.go)")
+	fmt.Fprintln(os.Stderr, "usage: scale grow|change|app|memory|deploy|live|offline|webhook|soak [flags] (see hack/bench/scale/main.go)")
 	os.Exit(2)
 }

@@ -63,6 +63,9 @@ func NewKappCmd(o *kappcmd.KappOptions, confUI *ui.ConfUI, configFactory cmdcore
 	toolsCmd.AddCommand(safetyCmd)
 	configureAdded(safetyCmd, o, confUI, configFactory, depsFactory)
 	webhookCmd := tools.NewCRDUpgradeSafetyWebhookCmd(tools.NewCRDUpgradeSafetyWebhookOptions(confUI, depsFactory), flagsFactory)
+	webhookCmd.AddCommand(tools.NewCRDUpgradeSafetyWebhookRBACCmd(tools.NewCRDUpgradeSafetyWebhookRBACOptions(confUI, depsFactory), flagsFactory))
+	// The server takes no arguments (a word that is no subcommand is an error).
+	webhookCmd.Args = cobra.NoArgs
 	toolsCmd.AddCommand(webhookCmd)
 	configureAdded(webhookCmd, o, confUI, configFactory, depsFactory)
 	migrateCmd := tools.NewCRDMigrateStorageCmd(tools.NewCRDMigrateStorageOptions(confUI, depsFactory), flagsFactory)

@@ -10,6 +10,7 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
+	"github.com/crdsafety/kapp/pkg/kapp/kube"
 	"github.com/crdsafety/kapp/pkg/kapp/report"
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -53,6 +54,17 @@ func TestFailModeUnreadableStoredObjects(t *testing.T) {
 			require.Contains(t, line, "(failMode "+string(tc.failMode)+")")
 		})
 	}
+
+	t.Run("a read the role does not allow is not the conversion webhook's failure", func(t *testing.T) {
+		cfg := config.Default()
+		plan := evaluation.Plan{Pairs: []evaluation.Pair{{
+			Old: withWebhook(testcrd.MustCRD(t, testcrd.OldCRD)), New: withWebhook(testcrd.MustCRD(t, testcrd.SafeCRD))}}}
+		forbidden := &kube.ForbiddenError{Group: "example.com", Resource: "widgets", Verb: "list", Err: errors.New("403")}
+		_, err := evaluation.Run(context.Background(), evaluation.Request{Plan: plan, Settings: &cfg,
+			Cluster: func() (evaluation.Cluster, error) { return &evaluationtest.Cluster{Err: forbidden}, nil }})
+		var fe *kube.ForbiddenError
+		require.ErrorAs(t, err, &fe, "the run fails with the missing rule, failMode decides in the webhook")
+	})
 
 	t.Run("no conversion webhook: the run fails under either failMode", func(t *testing.T) {
 		cfg := config.Default()

@@ -2,6 +2,7 @@ package evaluation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
@@ -141,7 +142,7 @@ func readManagedFields(ctx context.Context, pair Pair, cfg *config.Settings, clu
 		return nil, fmt.Errorf("listing %s of CRD %s for their managedFields: %w", pair.Old.Spec.Names.Plural, pair.New.Name, de)
 	}
 	if err != nil {
-		if webhook := conversionService(pair.Old); webhook != "" {
+		if webhook := conversionService(pair.Old); webhook != "" && !forbidden(err) {
 			return crdupgradesafety.Unreadable(pair.New.Name, version, webhook, err, cfg), nil
 		}
 		return nil, fmt.Errorf("checking the managedFields of custom resources of CRD %s: %w", pair.New.Name, err)
@@ -188,7 +189,7 @@ func readStoredObjects(ctx context.Context, pair Pair, pairFindings []crdupgrade
 			return nil, nil, fmt.Errorf("listing %s of CRD %s at version %s: %w", pair.Old.Spec.Names.Plural, pair.New.Name, version, de)
 		}
 		if err != nil {
-			if webhook := conversionService(pair.Old); webhook != "" {
+			if webhook := conversionService(pair.Old); webhook != "" && !forbidden(err) {
 				findings = append(findings, crdupgradesafety.Unreadable(pair.New.Name, version, webhook, err, cfg)...)
 				continue
 			}
@@ -200,6 +201,13 @@ func readStoredObjects(ctx context.Context, pair Pair, pairFindings []crdupgrade
 		impacts = append(impacts, reader.Result())
 	}
 	return impacts, findings, nil
+}
+
+// forbidden reports whether err is a read the client may not make (RBAC):
+// a failure of the reader's role, not of the CRD's conversion webhook.
+func forbidden(err error) bool {
+	var fe *kube.ForbiddenError
+	return errors.As(err, &fe)
 }
 
 // conversionService names the conversion webhook of a CRD ("namespace/name"

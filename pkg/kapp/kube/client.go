@@ -103,7 +103,7 @@ func (c *Client) GetCRDs(ctx context.Context, names []string) (map[string]*apiex
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
-			return &GetCRDError{Name: names[i], Err: err}
+			return &GetCRDError{Name: names[i], Err: forbidden(err, crdGVR, "get")}
 		}
 		crd := &apiextv1.CustomResourceDefinition{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, crd); err != nil {
@@ -183,7 +183,7 @@ func (c *Client) listPage(ctx context.Context, gvr schema.GroupVersionResource, 
 	if c.REST == nil {
 		list, err := c.Client.Resource(gvr).List(ctx, opts)
 		if err != nil {
-			return nil, "", err
+			return nil, "", forbidden(err, gvr, "list")
 		}
 		objs := make([]map[string]any, len(list.Items))
 		for i := range list.Items {
@@ -199,7 +199,7 @@ func (c *Client) listPage(ctx context.Context, gvr schema.GroupVersionResource, 
 	}
 	raw, err := req.Do(ctx).Raw()
 	if err != nil {
-		return nil, "", err
+		return nil, "", forbidden(err, gvr, "list")
 	}
 	var page struct {
 		Metadata struct {
@@ -221,10 +221,11 @@ func (c *Client) CountCustomResources(ctx context.Context, crd *apiextv1.CustomR
 	if version == "" {
 		return 0, fmt.Errorf("counting custom resources of CRD %s: no served version to list them at", crd.Name)
 	}
-	ri := c.Client.Resource(CustomResourceGVR(crd, version))
+	gvr := CustomResourceGVR(crd, version)
+	ri := c.Client.Resource(gvr)
 	list, err := ri.List(ctx, metav1.ListOptions{Limit: 1})
 	if err != nil {
-		return 0, fmt.Errorf("counting custom resources of CRD %s: %w", crd.Name, err)
+		return 0, fmt.Errorf("counting custom resources of CRD %s: %w", crd.Name, forbidden(err, gvr, "list"))
 	}
 	n := len(list.Items)
 	if list.GetContinue() == "" {
@@ -237,7 +238,7 @@ func (c *Client) CountCustomResources(ctx context.Context, crd *apiextv1.CustomR
 	for opts.Continue != "" {
 		list, err = ri.List(ctx, opts)
 		if err != nil {
-			return 0, fmt.Errorf("counting custom resources of CRD %s: %w", crd.Name, err)
+			return 0, fmt.Errorf("counting custom resources of CRD %s: %w", crd.Name, forbidden(err, gvr, "list"))
 		}
 		n += len(list.Items)
 		opts.Continue = list.GetContinue()

@@ -203,3 +203,49 @@ func TestServerVersion(t *testing.T) {
 	_, err := (&kube.Client{}).ServerVersion(context.Background())
 	require.ErrorContains(t, err, "no discovery client")
 }
+
+// TestForbiddenIsTyped: a 403 from the apiserver on each read the webhook
+// makes comes back as a *kube.ForbiddenError naming the rule it lacks.
+func TestForbiddenIsTyped(t *testing.T) {
+	crd := testcrd.MustCRD(t, testcrd.OldCRD)
+	for _, tc := range []struct {
+		name    string
+		viaREST bool
+		read    func(c *kube.Client) error
+		want    kube.ForbiddenError
+	}{
+		{name: "list custom resources", read: func(c *kube.Client) error {
+			return c.ListCustomResources(context.Background(), crd, "v1", func([]map[string]any) error { return nil })
+		}, want: kube.ForbiddenError{Group: "example.com", Resource: "widgets", Verb: "list"}},
+		{name: "list custom resources via REST", viaREST: true, read: func(c *kube.Client) error {
+			return c.ListCustomResources(context.Background(), crd, "v1", func([]map[string]any) error { return nil })
+		}, want: kube.ForbiddenError{Group: "example.com", Resource: "widgets", Verb: "list"}},
+		{name: "count custom resources", read: func(c *kube.Client) error {
+			_, err := c.CountCustomResources(context.Background(), crd)
+			return err
+		}, want: kube.ForbiddenError{Group: "example.com", Resource: "widgets", Verb: "list"}},
+		{name: "get CRDs", read: func(c *kube.Client) error {
+			_, err := c.GetCRDs(context.Background(), []string{crd.Name})
+			return err
+		}, want: kube.ForbiddenError{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Verb: "get"}},
+		{name: "list StorageVersionMigrations", read: func(c *kube.Client) error {
+			_, err := c.ListStorageVersionMigrations(context.Background())
+			return err
+		}, want: kube.ForbiddenError{Group: "storagemigration.k8s.io", Resource: "storageversionmigrations", Verb: "list"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			api := &kubetest.APIServer{T: t, Forbidden: true, ViaREST: tc.viaREST}
+			err := tc.read(api.Start())
+			var fe *kube.ForbiddenError
+			require.ErrorAs(t, err, &fe)
+			require.Equal(t, tc.want, kube.ForbiddenError{Group: fe.Group, Resource: fe.Resource, Verb: fe.Verb})
+			require.True(t, apierrors.IsForbidden(err), "the apiserver's error stays the cause")
+		})
+	}
+	// Any other failure is not one.
+	api := &kubetest.APIServer{T: t}
+	err := api.Start().ListCustomResources(context.Background(), crd, "v2", func([]map[string]any) error { return nil })
+	require.Error(t, err)
+	var fe *kube.ForbiddenError
+	require.False(t, errors.As(err, &fe), "a 404 is not a missing permission: %v", err)
+}

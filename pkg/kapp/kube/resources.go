@@ -2,9 +2,12 @@ package kube
 
 import (
 	"context"
+	"fmt"
 
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 )
@@ -77,7 +80,7 @@ func (m StorageVersionMigrations) Delete(ctx context.Context, name string) error
 func (c *Client) ListStorageVersionMigrations(ctx context.Context) ([]unstructured.Unstructured, error) {
 	list, err := c.Client.Resource(StorageVersionMigrationResource).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, err
+		return nil, forbidden(err, StorageVersionMigrationResource, "list")
 	}
 	return list.Items, nil
 }
@@ -86,4 +89,27 @@ func (c *Client) ListStorageVersionMigrations(ctx context.Context) ([]unstructur
 // resourceVersion turns a concurrent change into a Conflict error.
 func (c *Client) UpdateCRD(ctx context.Context, crd *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	return c.Client.Resource(CRDResource).Update(ctx, crd, metav1.UpdateOptions{})
+}
+
+// ListCRDs lists every CRD of the cluster, in pages (`kapp tools
+// crd-upgrade-safety-webhook rbac`).
+func (c *Client) ListCRDs(ctx context.Context) ([]apiextv1.CustomResourceDefinition, error) {
+	var crds []apiextv1.CustomResourceDefinition
+	opts := metav1.ListOptions{Limit: 100}
+	for {
+		list, err := c.Client.Resource(CRDResource).List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("listing CRDs: %w", forbidden(err, CRDResource, "list"))
+		}
+		for i := range list.Items {
+			var crd apiextv1.CustomResourceDefinition
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, &crd); err != nil {
+				return nil, fmt.Errorf("decoding CRD %s: %w", list.Items[i].GetName(), err)
+			}
+			crds = append(crds, crd)
+		}
+		if opts.Continue = list.GetContinue(); opts.Continue == "" {
+			return crds, nil
+		}
+	}
 }

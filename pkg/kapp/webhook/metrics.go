@@ -39,10 +39,13 @@ const (
 // crd_upgrade_safety_webhook_failures_total).
 const (
 	CauseAPIError = "api_error"
-	CauseTimeout  = "timeout"
-	CausePanic    = "panic"
-	CauseDecode   = "decode"
-	CauseOther    = "other"
+	// CauseForbidden: the webhook's role may not make a read the review
+	// needs (kube.ForbiddenError): regenerate the role.
+	CauseForbidden = "forbidden"
+	CauseTimeout   = "timeout"
+	CausePanic     = "panic"
+	CauseDecode    = "decode"
+	CauseOther     = "other"
 )
 
 // Metrics are the webhook's Prometheus metrics, in a registry of their
@@ -82,12 +85,12 @@ func NewMetrics(certs *CertReloader) *Metrics {
 		}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: metricPrefix + "failures_total",
-			Help: "Requests the webhook could not judge (failMode decides their answer; a request that does not decode is refused), by cause: api_error, timeout, panic, decode, other.",
+			Help: "Requests the webhook could not judge (failMode decides their answer; a request that does not decode is refused), by cause: api_error, forbidden, timeout, panic, decode, other.",
 		}, []string{"cause"}),
 	}
 	m.Registry.MustRegister(m.reviewDuration, m.findings, m.objectsRead, m.inFlight, m.failures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, c := range []string{CauseAPIError, CauseTimeout, CausePanic, CauseDecode, CauseOther} {
+	for _, c := range []string{CauseAPIError, CauseForbidden, CauseTimeout, CausePanic, CauseDecode, CauseOther} {
 		m.failures.WithLabelValues(c) // every cause present from the start, at 0: rate() sees the first failure
 	}
 	if certs != nil {
@@ -166,6 +169,7 @@ func failureCause(v verdict) string {
 	var status apierrors.APIStatus
 	var netErr net.Error
 	var clusterErr *clusterError
+	var forbidden *kube.ForbiddenError
 	switch {
 	case errors.Is(v.err, ErrPanic):
 		return CausePanic
@@ -173,6 +177,8 @@ func failureCause(v verdict) string {
 		return CauseTimeout
 	case errors.Is(v.err, errDecode):
 		return CauseDecode
+	case errors.As(v.err, &forbidden):
+		return CauseForbidden
 	case errors.As(v.err, &status), errors.As(v.err, &netErr), errors.As(v.err, &clusterErr):
 		return CauseAPIError
 	}

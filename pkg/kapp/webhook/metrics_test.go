@@ -19,9 +19,12 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
+	"github.com/crdsafety/kapp/pkg/kapp/kube"
 	"github.com/crdsafety/kapp/pkg/kapp/webhook/webhooktest"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // scrape returns the text exposition of h.
@@ -108,6 +111,20 @@ func TestMetricsDecodeCauses(t *testing.T) {
 	require.False(t, resp.Allowed)
 	require.Contains(t, resp.Result.Message, "the request has no oldObject")
 	require.Contains(t, scrape(t, m.Handler()), `crd_upgrade_safety_webhook_failures_total{cause="decode"} 1`+"\n")
+}
+
+// TestMetricsForbiddenCause: a read the role does not allow counts as
+// cause forbidden, not api_error: the alert is "regenerate the role".
+func TestMetricsForbiddenCause(t *testing.T) {
+	m := NewMetrics(nil)
+	r, _ := reviewer(t, nil, &evaluationtest.Cluster{Err: &kube.ForbiddenError{Group: "example.com", Resource: "widgets", Verb: "list",
+		Err: apierrors.NewForbidden(schema.GroupResource{Group: "example.com", Resource: "widgets"}, "", errors.New("RBAC"))}})
+	r.Metrics = m
+	resp := r.Review(context.Background(), request(t, admissionv1.Update, testcrd.SafeCRD, testcrd.OldCRD))
+	require.False(t, resp.Allowed)
+	text := scrape(t, m.Handler())
+	require.Contains(t, text, `crd_upgrade_safety_webhook_failures_total{cause="forbidden"} 1`+"\n")
+	require.Contains(t, text, `crd_upgrade_safety_webhook_failures_total{cause="api_error"} 0`+"\n")
 }
 
 func TestMetricsCertificateExpiry(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
+	"github.com/crdsafety/kapp/pkg/kapp/kube"
 	"github.com/crdsafety/kapp/pkg/kapp/report"
 	admissionv1 "k8s.io/api/admission/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -309,14 +310,26 @@ func (r *Reviewer) respond(req *admissionv1.AdmissionRequest, v verdict) *admiss
 		return deny(resp, fmt.Sprintf("%s denied the %s: %v", config.CheckName, subject, v.err))
 	case v.err != nil:
 		cause, _ := report.ShortenMessage(v.err.Error(), 1024)
-		if v.late {
+		var more []string
+		var fe *kube.ForbiddenError
+		switch {
+		case errors.As(v.err, &fe):
+			// A read the webhook's role does not allow: the rule it lacks
+			// and the command that regenerates the role.
+			parts := report.MissingRule(fe.Group, fe.Resource, fe.Verb)
+			cause, more = parts[0], parts[1:]
+		case v.late:
 			cause = "the live checks did not finish in time (the apiserver's timeout for this webhook, less a margin, or liveChecksTimeout): " + cause
 		}
 		if r.Settings.FailMode == config.FailModeOpen {
 			resp.Warnings = []string{report.AdmissionWarning(fmt.Sprintf("could not check the %s, allowed under failMode open: %s", subject, cause))}
+			for _, m := range more {
+				resp.Warnings = append(resp.Warnings, report.AdmissionWarning(m))
+			}
 			return resp
 		}
-		return deny(resp, fmt.Sprintf("%s could not check the %s, denied under failMode closed: %s", config.CheckName, subject, cause))
+		return deny(resp, fmt.Sprintf("%s could not check the %s, denied under failMode closed: %s", config.CheckName, subject,
+			strings.Join(append([]string{cause}, more...), "; ")))
 	}
 	denial, warnings := report.Admission(v.findings)
 	resp.Warnings = warnings

@@ -12,11 +12,15 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
+	"github.com/crdsafety/kapp/pkg/kapp/kube"
+	"github.com/crdsafety/kapp/pkg/kapp/report"
 	"github.com/crdsafety/kapp/pkg/kapp/webhook/webhooktest"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // reviewer returns a Reviewer with the settings of raw (as a settings file
@@ -270,6 +274,28 @@ func TestReviewCannotJudge(t *testing.T) {
 		require.True(t, resp.Allowed)
 		require.Equal(t, []string{"CRDUpgradeSafety: could not check the update of CRD widgets.example.com, allowed under failMode open: " +
 			"checking existing custom resources of CRD widgets.example.com: connection refused"}, resp.Warnings)
+	})
+	forbidden := &kube.ForbiddenError{Group: "example.com", Resource: "widgets", Verb: "list",
+		Err: apierrors.NewForbidden(schema.GroupResource{Group: "example.com", Resource: "widgets"}, "", errors.New("RBAC: no rule"))}
+	t.Run("forbidden, closed", func(t *testing.T) {
+		r, _ := reviewer(t, nil, &evaluationtest.Cluster{Err: forbidden})
+		resp := r.Review(context.Background(), unsafe)
+		require.False(t, resp.Allowed)
+		require.Equal(t, "CRDUpgradeSafety could not check the update of CRD widgets.example.com, denied under failMode closed: "+
+			"the webhook may not list widgets.example.com (403 Forbidden from the apiserver); "+
+			`its ClusterRole lacks the rule {apiGroups: ["example.com"], resources: ["widgets"], verbs: ["list"]}; `+
+			"regenerate the role for the cluster's CRDs and apply it: "+report.WebhookRBACCommand, resp.Result.Message)
+	})
+	t.Run("forbidden, open", func(t *testing.T) {
+		r, _ := reviewer(t, map[string]any{"failMode": "open"}, &evaluationtest.Cluster{Err: fmt.Errorf("wrapped: %w", forbidden)})
+		resp := r.Review(context.Background(), unsafe)
+		require.True(t, resp.Allowed)
+		require.Equal(t, []string{
+			"CRDUpgradeSafety: could not check the update of CRD widgets.example.com, allowed under failMode open: " +
+				"the webhook may not list widgets.example.com (403 Forbidden from the apiserver)",
+			`CRDUpgradeSafety: its ClusterRole lacks the rule {apiGroups: ["example.com"], resources: ["widgets"], verbs: ["list"]}`,
+			"CRDUpgradeSafety: regenerate the role for the cluster's CRDs and apply it: " + report.WebhookRBACCommand,
+		}, resp.Warnings)
 	})
 	t.Run("deadline", func(t *testing.T) {
 		r, _ := reviewer(t, nil, nil)

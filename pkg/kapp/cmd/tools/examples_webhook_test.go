@@ -98,13 +98,19 @@ func TestWebhookExample(t *testing.T) {
 	require.Equal(t, 1, pdb.Spec.MinAvailable.IntValue())
 	require.Equal(t, dep.Spec.Selector.MatchLabels, pdb.Spec.Selector.MatchLabels)
 
-	// Read-only: no verb that writes.
+	// Read-only: no verb that writes. Least privilege: CRDs and
+	// StorageVersionMigrations only, no wildcard, no other built-in
+	// resource (the custom resources come from `... rbac`).
 	var role rbacv1.ClusterRole
 	one("ClusterRole", &role)
 	for _, r := range role.Rules {
 		for _, v := range r.Verbs {
 			require.Contains(t, []string{"get", "list", "watch"}, v, "rule %v", r)
 		}
+		require.Len(t, r.APIGroups, 1, "rule %v", r)
+		require.Len(t, r.Resources, 1, "rule %v", r)
+		require.Contains(t, []string{"apiextensions.k8s.io/customresourcedefinitions", "storagemigration.k8s.io/storageversionmigrations"},
+			r.APIGroups[0]+"/"+r.Resources[0], "rule %v", r)
 	}
 
 	var vwc admissionregistrationv1.ValidatingWebhookConfiguration

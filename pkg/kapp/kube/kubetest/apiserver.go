@@ -43,6 +43,9 @@ type APIServer struct {
 	ViaREST bool
 	// VersionReads counts the GETs of /version (it answers 1.37).
 	VersionReads int
+	// Forbidden: every request other than /version is refused with 403
+	// Forbidden, as RBAC refuses a request the identity may not make.
+	Forbidden bool
 
 	mu    sync.Mutex
 	lists []ListRequest
@@ -81,6 +84,9 @@ func (s *APIServer) serve(w http.ResponseWriter, r *http.Request) {
 		s.VersionReads++
 		s.mu.Unlock()
 		writeJSON(w, http.StatusOK, map[string]any{"major": "1", "minor": "37", "gitVersion": "v1.37.2"})
+	case s.Forbidden:
+		writeJSON(w, http.StatusForbidden, map[string]any{"kind": "Status", "apiVersion": "v1", "status": "Failure",
+			"reason": "Forbidden", "code": 403, "message": "forbidden: User \"system:serviceaccount:x:y\" cannot " + r.Method + " " + r.URL.Path})
 	case r.URL.Path == "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com":
 		if s.StallGets {
 			<-r.Context().Done()

@@ -1,0 +1,192 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	cmdcore "carvel.dev/kapp/pkg/kapp/cmd/core"
+	"github.com/cppforlife/go-cli-ui/ui"
+	"github.com/crdsafety/kapp/pkg/kapp/inputs"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
+	"github.com/crdsafety/kapp/pkg/kapp/preflight"
+	"github.com/spf13/cobra"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// The defaults of `kapp tools crd-upgrade-safety-webhook rbac`: the names of
+// the install (examples/webhook).
+const (
+	DefaultWebhookNamespace      = "crd-upgrade-safety"
+	DefaultWebhookServiceAccount = "crd-upgrade-safety-webhook"
+	DefaultWebhookRBACName       = "crd-upgrade-safety-webhook-custom-resources"
+)
+
+// CRDUpgradeSafetyWebhookRBACFlags name the CRDs (files, or the cluster's)
+// and the webhook's identity.
+type CRDUpgradeSafetyWebhookRBACFlags struct {
+	Files          []string
+	Namespace      string
+	ServiceAccount string
+	Name           string
+}
+
+func (s *CRDUpgradeSafetyWebhookRBACFlags) Set(cmd *cobra.Command) {
+	cmd.Flags().StringSliceVarP(&s.Files, "file", "f", nil,
+		"Set file whose CRDs the role covers, instead of the cluster's (format: /tmp/foo, https://..., -) (can repeat)")
+	cmd.Flags().StringVar(&s.Namespace, "namespace", DefaultWebhookNamespace, "Set namespace of the webhook's service account")
+	cmd.Flags().StringVar(&s.ServiceAccount, "service-account", DefaultWebhookServiceAccount, "Set name of the webhook's service account")
+	cmd.Flags().StringVar(&s.Name, "name", DefaultWebhookRBACName, "Set name of the ClusterRole and ClusterRoleBinding")
+}
+
+type CRDUpgradeSafetyWebhookRBACOptions struct {
+	ui          ui.UI
+	depsFactory cmdcore.DepsFactory
+
+	RBACFlags CRDUpgradeSafetyWebhookRBACFlags
+
+	// listCRDs lists the cluster's CRDs; nil uses kapp's clients (tests
+	// set it).
+	listCRDs func(ctx context.Context) ([]apiextv1.CustomResourceDefinition, error)
+}
+
+func NewCRDUpgradeSafetyWebhookRBACOptions(ui ui.UI, depsFactory cmdcore.DepsFactory) *CRDUpgradeSafetyWebhookRBACOptions {
+	return &CRDUpgradeSafetyWebhookRBACOptions{ui: ui, depsFactory: depsFactory}
+}
+
+func NewCRDUpgradeSafetyWebhookRBACCmd(o *CRDUpgradeSafetyWebhookRBACOptions, _ cmdcore.FlagsFactory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "rbac",
+		Short: "Print the ClusterRole and binding that let the webhook list the custom resources of the cluster's CRDs",
+		Long: `Print, as YAML, a ClusterRole that allows list on the custom resources of every
+CRD of the cluster (or of the --file inputs), one rule per API group, sorted, and
+a ClusterRoleBinding of it to the webhook's service account.
+
+The install of examples/webhook grants the webhook only the reads of CRDs (and of
+StorageVersionMigrations): no Secret, no ConfigMap, no built-in resource. A review
+lists the custom resources of the CRD it judges (existingResources, crdDeletion,
+managedFields), which this role allows. Apply it beside the install, and again
+whenever CRDs are added: a review that needs a group the role lacks is answered
+by failMode (closed: denied) with the missing rule and this command.
+
+  kapp tools crd-upgrade-safety-webhook rbac | kapp deploy -a crd-upgrade-safety-rbac -f - -y
+
+See docs/webhook.md, "Least privilege".`,
+		RunE: func(_ *cobra.Command, _ []string) error { return o.Run() },
+		Example: `
+  # The role for the CRDs of the cluster, applied as its own kapp app
+  kapp tools crd-upgrade-safety-webhook rbac | kapp deploy -a crd-upgrade-safety-rbac -f - -y
+
+  # The role for the CRDs of a repository (GitOps), for an install in another namespace
+  kapp tools crd-upgrade-safety-webhook rbac -f config/crds/ --namespace webhooks > webhook-rbac.yaml`,
+	}
+	o.RBACFlags.Set(cmd)
+	return cmd
+}
+
+func (o *CRDUpgradeSafetyWebhookRBACOptions) Run() error {
+	f := o.RBACFlags
+	for _, v := range []struct{ flag, value string }{{"--namespace", f.Namespace}, {"--service-account", f.ServiceAccount}, {"--name", f.Name}} {
+		if strings.TrimSpace(v.value) == "" {
+			return fmt.Errorf("expected %s to name an object, got an empty name", v.flag)
+		}
+	}
+	if stdinCount(f.Files) > 1 {
+		return fmt.Errorf("expected standard input (-) at most once among --file")
+	}
+	var crds []apiextv1.CustomResourceDefinition
+	source := "the cluster"
+	if len(f.Files) > 0 {
+		set, err := inputs.Load(f.Files, "input")
+		if err != nil {
+			return fmt.Errorf("reading CRDs: %w", err)
+		}
+		if len(set.CRDs) == 0 {
+			return fmt.Errorf("%w: the --file inputs (%s) hold no apiextensions.k8s.io/v1 CustomResourceDefinition",
+				inputs.ErrInvalidInput, strings.Join(f.Files, ", "))
+		}
+		for _, c := range set.CRDs {
+			crds = append(crds, *c.CRD)
+		}
+		source = "the files " + strings.Join(f.Files, ", ")
+	} else {
+		list := o.listCRDs
+		if list == nil {
+			c, err := preflight.KubeClientFromDeps(o.depsFactory)
+			if err != nil {
+				return err
+			}
+			list = c.ListCRDs
+		}
+		var err error
+		if crds, err = list(context.Background()); err != nil {
+			return err
+		}
+	}
+	out, err := WebhookRBAC(crds, source, f.Namespace, f.ServiceAccount, f.Name)
+	if err != nil {
+		return err
+	}
+	o.ui.PrintBlock(out)
+	return nil
+}
+
+// WebhookRBAC is the YAML of the ClusterRole that allows list on the custom
+// resources of crds (a rule per group, groups and resources sorted) and of
+// its ClusterRoleBinding to the service account namespace/serviceAccount,
+// both called name; source says where the CRDs come from, in a comment.
+func WebhookRBAC(crds []apiextv1.CustomResourceDefinition, source, namespace, serviceAccount, name string) ([]byte, error) {
+	byGroup := map[string][]string{}
+	for _, crd := range crds {
+		g, r := crd.Spec.Group, crd.Spec.Names.Plural
+		if r == "" {
+			return nil, fmt.Errorf("crd %s: expected spec.names.plural", crd.Name)
+		}
+		if !slices.Contains(byGroup[g], r) {
+			byGroup[g] = append(byGroup[g], r)
+		}
+	}
+	groups := make([]string, 0, len(byGroup))
+	for g := range byGroup {
+		groups = append(groups, g)
+	}
+	slices.Sort(groups)
+	rules := make([]any, 0, len(groups))
+	for _, g := range groups {
+		slices.Sort(byGroup[g])
+		rules = append(rules, map[string]any{"apiGroups": []string{g}, "resources": byGroup[g], "verbs": []string{"list"}})
+	}
+	labels := map[string]any{"app.kubernetes.io/name": DefaultWebhookServiceAccount}
+	role := map[string]any{
+		"apiVersion": "rbac.authorization.k8s.io/v1",
+		"kind":       "ClusterRole",
+		"metadata":   map[string]any{"name": name, "labels": labels},
+		"rules":      rules,
+	}
+	binding := map[string]any{
+		"apiVersion": "rbac.authorization.k8s.io/v1",
+		"kind":       "ClusterRoleBinding",
+		"metadata":   map[string]any{"name": name, "labels": labels},
+		"roleRef":    map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+		"subjects":   []any{map[string]any{"kind": "ServiceAccount", "name": serviceAccount, "namespace": namespace}},
+	}
+	var b strings.Builder
+	b.WriteString("# The custom resources the CRDUpgradeSafety webhook may list (docs/webhook.md,\n")
+	fmt.Fprintf(&b, "# \"Least privilege\"): %d %s in %d API %s, of %s.\n", len(crds), plural.Of(len(crds), "CRD", "CRDs"),
+		len(groups), plural.Of(len(groups), "group", "groups"), source)
+	b.WriteString("# Generated by `kapp tools crd-upgrade-safety-webhook rbac`: apply it beside the\n")
+	b.WriteString("# install, and again when CRDs are added.\n")
+	for i, obj := range []any{role, binding} {
+		data, err := yaml.Marshal(obj)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the %s: %w", []string{"ClusterRole", "ClusterRoleBinding"}[i], err)
+		}
+		if i > 0 {
+			b.WriteString("---\n")
+		}
+		b.Write(data)
+	}
+	return []byte(b.String()), nil
+}
