@@ -404,8 +404,21 @@ func TestInstallRenderValues(t *testing.T) {
 			helmSet: []string{"rbac.extraRules[0].apiGroups[0]=example.com", "rbac.extraRules[0].resources[0]=widgets", "rbac.extraRules[0].verbs[0]=get"},
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {
 				rules, _, _ := unstructured.NestedSlice(byKind(t, objs, "ClusterRole", "").Object, "rules")
-				require.Len(t, rules, 4)
-				require.Equal(t, []any{"example.com"}, rules[3].(map[string]any)["apiGroups"])
+				require.Len(t, rules, 3)
+				require.Equal(t, []any{"example.com"}, rules[2].(map[string]any)["apiGroups"])
+			}},
+		{name: "custom resource rules: a second role, bound to the service account",
+			yttYAML: []string{"rbac.customResourceRules=[{apiGroups: [example.com], resources: [gadgets, widgets], verbs: [list]}]"},
+			helmSet: []string{"rbac.customResourceRules[0].apiGroups[0]=example.com", "rbac.customResourceRules[0].resources[0]=gadgets",
+				"rbac.customResourceRules[0].resources[1]=widgets", "rbac.customResourceRules[0].verbs[0]=list"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				requireRole(t, objs, "crd-upgrade-safety-webhook-custom-resources",
+					[]any{map[string]any{"apiGroups": []any{"example.com"}, "resources": []any{"gadgets", "widgets"}, "verbs": []any{"list"}}})
+			}},
+		{name: "broad, by choice", values: map[string]string{}, yttYAML: []string{"rbac.broad=true"}, helmSet: []string{"rbac.broad=true"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				requireRole(t, objs, "crd-upgrade-safety-webhook-broad",
+					[]any{map[string]any{"apiGroups": []any{"*"}, "resources": []any{"*"}, "verbs": []any{"list"}}})
 			}},
 		{name: "name prefix", values: map[string]string{"namePrefix": "e2e"},
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {
@@ -453,6 +466,30 @@ func TestInstallRenderValues(t *testing.T) {
 			}
 		})
 	}
+}
+
+// requireRole asserts that objs hold the ClusterRole name with rules, and a
+// ClusterRoleBinding of it to the webhook's service account.
+func requireRole(t *testing.T, objs []*unstructured.Unstructured, name string, rules []any) {
+	t.Helper()
+	var role, binding *unstructured.Unstructured
+	for _, o := range objs {
+		switch {
+		case o.GetKind() == "ClusterRole" && o.GetName() == name:
+			role = o
+		case o.GetKind() == "ClusterRoleBinding" && o.GetName() == name:
+			binding = o
+		}
+	}
+	require.NotNilf(t, role, "no ClusterRole %s", name)
+	require.NotNilf(t, binding, "no ClusterRoleBinding %s", name)
+	got, _, _ := unstructured.NestedSlice(role.Object, "rules")
+	require.Equal(t, rules, got)
+	ref, _, _ := unstructured.NestedString(binding.Object, "roleRef", "name")
+	require.Equal(t, name, ref)
+	subjects, _, _ := unstructured.NestedSlice(binding.Object, "subjects")
+	require.Len(t, subjects, 1)
+	require.Equal(t, "crd-upgrade-safety-webhook", subjects[0].(map[string]any)["name"])
 }
 
 // TestInstallChartLint: `helm lint --strict` of the chart passes.
