@@ -59,12 +59,14 @@ type Handler struct {
 
 	slots  chan struct{}
 	panics atomic.Int64
+	// crds keeps the old CRDs of recent reviews decoded.
+	crds *crdCache
 }
 
 // NewHandler returns the handler of reviewer with at most maxInFlight
 // reviews evaluated at once.
 func NewHandler(reviewer *Reviewer, maxInFlight int) *Handler {
-	h := &Handler{Reviewer: reviewer, MaxInFlight: maxInFlight}
+	h := &Handler{Reviewer: reviewer, MaxInFlight: maxInFlight, crds: newCRDCache(DefaultCRDCacheBytes)}
 	if maxInFlight > 0 {
 		h.slots = make(chan struct{}, maxInFlight)
 	}
@@ -162,7 +164,7 @@ func (h *Handler) validate(w http.ResponseWriter, req *http.Request) {
 			waited = true
 		}
 	}
-	review, objs, err := decodeReview(body)
+	review, objs, err := decodeReview(body, h.crds)
 	if err != nil {
 		h.Reviewer.Metrics.failed(CauseDecode)
 		writeText(w, http.StatusBadRequest, err.Error())
@@ -202,12 +204,25 @@ type crdReview struct {
 }
 
 // decodeReview decodes an admission.k8s.io/v1 AdmissionReview with a
-// request that has a uid, and the request's objects as CRDs. When they do
-// not decode as CRDs, the review is decoded as it is and objs.err says why
-// (the review is then answered as one the webhook cannot judge).
-func decodeReview(body []byte) (*admissionv1.AdmissionReview, objects, error) {
-	var review *admissionv1.AdmissionReview
-	var objs objects
+// request that has a uid, and the request's objects as CRDs (the old one
+// from cache when it holds it: fastDecodeReview). When they do not decode
+// as CRDs, the review is decoded as it is and objs.err says why (the
+// review is then answered as one the webhook cannot judge).
+func decodeReview(body []byte, cache *crdCache) (*admissionv1.AdmissionReview, objects, error) {
+	review, objs, ok := fastDecodeReview(body, cache)
+	if !ok {
+		review, objs, ok = decodeReviewSlow(body)
+		if !ok {
+			return nil, objects{}, objs.err
+		}
+	}
+	return review, objs, checkReview(review)
+}
+
+// decodeReviewSlow is decodeReview with encoding/json (sigs.k8s.io/json),
+// for the bodies fastDecodeReview does not decode. When the body is not
+// JSON, ok is false and objs.err says why.
+func decodeReviewSlow(body []byte) (review *admissionv1.AdmissionReview, objs objects, ok bool) {
 	var typed crdReview
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, &typed); err == nil && typed.Request != nil {
 		review = &admissionv1.AdmissionReview{TypeMeta: typed.TypeMeta, Request: &typed.Request.AdmissionRequest}
@@ -221,23 +236,29 @@ func decodeReview(body []byte) (*admissionv1.AdmissionReview, objects, error) {
 	} else {
 		review = &admissionv1.AdmissionReview{}
 		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, review); err != nil {
-			return nil, objects{}, fmt.Errorf("decoding the AdmissionReview: %w", err)
+			return nil, objects{err: fmt.Errorf("decoding the AdmissionReview: %w", err)}, false
 		}
 		if review.Request != nil {
 			objs = objectsOf(review.Request)
 		}
 	}
+	return review, objs, true
+}
+
+// checkReview checks that a decoded review is an admission.k8s.io/v1
+// AdmissionReview with a request that has a uid.
+func checkReview(review *admissionv1.AdmissionReview) error {
 	gv := admissionv1.SchemeGroupVersion.String()
 	switch {
 	case review.APIVersion != gv || review.Kind != "AdmissionReview":
-		return nil, objects{}, fmt.Errorf("expected a %s AdmissionReview, got apiVersion %q kind %q (set admissionReviewVersions: [v1])",
+		return fmt.Errorf("expected a %s AdmissionReview, got apiVersion %q kind %q (set admissionReviewVersions: [v1])",
 			gv, review.APIVersion, review.Kind)
 	case review.Request == nil:
-		return nil, objects{}, errors.New("the AdmissionReview has no request")
+		return errors.New("the AdmissionReview has no request")
 	case review.Request.UID == "":
-		return nil, objects{}, errors.New("the AdmissionReview's request has no uid")
+		return errors.New("the AdmissionReview's request has no uid")
 	}
-	return review, objs, nil
+	return nil
 }
 
 // admissionTimeout is the timeout the apiserver gives the call: its
