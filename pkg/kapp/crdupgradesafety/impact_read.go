@@ -89,26 +89,7 @@ type objectValidator interface {
 func NewObjectReader(oldCRD, newCRD *apiextv1.CustomResourceDefinition, version, source string,
 	findings []Finding, cfg *config.Settings) (r *ObjectReader, err error) {
 
-	p := newPolicy(cfg, newCRD.Name)
-	r = &ObjectReader{source: source, kind: newCRD.Spec.Names.Kind, version: version, cfg: p.cfg, newCRD: newCRD,
-		oldPrunes: !oldCRD.Spec.PreserveUnknownFields, newPrunes: !newCRD.Spec.PreserveUnknownFields,
-		findings: findings, byField: map[schemapath.Path][]int{}, acc: map[int]*impactAcc{}, residual: p,
-		notes: newPolicy(cfg, newCRD.Name)}
-	for i, f := range findings {
-		switch {
-		case f.Check == config.CheckExistingResources || f.Version != version && f.Version != "":
-		case f.Field == "":
-			r.crdLevel = append(r.crdLevel, i)
-		default:
-			// A finding inside a combinator branch is about the field the
-			// branch constrains and the node that carries the combinator.
-			base, stripped := f.Field.SplitCombinators()
-			r.byField[stripped] = append(r.byField[stripped], i)
-			if base != stripped {
-				r.byField[base] = append(r.byField[base], i)
-			}
-		}
-	}
+	r = newReaderBase(newCRD, oldCRD.Spec.PreserveUnknownFields, version, source, findings, cfg)
 	defer func() {
 		if r != nil {
 			r.readChanges = r.oldS == nil || r.oldPrunes != r.newPrunes || readsDiffer(r.oldS, r.newS)
@@ -144,6 +125,51 @@ func NewObjectReader(oldCRD, newCRD *apiextv1.CustomResourceDefinition, version,
 		return nil, err
 	}
 	return r, nil
+}
+
+// NoObjectsRead is the Result of NewObjectReader's reader for the same
+// arguments that reads no object (a version without stored objects),
+// without building what reading an object needs (the structural schemas
+// and validators of both CRDs: most of the cost of a read of a large CRD's
+// version that has no objects). It does not check that the new CRD's
+// schema of version is structural: the apiserver refuses a CRD whose
+// schema is not (apiserverRejects offline), and with no object to read
+// nothing depends on it.
+func NoObjectsRead(newCRD *apiextv1.CustomResourceDefinition, version, source string,
+	findings []Finding, cfg *config.Settings) (VersionImpact, error) {
+
+	if versionsByName(newCRD)[version] == nil {
+		return VersionImpact{}, fmt.Errorf("crd %s has no version %s", newCRD.Name, version)
+	}
+	return newReaderBase(newCRD, false, version, source, findings, cfg).Result(), nil
+}
+
+// newReaderBase is an ObjectReader without its schemas: its findings
+// indexed by field.
+func newReaderBase(newCRD *apiextv1.CustomResourceDefinition, oldPreserves bool, version, source string,
+	findings []Finding, cfg *config.Settings) *ObjectReader {
+
+	p := newPolicy(cfg, newCRD.Name)
+	r := &ObjectReader{source: source, kind: newCRD.Spec.Names.Kind, version: version, cfg: p.cfg, newCRD: newCRD,
+		oldPrunes: !oldPreserves, newPrunes: !newCRD.Spec.PreserveUnknownFields,
+		findings: findings, byField: map[schemapath.Path][]int{}, acc: map[int]*impactAcc{}, residual: p,
+		notes: newPolicy(cfg, newCRD.Name)}
+	for i, f := range findings {
+		switch {
+		case f.Check == config.CheckExistingResources || f.Version != version && f.Version != "":
+		case f.Field == "":
+			r.crdLevel = append(r.crdLevel, i)
+		default:
+			// A finding inside a combinator branch is about the field the
+			// branch constrains and the node that carries the combinator.
+			base, stripped := f.Field.SplitCombinators()
+			r.byField[stripped] = append(r.byField[stripped], i)
+			if base != stripped {
+				r.byField[base] = append(r.byField[base], i)
+			}
+		}
+	}
+	return r
 }
 
 // crdView is how one CRD (the old or the new) judges the objects of a
