@@ -35,6 +35,8 @@ func main() {
 		"live":    live,
 		"offline": offline,
 		"webhook": webhookBench,
+		// The server of the webhook benchmark, in its own process.
+		"webhook-serve": webhookServe,
 	}
 	cmd, ok := cmds[os.Args[1]]
 	if !ok {

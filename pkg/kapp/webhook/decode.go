@@ -130,14 +130,16 @@ func unmarshalJSON(dec *jsontext.Decoder, s *apiextv1.JSON) error {
 }
 
 // fastReview is an AdmissionReview whose objects are kept as they are
-// (validated once with the rest of the body): the CRDs are decoded from
-// them, and the old CRD found in the cache by their hash.
+// (validated once with the rest of the body): the new CRD is decoded from
+// its object, the old one found in the cache by its hash or decoded.
 type fastReview struct {
 	metav1.TypeMeta `json:",inline"`
 	Request         *struct {
 		admissionv1.AdmissionRequest `json:",inline"`
-		Object                       jsontext.Value `json:"object,omitempty"`
-		OldObject                    jsontext.Value `json:"oldObject,omitempty"`
+		// The objects are kept as they are: their hashes are the key of
+		// the old CRD in the cache and of the review's flight.
+		Object    jsontext.Value `json:"object,omitempty"`
+		OldObject jsontext.Value `json:"oldObject,omitempty"`
 	} `json:"request,omitempty"`
 }
 
@@ -151,16 +153,23 @@ func fastDecodeReview(body []byte, cache *crdCache) (review *admissionv1.Admissi
 	}
 	req := &typed.Request.AdmissionRequest
 	var err error
+	key := sha256.New()
 	if isObject(typed.Request.Object) {
 		if objs.newCRD, err = decodeCRDFast(typed.Request.Object); err != nil {
 			return nil, objects{}, false
 		}
+		sum := sha256.Sum256(typed.Request.Object)
+		key.Write(sum[:])
 	}
+	key.Write([]byte{0})
 	if isObject(typed.Request.OldObject) {
-		if objs.oldCRD, err = cache.get(typed.Request.OldObject); err != nil {
+		var sum [sha256.Size]byte
+		if objs.oldCRD, sum, err = cache.get(typed.Request.OldObject); err != nil {
 			return nil, objects{}, false
 		}
+		key.Write(sum[:])
 	}
+	objs.key = string(key.Sum(nil))
 	if objs.newCRD != nil {
 		objs.err = checkCRD("object", objs.newCRD)
 	}
@@ -217,29 +226,30 @@ func newCRDCache(maxBytes int) *crdCache {
 }
 
 // get returns the CRD raw encodes, decoded once for every review of the
-// same bytes. A nil cache decodes every time.
-func (c *crdCache) get(raw []byte) (*apiextv1.CustomResourceDefinition, error) {
-	if c == nil || len(raw) > c.maxBytes {
-		return decodeCRDFast(raw)
-	}
+// same bytes, and the SHA-256 of raw. A nil cache decodes every time.
+func (c *crdCache) get(raw []byte) (*apiextv1.CustomResourceDefinition, [sha256.Size]byte, error) {
 	key := sha256.Sum256(raw)
+	if c == nil || len(raw) > c.maxBytes {
+		crd, err := decodeCRDFast(raw)
+		return crd, key, err
+	}
 	c.mu.Lock()
 	if e, ok := c.entries[key]; ok {
 		c.lru.MoveToFront(e)
 		c.hits++
 		c.mu.Unlock()
-		return e.Value.(*crdEntry).crd, nil
+		return e.Value.(*crdEntry).crd, key, nil
 	}
 	c.mu.Unlock()
 	crd, err := decodeCRDFast(raw)
 	if err != nil {
-		return nil, err
+		return nil, key, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.entries[key]; ok { // decoded meanwhile by another review
 		c.lru.MoveToFront(e)
-		return e.Value.(*crdEntry).crd, nil
+		return e.Value.(*crdEntry).crd, key, nil
 	}
 	c.entries[key] = c.lru.PushFront(&crdEntry{key: key, size: len(raw), crd: crd})
 	c.bytes += len(raw)
@@ -250,5 +260,5 @@ func (c *crdCache) get(raw []byte) (*apiextv1.CustomResourceDefinition, error) {
 		delete(c.entries, e.key)
 		c.bytes -= e.size
 	}
-	return crd, nil
+	return crd, key, nil
 }

@@ -144,6 +144,10 @@ func TestFastDecodeReviewMatches(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s: %v", op, slowObjs.err)
 		}
+		if fastObjs.key == "" {
+			t.Errorf("%s: no key", op)
+		}
+		fastObjs.key = "" // the slow path gives none: its reviews share nothing
 		if !equality.Semantic.DeepEqual(fastReview, slowReview) || !reflect.DeepEqual(fastObjs, slowObjs) {
 			t.Errorf("%s: decoded differently:\n%+v\n%+v", op, fastReview.Request, slowReview.Request)
 		}
@@ -171,22 +175,22 @@ func TestCRDCache(t *testing.T) {
 	crd.ResourceVersion = "2"
 	raw2 := mustJSON(t, crd)
 	c := newCRDCache(len(raw1) + len(raw2) - 1) // room for one
-	a, err := c.get(raw1)
+	a, _, err := c.get(raw1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := c.get(raw1)
+	b, _, _ := c.get(raw1)
 	if a != b || c.hits != 1 {
 		t.Fatalf("the same bytes were not served from the cache (hits %d)", c.hits)
 	}
-	d, _ := c.get(raw2)
+	d, _, _ := c.get(raw2)
 	if d == a || d.ResourceVersion != "2" {
 		t.Fatalf("a changed old CRD was served from the cache: resourceVersion %s", d.ResourceVersion)
 	}
 	if len(c.entries) != 1 || c.bytes != len(raw2) || c.lru.Len() != 1 {
 		t.Fatalf("the cache holds %d entries, %d bytes, over its bound %d", len(c.entries), c.bytes, c.maxBytes)
 	}
-	e, _ := c.get(raw1)
+	e, _, _ := c.get(raw1)
 	if e == a || e.ResourceVersion != "1" || c.hits != 1 {
 		t.Fatal("an evicted CRD was served")
 	}

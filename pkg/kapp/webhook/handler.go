@@ -61,12 +61,15 @@ type Handler struct {
 	panics atomic.Int64
 	// crds keeps the old CRDs of recent reviews decoded.
 	crds *crdCache
+	// flights: concurrent reviews of the same objects share a judgement.
+	flights *flights
 }
 
 // NewHandler returns the handler of reviewer with at most maxInFlight
 // reviews evaluated at once.
 func NewHandler(reviewer *Reviewer, maxInFlight int) *Handler {
-	h := &Handler{Reviewer: reviewer, MaxInFlight: maxInFlight, crds: newCRDCache(DefaultCRDCacheBytes)}
+	h := &Handler{Reviewer: reviewer, MaxInFlight: maxInFlight, crds: newCRDCache(DefaultCRDCacheBytes),
+		flights: newFlights()}
 	if maxInFlight > 0 {
 		h.slots = make(chan struct{}, maxInFlight)
 	}
@@ -177,7 +180,7 @@ func (h *Handler) validate(w http.ResponseWriter, req *http.Request) {
 		resp = h.Reviewer.Unjudged(review.Request, fmt.Errorf("waited for one of the %d review slots (--max-requests-inflight): %w",
 			h.MaxInFlight, context.Cause(ctx)))
 	} else {
-		resp = h.Reviewer.review(ctx, review.Request, objs)
+		resp = h.Reviewer.review(ctx, review.Request, objs, h.flights)
 	}
 	out := admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}
 	data, err := json.Marshal(out)
