@@ -76,6 +76,21 @@ func NewHandler(reviewer *Reviewer, maxInFlight int) *Handler {
 	return h
 }
 
+// slot waits for one of the review slots (none: at once) within ctx and
+// returns its release; the error says why it could not get one.
+func (h *Handler) slot(ctx context.Context) (release func(), err error) {
+	if h.slots == nil {
+		return func() {}, nil
+	}
+	select {
+	case h.slots <- struct{}{}:
+		return func() { <-h.slots }, nil
+	case <-ctx.Done():
+		return func() {}, fmt.Errorf("waited for one of the %d review slots (--max-requests-inflight): %w",
+			h.MaxInFlight, context.Cause(ctx))
+	}
+}
+
 // Panics is how many requests panicked outside the review (which recovers
 // on its own): every one is a bug (FuzzHandler asserts there are none).
 func (h *Handler) Panics() int64 { return h.panics.Load() }
@@ -154,20 +169,14 @@ func (h *Handler) validate(w http.ResponseWriter, req *http.Request) {
 		writeText(w, http.StatusBadRequest, "reading the request body: "+err.Error())
 		return
 	}
-	// A slot bounds the reviews decoded and evaluated at once: decoding is
-	// most of the CPU and memory of a review of a large CRD.
-	waited := false
-	if h.slots != nil {
-		select {
-		case h.slots <- struct{}{}:
-			defer func() { <-h.slots }()
-		case <-ctx.Done():
-			// Waited for a slot until the deadline: answer, without
-			// judging.
-			waited = true
-		}
-	}
+	// A slot bounds the reviews decoded at once, and another the
+	// judgements (Handler.slot): decoding and judging a large CRD are CPU
+	// and memory bound. A review waiting for the judgement it shares with
+	// others (flights) holds none.
+	release, slotErr := h.slot(ctx)
+	waited := slotErr != nil // waited for a slot until the deadline: answer without judging
 	review, objs, err := decodeReview(body, h.crds)
+	release()
 	if err != nil {
 		h.Reviewer.Metrics.failed(CauseDecode)
 		writeText(w, http.StatusBadRequest, err.Error())
@@ -177,10 +186,9 @@ func (h *Handler) validate(w http.ResponseWriter, req *http.Request) {
 	var resp *admissionv1.AdmissionResponse
 	if waited {
 		// A failure to judge, which failMode decides.
-		resp = h.Reviewer.Unjudged(review.Request, fmt.Errorf("waited for one of the %d review slots (--max-requests-inflight): %w",
-			h.MaxInFlight, context.Cause(ctx)))
+		resp = h.Reviewer.Unjudged(review.Request, slotErr)
 	} else {
-		resp = h.Reviewer.review(ctx, review.Request, objs, h.flights)
+		resp = h.Reviewer.review(ctx, review.Request, objs, h.flights, h.slot)
 	}
 	out := admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}
 	data, err := json.Marshal(out)

@@ -74,7 +74,7 @@ type verdict struct {
 // invalid waiver, or a failure to judge under failMode closed says
 // otherwise. It never panics: a panic while judging is a failure to judge.
 func (r *Reviewer) Review(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-	return r.review(ctx, req, objectsOf(req), nil)
+	return r.review(ctx, req, objectsOf(req), nil, nil)
 }
 
 // objects are the CRDs of a request, decoded: the CRD as it would be
@@ -102,10 +102,19 @@ func objectsOf(req *admissionv1.AdmissionRequest) objects {
 
 // review is Review with the request's objects decoded; with fs, the
 // review shares its judgement with concurrent reviews of the same objects
-// (flights).
-func (r *Reviewer) review(ctx context.Context, req *admissionv1.AdmissionRequest, objs objects, fs *flights) *admissionv1.AdmissionResponse {
+// (flights); with slot, a judgement waits for a slot (Handler.slot).
+func (r *Reviewer) review(ctx context.Context, req *admissionv1.AdmissionRequest, objs objects, fs *flights,
+	slot func(context.Context) (func(), error)) *admissionv1.AdmissionResponse {
+
 	start := time.Now()
 	judge := func(ctx context.Context) verdict {
+		if slot != nil {
+			release, err := slot(ctx)
+			if err != nil {
+				return verdict{err: err}
+			}
+			defer release()
+		}
 		rr := r
 		var counted *countingCluster
 		if r.Cluster != nil {
