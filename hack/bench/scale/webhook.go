@@ -38,6 +38,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/rest"
 )
 
 // webhookBench is the admission webhook's load benchmark
@@ -474,6 +475,8 @@ func webhookServe(args []string) error {
 	_ = fs.Parse(args)
 	var cluster evaluation.Cluster = noObjects{}
 	if *kubeconfig != "" {
+		// Quiet: the burst reads CRDs at deprecated versions.
+		rest.SetDefaultWarningHandler(rest.NoWarnings{})
 		cl, err := newCluster(*kubeconfig)
 		if err != nil {
 			return err
