@@ -27,8 +27,8 @@
 # the same way), e.g. BASELINE=74131aa.
 #
 # The cluster is the one of KUBECONFIG when set, else the local cluster of
-# hack/cluster.sh (its own state in .cache/bench-webhook-cluster, started
-# and stopped here).
+# hack/cluster.sh (its own state in CLUSTER_STATE_DIR, by default
+# .cache/bench-webhook-cluster, started and stopped here).
 #
 # Measured on November 26, 2026, 2-core machine shared with other builds
 # (load average 3-12 during the runs: latencies vary with it; CPU per review
@@ -93,7 +93,7 @@ objects="${OBJECTS:-10000}" burst="${BURST_OBJECTS:-1000}"
 kubeconfig="${KUBECONFIG:-}"
 pids=()
 if [[ -z "$kubeconfig" ]]; then
-  export CLUSTER_STATE_DIR="$root/.cache/bench-webhook-cluster"
+  export CLUSTER_STATE_DIR="${CLUSTER_STATE_DIR:-$root/.cache/bench-webhook-cluster}"
   cleanup+=("hack/cluster.sh stop >&2")
   hack/cluster.sh start >&2
   kubeconfig="$CLUSTER_STATE_DIR/kubeconfig"
