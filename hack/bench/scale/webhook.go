@@ -24,7 +24,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
@@ -604,15 +603,6 @@ func review(client *http.Client, url string, body []byte) (time.Duration, error)
 		return 0, fmt.Errorf("the safe change was denied: %s", msg)
 	}
 	return took, nil
-}
-
-// selfCPU is the CPU time (user and system) this process has used.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func percentile(sorted []time.Duration, p float64) time.Duration {
