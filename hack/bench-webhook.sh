@@ -30,14 +30,20 @@
 # hack/cluster.sh (its own state in CLUSTER_STATE_DIR, by default
 # .cache/bench-webhook-cluster, started and stopped here).
 #
-# Measured on November 26, 2026, 2-core machine shared with other builds
-# (load average 3-12 during the runs: latencies vary with it; CPU per review
-# does not), against BASELINE=74131aa:
+# Measured on November 26, 2026 (a 2-core machine shared with other
+# engineers' builds, load average 7 to 12: latencies vary with it, the CPU
+# per review much less), BASELINE=74131aa; p50 / p99 / webhook CPU per
+# review (+ apiserver and etcd):
 #
-#   run                                          p50       p99     CPU/review
-#   1. no objects, 10 concurrent     74131aa   see docs/webhook.md#performance
-#                                    this tree
-# (figures: docs/webhook.md, "Performance")
+#   run                             74131aa                  this tree
+#   1. no objects, 1 at once        46ms / 550ms / 37.3ms    10.8ms / 140ms / 10.3ms
+#      10 at once                   337ms / 1.45s / 35.3ms   90ms / 336ms / 8.3ms
+#      10 at once, -cold            400ms / 834ms / 35.7ms   120ms / 365ms / 14.4ms
+#      50 at once                   1.82s / 2.35s / 32ms     447ms / 1.99s / 7.0ms
+#   2. 10,000 objects, 10 at once   7.63s / 8.81s / 432+199ms  1.40s / 2.84s / 92+46ms
+#   3. burst, 1,000 objects each    812ms / 1.81s / 116+40ms   848ms / 2.80s / 106+45ms
+#
+# What the targets need and the floor of each: docs/webhook.md, "Performance".
 #
 # Usage: hack/bench-webhook.sh
 # Environment: BASELINE= (a git ref) OBJECTS=10000 (0: only the first part)
