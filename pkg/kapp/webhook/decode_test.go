@@ -1,12 +1,14 @@
 package webhook
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
 	"github.com/crdsafety/kapp/pkg/kapp/webhook/webhooktest"
 	admissionv1 "k8s.io/api/admission/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -220,4 +222,60 @@ func mustJSON(t testing.TB, v any) []byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestCachedCRDsUnchangedByReviews: the cache shares a decoded stored CRD
+// between reviews, which must therefore leave it as it is: after every
+// testdata pair is reviewed through the handler twice (the second time
+// from the cache), with stored objects to read, the cached CRDs equal a
+// fresh decoding of their JSON, and both reviews got the same answer.
+func TestCachedCRDsUnchangedByReviews(t *testing.T) {
+	dirs, err := filepath.Glob("../crdupgradesafety/testdata/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := &evaluationtest.Cluster{Objs: []map[string]any{{"apiVersion": "x/v1", "kind": "X",
+		"metadata": map[string]any{"name": "a", "namespace": "default"}, "spec": map[string]any{}}}}
+	r, _ := reviewer(t, nil, cluster)
+	h := NewHandler(r, 0)
+	raws := map[string][]byte{}
+	n := 0
+	for _, dir := range dirs {
+		oldCRD, okOld := readTestdataCRD(filepath.Join(dir, "old.yaml"))
+		newCRD, okNew := readTestdataCRD(filepath.Join(dir, "new.yaml"))
+		if !okOld || !okNew {
+			continue
+		}
+		req, err := webhooktest.Request(admissionv1.Update, newCRD, oldCRD)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := webhooktest.Review(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := post(h, ValidatePath, "application/json", body)
+		second := post(h, ValidatePath, "application/json", body)
+		if first.Code != http.StatusOK || first.Body.String() != second.Body.String() {
+			t.Errorf("%s: the review from the cache answered differently:\n%s\n%s", dir, first.Body, second.Body)
+		}
+		raws[dir] = req.OldObject.Raw
+		n++
+	}
+	if h.crds.hits < n {
+		t.Fatalf("%d reviews from the cache, want %d", h.crds.hits, n)
+	}
+	for dir, raw := range raws {
+		cached, _, err := h.crds.get(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh, err := decodeCRDFast(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(cached, fresh) {
+			t.Errorf("%s: a review changed the cached stored CRD", dir)
+		}
+	}
 }
