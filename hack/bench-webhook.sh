@@ -43,6 +43,10 @@
 #   2. 10,000 objects, 10 at once   7.63s / 8.81s / 432+199ms  1.40s / 2.84s / 92+46ms
 #   3. burst, 1,000 objects each    812ms / 1.81s / 116+40ms   848ms / 2.80s / 106+45ms
 #
+# In a quieter moment (load average 1 to 4), p99 at 10 at once:
+#   1. no objects  436ms -> 131ms;  2. 10,000 objects  6.27s -> 1.34s;
+#   3. burst  1.04s -> 0.92s and 1.41s (two runs)
+#
 # What the targets need and the floor of each: docs/webhook.md, "Performance".
 #
 # Usage: hack/bench-webhook.sh
