@@ -152,6 +152,11 @@ func fastDecodeReview(body []byte, cache *crdCache) (review *admissionv1.Admissi
 		return nil, objects{}, false
 	}
 	req := &typed.Request.AdmissionRequest
+	for _, v := range []jsontext.Value{typed.Request.Object, typed.Request.OldObject} {
+		if len(v) > 0 && v.Kind() != '{' && v.Kind() != 'n' {
+			return nil, objects{}, false // not an object: the slow path says so as before
+		}
+	}
 	var err error
 	key := sha256.New()
 	if isObject(typed.Request.Object) {

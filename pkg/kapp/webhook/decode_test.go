@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -158,11 +159,20 @@ func TestFastDecodeReviewMatches(t *testing.T) {
 		`not json`,
 		`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","object":{"kind":1}}}`,
 		`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","object":{"apiVersion":"v1","kind":"ConfigMap"}}}`,
+		`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","operation":"DELETE","oldObject":"x"}}`,
+		`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","operation":"UPDATE","object":[],"oldObject":null}}`,
 	} {
-		_, _, fastOK := fastDecodeReview([]byte(body), nil)
-		_, slowObjs, slowOK := decodeReviewSlow([]byte(body))
+		fastReview, fastObjs, fastOK := fastDecodeReview([]byte(body), nil)
+		slowReview, slowObjs, slowOK := decodeReviewSlow([]byte(body))
 		if fastOK && !slowOK {
 			t.Errorf("%s: the fast path accepts what the slow one refuses: %v", body, slowObjs.err)
+		}
+		if fastOK {
+			fastObjs.key = ""
+			if !equality.Semantic.DeepEqual(fastReview, slowReview) || !reflect.DeepEqual(fastObjs.newCRD, slowObjs.newCRD) ||
+				!reflect.DeepEqual(fastObjs.oldCRD, slowObjs.oldCRD) || fmt.Sprint(fastObjs.err) != fmt.Sprint(slowObjs.err) {
+				t.Errorf("%s: decoded differently: %+v, %+v", body, fastObjs, slowObjs)
+			}
 		}
 	}
 }
