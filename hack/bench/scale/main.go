@@ -37,6 +37,8 @@ func main() {
 		"offline": offline,
 		"webhook": webhookBench,
 		"soak":    soak,
+		// The server of the webhook benchmark, in its own process.
+		"webhook-serve": webhookServe,
 	}
 	cmd, ok := cmds[os.Args[1]]
 	if !ok {

@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 	"maps"
+	goruntime "runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
@@ -89,26 +92,7 @@ type objectValidator interface {
 func NewObjectReader(oldCRD, newCRD *apiextv1.CustomResourceDefinition, version, source string,
 	findings []Finding, cfg *config.Settings) (r *ObjectReader, err error) {
 
-	p := newPolicy(cfg, newCRD.Name)
-	r = &ObjectReader{source: source, kind: newCRD.Spec.Names.Kind, version: version, cfg: p.cfg, newCRD: newCRD,
-		oldPrunes: !oldCRD.Spec.PreserveUnknownFields, newPrunes: !newCRD.Spec.PreserveUnknownFields,
-		findings: findings, byField: map[schemapath.Path][]int{}, acc: map[int]*impactAcc{}, residual: p,
-		notes: newPolicy(cfg, newCRD.Name)}
-	for i, f := range findings {
-		switch {
-		case f.Check == config.CheckExistingResources || f.Version != version && f.Version != "":
-		case f.Field == "":
-			r.crdLevel = append(r.crdLevel, i)
-		default:
-			// A finding inside a combinator branch is about the field the
-			// branch constrains and the node that carries the combinator.
-			base, stripped := f.Field.SplitCombinators()
-			r.byField[stripped] = append(r.byField[stripped], i)
-			if base != stripped {
-				r.byField[base] = append(r.byField[base], i)
-			}
-		}
-	}
+	r = newReaderBase(newCRD, oldCRD.Spec.PreserveUnknownFields, version, source, findings, cfg)
 	defer func() {
 		if r != nil {
 			r.readChanges = r.oldS == nil || r.oldPrunes != r.newPrunes || readsDiffer(r.oldS, r.newS)
@@ -146,6 +130,51 @@ func NewObjectReader(oldCRD, newCRD *apiextv1.CustomResourceDefinition, version,
 	return r, nil
 }
 
+// NoObjectsRead is the Result of NewObjectReader's reader for the same
+// arguments that reads no object (a version without stored objects),
+// without building what reading an object needs (the structural schemas
+// and validators of both CRDs: most of the cost of a read of a large CRD's
+// version that has no objects). It does not check that the new CRD's
+// schema of version is structural: the apiserver refuses a CRD whose
+// schema is not (apiserverRejects offline), and with no object to read
+// nothing depends on it.
+func NoObjectsRead(newCRD *apiextv1.CustomResourceDefinition, version, source string,
+	findings []Finding, cfg *config.Settings) (VersionImpact, error) {
+
+	if versionsByName(newCRD)[version] == nil {
+		return VersionImpact{}, fmt.Errorf("crd %s has no version %s", newCRD.Name, version)
+	}
+	return newReaderBase(newCRD, false, version, source, findings, cfg).Result(), nil
+}
+
+// newReaderBase is an ObjectReader without its schemas: its findings
+// indexed by field.
+func newReaderBase(newCRD *apiextv1.CustomResourceDefinition, oldPreserves bool, version, source string,
+	findings []Finding, cfg *config.Settings) *ObjectReader {
+
+	p := newPolicy(cfg, newCRD.Name)
+	r := &ObjectReader{source: source, kind: newCRD.Spec.Names.Kind, version: version, cfg: p.cfg, newCRD: newCRD,
+		oldPrunes: !oldPreserves, newPrunes: !newCRD.Spec.PreserveUnknownFields,
+		findings: findings, byField: map[schemapath.Path][]int{}, acc: map[int]*impactAcc{}, residual: p,
+		notes: newPolicy(cfg, newCRD.Name)}
+	for i, f := range findings {
+		switch {
+		case f.Check == config.CheckExistingResources || f.Version != version && f.Version != "":
+		case f.Field == "":
+			r.crdLevel = append(r.crdLevel, i)
+		default:
+			// A finding inside a combinator branch is about the field the
+			// branch constrains and the node that carries the combinator.
+			base, stripped := f.Field.SplitCombinators()
+			r.byField[stripped] = append(r.byField[stripped], i)
+			if base != stripped {
+				r.byField[base] = append(r.byField[base], i)
+			}
+		}
+	}
+	return r
+}
+
 // crdView is how one CRD (the old or the new) judges the objects of a
 // version, with the apiserver's custom resource strategy.
 type crdView struct {
@@ -153,6 +182,7 @@ type crdView struct {
 	// strategy, its CEL rules compiled, only when an object needs it (most
 	// reads reject nothing).
 	build     func() (objectValidator, error)
+	mu        sync.Mutex // guards validator
 	validator objectValidator
 	// transitionTexts: the words by which the apiserver's errors name the
 	// version's CEL rules that use oldSelf, which a create skips: where
@@ -203,19 +233,56 @@ func internalSchemaOf(s *apiextv1.JSONSchemaProps) (*apiextensions.JSONSchemaPro
 // objects reach (see check_existing_schema.go): real objects set a small
 // part of a large schema, and the OpenAPI validator walks every property
 // the schema declares.
+//
+// The objects are read and validated under the new CRD in parallel (at most
+// GOMAXPROCS at once: the apiserver's validators are safe for concurrent
+// use), then joined to the findings one by one, in order.
 func (r *ObjectReader) Read(objs []map[string]any) {
 	reads := make([]objectRead, len(objs))
 	vals := make([]any, len(objs))
-	for i, obj := range objs {
-		reads[i] = r.readObject(obj)
+	inChunks(len(objs), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			reads[i] = r.readObject(objs[i])
+		}
+	})
+	for i := range reads {
 		vals[i] = reads[i].next
 	}
 	v, err := newVersionValidator(r.newCRD, r.version, vals, true)
 	if err != nil || v == nil {
 		v = nil // the whole strategy instead (an invalid schema the apiserver would refuse anyway)
 	}
+	judgements := make([]judgement, len(reads))
+	inChunks(len(reads), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			judgements[i] = r.newView.judge(reads[i].next, v)
+		}
+	})
 	for i := range reads {
-		r.judge(&reads[i], v)
+		r.account(&reads[i], judgements[i])
+	}
+}
+
+// minChunk is the fewest objects a goroutine of inChunks handles.
+const minChunk = 64
+
+// inChunks calls fn with consecutive ranges [lo, hi) covering [0, n), in
+// parallel: at most GOMAXPROCS ranges of at least minChunk. A panic of fn
+// is raised again in the caller's goroutine (as a *parallel.PanicError,
+// with fn's stack).
+func inChunks(n int, fn func(lo, hi int)) {
+	workers := min(goruntime.GOMAXPROCS(0), (n+minChunk-1)/minChunk)
+	if workers <= 1 {
+		fn(0, n)
+		return
+	}
+	size := (n + workers - 1) / workers
+	err := parallel.ForEach(context.Background(), workers, workers, func(_ context.Context, w int) error {
+		fn(min(n, w*size), min(n, (w+1)*size))
+		return nil
+	})
+	if err != nil {
+		panic(err)
 	}
 }
 
@@ -262,14 +329,12 @@ func (r *ObjectReader) readObject(obj map[string]any) objectRead {
 	return read
 }
 
-// judge validates an object read under the new CRD (with v, the batch's
-// validators, or the apiserver's whole strategy when v is nil) and, where
-// the new CRD rejects it, under the old CRD too; it joins the object's
-// effects to the findings.
-func (r *ObjectReader) judge(read *objectRead, v *versionValidator) {
+// account joins an object read under the new CRD, and j, its judgement
+// by the new CRD, to the findings (validating it under the old CRD where
+// the new one rejects it).
+func (r *ObjectReader) account(read *objectRead, j judgement) {
 	r.objects++
 	name, effects := read.name, read.effects
-	j := r.newView.judge(read.next, v)
 	if len(j.errs)+len(j.updateOnly) > 0 && r.oldView != nil {
 		// The baseline: the fields the old CRD already rejects.
 		old := r.oldView.judge(read.base, nil)
@@ -440,6 +505,8 @@ func splitByField(errs field.ErrorList, fields map[string]bool) (out, in field.E
 // built on first use. A schema it cannot build a validator of (which the
 // apiserver would have refused) validates nothing.
 func (w *crdView) strategy() objectValidator {
+	w.mu.Lock() // objects are judged in parallel
+	defer w.mu.Unlock()
 	if w.validator == nil {
 		v, err := w.build()
 		if err != nil {

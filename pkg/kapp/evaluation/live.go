@@ -163,28 +163,46 @@ func readStoredObjects(ctx context.Context, pair Pair, pairFindings []crdupgrade
 	var impacts []crdupgradesafety.VersionImpact
 	var findings []crdupgradesafety.Finding
 	for _, version := range crdupgradesafety.VersionsToRead(pair.Old, pair.New) {
-		// Read as the cluster's apiserver validates (its version's).
-		reader, err := crdupgradesafety.NewObjectReader(crdupgradesafety.ValidatedAt(pair.Old, cfg.KubeVersion),
-			crdupgradesafety.ValidatedAt(pair.New, cfg.KubeVersion), version, crdupgradesafety.SourceCluster, pairFindings, cfg)
-		if err != nil {
-			return nil, nil, fmt.Errorf("reading custom resources of CRD %s: %w", pair.New.Name, err)
+		// The reader is built for the first object: a version without
+		// objects needs none of its schemas (crdupgradesafety.NoObjectsRead).
+		var reader *crdupgradesafety.ObjectReader
+		newReader := func() (err error) {
+			// Read as the cluster's apiserver validates (its version's).
+			reader, err = crdupgradesafety.NewObjectReader(crdupgradesafety.ValidatedAt(pair.Old, cfg.KubeVersion),
+				crdupgradesafety.ValidatedAt(pair.New, cfg.KubeVersion), version, crdupgradesafety.SourceCluster, pairFindings, cfg)
+			if err != nil {
+				return fmt.Errorf("reading custom resources of CRD %s: %w", pair.New.Name, err)
+			}
+			return nil
 		}
 		var batch []map[string]any
 		pages, objects := 0, 0
-		flush := func() {
+		flush := func() error {
+			if reader == nil {
+				if err := newReader(); err != nil {
+					return err
+				}
+			}
 			readBatch(reader, batch)
 			tracker.add(0, len(batch))
 			clear(batch) // release the objects now, not when overwritten
 			batch = batch[:0]
+			return nil
 		}
-		err = cluster.ListCustomResources(ctx, pair.Old, version, func(objs []map[string]any) error {
+		var readerErr error
+		err := cluster.ListCustomResources(ctx, pair.Old, version, func(objs []map[string]any) error {
 			pages, objects = pages+1, objects+len(objs)
 			batch = append(batch, objs...)
 			if len(batch) >= objectsPerRead {
-				flush()
+				if readerErr = flush(); readerErr != nil {
+					return readerErr
+				}
 			}
 			return nil
 		})
+		if readerErr != nil {
+			return nil, nil, readerErr
+		}
 		if de := deadlineError(ctx, err, pagesRead(pages, objects)); de != nil {
 			return nil, nil, fmt.Errorf("listing %s of CRD %s at version %s: %w", pair.Old.Spec.Names.Plural, pair.New.Name, version, de)
 		}
@@ -196,7 +214,17 @@ func readStoredObjects(ctx context.Context, pair Pair, pairFindings []crdupgrade
 			return nil, nil, fmt.Errorf("checking existing custom resources of CRD %s: %w", pair.New.Name, err)
 		}
 		if len(batch) > 0 {
-			flush()
+			if err := flush(); err != nil {
+				return nil, nil, err
+			}
+		}
+		if reader == nil {
+			impact, err := crdupgradesafety.NoObjectsRead(pair.New, version, crdupgradesafety.SourceCluster, pairFindings, cfg)
+			if err != nil {
+				return nil, nil, fmt.Errorf("reading custom resources of CRD %s: %w", pair.New.Name, err)
+			}
+			impacts = append(impacts, impact)
+			continue
 		}
 		impacts = append(impacts, reader.Result())
 	}

@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	sigsjson "sigs.k8s.io/json"
 )
 
 // Verb is the request a change of a CRD makes.
@@ -201,16 +200,11 @@ func (c *Client) listPage(ctx context.Context, gvr schema.GroupVersionResource, 
 	if err != nil {
 		return nil, "", forbidden(err, gvr, "list")
 	}
-	var page struct {
-		Metadata struct {
-			Continue string `json:"continue"`
-		} `json:"metadata"`
-		Items []map[string]any `json:"items"`
-	}
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &page); err != nil {
+	items, cont, err := decodePage(raw)
+	if err != nil {
 		return nil, "", fmt.Errorf("decoding a page of %s: %w", gvr.Resource, err)
 	}
-	return page.Items, page.Metadata.Continue, nil
+	return items, cont, nil
 }
 
 // CountCustomResources issues one LIST with limit 1 and adds the API

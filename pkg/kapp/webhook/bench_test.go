@@ -62,3 +62,48 @@ func BenchmarkHandler(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeReview decodes a review of an update of the prometheuses
+// CRD: with encoding/json (decodeReviewSlow, the decoding before issue
+// 32), with the JSON v2 decoder (fastDecodeReview, every old CRD decoded),
+// and with the old CRD from the cache (the same stored CRD as the last
+// review).
+//
+//	go test -run '^$' -bench DecodeReview -benchmem ./pkg/kapp/webhook/
+func BenchmarkDecodeReview(b *testing.B) {
+	data, err := os.ReadFile(prometheuses)
+	if err != nil {
+		b.Skipf("%v (run hack/fetch-crds.sh)", err)
+	}
+	oldCRD := &apiextv1.CustomResourceDefinition{}
+	if err := yaml.Unmarshal(data, oldCRD); err != nil {
+		b.Fatal(err)
+	}
+	req, err := webhooktest.Request(admissionv1.Update, oldCRD.DeepCopy(), oldCRD)
+	if err != nil {
+		b.Fatal(err)
+	}
+	body, err := webhooktest.Review(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cache := newCRDCache(DefaultCRDCacheBytes)
+	for _, bc := range []struct {
+		name   string
+		decode func() bool
+	}{
+		{"encoding-json", func() bool { _, _, ok := decodeReviewSlow(body); return ok }},
+		{"json-v2", func() bool { _, _, ok := fastDecodeReview(body, nil); return ok }},
+		{"json-v2-cached-old", func() bool { _, _, ok := fastDecodeReview(body, cache); return ok }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for range b.N {
+				if !bc.decode() {
+					b.Fatal("not decoded")
+				}
+			}
+		})
+	}
+}

@@ -59,16 +59,36 @@ type Handler struct {
 
 	slots  chan struct{}
 	panics atomic.Int64
+	// crds keeps the old CRDs of recent reviews decoded.
+	crds *crdCache
+	// flights: concurrent reviews of the same objects share a judgement.
+	flights *flights
 }
 
 // NewHandler returns the handler of reviewer with at most maxInFlight
 // reviews evaluated at once.
 func NewHandler(reviewer *Reviewer, maxInFlight int) *Handler {
-	h := &Handler{Reviewer: reviewer, MaxInFlight: maxInFlight}
+	h := &Handler{Reviewer: reviewer, MaxInFlight: maxInFlight, crds: newCRDCache(DefaultCRDCacheBytes),
+		flights: newFlights()}
 	if maxInFlight > 0 {
 		h.slots = make(chan struct{}, maxInFlight)
 	}
 	return h
+}
+
+// slot waits for one of the review slots (none: at once) within ctx and
+// returns its release; the error says why it could not get one.
+func (h *Handler) slot(ctx context.Context) (release func(), err error) {
+	if h.slots == nil {
+		return func() {}, nil
+	}
+	select {
+	case h.slots <- struct{}{}:
+		return func() { <-h.slots }, nil
+	case <-ctx.Done():
+		return func() {}, fmt.Errorf("waited for one of the %d review slots (--max-requests-inflight): %w",
+			h.MaxInFlight, context.Cause(ctx))
+	}
 }
 
 // Panics is how many requests panicked outside the review (which recovers
@@ -149,20 +169,14 @@ func (h *Handler) validate(w http.ResponseWriter, req *http.Request) {
 		writeText(w, http.StatusBadRequest, "reading the request body: "+err.Error())
 		return
 	}
-	// A slot bounds the reviews decoded and evaluated at once: decoding is
-	// most of the CPU and memory of a review of a large CRD.
-	waited := false
-	if h.slots != nil {
-		select {
-		case h.slots <- struct{}{}:
-			defer func() { <-h.slots }()
-		case <-ctx.Done():
-			// Waited for a slot until the deadline: answer, without
-			// judging.
-			waited = true
-		}
-	}
-	review, objs, err := decodeReview(body)
+	// A slot bounds the reviews decoded at once, and another the
+	// judgements (Handler.slot): decoding and judging a large CRD are CPU
+	// and memory bound. A review waiting for the judgement it shares with
+	// others (flights) holds none.
+	release, slotErr := h.slot(ctx)
+	waited := slotErr != nil // waited for a slot until the deadline: answer without judging
+	review, objs, err := decodeReview(body, h.crds)
+	release()
 	if err != nil {
 		h.Reviewer.Metrics.failed(CauseDecode)
 		writeText(w, http.StatusBadRequest, err.Error())
@@ -172,10 +186,9 @@ func (h *Handler) validate(w http.ResponseWriter, req *http.Request) {
 	var resp *admissionv1.AdmissionResponse
 	if waited {
 		// A failure to judge, which failMode decides.
-		resp = h.Reviewer.Unjudged(review.Request, fmt.Errorf("waited for one of the %d review slots (--max-requests-inflight): %w",
-			h.MaxInFlight, context.Cause(ctx)))
+		resp = h.Reviewer.Unjudged(review.Request, slotErr)
 	} else {
-		resp = h.Reviewer.review(ctx, review.Request, objs)
+		resp = h.Reviewer.review(ctx, review.Request, objs, h.flights, h.slot)
 	}
 	out := admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}
 	data, err := json.Marshal(out)
@@ -202,12 +215,25 @@ type crdReview struct {
 }
 
 // decodeReview decodes an admission.k8s.io/v1 AdmissionReview with a
-// request that has a uid, and the request's objects as CRDs. When they do
-// not decode as CRDs, the review is decoded as it is and objs.err says why
-// (the review is then answered as one the webhook cannot judge).
-func decodeReview(body []byte) (*admissionv1.AdmissionReview, objects, error) {
-	var review *admissionv1.AdmissionReview
-	var objs objects
+// request that has a uid, and the request's objects as CRDs (the old one
+// from cache when it holds it: fastDecodeReview). When they do not decode
+// as CRDs, the review is decoded as it is and objs.err says why (the
+// review is then answered as one the webhook cannot judge).
+func decodeReview(body []byte, cache *crdCache) (*admissionv1.AdmissionReview, objects, error) {
+	review, objs, ok := fastDecodeReview(body, cache)
+	if !ok {
+		review, objs, ok = decodeReviewSlow(body)
+		if !ok {
+			return nil, objects{}, objs.err
+		}
+	}
+	return review, objs, checkReview(review)
+}
+
+// decodeReviewSlow is decodeReview with encoding/json (sigs.k8s.io/json),
+// for the bodies fastDecodeReview does not decode. When the body is not
+// JSON, ok is false and objs.err says why.
+func decodeReviewSlow(body []byte) (review *admissionv1.AdmissionReview, objs objects, ok bool) {
 	var typed crdReview
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, &typed); err == nil && typed.Request != nil {
 		review = &admissionv1.AdmissionReview{TypeMeta: typed.TypeMeta, Request: &typed.Request.AdmissionRequest}
@@ -221,23 +247,29 @@ func decodeReview(body []byte) (*admissionv1.AdmissionReview, objects, error) {
 	} else {
 		review = &admissionv1.AdmissionReview{}
 		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, review); err != nil {
-			return nil, objects{}, fmt.Errorf("decoding the AdmissionReview: %w", err)
+			return nil, objects{err: fmt.Errorf("decoding the AdmissionReview: %w", err)}, false
 		}
 		if review.Request != nil {
 			objs = objectsOf(review.Request)
 		}
 	}
+	return review, objs, true
+}
+
+// checkReview checks that a decoded review is an admission.k8s.io/v1
+// AdmissionReview with a request that has a uid.
+func checkReview(review *admissionv1.AdmissionReview) error {
 	gv := admissionv1.SchemeGroupVersion.String()
 	switch {
 	case review.APIVersion != gv || review.Kind != "AdmissionReview":
-		return nil, objects{}, fmt.Errorf("expected a %s AdmissionReview, got apiVersion %q kind %q (set admissionReviewVersions: [v1])",
+		return fmt.Errorf("expected a %s AdmissionReview, got apiVersion %q kind %q (set admissionReviewVersions: [v1])",
 			gv, review.APIVersion, review.Kind)
 	case review.Request == nil:
-		return nil, objects{}, errors.New("the AdmissionReview has no request")
+		return errors.New("the AdmissionReview has no request")
 	case review.Request.UID == "":
-		return nil, objects{}, errors.New("the AdmissionReview's request has no uid")
+		return errors.New("the AdmissionReview's request has no uid")
 	}
-	return review, objs, nil
+	return nil
 }
 
 // admissionTimeout is the timeout the apiserver gives the call: its

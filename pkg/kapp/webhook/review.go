@@ -75,7 +75,7 @@ type verdict struct {
 // invalid waiver, or a failure to judge under failMode closed says
 // otherwise. It never panics: a panic while judging is a failure to judge.
 func (r *Reviewer) Review(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-	return r.review(ctx, req, objectsOf(req))
+	return r.review(ctx, req, objectsOf(req), nil, nil)
 }
 
 // objects are the CRDs of a request, decoded: the CRD as it would be
@@ -84,6 +84,9 @@ func (r *Reviewer) Review(ctx context.Context, req *admissionv1.AdmissionRequest
 type objects struct {
 	newCRD, oldCRD *apiextv1.CustomResourceDefinition
 	err            error
+	// key identifies both objects by the SHA-256 of their JSON, "" when
+	// unknown: reviews of the same key judge the same objects.
+	key string
 }
 
 // objectsOf decodes the objects of req.
@@ -98,21 +101,43 @@ func objectsOf(req *admissionv1.AdmissionRequest) objects {
 	return o
 }
 
-// review is Review with the request's objects decoded.
-func (r *Reviewer) review(ctx context.Context, req *admissionv1.AdmissionRequest, objs objects) *admissionv1.AdmissionResponse {
+// review is Review with the request's objects decoded; with fs, the
+// review shares its judgement with concurrent reviews of the same objects
+// (flights); with slot, a judgement waits for a slot (Handler.slot).
+func (r *Reviewer) review(ctx context.Context, req *admissionv1.AdmissionRequest, objs objects, fs *flights,
+	slot func(context.Context) (func(), error)) *admissionv1.AdmissionResponse {
+
 	start := time.Now()
-	rr := r
-	var counted *countingCluster
-	if r.Cluster != nil {
-		copied := *r
-		copied.Cluster, counted = counting(r.Cluster)
-		rr = &copied
+	judge := func(ctx context.Context) verdict {
+		if slot != nil {
+			release, err := slot(ctx)
+			if err != nil {
+				return verdict{err: err}
+			}
+			defer release()
+		}
+		rr := r
+		var counted *countingCluster
+		if r.Cluster != nil {
+			copied := *r
+			copied.Cluster, counted = counting(r.Cluster)
+			rr = &copied
+		}
+		v := rr.judge(ctx, req, objs)
+		if counted != nil {
+			r.Metrics.addObjectsRead(int(counted.read.Load()))
+		}
+		return v
 	}
-	v := rr.judge(ctx, req, objs)
+	var v verdict
+	if fs != nil && objs.key != "" && objs.err == nil {
+		key := strings.Join([]string{string(req.Operation), req.Resource.Group, req.Resource.Resource,
+			req.SubResource, req.Name, objs.key}, "\x00")
+		v = fs.do(ctx, key, judge)
+	} else {
+		v = judge(ctx)
+	}
 	v.late = v.err != nil && outOfTime(ctx, v.err)
-	if counted != nil {
-		r.Metrics.addObjectsRead(int(counted.read.Load()))
-	}
 	return r.log(req, v, start)
 }
 

@@ -1,0 +1,269 @@
+package webhook
+
+import (
+	"container/list"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	admissionv1 "k8s.io/api/admission/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Decoding a review of a large CRD was most of the cost of judging it:
+// encoding/json (sigs.k8s.io/json) validates the whole body before decoding
+// it, and the schema's union types (items, additionalProperties,
+// dependencies) implement UnmarshalJSON with a nested json.Unmarshal, which
+// validates and decodes each nested schema again at every level of
+// nesting. fastDecodeReview decodes a review in one pass with the JSON v2
+// decoder (github.com/go-json-experiment/json), whose unmarshalers for the
+// union types below read from the same decoder; the result is the one
+// decodeReviewSlow gives (TestFastDecodeMatches on every real CRD of the
+// tests), which stays the path of any body the fast one does not decode.
+
+// crdOptions are the options of the fast decoder: case-sensitive names as
+// the apiserver's decoder (sigs.k8s.io/json.UnmarshalCaseSensitive), and
+// what encoding/json accepts and JSON v2 does not by default.
+var crdOptions = json.JoinOptions(
+	jsontext.AllowDuplicateNames(true),
+	jsontext.AllowInvalidUTF8(true),
+	json.WithUnmarshalers(json.JoinUnmarshalers(
+		json.UnmarshalFromFunc(unmarshalPropsOrArray),
+		json.UnmarshalFromFunc(unmarshalPropsOrBool),
+		json.UnmarshalFromFunc(unmarshalPropsOrStringArray),
+		json.UnmarshalFromFunc(unmarshalJSON),
+	)),
+)
+
+// unmarshalPropsOrArray is apiextv1.JSONSchemaPropsOrArray.UnmarshalJSON
+// reading from dec: an object is a schema, an array a list of schemas,
+// anything else the zero value.
+func unmarshalPropsOrArray(dec *jsontext.Decoder, s *apiextv1.JSONSchemaPropsOrArray) error {
+	var nw apiextv1.JSONSchemaPropsOrArray
+	switch dec.PeekKind() {
+	case '{':
+		nw.Schema = &apiextv1.JSONSchemaProps{}
+		if err := json.UnmarshalDecode(dec, nw.Schema); err != nil {
+			return err
+		}
+	case '[':
+		if err := json.UnmarshalDecode(dec, &nw.JSONSchemas); err != nil {
+			return err
+		}
+	default:
+		if err := dec.SkipValue(); err != nil {
+			return err
+		}
+	}
+	*s = nw
+	return nil
+}
+
+// errBoolOrSchema is apiextv1.JSONSchemaPropsOrBool.UnmarshalJSON's error.
+var errBoolOrSchema = errors.New("boolean or JSON schema expected")
+
+// unmarshalPropsOrBool is apiextv1.JSONSchemaPropsOrBool.UnmarshalJSON
+// reading from dec.
+func unmarshalPropsOrBool(dec *jsontext.Decoder, s *apiextv1.JSONSchemaPropsOrBool) error {
+	var nw apiextv1.JSONSchemaPropsOrBool
+	switch dec.PeekKind() {
+	case '{':
+		nw.Schema = &apiextv1.JSONSchemaProps{}
+		if err := json.UnmarshalDecode(dec, nw.Schema); err != nil {
+			return err
+		}
+		nw.Allows = true
+	case 't', 'f':
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return err
+		}
+		nw.Allows = tok.Bool()
+	default:
+		if err := dec.SkipValue(); err != nil {
+			return err
+		}
+		return errBoolOrSchema
+	}
+	*s = nw
+	return nil
+}
+
+// unmarshalPropsOrStringArray is
+// apiextv1.JSONSchemaPropsOrStringArray.UnmarshalJSON reading from dec.
+func unmarshalPropsOrStringArray(dec *jsontext.Decoder, s *apiextv1.JSONSchemaPropsOrStringArray) error {
+	var nw apiextv1.JSONSchemaPropsOrStringArray
+	switch dec.PeekKind() {
+	case '{':
+		nw.Schema = &apiextv1.JSONSchemaProps{}
+		if err := json.UnmarshalDecode(dec, nw.Schema); err != nil {
+			return err
+		}
+	case '[':
+		if err := json.UnmarshalDecode(dec, &nw.Property); err != nil {
+			return err
+		}
+	default:
+		if err := dec.SkipValue(); err != nil {
+			return err
+		}
+	}
+	*s = nw
+	return nil
+}
+
+// unmarshalJSON is apiextv1.JSON.UnmarshalJSON reading from dec: the value
+// as it is, nothing for null.
+func unmarshalJSON(dec *jsontext.Decoder, s *apiextv1.JSON) error {
+	v, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	if v.Kind() != 'n' {
+		s.Raw = append(s.Raw[:0], v...)
+	}
+	return nil
+}
+
+// fastReview is an AdmissionReview whose objects are kept as they are
+// (validated once with the rest of the body): the new CRD is decoded from
+// its object, the old one found in the cache by its hash or decoded.
+type fastReview struct {
+	metav1.TypeMeta `json:",inline"`
+	Request         *struct {
+		admissionv1.AdmissionRequest `json:",inline"`
+		// The objects are kept as they are: their hashes are the key of
+		// the old CRD in the cache and of the review's flight.
+		Object    jsontext.Value `json:"object,omitempty"`
+		OldObject jsontext.Value `json:"oldObject,omitempty"`
+	} `json:"request,omitempty"`
+}
+
+// fastDecodeReview decodes a review as decodeReviewSlow does, in one pass,
+// the old CRD from cache when it holds one of the same bytes. ok is false
+// when the body does not decode this way (decodeReviewSlow then says why).
+func fastDecodeReview(body []byte, cache *crdCache) (review *admissionv1.AdmissionReview, objs objects, ok bool) {
+	var typed fastReview
+	if err := json.Unmarshal(body, &typed, crdOptions); err != nil || typed.Request == nil {
+		return nil, objects{}, false
+	}
+	req := &typed.Request.AdmissionRequest
+	for _, v := range []jsontext.Value{typed.Request.Object, typed.Request.OldObject} {
+		if len(v) > 0 && v.Kind() != '{' && v.Kind() != 'n' {
+			return nil, objects{}, false // not an object: the slow path says so as before
+		}
+	}
+	var err error
+	key := sha256.New()
+	if isObject(typed.Request.Object) {
+		if objs.newCRD, err = decodeCRDFast(typed.Request.Object); err != nil {
+			return nil, objects{}, false
+		}
+		sum := sha256.Sum256(typed.Request.Object)
+		key.Write(sum[:])
+	}
+	key.Write([]byte{0})
+	if isObject(typed.Request.OldObject) {
+		var sum [sha256.Size]byte
+		if objs.oldCRD, sum, err = cache.get(typed.Request.OldObject); err != nil {
+			return nil, objects{}, false
+		}
+		key.Write(sum[:])
+	}
+	objs.key = string(key.Sum(nil))
+	if objs.newCRD != nil {
+		objs.err = checkCRD("object", objs.newCRD)
+	}
+	if objs.oldCRD != nil && objs.err == nil {
+		objs.err = checkCRD("oldObject", objs.oldCRD)
+	}
+	return &admissionv1.AdmissionReview{TypeMeta: typed.TypeMeta, Request: req}, objs, true
+}
+
+// isObject reports whether v is a JSON object (not absent, not null).
+func isObject(v jsontext.Value) bool {
+	return len(v) > 0 && v.Kind() == '{'
+}
+
+// decodeCRDFast decodes one CRD with the fast decoder.
+func decodeCRDFast(raw []byte) (*apiextv1.CustomResourceDefinition, error) {
+	crd := &apiextv1.CustomResourceDefinition{}
+	if err := json.Unmarshal(raw, crd, crdOptions); err != nil {
+		return nil, fmt.Errorf("decoding a CRD: %w", err)
+	}
+	return crd, nil
+}
+
+// DefaultCRDCacheBytes bounds the old CRDs the reviewer keeps decoded, by
+// the size of their JSON: the 10 largest real CRDs of the benchmarks
+// (hack/fetch-crds.sh) are 6.2 MB of JSON.
+const DefaultCRDCacheBytes = 16 << 20
+
+// crdCache keeps the old CRDs of recent reviews decoded, keyed by the
+// SHA-256 of their JSON, least recently used first out once their JSON
+// exceeds maxBytes: a review carries the stored CRD, which rarely changes
+// between reviews. A CRD changed in any byte (a new resourceVersion at
+// least) has another key: the cache never serves another CRD than the
+// review's. The CRDs it returns are shared and must not be modified (the
+// evaluation copies what it changes: crdupgradesafety.ValidatedAt).
+type crdCache struct {
+	maxBytes int
+
+	mu      sync.Mutex
+	bytes   int
+	entries map[[sha256.Size]byte]*list.Element
+	lru     list.List // of *crdEntry, most recently used first
+	hits    int
+}
+
+type crdEntry struct {
+	key  [sha256.Size]byte
+	size int
+	crd  *apiextv1.CustomResourceDefinition
+}
+
+func newCRDCache(maxBytes int) *crdCache {
+	return &crdCache{maxBytes: maxBytes, entries: map[[sha256.Size]byte]*list.Element{}}
+}
+
+// get returns the CRD raw encodes, decoded once for every review of the
+// same bytes, and the SHA-256 of raw. A nil cache decodes every time.
+func (c *crdCache) get(raw []byte) (*apiextv1.CustomResourceDefinition, [sha256.Size]byte, error) {
+	key := sha256.Sum256(raw)
+	if c == nil || len(raw) > c.maxBytes {
+		crd, err := decodeCRDFast(raw)
+		return crd, key, err
+	}
+	c.mu.Lock()
+	if e, ok := c.entries[key]; ok {
+		c.lru.MoveToFront(e)
+		c.hits++
+		c.mu.Unlock()
+		return e.Value.(*crdEntry).crd, key, nil
+	}
+	c.mu.Unlock()
+	crd, err := decodeCRDFast(raw)
+	if err != nil {
+		return nil, key, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[key]; ok { // decoded meanwhile by another review
+		c.lru.MoveToFront(e)
+		return e.Value.(*crdEntry).crd, key, nil
+	}
+	c.entries[key] = c.lru.PushFront(&crdEntry{key: key, size: len(raw), crd: crd})
+	c.bytes += len(raw)
+	for c.bytes > c.maxBytes {
+		last := c.lru.Back()
+		e := last.Value.(*crdEntry)
+		c.lru.Remove(last)
+		delete(c.entries, e.key)
+		c.bytes -= e.size
+	}
+	return crd, key, nil
+}
