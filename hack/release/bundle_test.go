@@ -4,9 +4,9 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"errors"
 	"io"
 	"log"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -51,23 +51,11 @@ func bundleFiles(t *testing.T, img v1.Image) map[string][]byte {
 		t.Fatal(err)
 	}
 	files := map[string][]byte{}
-	tr := tar.NewReader(zr)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	readTar(t, zr, func(h *tar.Header, data []byte) {
 		if h.Typeflag == tar.TypeReg {
-			data, err := io.ReadAll(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
 			files[h.Name] = data
 		}
-	}
+	})
 	return files
 }
 
@@ -100,7 +88,7 @@ func checkPackageRepository(t *testing.T, pkgBundle, repoBundle v1.Image, versio
 	if !bytes.Contains(files["config/values-schema.yaml"], []byte("image: "+imageRepo+":"+version+"\n")) {
 		t.Errorf("config/values-schema.yaml: the image default is not %s:%s:\n%s", imageRepo, version, files["config/values-schema.yaml"])
 	}
-	if want := map[string]string{imageRepo + ":" + version: imageRepo + "@" + imageDigest.String()}; !equalMaps(lockOf(t, files), want) {
+	if want := map[string]string{imageRepo + ":" + version: imageRepo + "@" + imageDigest.String()}; !maps.Equal(lockOf(t, files), want) {
 		t.Errorf("the package bundle's images.yml %v, want %v", lockOf(t, files), want)
 	}
 
@@ -153,7 +141,7 @@ func checkPackageRepository(t *testing.T, pkgBundle, repoBundle v1.Image, versio
 	if got := pkg.Spec.ValuesSchema.OpenAPIv3.Properties["image"]["default"]; got != imageRepo+":"+version {
 		t.Errorf("the values schema's image default %v, want %s:%s", got, imageRepo, version)
 	}
-	if want := map[string]string{bundleRef: bundleRef}; !equalMaps(lockOf(t, files), want) {
+	if want := map[string]string{bundleRef: bundleRef}; !maps.Equal(lockOf(t, files), want) {
 		t.Errorf("the repository bundle's images.yml %v, want %v", lockOf(t, files), want)
 	}
 	var meta struct {
@@ -166,18 +154,6 @@ func checkPackageRepository(t *testing.T, pkgBundle, repoBundle v1.Image, versio
 	if meta.Kind != "PackageMetadata" || meta.Metadata.Name != PackageRefName {
 		t.Errorf("metadata.yml: %s %s, want PackageMetadata %s", meta.Kind, meta.Metadata.Name, PackageRefName)
 	}
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 func keys[V any](m map[string]V) []string {
@@ -275,21 +251,8 @@ func chartFiles(t *testing.T, gz []byte) map[string][]byte {
 		t.Fatal(err)
 	}
 	files := map[string][]byte{}
-	tr := tar.NewReader(zr)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return files
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[h.Name] = data
-	}
+	readTar(t, zr, func(h *tar.Header, data []byte) { files[h.Name] = data })
+	return files
 }
 
 // checkChart checks a chart archive: the chart's files under its name, the

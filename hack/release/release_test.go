@@ -17,6 +17,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -536,11 +537,21 @@ func flatten(t *testing.T, img v1.Image) map[string]fsEntry {
 	rc := mutate.Extract(img)
 	defer rc.Close()
 	out := map[string]fsEntry{}
-	tr := tar.NewReader(rc)
+	readTar(t, rc, func(h *tar.Header, data []byte) {
+		out["/"+strings.TrimSuffix(strings.TrimPrefix(h.Name, "/"), "/")] = fsEntry{h, data}
+	})
+	return out
+}
+
+// readTar calls each with every entry of the tar stream r, in order, and
+// its content.
+func readTar(t *testing.T, r io.Reader, each func(h *tar.Header, data []byte)) {
+	t.Helper()
+	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
-		if err == io.EOF {
-			return out
+		if errors.Is(err, io.EOF) {
+			return
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -549,7 +560,7 @@ func flatten(t *testing.T, img v1.Image) map[string]fsEntry {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out["/"+strings.TrimSuffix(strings.TrimPrefix(h.Name, "/"), "/")] = fsEntry{h, data}
+		each(h, data)
 	}
 }
 
