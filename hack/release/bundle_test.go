@@ -4,23 +4,16 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"io"
-	"log"
 	"maps"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"carvel.dev/imgpkg/pkg/imgpkg/lockconfig"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"gopkg.in/yaml.v3"
 )
 
@@ -221,22 +214,9 @@ func TestReleasePackageRepository(t *testing.T) {
 	checkPackageRepository(t, images["package-bundle"], images["package-repository"], version,
 		"ghcr.io/crdsafety/kapp", imageDigest, "ghcr.io/crdsafety/kapp-webhook-package")
 
-	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(reg.Close)
-	host := strings.TrimPrefix(reg.URL, "http://")
+	host := testRegistry(t)
 	for b, img := range images {
-		ref := host + "/crdsafety/kapp-" + b + ":" + version
-		if out, err := exec.Command(buildCrane(t), "push", filepath.Join(dir, b), ref).CombinedOutput(); err != nil {
-			t.Fatalf("crane push %s: %v\n%s", b, err, out)
-		}
-		r, err := name.ParseReference(ref)
-		if err != nil {
-			t.Fatal(err)
-		}
-		desc, err := remote.Get(r)
-		if err != nil {
-			t.Fatal(err)
-		}
+		desc := cranePush(t, filepath.Join(dir, b), host+"/crdsafety/kapp-"+b+":"+version)
 		if want, _ := img.Digest(); desc.Digest != want {
 			t.Errorf("%s pushed as %s, want %s", b, desc.Digest, want)
 		}
