@@ -14,27 +14,18 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TOOL=helm3
 MODULE_DIR="$ROOT/hack/helm3"
 BIN_DIR="$ROOT/.cache/helm3/bin"
 
-# Static, trimmed, with the version helm reports (from go.mod), as Helm's
-# release builds set it.
-BUILD_FLAGS=(-mod=readonly -trimpath)
-export CGO_ENABLED=0
+# shellcheck source=hack/lib/gotool.sh
+source "$ROOT/hack/lib/gotool.sh" # BUILD_FLAGS, log, die, build_lock, go_build_stamped, gotool_main
+
+# The version helm reports (from go.mod), as Helm's release builds set it.
 ldflags() {
   printf -- '-s -w -X helm.sh/helm/v3/internal/version.version=%s' \
     "$(cd "$MODULE_DIR" && go list -mod=readonly -m -f '{{.Version}}' helm.sh/helm/v3)"
 }
-
-START=$SECONDS
-log() { printf '[helm3] %s (%ss)\n' "$*" "$((SECONDS - START))" >&2; }
-die() {
-  log "error: $*"
-  exit 1
-}
-
-# shellcheck source=hack/lib/build.sh
-source "$ROOT/hack/lib/build.sh" # build_lock, go_build_stamped
 
 # The binary is rebuilt when the pins, the Go toolchain or the build flags
 # change; a new one must run before it replaces the old one.
@@ -53,11 +44,4 @@ test_env() {
   printf 'HELM3=%s\n' "$BIN_DIR/helm"
 }
 
-case "${1:-}" in
-build) build ;;
-test-env) test_env ;;
-*)
-  sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
-  exit 2
-  ;;
-esac
+gotool_main "$@"

@@ -15,27 +15,18 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TOOL=ssaclients
 MODULE_DIR="$ROOT/hack/ssaclients"
 BIN_DIR="$ROOT/.cache/ssaclients/bin"
 
-# Static, trimmed, with the version helm reports (from go.mod), as Helm's
-# release builds set it.
-BUILD_FLAGS=(-mod=readonly -trimpath)
-export CGO_ENABLED=0
+# shellcheck source=hack/lib/gotool.sh
+source "$ROOT/hack/lib/gotool.sh" # BUILD_FLAGS, log, die, build_lock, go_build_stamped, gotool_main
+
+# The version helm reports (from go.mod), as Helm's release builds set it.
 ldflags() {
   printf -- '-s -w -X helm.sh/helm/v4/internal/version.version=%s' \
     "$(cd "$MODULE_DIR" && go list -mod=readonly -m -f '{{.Version}}' helm.sh/helm/v4)"
 }
-
-START=$SECONDS
-log() { printf '[ssaclients] %s (%ss)\n' "$*" "$((SECONDS - START))" >&2; }
-die() {
-  log "error: $*"
-  exit 1
-}
-
-# shellcheck source=hack/lib/build.sh
-source "$ROOT/hack/lib/build.sh" # build_lock, go_build_stamped
 
 # The binaries are rebuilt when the pins, fluxapply's source, the Go toolchain
 # or the build flags change. One go build for both shares the work of their
@@ -52,11 +43,4 @@ test_env() {
   printf 'HELM=%s\nFLUXAPPLY=%s\n' "$BIN_DIR/helm" "$BIN_DIR/fluxapply"
 }
 
-case "${1:-}" in
-build) build ;;
-test-env) test_env ;;
-*)
-  sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
-  exit 2
-  ;;
-esac
+gotool_main "$@"
