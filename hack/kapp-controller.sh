@@ -87,62 +87,21 @@ die() {
 
 # ---------------------------------------------------------------- build
 
-# The binaries are rebuilt when this changes: the pins (go.mod, go.sum), the
-# Go toolchain or the build flags.
-stamp_of() { # stamp_of FILE... -> hash of the files, the go version and the build flags
-  {
-    cat "$@"
-    go env GOVERSION GOOS GOARCH
-    echo "${BUILD_FLAGS[*]} CGO_ENABLED=$CGO_ENABLED"
-    declare -f ldflags
-  } | sha256sum | cut -d' ' -f1
-}
-
+# The binaries are rebuilt when the pins (go.mod, go.sum), the Go toolchain
+# or the build flags change (build_stamp, go_build_stamped of hack/lib/build.sh).
 build() {
-  mkdir -p "$BIN_DIR"
-  # One build at a time (two test runs may race on a fresh clone).
-  exec 9>"$BIN_DIR/.build.lock"
-  flock -n 9 || {
-    log "waiting for another build of kapp-controller (hack/test.sh builds in the background) to finish"
-    flock 9
-  }
+  build_lock "$BIN_DIR" "kapp-controller"
+  go_build_stamped "kapp-controller, ytt and vendir" "$MODULE_DIR" "$BIN_DIR" -- \
+    kapp-controller=github.com/vmware-tanzu/carvel-kapp-controller/cmd/controller carvel.dev/ytt/cmd/ytt carvel.dev/vendir/cmd/vendir
 
   local want have
-  want="$(stamp_of "$MODULE_DIR/go.mod" "$MODULE_DIR/go.sum")"
-  have="$(cat "$BIN_DIR/.stamp" 2>/dev/null || true)"
-  if [[ "$want" == "$have" && -x "$BIN_DIR/kapp-controller" && -x "$BIN_DIR/ytt" && -x "$BIN_DIR/vendir" ]]; then
-    log "kapp-controller, ytt and vendir are up to date ($BIN_DIR)"
-  else
-    log "building kapp-controller, ytt and vendir from source through the Go module proxy:"
-    log "on a cold cache several minutes on 2 cores (a line every 30s says how far it is); once only"
-    local start=$SECONDS tmp flags
-    flags="$(ldflags)"
-    tmp="$(mktemp -d "$BIN_DIR/.build.XXXXXX")"
-    # -mod=readonly: the committed go.sum is the pin. One go build for the
-    # three shares the work of their common dependencies. (&& because set -e
-    # does not apply inside the left-hand side of ||.)
-    (
-      cd "$MODULE_DIR" &&
-        go_build_progress "kapp-controller, ytt and vendir" "$tmp/build.log" "${BUILD_FLAGS[@]}" -ldflags "$flags" -o "$tmp/" \
-          github.com/vmware-tanzu/carvel-kapp-controller/cmd/controller carvel.dev/ytt/cmd/ytt carvel.dev/vendir/cmd/vendir
-    ) || {
-      rm -rf "$tmp"
-      die "build failed"
-    }
-    mv -f "$tmp/controller" "$BIN_DIR/kapp-controller"
-    mv -f "$tmp/ytt" "$tmp/vendir" "$BIN_DIR/"
-    rm -rf "$tmp"
-    echo "$want" >"$BIN_DIR/.stamp"
-    log "built in $((SECONDS - start))s"
-  fi
-
-  want="$(stamp_of "$MODULE_DIR/go.mod" "$MODULE_DIR/go.sum" "$MODULE_DIR"/kappctrlutil/*.go)"
+  want="$(build_stamp "$MODULE_DIR/go.mod" "$MODULE_DIR/go.sum" "$MODULE_DIR"/kappctrlutil/*.go)"
   have="$(cat "$BIN_DIR/.stamp-kappctrlutil" 2>/dev/null || true)"
   if [[ "$want" != "$have" || ! -x "$BIN_DIR/kappctrlutil" ]]; then
     (cd "$MODULE_DIR" && go build "${BUILD_FLAGS[@]}" -ldflags "-s -w" -o "$BIN_DIR/kappctrlutil" ./kappctrlutil)
     echo "$want" >"$BIN_DIR/.stamp-kappctrlutil"
   fi
-  flock -u 9
+  build_unlock
   build_kbld
 }
 
@@ -150,11 +109,9 @@ build() {
 # PackageRepository and Package tests (test/e2e/install_package_test.go)
 # need it on the controller's PATH.
 build_kbld() {
-  mkdir -p "$KBLD_BIN_DIR"
-  exec 7>"$KBLD_BIN_DIR/.build.lock"
-  flock 7
+  build_lock "$KBLD_BIN_DIR" "kbld"
   local want have
-  want="$(stamp_of "$KBLD_MODULE_DIR/go.mod" "$KBLD_MODULE_DIR/go.sum")"
+  want="$(build_stamp "$KBLD_MODULE_DIR/go.mod" "$KBLD_MODULE_DIR/go.sum")"
   have="$(cat "$KBLD_BIN_DIR/.stamp" 2>/dev/null || true)"
   if [[ "$want" != "$have" || ! -x "$KBLD_BIN_DIR/kbld" ]]; then
     log "building kbld from source through the Go module proxy (module hack/kbld)"
@@ -174,7 +131,7 @@ build_kbld() {
     echo "$want" >"$KBLD_BIN_DIR/.stamp"
     log "built kbld in $((SECONDS - start))s"
   fi
-  flock -u 7
+  build_unlock
 }
 
 # ---------------------------------------------------------------- start / stop
@@ -188,7 +145,7 @@ is_running() {
 # shellcheck source=hack/lib/process.sh
 source "$ROOT/hack/lib/process.sh" # stop_pid
 # shellcheck source=hack/lib/build.sh
-source "$ROOT/hack/lib/build.sh" # go_build_progress, elapsed
+source "$ROOT/hack/lib/build.sh" # build_lock, build_stamp, go_build_stamped, go_build_progress
 
 stop() {
   if [[ ! -f "$RUN_FILE" ]]; then

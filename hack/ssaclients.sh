@@ -15,74 +15,27 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TOOL=ssaclients
 MODULE_DIR="$ROOT/hack/ssaclients"
 BIN_DIR="$ROOT/.cache/ssaclients/bin"
 
-# Static, trimmed, with the version helm reports (from go.mod), as Helm's
-# release builds set it.
-BUILD_FLAGS=(-mod=readonly -trimpath)
-export CGO_ENABLED=0
+# shellcheck source=hack/lib/gotool.sh
+source "$ROOT/hack/lib/gotool.sh" # BUILD_FLAGS, log, die, build_lock, go_build_stamped, gotool_main
+
+# The version helm reports (from go.mod), as Helm's release builds set it.
 ldflags() {
   printf -- '-s -w -X helm.sh/helm/v4/internal/version.version=%s' \
     "$(cd "$MODULE_DIR" && go list -mod=readonly -m -f '{{.Version}}' helm.sh/helm/v4)"
 }
 
-START=$SECONDS
-log() { printf '[ssaclients] %s (%ss)\n' "$*" "$((SECONDS - START))" >&2; }
-die() {
-  log "error: $*"
-  exit 1
-}
-
-# shellcheck source=hack/lib/build.sh
-source "$ROOT/hack/lib/build.sh" # go_build_progress, elapsed
-
-# The binaries are rebuilt when this changes: the pins, fluxapply's source,
-# the Go toolchain or the build flags.
-stamp() {
-  {
-    cat "$MODULE_DIR/go.mod" "$MODULE_DIR/go.sum" "$MODULE_DIR"/fluxapply/*.go
-    go env GOVERSION GOOS GOARCH
-    echo "${BUILD_FLAGS[*]} CGO_ENABLED=$CGO_ENABLED"
-    declare -f ldflags
-  } | sha256sum | cut -d' ' -f1
-}
-
+# The binaries are rebuilt when the pins, fluxapply's source, the Go toolchain
+# or the build flags change. One go build for both shares the work of their
+# common dependencies (client-go, apimachinery, controller-runtime).
 build() {
-  mkdir -p "$BIN_DIR"
-  # One build at a time (hack/test.sh builds in the background while
-  # hack/test-e2e.sh may ask for the binaries).
-  exec 9>"$BIN_DIR/.build.lock"
-  flock -n 9 || {
-    log "waiting for another build of helm and fluxapply to finish"
-    flock 9
-  }
-  local want have
-  want="$(stamp)"
-  have="$(cat "$BIN_DIR/.stamp" 2>/dev/null || true)"
-  if [[ "$want" == "$have" && -x "$BIN_DIR/helm" && -x "$BIN_DIR/fluxapply" ]]; then
-    log "helm and fluxapply are up to date ($BIN_DIR)"
-  else
-    log "building helm and fluxapply from source through the Go module proxy (on a cold cache a few minutes on 2 cores; once only)"
-    local start=$SECONDS tmp flags
-    flags="$(ldflags)"
-    tmp="$(mktemp -d "$BIN_DIR/.build.XXXXXX")"
-    # One go build for both shares the work of their common dependencies
-    # (client-go, apimachinery, controller-runtime).
-    (
-      cd "$MODULE_DIR" &&
-        go_build_progress "helm and fluxapply" "$tmp/build.log" "${BUILD_FLAGS[@]}" -ldflags "$flags" -o "$tmp/" \
-          helm.sh/helm/v4/cmd/helm ./fluxapply
-    ) || {
-      rm -rf "$tmp"
-      die "build failed"
-    }
-    mv -f "$tmp/helm" "$tmp/fluxapply" "$BIN_DIR/"
-    rm -rf "$tmp"
-    echo "$want" >"$BIN_DIR/.stamp"
-    log "built in $(elapsed $((SECONDS - start)))"
-  fi
-  flock -u 9
+  build_lock "$BIN_DIR" "helm and fluxapply"
+  go_build_stamped "helm and fluxapply" "$MODULE_DIR" "$BIN_DIR" "$MODULE_DIR"/fluxapply/*.go -- \
+    helm.sh/helm/v4/cmd/helm ./fluxapply
+  build_unlock
 }
 
 test_env() {
@@ -90,11 +43,4 @@ test_env() {
   printf 'HELM=%s\nFLUXAPPLY=%s\n' "$BIN_DIR/helm" "$BIN_DIR/fluxapply"
 }
 
-case "${1:-}" in
-build) build ;;
-test-env) test_env ;;
-*)
-  sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
-  exit 2
-  ;;
-esac
+gotool_main "$@"

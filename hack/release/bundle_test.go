@@ -4,23 +4,16 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"errors"
-	"io"
-	"log"
-	"net/http/httptest"
+	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"carvel.dev/imgpkg/pkg/imgpkg/lockconfig"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"gopkg.in/yaml.v3"
 )
 
@@ -51,23 +44,11 @@ func bundleFiles(t *testing.T, img v1.Image) map[string][]byte {
 		t.Fatal(err)
 	}
 	files := map[string][]byte{}
-	tr := tar.NewReader(zr)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	readTar(t, zr, func(h *tar.Header, data []byte) {
 		if h.Typeflag == tar.TypeReg {
-			data, err := io.ReadAll(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
 			files[h.Name] = data
 		}
-	}
+	})
 	return files
 }
 
@@ -100,7 +81,7 @@ func checkPackageRepository(t *testing.T, pkgBundle, repoBundle v1.Image, versio
 	if !bytes.Contains(files["config/values-schema.yaml"], []byte("image: "+imageRepo+":"+version+"\n")) {
 		t.Errorf("config/values-schema.yaml: the image default is not %s:%s:\n%s", imageRepo, version, files["config/values-schema.yaml"])
 	}
-	if want := map[string]string{imageRepo + ":" + version: imageRepo + "@" + imageDigest.String()}; !equalMaps(lockOf(t, files), want) {
+	if want := map[string]string{imageRepo + ":" + version: imageRepo + "@" + imageDigest.String()}; !maps.Equal(lockOf(t, files), want) {
 		t.Errorf("the package bundle's images.yml %v, want %v", lockOf(t, files), want)
 	}
 
@@ -153,7 +134,7 @@ func checkPackageRepository(t *testing.T, pkgBundle, repoBundle v1.Image, versio
 	if got := pkg.Spec.ValuesSchema.OpenAPIv3.Properties["image"]["default"]; got != imageRepo+":"+version {
 		t.Errorf("the values schema's image default %v, want %s:%s", got, imageRepo, version)
 	}
-	if want := map[string]string{bundleRef: bundleRef}; !equalMaps(lockOf(t, files), want) {
+	if want := map[string]string{bundleRef: bundleRef}; !maps.Equal(lockOf(t, files), want) {
 		t.Errorf("the repository bundle's images.yml %v, want %v", lockOf(t, files), want)
 	}
 	var meta struct {
@@ -166,18 +147,6 @@ func checkPackageRepository(t *testing.T, pkgBundle, repoBundle v1.Image, versio
 	if meta.Kind != "PackageMetadata" || meta.Metadata.Name != PackageRefName {
 		t.Errorf("metadata.yml: %s %s, want PackageMetadata %s", meta.Kind, meta.Metadata.Name, PackageRefName)
 	}
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 func keys[V any](m map[string]V) []string {
@@ -245,22 +214,9 @@ func TestReleasePackageRepository(t *testing.T) {
 	checkPackageRepository(t, images["package-bundle"], images["package-repository"], version,
 		"ghcr.io/crdsafety/kapp", imageDigest, "ghcr.io/crdsafety/kapp-webhook-package")
 
-	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(reg.Close)
-	host := strings.TrimPrefix(reg.URL, "http://")
+	host := testRegistry(t)
 	for b, img := range images {
-		ref := host + "/crdsafety/kapp-" + b + ":" + version
-		if out, err := exec.Command(buildCrane(t), "push", filepath.Join(dir, b), ref).CombinedOutput(); err != nil {
-			t.Fatalf("crane push %s: %v\n%s", b, err, out)
-		}
-		r, err := name.ParseReference(ref)
-		if err != nil {
-			t.Fatal(err)
-		}
-		desc, err := remote.Get(r)
-		if err != nil {
-			t.Fatal(err)
-		}
+		desc := cranePush(t, filepath.Join(dir, b), host+"/crdsafety/kapp-"+b+":"+version)
 		if want, _ := img.Digest(); desc.Digest != want {
 			t.Errorf("%s pushed as %s, want %s", b, desc.Digest, want)
 		}
@@ -275,21 +231,8 @@ func chartFiles(t *testing.T, gz []byte) map[string][]byte {
 		t.Fatal(err)
 	}
 	files := map[string][]byte{}
-	tr := tar.NewReader(zr)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return files
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[h.Name] = data
-	}
+	readTar(t, zr, func(h *tar.Header, data []byte) { files[h.Name] = data })
+	return files
 }
 
 // checkChart checks a chart archive: the chart's files under its name, the

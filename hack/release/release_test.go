@@ -17,6 +17,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -536,11 +537,21 @@ func flatten(t *testing.T, img v1.Image) map[string]fsEntry {
 	rc := mutate.Extract(img)
 	defer rc.Close()
 	out := map[string]fsEntry{}
-	tr := tar.NewReader(rc)
+	readTar(t, rc, func(h *tar.Header, data []byte) {
+		out["/"+strings.TrimSuffix(strings.TrimPrefix(h.Name, "/"), "/")] = fsEntry{h, data}
+	})
+	return out
+}
+
+// readTar calls each with every entry of the tar stream r, in order, and
+// its content.
+func readTar(t *testing.T, r io.Reader, each func(h *tar.Header, data []byte)) {
+	t.Helper()
+	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
-		if err == io.EOF {
-			return out
+		if errors.Is(err, io.EOF) {
+			return
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -549,7 +560,7 @@ func flatten(t *testing.T, img v1.Image) map[string]fsEntry {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out["/"+strings.TrimSuffix(strings.TrimPrefix(h.Name, "/"), "/")] = fsEntry{h, data}
+		each(h, data)
 	}
 }
 
@@ -621,21 +632,7 @@ func TestReleaseWebhookImage(t *testing.T) {
 	}
 	t.Run("crane push", func(t *testing.T) {
 		// As README's "Install" pushes it: the image index, unchanged.
-		reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-		t.Cleanup(reg.Close)
-		ref := strings.TrimPrefix(reg.URL, "http://") + "/crdsafety/kapp:" + version
-		out, err := exec.Command(buildCrane(t), "push", filepath.Join(dir, "image"), ref).CombinedOutput()
-		if err != nil {
-			t.Fatalf("crane push: %v\n%s", err, out)
-		}
-		r, err := name.ParseReference(ref)
-		if err != nil {
-			t.Fatal(err)
-		}
-		desc, err := remote.Get(r)
-		if err != nil {
-			t.Fatal(err)
-		}
+		desc := cranePush(t, filepath.Join(dir, "image"), testRegistry(t)+"/crdsafety/kapp:"+version)
 		if desc.Digest != tm.Manifests[0].Digest || desc.MediaType != types.OCIImageIndex {
 			t.Errorf("pushed %s %s, want the image index %s", desc.MediaType, desc.Digest, tm.Manifests[0].Digest)
 		}
@@ -838,9 +835,7 @@ func TestReleaseKappControllerLayer(t *testing.T) {
 	}
 
 	crane := buildCrane(t)
-	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(reg.Close)
-	host := strings.TrimPrefix(reg.URL, "http://")
+	host := testRegistry(t)
 	base := host + "/carvel-dev/kapp-controller:v0.51.0"
 	pushKappControllerStandIn(t, base)
 	// run runs a script of docs/kapp-controller.md in the release
@@ -1019,6 +1014,33 @@ func buildCrane(t *testing.T) string {
 		t.Fatalf("building crane: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// testRegistry serves an in-memory registry for the test and returns its
+// host.
+func testRegistry(t *testing.T) string {
+	t.Helper()
+	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(reg.Close)
+	return strings.TrimPrefix(reg.URL, "http://")
+}
+
+// cranePush pushes the OCI layout dir to ref with crane, as the docs do, and
+// returns the descriptor the registry then serves at ref.
+func cranePush(t *testing.T, dir, ref string) *remote.Descriptor {
+	t.Helper()
+	if out, err := exec.Command(buildCrane(t), "push", dir, ref).CombinedOutput(); err != nil {
+		t.Fatalf("crane push %s: %v\n%s", ref, err, out)
+	}
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc, err := remote.Get(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return desc
 }
 
 // pushKappControllerStandIn pushes to ref an image index shaped like

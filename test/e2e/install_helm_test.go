@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -86,13 +85,8 @@ func TestInstallHelmChart(t *testing.T) {
 	require.NotEqual(t, before.CRDSpec, e.snapshot(t, n).CRDSpec, "mode warn: the update was not applied")
 
 	// Uninstall: the registration goes first, then the rest.
-	order := e.deletionOrder(t, ns, ns, ns+"-webhook")
-	_, err = helm.run(t, "uninstall", ns, "--namespace", ns, "--wait", "--timeout", "2m")
-	require.NoError(t, err)
-	first, what := order()
-	t.Log(what)
-	require.Truef(t, first, "the registration was not deleted before the server: %s", what)
-	require.Nil(t, e.registration(t, ns), "the registration outlived the release")
-	_, err = e.core.AppsV1().Deployments(ns).Get(tctx(t), ns+"-webhook", metav1.GetOptions{})
-	require.Truef(t, apierrors.IsNotFound(err), "the Deployment outlived the release: %v", err)
+	e.requireRemovedInOrder(t, ns, "release", func() {
+		_, err := helm.run(t, "uninstall", ns, "--namespace", ns, "--wait", "--timeout", "2m")
+		require.NoError(t, err)
+	})
 }

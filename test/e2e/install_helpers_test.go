@@ -290,6 +290,22 @@ func (k *kcEnv) waitReconciled(t *testing.T, gvr schema.GroupVersionResource, ns
 	}
 }
 
+// requireRemovedInOrder runs uninstall of the webhook installed in ns
+// (registration ns, Deployment ns-webhook, by what: "release",
+// "PackageInstall") and requires that the registration was deleted before
+// the server and that neither outlived what installed them.
+func (e *env) requireRemovedInOrder(t *testing.T, ns, what string, uninstall func()) {
+	t.Helper()
+	order := e.deletionOrder(t, ns, ns, ns+"-webhook")
+	uninstall()
+	first, seen := order()
+	t.Log(seen)
+	require.Truef(t, first, "the registration was not deleted before the server: %s", seen)
+	require.Nil(t, e.registration(t, ns), "the registration outlived the "+what)
+	_, err := e.core.AppsV1().Deployments(ns).Get(tctx(t), ns+"-webhook", metav1.GetOptions{})
+	require.Truef(t, apierrors.IsNotFound(err), "the Deployment outlived the %s: %v", what, err)
+}
+
 // deletionOrder watches, from now on, the registration of that name and
 // the Deployment ns/deployment, and when stop is called returns whether
 // the registration was deleted before the Deployment began to be deleted

@@ -128,14 +128,7 @@ func TestInstallCarvelPackage(t *testing.T) {
 	e.requireInstalledWebhookJudges(t, n, p)
 
 	// Uninstall: kapp deletes the registration before the server.
-	order := e.deletionOrder(t, ns, ns, ns+"-webhook")
-	k.deleteWait(t, packageInstallGVR, kcNamespace, ns)
-	first, what := order()
-	t.Log(what)
-	require.Truef(t, first, "the registration was not deleted before the server: %s", what)
-	require.Nil(t, e.registration(t, ns), "the registration outlived the PackageInstall")
-	_, err = e.core.AppsV1().Deployments(ns).Get(tctx(t), ns+"-webhook", metav1.GetOptions{})
-	require.Truef(t, apierrors.IsNotFound(err), "the Deployment outlived the PackageInstall: %v", err)
+	e.requireRemovedInOrder(t, ns, "PackageInstall", func() { k.deleteWait(t, packageInstallGVR, kcNamespace, ns) })
 }
 
 // createDeleted creates obj and deletes it (waiting until it is gone) when

@@ -67,6 +67,20 @@ var helmClients = []struct {
 	{"helm4", "v4.", newHelm},
 }
 
+// forEachHelm runs test in parallel subtests, one per Helm client (Helm 3,
+// Helm 4), each with an env of its own, the client and its major version
+// ("v3.").
+func forEachHelm(t *testing.T, test func(t *testing.T, e *env, h helmRun, major string)) {
+	t.Parallel()
+	for _, c := range helmClients {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			test(t, e, c.new(t, e), c.major)
+		})
+	}
+}
+
 // helmCRDRelease installs release n.App of the chart holding the base CRD
 // in templates/, creates the custom resources, and registers the webhook
 // for the CRD. When the test ends the CRD (with its custom resources) and
@@ -100,29 +114,23 @@ func (e *env) helmCRDRelease(t *testing.T, h helmRun, n names) *webhookProc {
 // findings in Helm's error and changes nothing; the next upgrade, safe,
 // goes through.
 func TestWebhookHelmUpgrade(t *testing.T) {
-	t.Parallel()
-	for _, c := range helmClients {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			e := setup(t)
-			h := c.new(t, e)
-			out, err := h.run(t, "version", "--short")
-			require.NoError(t, err, out)
-			require.Truef(t, strings.HasPrefix(out, c.major), "not Helm %s: %s", c.major, out)
-			n := newNames(t)
-			e.helmCRDRelease(t, h, n)
-			before := e.snapshot(t, n)
-			rv := e.getCRD(t, n).GetResourceVersion()
+	forEachHelm(t, func(t *testing.T, e *env, h helmRun, major string) {
+		out, err := h.run(t, "version", "--short")
+		require.NoError(t, err, out)
+		require.Truef(t, strings.HasPrefix(out, major), "not Helm %s: %s", major, out)
+		n := newNames(t)
+		e.helmCRDRelease(t, h, n)
+		before := e.snapshot(t, n)
+		rv := e.getCRD(t, n).GetResourceVersion()
 
-			out, err = h.run(t, "upgrade", n.App, helmCRDChart(t, n, clientsUnsafe), "--namespace", "default")
-			require.Contains(t, out, "UPGRADE FAILED")
-			e.requireClientRefused(t, n, out, err, before, rv)
+		out, err = h.run(t, "upgrade", n.App, helmCRDChart(t, n, clientsUnsafe), "--namespace", "default")
+		require.Contains(t, out, "UPGRADE FAILED")
+		e.requireClientRefused(t, n, out, err, before, rv)
 
-			out, err = h.run(t, "upgrade", n.App, helmCRDChart(t, n, clientsSafe), "--namespace", "default")
-			require.NoError(t, err, out)
-			require.Contains(t, e.crdSchemaJSON(t, n, "v1"), "priority")
-		})
-	}
+		out, err = h.run(t, "upgrade", n.App, helmCRDChart(t, n, clientsSafe), "--namespace", "default")
+		require.NoError(t, err, out)
+		require.Contains(t, e.crdSchemaJSON(t, n, "v1"), "priority")
+	})
 }
 
 // TestWebhookHelmUninstall: `helm uninstall` by Helm 3 and Helm 4 of a
@@ -134,41 +142,35 @@ func TestWebhookHelmUpgrade(t *testing.T) {
 // uninstall shows. With the waiver annotation on the CRD, the uninstall
 // then goes through.
 func TestWebhookHelmUninstall(t *testing.T) {
-	t.Parallel()
-	for _, c := range helmClients {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			e := setup(t)
-			h := c.new(t, e)
-			n := newNames(t)
-			p := e.helmCRDRelease(t, h, n)
-			before := e.snapshot(t, n)
-			deniedDelete := regexp.MustCompile(`op=DELETE crd=` + regexp.QuoteMeta(n.CRD) + ` .*dryRun=false allowed=false errors=1 `)
+	forEachHelm(t, func(t *testing.T, e *env, h helmRun, _ string) {
+		n := newNames(t)
+		p := e.helmCRDRelease(t, h, n)
+		before := e.snapshot(t, n)
+		deniedDelete := regexp.MustCompile(`op=DELETE crd=` + regexp.QuoteMeta(n.CRD) + ` .*dryRun=false allowed=false errors=1 `)
 
-			out, err := h.run(t, "uninstall", n.App, "--namespace", "default")
-			require.Errorf(t, err, "helm uninstall succeeded:\n%s", out)
-			require.Contains(t, out, "Error: failed to delete release: "+n.App)
-			require.Len(t, deniedDelete.FindAllString(p.log.String(), -1), 1, "the webhook's log has no denied DELETE of the CRD")
-			e.requireUnchanged(t, n, before)
+		out, err := h.run(t, "uninstall", n.App, "--namespace", "default")
+		require.Errorf(t, err, "helm uninstall succeeded:\n%s", out)
+		require.Contains(t, out, "Error: failed to delete release: "+n.App)
+		require.Len(t, deniedDelete.FindAllString(p.log.String(), -1), 1, "the webhook's log has no denied DELETE of the CRD")
+		e.requireUnchanged(t, n, before)
 
-			out, err = h.run(t, "uninstall", n.App, "--namespace", "default", "--debug")
-			require.Errorf(t, err, "helm uninstall succeeded:\n%s", out)
-			require.Contains(t, out, "Failed to delete release")
-			require.Contains(t, out, "CRDUpgradeSafety denied the delete of CRD "+n.CRD+": 1 error finding:")
-			requireFinding(t, out, "crdDeletion", n.CRD, "deleting the CRD would delete its 2 existing custom resources")
-			require.Len(t, deniedDelete.FindAllString(p.log.String(), -1), 2)
-			e.requireUnchanged(t, n, before)
+		out, err = h.run(t, "uninstall", n.App, "--namespace", "default", "--debug")
+		require.Errorf(t, err, "helm uninstall succeeded:\n%s", out)
+		require.Contains(t, out, "Failed to delete release")
+		require.Contains(t, out, "CRDUpgradeSafety denied the delete of CRD "+n.CRD+": 1 error finding:")
+		requireFinding(t, out, "crdDeletion", n.CRD, "deleting the CRD would delete its 2 existing custom resources")
+		require.Len(t, deniedDelete.FindAllString(p.log.String(), -1), 2)
+		e.requireUnchanged(t, n, before)
 
-			// The documented way to delete it on purpose (docs/webhook.md):
-			// the waiver on the CRD, then the uninstall again.
-			e.annotateCRD(t, n, map[string]string{config.WaiveAnnotation: "crdDeletion", config.WaiveReasonAnnotation: "e2e: data no longer needed"})
-			out, err = h.run(t, "uninstall", n.App, "--namespace", "default")
-			require.NoError(t, err, out)
-			require.Contains(t, out, `release "`+n.App+`" uninstalled`)
-			require.Eventually(t, func() bool { return e.getCRD(t, n) == nil }, 30*time.Second, 200*time.Millisecond,
-				"CRD %s still exists after the uninstall", n.CRD)
-		})
-	}
+		// The documented way to delete it on purpose (docs/webhook.md):
+		// the waiver on the CRD, then the uninstall again.
+		e.annotateCRD(t, n, map[string]string{config.WaiveAnnotation: "crdDeletion", config.WaiveReasonAnnotation: "e2e: data no longer needed"})
+		out, err = h.run(t, "uninstall", n.App, "--namespace", "default")
+		require.NoError(t, err, out)
+		require.Contains(t, out, `release "`+n.App+`" uninstalled`)
+		require.Eventually(t, func() bool { return e.getCRD(t, n) == nil }, 30*time.Second, 200*time.Millisecond,
+			"CRD %s still exists after the uninstall", n.CRD)
+	})
 }
 
 // TestWebhookKubectlWriters: `kubectl apply --server-side`, `kubectl

@@ -1,11 +1,13 @@
 package crdupgradesafety
 
 import (
+	"maps"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -13,52 +15,11 @@ import (
 // fpOld and fpNew are a CRD pair as a file holds it; fpNewReformatted is
 // fpNew written another way: keys and properties reordered, another
 // quoting style, comments.
-const fpOld = `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.example.com}
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              replicas: {type: integer, maximum: 20}
-              size: {type: string, enum: [small, large]}
-              color: {type: string}
-`
-
-const fpNew = `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.example.com}
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              replicas: {type: integer, maximum: 5}
-              size: {type: string, enum: [large]}
-`
+var (
+	fpOld = testcrd.CRDYAML("widgets", "Widget",
+		"{replicas: {type: integer, maximum: 20}, size: {type: string, enum: [small, large]}, color: {type: string}}")
+	fpNew = testcrd.CRDYAML("widgets", "Widget", "{replicas: {type: integer, maximum: 5}, size: {type: string, enum: [large]}}")
+)
 
 const fpNewReformatted = `# the same CRD, written by another generator
 kind: "CustomResourceDefinition"
@@ -135,7 +96,7 @@ func TestFingerprintStable(t *testing.T) {
 		}
 	}
 
-	if re := fingerprints(Compare(old, parseFP(t, fpNewReformatted), nil)); !equalMaps(re, got) {
+	if re := fingerprints(Compare(old, parseFP(t, fpNewReformatted), nil)); !maps.Equal(re, got) {
 		t.Errorf("reformatted: %v, want %v", re, got)
 	}
 
@@ -146,7 +107,7 @@ func TestFingerprintStable(t *testing.T) {
 	if render(reworded)[0] == before[0] {
 		t.Fatal("the renderer was not swapped")
 	}
-	if fps := fingerprints(reworded); !equalMaps(fps, got) {
+	if fps := fingerprints(reworded); !maps.Equal(fps, got) {
 		t.Errorf("reworded: %v, want %v", fps, got)
 	}
 
@@ -158,18 +119,6 @@ func TestFingerprintStable(t *testing.T) {
 	if fps["enum ^.spec.size"] != got["enum ^.spec.size"] {
 		t.Errorf("the enum change is the same, its fingerprint is not: %s, %s", fps["enum ^.spec.size"], got["enum ^.spec.size"])
 	}
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // TestWaiversInPolicy: a waiver by fingerprint or by path pattern waives

@@ -342,16 +342,7 @@ func (panickingCluster) ListCustomResources(context.Context, *apiextv1.CustomRes
 // lifecycleCRD is the Widget CRD with the given versions (the keys of
 // each, in YAML flow style), each with a schema of spec.size.
 func lifecycleCRD(versions ...string) string {
-	doc := `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.example.com
-spec:
-  group: example.com
-  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}
-  scope: Namespaced
-  versions:`
+	doc := testcrd.Header("widgets", "Widget")
 	for _, v := range versions {
 		doc += "\n  - {" + v + ", schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {size: {type: integer, minimum: 1}}}}}}}"
 	}

@@ -4,13 +4,13 @@
 package gittest
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
 	"github.com/stretchr/testify/require"
 )
 
@@ -50,28 +50,7 @@ func WriteFiles(t *testing.T, dir string, files map[string]string) {
 
 // CRDYAML is a CRD of group example.com with one version v1 whose spec has
 // the given properties (a YAML flow mapping).
-func CRDYAML(plural, kind, props string) string {
-	return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: %[1]s.example.com
-spec:
-  group: example.com
-  names: {kind: %[2]s, listKind: %[2]sList, plural: %[1]s, singular: %[3]s}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties: %[4]s
-`, plural, kind, strings.ToLower(kind), props)
-}
+var CRDYAML = testcrd.CRDYAML
 
 const (
 	// WidgetsV1 are the spec properties of the widgets CRD in NewRepo.

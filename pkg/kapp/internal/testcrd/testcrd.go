@@ -4,24 +4,48 @@ package testcrd
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 )
 
-// WidgetCRD is a Widget CRD whose spec.color enum and spec.size minimum vary.
-func WidgetCRD(enum string, minimum int) string {
-	return fmt.Sprintf(`
-apiVersion: apiextensions.k8s.io/v1
+// Header is a namespaced CRD of group example.com named after plural and
+// kind, up to its versions key: the versions follow as YAML list items
+// indented by two spaces.
+func Header(plural, kind string) string {
+	return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
-  name: widgets.example.com
+  name: %[1]s.example.com
 spec:
   group: example.com
-  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}
+  names: {kind: %[2]s, listKind: %[2]sList, plural: %[1]s, singular: %[3]s}
   scope: Namespaced
-  versions:
+  versions:`, plural, kind, strings.ToLower(kind))
+}
+
+// CRDYAML is a CRD of Header with one version v1 whose spec has the given
+// properties (a YAML flow mapping).
+func CRDYAML(plural, kind, props string) string {
+	return Header(plural, kind) + versionV1(" "+props)
+}
+
+// WidgetCRD is a Widget CRD whose spec.color enum and spec.size minimum vary.
+func WidgetCRD(enum string, minimum int) string {
+	return "\n" + Header("widgets", "Widget") + versionV1(fmt.Sprintf(`
+              size: {type: integer, minimum: %d}
+              color: {type: string, enum: [%s]}`, minimum, enum)) + `status:
+  storedVersions: [v1]
+`
+}
+
+// versionV1 is a versions item v1, served and stored, whose spec's
+// properties follow "properties:" (a flow mapping after a space, or block
+// lines).
+func versionV1(props string) string {
+	return `
   - name: v1
     served: true
     storage: true
@@ -31,12 +55,7 @@ spec:
         properties:
           spec:
             type: object
-            properties:
-              size: {type: integer, minimum: %d}
-              color: {type: string, enum: [%s]}
-status:
-  storedVersions: [v1]
-`, minimum, enum)
+            properties:` + props + "\n"
 }
 
 var (
