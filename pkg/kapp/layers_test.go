@@ -19,7 +19,8 @@ const module = "github.com/crdsafety/kapp/"
 // admission webhook; the commands; the binary.
 var layers = [][]string{
 	{"docs", "pkg/kapp/internal/", "pkg/kapp/crdupgradesafety/internal/"},
-	{"pkg/kapp/config", "pkg/kapp/kube"},
+	// gittest builds its repositories' CRDs with testcrd.
+	{"pkg/kapp/config", "pkg/kapp/kube", "pkg/kapp/internal/gittest"},
 	{"pkg/kapp/crdupgradesafety"},
 	{"pkg/kapp/report"},
 	{"pkg/kapp/evaluation", "pkg/kapp/inputs", "pkg/kapp/migration"},
