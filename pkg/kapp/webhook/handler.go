@@ -59,7 +59,7 @@ type Handler struct {
 
 	slots  chan struct{}
 	panics atomic.Int64
-	// crds keeps the old CRDs of recent reviews decoded.
+	// crds keeps the CRDs (old and new) of recent reviews decoded.
 	crds *crdCache
 	// flights: concurrent reviews of the same objects share a judgement.
 	flights *flights
