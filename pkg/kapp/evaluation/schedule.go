@@ -66,7 +66,7 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.Settings, cluster Clus
 	cpu := make(chan struct{}, workers)
 	offline := func(ctx context.Context, i int) {
 		cpu <- struct{}{}
-		outcomes[i] = offlineFindings(ctx, pairs[i], plan.OldFromFiles, cluster != nil, cfg)
+		outcomes[i] = offlineFindings(ctx, pairs[i], plan.OldFromFiles, cluster != nil, cfg, plan.Comparisons)
 		<-cpu
 		timing.offlineDone()
 	}

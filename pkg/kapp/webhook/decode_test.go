@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
 	"github.com/crdsafety/kapp/pkg/kapp/webhook/webhooktest"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -235,11 +236,13 @@ func mustJSON(t testing.TB, v any) []byte {
 }
 
 // TestCachedCRDsUnchangedByReviews: the cache shares a decoded stored CRD
-// and a decoded new CRD between reviews, which must therefore leave them
-// as they are: after every testdata pair is reviewed through the handler
-// twice (the second time both CRDs from the cache), with stored objects to
-// read, the cached CRDs equal a fresh decoding of their JSON, and both
-// reviews got the same answer, the one of a handler without a cache.
+// and a decoded new CRD between reviews (and their comparison: the
+// reviewer's evaluation.Comparisons), which must therefore leave them as
+// they are: after every testdata pair is reviewed through the handler
+// twice (the second time both CRDs and the comparison from the caches),
+// with stored objects to read, the cached CRDs equal a fresh decoding of
+// their JSON, and both reviews got the same answer, the one of a handler
+// without caches.
 func TestCachedCRDsUnchangedByReviews(t *testing.T) {
 	dirs, err := filepath.Glob("../crdupgradesafety/testdata/*")
 	if err != nil {
@@ -249,7 +252,9 @@ func TestCachedCRDsUnchangedByReviews(t *testing.T) {
 		"metadata": map[string]any{"name": "a", "namespace": "default"}, "spec": map[string]any{}}}}
 	r, _ := reviewer(t, nil, cluster)
 	h := NewHandler(r, 0)
-	noCache := NewHandler(r, 0)
+	uncached := *r
+	uncached.Comparisons = evaluation.NewComparisons(0) // none kept
+	noCache := NewHandler(&uncached, 0)
 	noCache.crds = nil
 	raws := map[string][]byte{}
 	n := 0

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	admissionv1 "k8s.io/api/admission/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,8 +67,12 @@ type Handler struct {
 }
 
 // NewHandler returns the handler of reviewer with at most maxInFlight
-// reviews evaluated at once.
+// reviews evaluated at once. It gives reviewer a cache of comparisons
+// (Reviewer.Comparisons) when it has none.
 func NewHandler(reviewer *Reviewer, maxInFlight int) *Handler {
+	if reviewer.Comparisons == nil {
+		reviewer.Comparisons = evaluation.NewComparisons(evaluation.DefaultComparisons)
+	}
 	h := &Handler{Reviewer: reviewer, MaxInFlight: maxInFlight, crds: newCRDCache(DefaultCRDCacheBytes),
 		flights: newFlights()}
 	if maxInFlight > 0 {
