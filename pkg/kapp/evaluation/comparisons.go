@@ -24,10 +24,16 @@ import (
 // version judged and which waivers have expired at the run's clock. A
 // change of any of them is another key: the cache never changes a
 // verdict (TestComparisonsCache). Stored objects are never cached: they
-// are read by every run. Safe for concurrent use; a nil *Comparisons
-// compares every time.
+// are read by every run, but the validators built for a batch of them are
+// kept too, by the CRD they were built from (the webhook's CRDs are shared
+// and never modified), the version and the shape of the batch
+// (crdupgradesafety.Validators). Safe for concurrent use; a nil
+// *Comparisons compares every time.
 type Comparisons struct {
 	max int
+	// validators keeps the validators of the batches of stored objects
+	// read under the new CRDs of the runs (crdupgradesafety.Validators).
+	validators *crdupgradesafety.Validators
 
 	mu      sync.Mutex
 	entries map[string]*list.Element
@@ -45,9 +51,23 @@ type comparisonEntry struct {
 // result holds the findings of one pair, small beside its CRDs.
 const DefaultComparisons = 256
 
+// DefaultValidators bounds the validators Comparisons keeps: one per CRD
+// version and shape of batch (the validators of a batch are built from
+// the parts of the schema its objects reach, small beside the schema).
+const DefaultValidators = 64
+
+// validatorsOf returns the validators' cache of c, nil for a nil c.
+func (c *Comparisons) validatorsOf() *crdupgradesafety.Validators {
+	if c == nil {
+		return nil
+	}
+	return c.validators
+}
+
 // NewComparisons returns a cache of at most max comparisons.
 func NewComparisons(max int) *Comparisons {
-	return &Comparisons{max: max, entries: map[string]*list.Element{}}
+	return &Comparisons{max: max, entries: map[string]*list.Element{},
+		validators: crdupgradesafety.NewValidators(DefaultValidators)}
 }
 
 // compare returns crdupgradesafety.Compare(p.Old, p.New, cfg), from the

@@ -18,5 +18,8 @@ func offlineFindings(ctx context.Context, p Pair, oldFromFiles, live bool, cfg *
 	rejected, replace, findings := v.finish(live)
 	o.findings = append(o.findings, findings...)
 	o.rejected, o.replace = rejected, replace
+	if p.Key != "" {
+		o.validators = comparisons.validatorsOf()
+	}
 	return o
 }

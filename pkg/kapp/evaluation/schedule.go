@@ -20,6 +20,9 @@ type pairOutcome struct {
 	// replace says why kapp deletes and recreates the CRD instead of
 	// updating it; "" when it does not (or the dry run has yet to tell).
 	replace string
+	// validators keeps the validators of stored objects' batches (nil:
+	// built for each batch).
+	validators *crdupgradesafety.Validators
 }
 
 // Evaluate runs the engine over a plan and returns every finding, sorted
