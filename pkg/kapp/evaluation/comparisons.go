@@ -52,9 +52,11 @@ type comparisonEntry struct {
 const DefaultComparisons = 256
 
 // DefaultValidators bounds the validators Comparisons keeps: one per CRD
-// version and shape of batch (the validators of a batch are built from
-// the parts of the schema its objects reach, small beside the schema).
-const DefaultValidators = 64
+// version and shape of batch. An entry holds the whole structural schema
+// of its version (CEL rules are compiled against it) and keeps its CRD
+// alive: megabytes for the largest CRDs, so the bound is the burst of 10
+// CRDs of the benchmark with some room, not more.
+const DefaultValidators = 16
 
 // validatorsOf returns the validators' cache of c, nil for a nil c.
 func (c *Comparisons) validatorsOf() *crdupgradesafety.Validators {
