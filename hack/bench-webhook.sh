@@ -30,22 +30,22 @@
 # hack/cluster.sh (its own state in CLUSTER_STATE_DIR, by default
 # .cache/bench-webhook-cluster, started and stopped here).
 #
-# Measured on November 26, 2026 (a 2-core machine shared with other
-# engineers' builds, load average 7 to 12: latencies vary with it, the CPU
-# per review much less), BASELINE=74131aa; p50 / p99 / webhook CPU per
-# review (+ apiserver and etcd):
+# Measured on November 26, 2026, 14:11-14:18 UTC (the 2-core machine
+# quiet: load average 0.4 to 3.4), BASELINE=74131aa CONCURRENCY=10, twice;
+# p50 / p99 / webhook CPU per review (+ apiserver and etcd), first run,
+# then the p99 of the second:
 #
-#   run                             74131aa                  this tree
-#   1. no objects, 1 at once        46ms / 550ms / 37.3ms    10.8ms / 140ms / 10.3ms
-#      10 at once                   337ms / 1.45s / 35.3ms   90ms / 336ms / 8.3ms
-#      10 at once, -cold            400ms / 834ms / 35.7ms   120ms / 365ms / 14.4ms
-#      50 at once                   1.82s / 2.35s / 32ms     447ms / 1.99s / 7.0ms
-#   2. 10,000 objects, 10 at once   7.63s / 8.81s / 432+199ms  1.40s / 2.84s / 92+46ms
-#   3. burst, 1,000 objects each    812ms / 1.81s / 116+40ms   848ms / 2.80s / 106+45ms
+#   run                             74131aa                    this tree
+#   1. no objects, 10 at once       166ms / 289ms / 31.8ms     13.2ms / 72.6ms / 2.75ms
+#      (second run p99)             243ms                      67.5ms
+#      10 at once, -cold            227ms / 503ms / 32.6ms     87.6ms / 275ms / 9.79ms
+#      (second run p99)             349ms                      173ms
+#   2. 10,000 objects, 10 at once   3.01s / 4.22s / 457+204ms  626ms / 748ms / 71+39ms
+#      (second run p99)             4.13s                      749ms
+#   3. burst, 1,000 objects each    379ms / 867ms / 110+33ms   299ms / 686ms / 70+35ms
+#      (second run p99)             979ms                      754ms
 #
-# In a quieter moment (load average 1 to 4), p99 at 10 at once:
-#   1. no objects  436ms -> 131ms;  2. 10,000 objects  6.27s -> 1.34s;
-#   3. burst  1.04s -> 0.92s and 1.41s (two runs)
+# Targets (p99): 1. 100ms, 2. 2s, 3. 1s: all met in both runs.
 #
 # What the targets need and the floor of each: docs/webhook.md, "Performance".
 #

@@ -59,6 +59,9 @@ func newVersionValidator(crd *apiextv1.CustomResourceDefinition, version string,
 		}
 		v.structural = structural
 		v.cel = cel.NewValidator(structural, true, celconfig.PerCallLimit)
+		if prune {
+			useReachedSchemas(v.cel, reachedSchema(structural, objs))
+		}
 	}
 	return v, nil
 }

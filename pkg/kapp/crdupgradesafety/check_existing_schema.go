@@ -3,6 +3,7 @@ package crdupgradesafety
 import (
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 )
 
 // The existingResources check validates a batch of custom resources with
@@ -81,6 +82,81 @@ func dropUnreachedRules(s *schema.Structural, vals []any) {
 		dropUnreachedRules(s.AdditionalProperties.Structural, additionalValues(vals, s.Properties))
 	}
 	dropUnreachedRules(s.Items, itemValues(vals))
+}
+
+// The CEL validator evaluates a rule against the schema of its node: each
+// field access of a rule (self.spec.x) and each object value it makes asks
+// the node's schema for its properties, which the apiserver's adaptor
+// (model.(*Structural).Properties) rebuilds as a new map of all of them at
+// every call: a rule on a node of hundreds of properties spent most of the
+// CEL time there. The rules are compiled against the whole schema (a rule
+// may name a field no object has), but at run time a node's schema is
+// asked only for the keys its value has (unstructuredMap: Find, Iterator,
+// Equal look up the keys of the value), and whether it has properties at
+// all. useReachedSchemas gives every node of the compiled validator the
+// schema of reachedSchema instead: the same node with only the properties
+// some value of the batch has (an empty map where the node has
+// properties but no value any of them), so that each lookup builds a map
+// of those only. The errors are the same for the objects of the batch
+// (TestPrunedValidatorsAgreeWithFull, TestReachedSchemasAgreeOnCEL).
+
+// reachedSchema returns a copy of s in which every node keeps only the
+// properties that some value of vals (the values s validates) has, at
+// every depth; a node whose Properties is not nil keeps a map (empty when
+// no value has any of them). Everything else of each node is as in s (a
+// shallow copy), and s is left as it is.
+func reachedSchema(s *schema.Structural, vals []any) *schema.Structural {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	if s.Properties != nil {
+		children := map[string][]any{}
+		for _, v := range vals {
+			m, ok := v.(map[string]any)
+			if !ok {
+				continue
+			}
+			for k, pv := range m {
+				if _, ok := s.Properties[k]; ok {
+					children[k] = append(children[k], pv)
+				}
+			}
+		}
+		c.Properties = make(map[string]schema.Structural, len(children))
+		for k, pvs := range children {
+			prop := s.Properties[k]
+			c.Properties[k] = *reachedSchema(&prop, pvs)
+		}
+	}
+	if s.AdditionalProperties != nil {
+		ap := *s.AdditionalProperties
+		ap.Structural = reachedSchema(ap.Structural, additionalValues(vals, s.Properties))
+		c.AdditionalProperties = &ap
+	}
+	c.Items = reachedSchema(s.Items, itemValues(vals))
+	return &c
+}
+
+// useReachedSchemas sets the schema of every node of v, the CEL validator
+// compiled from a schema of which r is the reached copy (reachedSchema), to
+// the node of r at the same place. Nodes that no value reaches (their rules
+// never run) and allOf validators keep theirs.
+func useReachedSchemas(v *cel.Validator, r *schema.Structural) {
+	if v == nil || r == nil {
+		return
+	}
+	v.Schema = r
+	for name, child := range v.Properties {
+		if p, ok := r.Properties[name]; ok {
+			useReachedSchemas(&child, &p)
+			v.Properties[name] = child
+		}
+	}
+	if v.AdditionalProperties != nil && r.AdditionalProperties != nil {
+		useReachedSchemas(v.AdditionalProperties, r.AdditionalProperties.Structural)
+	}
+	useReachedSchemas(v.Items, r.Items)
 }
 
 // dropRules removes every CEL rule of s and below. Rules nested in an

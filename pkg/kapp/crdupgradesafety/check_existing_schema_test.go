@@ -2,6 +2,7 @@ package crdupgradesafety
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -319,4 +320,176 @@ func BenchmarkValidateExisting(b *testing.B) {
 			}
 		}
 	}
+}
+
+// TestReachedSchemasAgreeOnCEL: the CEL rules run against the reached
+// schemas (useReachedSchemas) report, for every object of a batch, exactly
+// what they report against the whole schema, for the ways a rule reads a
+// value: field access and has() on present, absent and null fields,
+// iteration over maps and lists, equality of objects (with unknown fields
+// preserved too), embedded resources, int-or-string. Each object is
+// validated in a batch of its own and in the batch of all of them, and
+// the rules must reject some of them.
+func TestReachedSchemasAgreeOnCEL(t *testing.T) {
+	const schemaYAML = `
+type: object
+x-kubernetes-validations: [{rule: "has(self.spec)", message: "spec is required"}]
+properties:
+  spec:
+    type: object
+    x-kubernetes-validations:
+    - rule: "!has(self.a) || self.a != 'no'"
+    - rule: "!has(self.b) || self.b.c.size() < 5"
+    - rule: "!has(self.nul) || self.nul != 'q'"
+    - rule: "!has(self.deep) || self.deep.p.q != 'z'"
+    - rule: "!has(self.io) || self.io != 'bad'"
+    - rule: "!has(self.free) || !has(self.free.known) || self.free.known != 'k'"
+    properties:
+      a: {type: string}
+      b: {type: object, properties: {c: {type: string}, d: {type: integer}, e: {type: string}}}
+      nul: {type: string, nullable: true}
+      io: {x-kubernetes-int-or-string: true}
+      deep:
+        type: object
+        properties:
+          p: {type: object, properties: {q: {type: string}, w: {type: string}}}
+          other: {type: string}
+      labels:
+        type: object
+        additionalProperties: {type: string}
+        x-kubernetes-validations: [{rule: "self.all(k, self[k] != 'x')"}]
+      items:
+        type: array
+        x-kubernetes-validations:
+        - rule: "self.all(i, !has(i.name) || i.name != '')"
+        - rule: "self.size() == 0 || self.exists(i, has(i.v) && i.v == 1)"
+        - rule: "self.all(i, self.exists_one(j, j == i))"
+          message: "items are unique"
+        items: {type: object, properties: {name: {type: string}, v: {type: integer}, w: {type: string}}}
+      free:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+        properties: {known: {type: string}, other: {type: string}}
+      frees:
+        type: array
+        x-kubernetes-validations: [{rule: "self.all(i, self.exists_one(j, j == i))", message: "frees are unique"}]
+        items:
+          type: object
+          x-kubernetes-preserve-unknown-fields: true
+          properties: {known: {type: string}, other: {type: string}}
+      embedded:
+        type: object
+        x-kubernetes-embedded-resource: true
+        x-kubernetes-preserve-unknown-fields: true
+        x-kubernetes-validations: [{rule: "self.kind != 'Bad'"}, {rule: "!has(self.metadata.name) || self.metadata.name != 'bad'"}]
+`
+	var props apiextv1.JSONSchemaProps
+	require.NoError(t, yaml.Unmarshal([]byte(schemaYAML), &props))
+	crd := &apiextv1.CustomResourceDefinition{Spec: apiextv1.CustomResourceDefinitionSpec{
+		Group: "example.com", Scope: apiextv1.NamespaceScoped,
+		Names: apiextv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget"},
+		Versions: []apiextv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+			Schema: &apiextv1.CustomResourceValidation{OpenAPIV3Schema: &props}}},
+	}}
+	obj := func(spec string) any {
+		o := map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": "w", "namespace": "default"}}
+		if spec != "" {
+			var s any
+			require.NoError(t, yaml.Unmarshal([]byte(spec), &s))
+			o["spec"] = s
+		}
+		return o
+	}
+	objs := []any{
+		obj(""),
+		obj("{}"),
+		obj("{a: ok}"),
+		obj("{a: 'no'}"),
+		obj("{b: {c: abc}}"),
+		obj("{b: {c: abcdef}}"),
+		obj("{b: {d: 1}}"),
+		obj("{nul: null}"),
+		obj("{nul: q}"),
+		obj("{io: 3}"),
+		obj("{io: bad}"),
+		obj("{deep: {other: x}}"),
+		obj("{deep: {p: {q: z}}}"),
+		obj("{deep: {p: {w: z}}}"),
+		obj("{labels: {a: b}}"),
+		obj("{labels: {a: x}}"),
+		obj("{items: []}"),
+		obj("{items: [{name: a, v: 2}]}"),
+		obj("{items: [{name: '', v: 1}, {w: x}]}"),
+		obj("{items: [{v: 1}]}"),
+		obj("{items: [{v: 1, name: a}, {v: 1, name: a}]}"),
+		obj("{items: [{v: 1, name: a}, {v: 1, name: b}]}"),
+		obj("{items: [{v: 1, w: a}, {v: 1}]}"),
+		obj("{free: {known: k}}"),
+		obj("{frees: [{unknown: 1}, {unknown: 1}]}"),
+		obj("{frees: [{unknown: 1}, {unknown: 2}]}"),
+		obj("{frees: [{known: a, unknown: 1}, {known: a}]}"),
+		obj("{frees: [{known: a}, {known: a}]}"),
+		obj("{frees: [{known: a}, {other: a}]}"),
+		obj("{embedded: {apiVersion: v1, kind: Bad, metadata: {name: x}}}"),
+		obj("{embedded: {apiVersion: v1, kind: Good, metadata: {name: bad}, spec: {x: 1}}}"),
+		obj("{embedded: {apiVersion: v1, kind: Good, metadata: {name: good}}}"),
+	}
+	full, err := newVersionValidator(crd, "v1", nil, false)
+	require.NoError(t, err)
+	require.NotNil(t, full.cel)
+	all, err := newVersionValidator(crd, "v1", objs, true)
+	require.NoError(t, err)
+	celErrors := func(v *versionValidator, o any) []string {
+		errs, _ := v.cel.Validate(t.Context(), nil, v.structural, o, nil, 1<<40)
+		return errorStrings(errs)
+	}
+	rejected := 0
+	for i, o := range objs {
+		want := errorStrings(full.validate(o.(map[string]any)))
+		wantCEL := celErrors(full, o)
+		if len(wantCEL) > 0 {
+			rejected++
+		}
+		one, err := newVersionValidator(crd, "v1", []any{o}, true)
+		require.NoError(t, err)
+		for name, v := range map[string]*versionValidator{"its own batch": one, "the batch of all": all} {
+			js, _ := yaml.Marshal(o)
+			require.Equal(t, want, errorStrings(v.validate(o.(map[string]any))), "object %d in %s:\n%s", i, name, js)
+			require.Equal(t, wantCEL, celErrors(v, o), "object %d in %s:\n%s", i, name, js)
+		}
+	}
+	require.GreaterOrEqual(t, rejected, 12, "the rules must reject objects for the comparison to mean something")
+}
+
+// TestReachedSchema: the reached copy keeps the properties some value has
+// (an empty map where none), at every depth, and leaves the schema as it
+// is.
+func TestReachedSchema(t *testing.T) {
+	s, err := schema.NewStructural(internalSchema(t, `
+type: object
+properties:
+  spec:
+    type: object
+    properties:
+      a: {type: string}
+      m: {type: object, additionalProperties: {type: object, properties: {x: {type: string}, z: {type: string}}}}
+      l: {type: array, items: {type: object, properties: {x: {type: string}, z: {type: string}}}}
+  status: {type: object, properties: {z: {type: string}}}
+`))
+	require.NoError(t, err)
+	r := reachedSchema(s, []any{
+		map[string]any{"spec": map[string]any{"m": map[string]any{"k": map[string]any{"x": "1"}}}},
+		map[string]any{"spec": map[string]any{"l": []any{map[string]any{"z": "1"}}}, "status": map[string]any{}},
+	})
+	require.ElementsMatch(t, []string{"spec", "status"}, slices.Collect(maps.Keys(r.Properties)))
+	spec := r.Properties["spec"]
+	require.ElementsMatch(t, []string{"m", "l"}, slices.Collect(maps.Keys(spec.Properties)))
+	require.ElementsMatch(t, []string{"x"}, slices.Collect(maps.Keys(spec.Properties["m"].AdditionalProperties.Structural.Properties)))
+	require.ElementsMatch(t, []string{"z"}, slices.Collect(maps.Keys(spec.Properties["l"].Items.Properties)))
+	status := r.Properties["status"]
+	require.NotNil(t, status.Properties)
+	require.Empty(t, status.Properties)
+	require.Len(t, s.Properties["spec"].Properties, 3, "the schema itself is left as it is")
+	require.Len(t, s.Properties["spec"].Properties["m"].AdditionalProperties.Structural.Properties, 2)
 }

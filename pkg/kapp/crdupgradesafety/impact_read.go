@@ -68,6 +68,8 @@ type ObjectReader struct {
 	// does (nil where the old CRD has no structural schema of the version).
 	newView, oldView *crdView
 	cfg              *config.Settings
+	// validators, when set, keeps the validators of batches (UseValidators).
+	validators *Validators
 
 	findings []Finding                 // the pair's findings
 	byField  map[schemapath.Path][]int // schema path -> indexes of findings of this version at it
@@ -248,7 +250,7 @@ func (r *ObjectReader) Read(objs []map[string]any) {
 	for i := range reads {
 		vals[i] = reads[i].next
 	}
-	v, err := newVersionValidator(r.newCRD, r.version, vals, true)
+	v, err := r.validators.get(r.newCRD, r.version, vals)
 	if err != nil || v == nil {
 		v = nil // the whole strategy instead (an invalid schema the apiserver would refuse anyway)
 	}

@@ -50,7 +50,7 @@ func BenchmarkExistingResources(b *testing.B) {
 			}()
 			for b.Loop() {
 				api.ResetRequests()
-				impacts, fs, err := readStoredObjects(context.Background(), Pair{Old: old, New: safe}, nil, &cfg, cluster, &liveTracker{})
+				impacts, fs, err := readStoredObjects(context.Background(), Pair{Old: old, New: safe}, nil, &cfg, cluster, &liveTracker{}, nil)
 				if err != nil || len(fs) != 0 || len(impacts) != 1 || impacts[0].Objects() != n {
 					b.Fatalf("want %d objects read and no findings, got %v, %v, %v", n, impacts, fs, err)
 				}

@@ -65,7 +65,7 @@ func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.Se
 	case crd.ExistingResources.Enabled && !o.rejected:
 		var fs []crdupgradesafety.Finding
 		var err error
-		impacts, fs, err = readStoredObjects(ctx, p, o.findings, cfg, cluster, tracker)
+		impacts, fs, err = readStoredObjects(ctx, p, o.findings, cfg, cluster, tracker, o.validators)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -158,7 +158,7 @@ func readManagedFields(ctx context.Context, pair Pair, cfg *config.Settings, clu
 // be. A read that fails through the conversion webhook is a finding
 // (unreadableFinding) rather than an error.
 func readStoredObjects(ctx context.Context, pair Pair, pairFindings []crdupgradesafety.Finding, cfg *config.Settings,
-	cluster Cluster, tracker *liveTracker) ([]crdupgradesafety.VersionImpact, []crdupgradesafety.Finding, error) {
+	cluster Cluster, tracker *liveTracker, validators *crdupgradesafety.Validators) ([]crdupgradesafety.VersionImpact, []crdupgradesafety.Finding, error) {
 
 	var impacts []crdupgradesafety.VersionImpact
 	var findings []crdupgradesafety.Finding
@@ -173,6 +173,7 @@ func readStoredObjects(ctx context.Context, pair Pair, pairFindings []crdupgrade
 			if err != nil {
 				return fmt.Errorf("reading custom resources of CRD %s: %w", pair.New.Name, err)
 			}
+			reader.UseValidators(validators)
 			return nil
 		}
 		var batch []map[string]any

@@ -4,20 +4,22 @@ import (
 	"context"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 )
 
 // offlineFindings runs the checks of one pair that need no cluster: the
-// engine's comparison of an update, and the apiserver's own validation of
-// the change (see offlineValidation).
-func offlineFindings(ctx context.Context, p Pair, oldFromFiles, live bool, cfg *config.Settings) pairOutcome {
+// engine's comparison of an update (from comparisons when they hold it),
+// and the apiserver's own validation of the change (see offlineValidation).
+func offlineFindings(ctx context.Context, p Pair, oldFromFiles, live bool, cfg *config.Settings, comparisons *Comparisons) pairOutcome {
 	v := newOfflineValidation(ctx, p, oldFromFiles, cfg)
 	var o pairOutcome
 	if p.Old != nil {
-		o.findings = crdupgradesafety.Compare(p.Old, p.New, cfg)
+		o.findings = comparisons.compare(p, cfg)
 	}
 	rejected, replace, findings := v.finish(live)
 	o.findings = append(o.findings, findings...)
 	o.rejected, o.replace = rejected, replace
+	if p.Key != "" {
+		o.validators = comparisons.validatorsOf()
+	}
 	return o
 }

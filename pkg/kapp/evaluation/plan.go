@@ -32,6 +32,10 @@ type Pair struct {
 	// when there is no cluster (kapp tools crd-upgrade-safety --objects):
 	// their impact is computed as for the stored objects of a cluster.
 	Samples []map[string]any
+	// Key, when set, identifies the content of Old and New (the webhook:
+	// the SHA-256 of both objects' JSON): the comparison of the pair may
+	// then come from Plan.Comparisons. "": compared every time.
+	Key string
 }
 
 // kapp's update strategies (kapp.k14s.io/update-strategy), as kapp's
@@ -89,6 +93,9 @@ type Plan struct {
 	// CRD they are done with and each batch of custom resources validated
 	// (never per object). Calls come from the workers, one at a time.
 	Progress func(LiveProgress)
+	// Comparisons, when set, keeps the comparisons of pairs with a Key
+	// for the runs that follow (the webhook's).
+	Comparisons *Comparisons
 }
 
 // NeedsCluster reports whether evaluating plan under cfg reads the cluster.

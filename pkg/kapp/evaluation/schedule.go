@@ -20,6 +20,9 @@ type pairOutcome struct {
 	// replace says why kapp deletes and recreates the CRD instead of
 	// updating it; "" when it does not (or the dry run has yet to tell).
 	replace string
+	// validators keeps the validators of stored objects' batches (nil:
+	// built for each batch).
+	validators *crdupgradesafety.Validators
 }
 
 // Evaluate runs the engine over a plan and returns every finding, sorted
@@ -66,7 +69,7 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.Settings, cluster Clus
 	cpu := make(chan struct{}, workers)
 	offline := func(ctx context.Context, i int) {
 		cpu <- struct{}{}
-		outcomes[i] = offlineFindings(ctx, pairs[i], plan.OldFromFiles, cluster != nil, cfg)
+		outcomes[i] = offlineFindings(ctx, pairs[i], plan.OldFromFiles, cluster != nil, cfg, plan.Comparisons)
 		<-cpu
 		timing.offlineDone()
 	}

@@ -130,21 +130,21 @@ func unmarshalJSON(dec *jsontext.Decoder, s *apiextv1.JSON) error {
 }
 
 // fastReview is an AdmissionReview whose objects are kept as they are
-// (validated once with the rest of the body): the new CRD is decoded from
-// its object, the old one found in the cache by its hash or decoded.
+// (validated once with the rest of the body): each CRD is found in the
+// cache by its hash or decoded.
 type fastReview struct {
 	metav1.TypeMeta `json:",inline"`
 	Request         *struct {
 		admissionv1.AdmissionRequest `json:",inline"`
 		// The objects are kept as they are: their hashes are the key of
-		// the old CRD in the cache and of the review's flight.
+		// the CRDs in the cache and of the review's flight.
 		Object    jsontext.Value `json:"object,omitempty"`
 		OldObject jsontext.Value `json:"oldObject,omitempty"`
 	} `json:"request,omitempty"`
 }
 
 // fastDecodeReview decodes a review as decodeReviewSlow does, in one pass,
-// the old CRD from cache when it holds one of the same bytes. ok is false
+// each CRD from cache when it holds one of the same bytes. ok is false
 // when the body does not decode this way (decodeReviewSlow then says why).
 func fastDecodeReview(body []byte, cache *crdCache) (review *admissionv1.AdmissionReview, objs objects, ok bool) {
 	var typed fastReview
@@ -160,10 +160,10 @@ func fastDecodeReview(body []byte, cache *crdCache) (review *admissionv1.Admissi
 	var err error
 	key := sha256.New()
 	if isObject(typed.Request.Object) {
-		if objs.newCRD, err = decodeCRDFast(typed.Request.Object); err != nil {
+		var sum [sha256.Size]byte
+		if objs.newCRD, sum, err = cache.get(typed.Request.Object); err != nil {
 			return nil, objects{}, false
 		}
-		sum := sha256.Sum256(typed.Request.Object)
 		key.Write(sum[:])
 	}
 	key.Write([]byte{0})
@@ -198,15 +198,17 @@ func decodeCRDFast(raw []byte) (*apiextv1.CustomResourceDefinition, error) {
 	return crd, nil
 }
 
-// DefaultCRDCacheBytes bounds the old CRDs the reviewer keeps decoded, by
-// the size of their JSON: the 10 largest real CRDs of the benchmarks
-// (hack/fetch-crds.sh) are 6.2 MB of JSON.
+// DefaultCRDCacheBytes bounds the CRDs the reviewer keeps decoded, by the
+// size of their JSON: the 10 largest real CRDs of the benchmarks
+// (hack/fetch-crds.sh) are 6.2 MB of JSON, 12.4 MB old and new.
 const DefaultCRDCacheBytes = 16 << 20
 
-// crdCache keeps the old CRDs of recent reviews decoded, keyed by the
-// SHA-256 of their JSON, least recently used first out once their JSON
-// exceeds maxBytes: a review carries the stored CRD, which rarely changes
-// between reviews. A CRD changed in any byte (a new resourceVersion at
+// crdCache keeps the CRDs of recent reviews decoded (the stored CRD and
+// the CRD as it would be stored), keyed by the SHA-256 of their JSON,
+// least recently used first out once their JSON exceeds maxBytes: a review
+// carries the stored CRD, which rarely changes between reviews, and the
+// same new CRD comes in several reviews (a server-side dry run, then the
+// write; a GitOps controller re-applying it; the apiserver's retries). A CRD changed in any byte (a new resourceVersion at
 // least) has another key: the cache never serves another CRD than the
 // review's. The CRDs it returns are shared and must not be modified (the
 // evaluation copies what it changes: crdupgradesafety.ValidatedAt).

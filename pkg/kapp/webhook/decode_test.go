@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
 	"github.com/crdsafety/kapp/pkg/kapp/webhook/webhooktest"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -235,10 +236,13 @@ func mustJSON(t testing.TB, v any) []byte {
 }
 
 // TestCachedCRDsUnchangedByReviews: the cache shares a decoded stored CRD
-// between reviews, which must therefore leave it as it is: after every
-// testdata pair is reviewed through the handler twice (the second time
-// from the cache), with stored objects to read, the cached CRDs equal a
-// fresh decoding of their JSON, and both reviews got the same answer.
+// and a decoded new CRD between reviews (and their comparison: the
+// reviewer's evaluation.Comparisons), which must therefore leave them as
+// they are: after every testdata pair is reviewed through the handler
+// twice (the second time both CRDs and the comparison from the caches),
+// with stored objects to read, the cached CRDs equal a fresh decoding of
+// their JSON, and both reviews got the same answer, the one of a handler
+// without caches.
 func TestCachedCRDsUnchangedByReviews(t *testing.T) {
 	dirs, err := filepath.Glob("../crdupgradesafety/testdata/*")
 	if err != nil {
@@ -248,6 +252,10 @@ func TestCachedCRDsUnchangedByReviews(t *testing.T) {
 		"metadata": map[string]any{"name": "a", "namespace": "default"}, "spec": map[string]any{}}}}
 	r, _ := reviewer(t, nil, cluster)
 	h := NewHandler(r, 0)
+	uncached := *r
+	uncached.Comparisons = evaluation.NewComparisons(0) // none kept
+	noCache := NewHandler(&uncached, 0)
+	noCache.crds = nil
 	raws := map[string][]byte{}
 	n := 0
 	for _, dir := range dirs {
@@ -266,14 +274,16 @@ func TestCachedCRDsUnchangedByReviews(t *testing.T) {
 		}
 		first := post(h, ValidatePath, "application/json", body)
 		second := post(h, ValidatePath, "application/json", body)
-		if first.Code != http.StatusOK || first.Body.String() != second.Body.String() {
-			t.Errorf("%s: the review from the cache answered differently:\n%s\n%s", dir, first.Body, second.Body)
+		uncached := post(noCache, ValidatePath, "application/json", body)
+		if first.Code != http.StatusOK || first.Body.String() != second.Body.String() || first.Body.String() != uncached.Body.String() {
+			t.Errorf("%s: the review from the cache answered differently:\n%s\n%s\nwithout a cache:\n%s", dir, first.Body, second.Body, uncached.Body)
 		}
-		raws[dir] = req.OldObject.Raw
+		raws[dir+" old"] = req.OldObject.Raw
+		raws[dir+" new"] = req.Object.Raw
 		n++
 	}
-	if h.crds.hits < n {
-		t.Fatalf("%d reviews from the cache, want %d", h.crds.hits, n)
+	if h.crds.hits < 2*n {
+		t.Fatalf("%d CRDs from the cache, want %d (old and new of %d reviews)", h.crds.hits, 2*n, n)
 	}
 	for dir, raw := range raws {
 		cached, _, err := h.crds.get(raw)

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	admissionv1 "k8s.io/api/admission/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,15 +60,19 @@ type Handler struct {
 
 	slots  chan struct{}
 	panics atomic.Int64
-	// crds keeps the old CRDs of recent reviews decoded.
+	// crds keeps the CRDs (old and new) of recent reviews decoded.
 	crds *crdCache
 	// flights: concurrent reviews of the same objects share a judgement.
 	flights *flights
 }
 
 // NewHandler returns the handler of reviewer with at most maxInFlight
-// reviews evaluated at once.
+// reviews evaluated at once. It gives reviewer a cache of comparisons
+// (Reviewer.Comparisons) when it has none.
 func NewHandler(reviewer *Reviewer, maxInFlight int) *Handler {
+	if reviewer.Comparisons == nil {
+		reviewer.Comparisons = evaluation.NewComparisons(evaluation.DefaultComparisons)
+	}
 	h := &Handler{Reviewer: reviewer, MaxInFlight: maxInFlight, crds: newCRDCache(DefaultCRDCacheBytes),
 		flights: newFlights()}
 	if maxInFlight > 0 {
@@ -134,6 +139,20 @@ func writeText(w http.ResponseWriter, code int, text string) {
 	_, _ = io.WriteString(w, text+"\n")
 }
 
+// readBody reads a request's body of size bytes (its Content-Length, -1
+// when unknown) into one buffer of that size, instead of the doublings of
+// io.ReadAll (a review of a large CRD is megabytes).
+func readBody(body io.Reader, size int64) ([]byte, error) {
+	if size <= 0 || size > MaxRequestBytes {
+		return io.ReadAll(body)
+	}
+	buf := make([]byte, size)
+	if _, err := io.ReadFull(body, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
 // validate serves one AdmissionReview: a POST of JSON, at most
 // MaxRequestBytes. A body that is not an admission.k8s.io/v1
 // AdmissionReview with a request is refused with a 4xx status (the
@@ -159,7 +178,7 @@ func (h *Handler) validate(w http.ResponseWriter, req *http.Request) {
 	// requests over HTTP/2, where bodies left unread hold the connection's
 	// flow-control window, and the request that has a slot could not be
 	// read to its end.
-	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, MaxRequestBytes))
+	body, err := readBody(http.MaxBytesReader(w, req.Body, MaxRequestBytes), req.ContentLength)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {

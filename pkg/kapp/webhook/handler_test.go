@@ -119,3 +119,34 @@ func TestHandlerSlots(t *testing.T) {
 			"the live checks did not finish in time"), review.Response.Result.Message)
 	require.Contains(t, review.Response.Result.Message, "waited for one of the 1 review slots (--max-requests-inflight)")
 }
+
+// TestReadBody: a body of a known size is read into one buffer of that
+// size; an unknown or out-of-bounds size reads to the end; a body shorter
+// than its size is an error.
+func TestReadBody(t *testing.T) {
+	data := []byte(`{"kind":"AdmissionReview"}`)
+	for _, tc := range []struct {
+		name string
+		size int64
+		want string
+		err  bool
+	}{
+		{name: "known size", size: int64(len(data)), want: string(data)},
+		{name: "unknown size", size: -1, want: string(data)},
+		{name: "over the bound: read to the end", size: MaxRequestBytes + 1, want: string(data)},
+		{name: "shorter than its size", size: int64(len(data)) + 10, err: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := readBody(bytes.NewReader(data), tc.size)
+			if tc.err {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, string(got))
+			if tc.size == int64(len(data)) {
+				require.Equal(t, len(data), cap(got), "one buffer of the size")
+			}
+		})
+	}
+}

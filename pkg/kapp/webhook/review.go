@@ -43,6 +43,11 @@ type Reviewer struct {
 	LogFields func(msg string, fields []LogField)
 	// Metrics, when set, records each review.
 	Metrics *Metrics
+	// Comparisons, when set, keeps the comparisons of recent reviews'
+	// CRDs (evaluation.Comparisons: by the content of both CRDs, the
+	// settings, the Kubernetes version and the waivers expired); the
+	// stored objects are read by every review. NewHandler sets it.
+	Comparisons *evaluation.Comparisons
 }
 
 // WebhookSettings returns the settings the webhook evaluates with: cfg with
@@ -224,7 +229,8 @@ func (r *Reviewer) judgeUpdate(ctx context.Context, objs objects) verdict {
 	case equality.Semantic.DeepEqual(oldCRD.Spec, newCRD.Spec):
 		return verdict{skip: "spec unchanged", waiver: waiverAudit(newCRD.Annotations)}
 	}
-	plan := evaluation.Plan{Pairs: []evaluation.Pair{{Old: oldCRD, New: newCRD, Strategy: evaluation.StrategyUpdate}}}
+	plan := evaluation.Plan{Pairs: []evaluation.Pair{{Old: oldCRD, New: newCRD, Strategy: evaluation.StrategyUpdate, Key: objs.key}},
+		Comparisons: r.Comparisons}
 	res, err := r.run(ctx, plan)
 	return verdict{findings: res.Findings, err: err, waiver: waiverAudit(newCRD.Annotations)}
 }

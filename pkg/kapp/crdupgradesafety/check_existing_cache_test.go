@@ -1,0 +1,106 @@
+package crdupgradesafety
+
+import (
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/stretchr/testify/require"
+)
+
+// TestShapeOf: batches whose objects have the same keys at the same
+// places, merged over the batch, have one shape whatever their scalar
+// values; another key, a list for an object, or a key that could pass for
+// the end of another are another shape.
+func TestShapeOf(t *testing.T) {
+	m := func(kv ...any) map[string]any {
+		out := map[string]any{}
+		for i := 0; i < len(kv); i += 2 {
+			out[kv[i].(string)] = kv[i+1]
+		}
+		return out
+	}
+	same := [][]any{
+		{m("spec", m("a", "1", "b", 2)), m("spec", m("a", "x"))},
+		{m("spec", m("a", "2")), m("spec", m("b", true, "a", nil))},
+	}
+	require.Equal(t, shapeOf(same[0]), shapeOf(same[1]))
+	others := [][]any{
+		{m("spec", m("a", "1"))},
+		{m("spec", m("a", "1", "c", 2))},
+		{m("spec", m("a", m(), "b", 2))},
+		{m("spec", m("a", []any{}, "b", 2))},
+		{m("spec", m("a", "1", "b", 2)), "scalar"},
+		{m("spec", m("a:1b", "1"))},
+	}
+	seen := map[string]int{shapeOf(same[0]): -1}
+	for i, o := range others {
+		s := shapeOf(o)
+		prev, dup := seen[s]
+		require.False(t, dup, "batch %d has the shape of batch %d: %q", i, prev, s)
+		seen[s] = i
+	}
+}
+
+// TestValidatorsCache: a batch's validators come from the cache only for
+// the same CRD (by identity), version and shape of batch, and the objects
+// read with the cache are read as without it: every golden case's objects
+// (generated from its old schema, some scrambled) read twice in batches
+// with a shared cache, and once without, give equal results.
+func TestValidatorsCache(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	cfg := config.Default()
+	c := NewValidators(64)
+	cases := 0
+	for _, gc := range goldenCases(t) {
+		old := parseCRDStrict(t, gc.dir+"/old.yaml", gc.old)
+		new := parseCRDStrict(t, gc.dir+"/new.yaml", gc.new)
+		for _, version := range VersionsToRead(old, new) {
+			mo, err := newServedSchema(old, version)
+			if err != nil {
+				continue
+			}
+			gen := newObjGen(r, "")
+			var objs []map[string]any
+			for range 12 {
+				obj := gen.object(mo.gvk.GroupVersion().String(), mo.gvk.Kind, mo.namespaced, mo.structural, nil)
+				if r.IntN(3) == 0 {
+					scramble(gen, obj)
+				}
+				objs = append(objs, obj)
+			}
+			read := func(cache *Validators) VersionImpact {
+				reader, err := NewObjectReader(old, new, version, SourceCluster, nil, &cfg)
+				require.NoError(t, err, gc.name)
+				reader.UseValidators(cache)
+				reader.Read(objs[:5])
+				reader.Read(objs[5:])
+				return reader.Result()
+			}
+			want := read(nil)
+			hits := c.hits
+			first := read(c)
+			second := read(c)
+			require.True(t, reflect.DeepEqual(want, first), "%s %s: read with the cache differs", gc.name, version)
+			require.True(t, reflect.DeepEqual(want, second), "%s %s: read from the cache differs", gc.name, version)
+			require.Greater(t, c.hits, hits, "%s %s: the second read builds nothing", gc.name, version)
+			cases++
+		}
+	}
+	require.Greater(t, cases, 20)
+
+	// Another CRD (a copy of the same content), version or shape: built anew.
+	gc := goldenCases(t)[0]
+	crd := parseCRDStrict(t, gc.dir+"/new.yaml", gc.new)
+	version := crd.Spec.Versions[0].Name
+	batch := []any{map[string]any{"spec": map[string]any{}}}
+	a, err := c.get(crd, version, batch)
+	require.NoError(t, err)
+	b, _ := c.get(crd, version, []any{map[string]any{"spec": map[string]any{"other": 1}}})
+	require.NotSame(t, a, b, "another shape")
+	d, _ := c.get(crd.DeepCopy(), version, batch)
+	require.NotSame(t, a, d, "another CRD")
+	e, _ := c.get(crd, version, []any{map[string]any{"spec": map[string]any{}}})
+	require.Same(t, a, e, "the same CRD, version and shape")
+}

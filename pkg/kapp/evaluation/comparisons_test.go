@@ -1,0 +1,140 @@
+package evaluation
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
+	"github.com/crdsafety/kapp/pkg/kapp/report"
+	"github.com/stretchr/testify/require"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// TestComparisonsCache: a run whose pair has a Key takes its comparison
+// from the cache only when everything the comparison reads is the same:
+// the findings are those of a run without a cache, for every pair of the
+// engine's golden cases (twice: the second from the cache), and a changed
+// setting, Kubernetes version, pair key or a waiver that expired since
+// (the run's clock) is compared anew, with the findings it gives alone.
+func TestComparisonsCache(t *testing.T) {
+	ctx := context.Background()
+	cfg := config.Default()
+	c := NewComparisons(DefaultComparisons)
+	run := func(p Pair, cfg *config.Settings, cache *Comparisons) []string {
+		t.Helper()
+		fs, err := Evaluate(ctx, Plan{Pairs: []Pair{p}, OldFromFiles: true, Comparisons: cache}, cfg, nil)
+		require.NoError(t, err)
+		return findingLines(fs)
+	}
+
+	dirs, err := filepath.Glob("../crdupgradesafety/testdata/*")
+	require.NoError(t, err)
+	n := 0
+	for _, dir := range dirs {
+		oldCRD, okOld := readCRDFile(t, filepath.Join(dir, "old.yaml"))
+		newCRD, okNew := readCRDFile(t, filepath.Join(dir, "new.yaml"))
+		if !okOld || !okNew {
+			continue
+		}
+		p := Pair{Old: oldCRD, New: newCRD, Key: dir}
+		want := run(p, &cfg, nil)
+		require.Equal(t, want, run(p, &cfg, c), dir)
+		require.Equal(t, want, run(p, &cfg, c), "%s: from the cache", dir)
+		n++
+	}
+	require.Greater(t, n, 20)
+	require.Equal(t, n, c.hits, "the second run of each pair comes from the cache")
+
+	// What the comparison reads, changed: never served from the cache.
+	p := Pair{Old: mustCRD(t, oldCRD), New: testcrd.MustCRD(t, testcrd.UnsafeCRD), Key: "unsafe"}
+	base := run(p, &cfg, c)
+	require.NotEmpty(t, base)
+	hits := c.hits
+	changed := map[string]func(cfg *config.Settings){
+		"mode warn":         func(cfg *config.Settings) { cfg.Mode = config.ModeWarn },
+		"minimum check off": func(cfg *config.Settings) { cfg.Checks.SameVersion.Minimum.Enabled = false },
+		"kube version 1.35": func(cfg *config.Settings) { cfg.KubeVersion = config.KubeVersion{Major: 1, Minor: 35} },
+		"a settings waiver": func(cfg *config.Settings) {
+			cfg.Waivers = []config.Waiver{{CRD: p.New.Name, Checks: []string{config.CheckEnum}, Reason: "r", Source: config.SourceSettings}}
+		},
+	}
+	for name, change := range changed {
+		changedCfg := config.Default()
+		change(&changedCfg)
+		want := run(p, &changedCfg, nil)
+		if name != "kube version 1.35" { // the same findings here, another key still
+			require.NotEqual(t, base, want, "%s: the setting must change the findings for this test to mean something", name)
+		}
+		require.Equal(t, want, run(p, &changedCfg, c), name)
+		require.Equal(t, hits, c.hits, "%s: served from the cache", name)
+	}
+	// Another pair (another key): compared anew.
+	other := Pair{Old: p.Old, New: mustCRD(t, oldCRD), Key: "same"}
+	require.Equal(t, run(other, &cfg, nil), run(other, &cfg, c))
+	require.Equal(t, hits, c.hits)
+
+	// A waiver annotation that expires at the end of a day: the same
+	// pair the next day is compared anew, and the finding is no longer
+	// waived.
+	expiring := *p.New
+	expiring.Annotations = map[string]string{config.WaiveAnnotation: "minimum", config.WaiveReasonAnnotation: "load tests",
+		config.WaiveExpiresAnnotation: "2026-11-26"}
+	pe := Pair{Old: p.Old, New: &expiring, Key: "expiring"}
+	day := config.Default()
+	day.Now = time.Date(2026, 11, 26, 23, 0, 0, 0, time.UTC)
+	waived := run(pe, &day, c)
+	require.Equal(t, waived, run(pe, &day, c))
+	hits = c.hits
+	day.Now = day.Now.Add(2 * time.Hour)
+	want := run(pe, &day, nil)
+	require.NotEqual(t, waived, want)
+	require.Equal(t, want, run(pe, &day, c))
+	require.Equal(t, hits, c.hits, "an expired waiver served from the cache")
+}
+
+// TestComparisonsBound: the cache keeps at most its bound, the least
+// recently used out first.
+func TestComparisonsBound(t *testing.T) {
+	cfg := config.Default()
+	c := NewComparisons(2)
+	p := Pair{Old: mustCRD(t, oldCRD), New: testcrd.MustCRD(t, testcrd.UnsafeCRD)}
+	for _, key := range []string{"a", "b", "a", "c", "a", "b"} {
+		p.Key = key
+		c.compare(p, &cfg)
+	}
+	// a miss, b miss, a hit, c miss (b out), a hit, b miss (c out).
+	require.Equal(t, 2, c.hits)
+	require.Equal(t, 2, c.lru.Len())
+	require.Len(t, c.entries, 2)
+}
+
+// findingLines are the facts of findings, one line each (a finding's
+// unexported sort key aside).
+func findingLines(fs []crdupgradesafety.Finding) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = fmt.Sprintf("%s %s %s %s %s %s %s waived=%t expired=%t: %s", f.Severity, f.Check, f.CRD, f.Version, f.Field,
+			f.CRDField, f.Fingerprint, f.Waiver != nil, f.ExpiredWaiver != nil, report.Message(f))
+	}
+	return out
+}
+
+func readCRDFile(t *testing.T, path string) (*apiextv1.CustomResourceDefinition, bool) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, false
+	}
+	crd := &apiextv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(data, crd); err != nil || crd.Kind != "CustomResourceDefinition" {
+		return nil, false
+	}
+	return crd, true
+}
