@@ -44,23 +44,26 @@ var crdOptions = json.JoinOptions(
 // anything else the zero value.
 func unmarshalPropsOrArray(dec *jsontext.Decoder, s *apiextv1.JSONSchemaPropsOrArray) error {
 	var nw apiextv1.JSONSchemaPropsOrArray
-	switch dec.PeekKind() {
-	case '{':
-		nw.Schema = &apiextv1.JSONSchemaProps{}
-		if err := json.UnmarshalDecode(dec, nw.Schema); err != nil {
-			return err
-		}
-	case '[':
-		if err := json.UnmarshalDecode(dec, &nw.JSONSchemas); err != nil {
-			return err
-		}
-	default:
-		if err := dec.SkipValue(); err != nil {
-			return err
-		}
+	if err := schemaOrList(dec, &nw.Schema, &nw.JSONSchemas); err != nil {
+		return err
 	}
 	*s = nw
 	return nil
+}
+
+// schemaOrList reads the union of a schema and a list that two of the
+// schema's types share: an object into *schema, an array into *list,
+// anything else skipped (their UnmarshalJSON leaves both zero).
+func schemaOrList[T any](dec *jsontext.Decoder, schema **apiextv1.JSONSchemaProps, list *T) error {
+	switch dec.PeekKind() {
+	case '{':
+		*schema = &apiextv1.JSONSchemaProps{}
+		return json.UnmarshalDecode(dec, *schema)
+	case '[':
+		return json.UnmarshalDecode(dec, list)
+	default:
+		return dec.SkipValue()
+	}
 }
 
 // errBoolOrSchema is apiextv1.JSONSchemaPropsOrBool.UnmarshalJSON's error.
@@ -97,20 +100,8 @@ func unmarshalPropsOrBool(dec *jsontext.Decoder, s *apiextv1.JSONSchemaPropsOrBo
 // apiextv1.JSONSchemaPropsOrStringArray.UnmarshalJSON reading from dec.
 func unmarshalPropsOrStringArray(dec *jsontext.Decoder, s *apiextv1.JSONSchemaPropsOrStringArray) error {
 	var nw apiextv1.JSONSchemaPropsOrStringArray
-	switch dec.PeekKind() {
-	case '{':
-		nw.Schema = &apiextv1.JSONSchemaProps{}
-		if err := json.UnmarshalDecode(dec, nw.Schema); err != nil {
-			return err
-		}
-	case '[':
-		if err := json.UnmarshalDecode(dec, &nw.Property); err != nil {
-			return err
-		}
-	default:
-		if err := dec.SkipValue(); err != nil {
-			return err
-		}
+	if err := schemaOrList(dec, &nw.Schema, &nw.Property); err != nil {
+		return err
 	}
 	*s = nw
 	return nil
