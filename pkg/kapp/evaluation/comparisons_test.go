@@ -3,18 +3,14 @@ package evaluation
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
 	"testing"
 	"time"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
-	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
 	"github.com/crdsafety/kapp/pkg/kapp/report"
 	"github.com/stretchr/testify/require"
-	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"sigs.k8s.io/yaml"
 )
 
 // TestComparisonsCache: a run whose pair has a Key takes its comparison
@@ -34,15 +30,9 @@ func TestComparisonsCache(t *testing.T) {
 		return findingLines(fs)
 	}
 
-	dirs, err := filepath.Glob("../crdupgradesafety/testdata/*")
-	require.NoError(t, err)
 	n := 0
-	for _, dir := range dirs {
-		oldCRD, okOld := readCRDFile(t, filepath.Join(dir, "old.yaml"))
-		newCRD, okNew := readCRDFile(t, filepath.Join(dir, "new.yaml"))
-		if !okOld || !okNew {
-			continue
-		}
+	for _, pair := range testcrd.Pairs(t, "../crdupgradesafety/testdata") {
+		dir, oldCRD, newCRD := pair.Dir, pair.Old, pair.New
 		p := Pair{Old: oldCRD, New: newCRD, Key: dir}
 		want := run(p, &cfg, nil)
 		require.Equal(t, want, run(p, &cfg, c), dir)
@@ -124,17 +114,4 @@ func findingLines(fs []crdupgradesafety.Finding) []string {
 			f.CRDField, f.Fingerprint, f.Waiver != nil, f.ExpiredWaiver != nil, report.Message(f))
 	}
 	return out
-}
-
-func readCRDFile(t *testing.T, path string) (*apiextv1.CustomResourceDefinition, bool) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, false
-	}
-	crd := &apiextv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict(data, crd); err != nil || crd.Kind != "CustomResourceDefinition" {
-		return nil, false
-	}
-	return crd, true
 }

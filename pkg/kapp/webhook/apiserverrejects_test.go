@@ -2,8 +2,7 @@ package webhook
 
 import (
 	"context"
-	"os"
-	"path/filepath"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
 	"reflect"
 	"slices"
 	"testing"
@@ -11,8 +10,6 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
-	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"sigs.k8s.io/yaml"
 )
 
 // TestApiserverRejectsRedundantInWebhook proves that the webhook loses
@@ -26,22 +23,14 @@ import (
 // itself). For the pairs the apiserver refuses, the webhook is never
 // called.
 func TestApiserverRejectsRedundantInWebhook(t *testing.T) {
-	dirs, err := filepath.Glob("../crdupgradesafety/testdata/*")
-	if err != nil {
-		t.Fatal(err)
-	}
 	full := config.Default()
 	if !full.Checks.CRD.ApiserverRejects.Enabled {
 		t.Fatal("apiserverRejects is off by default: the test proves nothing")
 	}
 	webhook := WebhookSettings(full)
 	accepted, refused := 0, 0
-	for _, dir := range dirs {
-		oldCRD, okOld := readTestdataCRD(filepath.Join(dir, "old.yaml"))
-		newCRD, okNew := readTestdataCRD(filepath.Join(dir, "new.yaml"))
-		if !okOld || !okNew {
-			continue
-		}
+	for _, pair := range testcrd.Pairs(t, "../crdupgradesafety/testdata") {
+		dir, oldCRD, newCRD := pair.Dir, pair.Old, pair.New
 		evaluate := func(cfg *config.Settings) []crdupgradesafety.Finding {
 			plan := evaluation.Plan{Pairs: []evaluation.Pair{{Old: oldCRD, New: newCRD, Strategy: evaluation.StrategyUpdate}}}
 			res, err := evaluation.Run(context.Background(), evaluation.Request{Plan: plan, Settings: cfg})
@@ -70,18 +59,4 @@ func TestApiserverRejectsRedundantInWebhook(t *testing.T) {
 	if accepted < 50 || refused < 1 {
 		t.Fatalf("%d pairs accepted, %d refused: the testdata no longer exercises both", accepted, refused)
 	}
-}
-
-// readTestdataCRD reads a CRD file of the engine's testdata; ok is false
-// when the case has no such file or it is not a CRD.
-func readTestdataCRD(path string) (*apiextv1.CustomResourceDefinition, bool) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, false
-	}
-	crd := &apiextv1.CustomResourceDefinition{}
-	if err := yaml.Unmarshal(data, crd); err != nil || crd.Kind != "CustomResourceDefinition" {
-		return nil, false
-	}
-	return crd, true
 }

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"fmt"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -244,10 +245,6 @@ func mustJSON(t testing.TB, v any) []byte {
 // their JSON, and both reviews got the same answer, the one of a handler
 // without caches.
 func TestCachedCRDsUnchangedByReviews(t *testing.T) {
-	dirs, err := filepath.Glob("../crdupgradesafety/testdata/*")
-	if err != nil {
-		t.Fatal(err)
-	}
 	cluster := &evaluationtest.Cluster{Objs: []map[string]any{{"apiVersion": "x/v1", "kind": "X",
 		"metadata": map[string]any{"name": "a", "namespace": "default"}, "spec": map[string]any{}}}}
 	r, _ := reviewer(t, nil, cluster)
@@ -258,12 +255,8 @@ func TestCachedCRDsUnchangedByReviews(t *testing.T) {
 	noCache.crds = nil
 	raws := map[string][]byte{}
 	n := 0
-	for _, dir := range dirs {
-		oldCRD, okOld := readTestdataCRD(filepath.Join(dir, "old.yaml"))
-		newCRD, okNew := readTestdataCRD(filepath.Join(dir, "new.yaml"))
-		if !okOld || !okNew {
-			continue
-		}
+	for _, pair := range testcrd.Pairs(t, "../crdupgradesafety/testdata") {
+		dir, oldCRD, newCRD := pair.Dir, pair.Old, pair.New
 		req, err := webhooktest.Request(admissionv1.Update, newCRD, oldCRD)
 		if err != nil {
 			t.Fatal(err)

@@ -4,6 +4,8 @@ package testcrd
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -76,4 +78,49 @@ func MustCRD(t testing.TB, doc string) *apiextv1.CustomResourceDefinition {
 		t.Fatalf("decoding CRD: %v", err)
 	}
 	return crd
+}
+
+// Pair is a case of the engine's testdata: the old and the new CRD of one
+// of its directories.
+type Pair struct {
+	Dir      string
+	Old, New *apiextv1.CustomResourceDefinition
+}
+
+// Pairs are the cases of the engine's testdata directory (its path from
+// the test's package): the directories whose old.yaml and new.yaml each
+// hold one CRD. The others (a CRD created or deleted, input the decoder
+// refuses) are left out.
+func Pairs(t testing.TB, testdata string) []Pair {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join(testdata, "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pairs []Pair
+	for _, dir := range dirs {
+		oldCRD, okOld := readCRD(filepath.Join(dir, "old.yaml"))
+		newCRD, okNew := readCRD(filepath.Join(dir, "new.yaml"))
+		if okOld && okNew {
+			pairs = append(pairs, Pair{Dir: dir, Old: oldCRD, New: newCRD})
+		}
+	}
+	if len(pairs) == 0 {
+		t.Fatalf("no testdata pairs in %s", testdata)
+	}
+	return pairs
+}
+
+// readCRD reads a file holding one CRD; ok is false for a missing file or
+// anything else.
+func readCRD(path string) (*apiextv1.CustomResourceDefinition, bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, false
+	}
+	crd := &apiextv1.CustomResourceDefinition{}
+	if err := yaml.Unmarshal(data, crd); err != nil || crd.Kind != "CustomResourceDefinition" {
+		return nil, false
+	}
+	return crd, true
 }
