@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -88,7 +89,9 @@ func (e *env) trimStoredVersions(t *testing.T, n names, versions ...string) {
 // earlier storage move is no evidence for a later trim by hand. With the
 // CRD applied like kubectl applies it (the record stays on it): migrated
 // to v2 (the command records v2 at that generation), v3 made the storage
-// version and objects written (stored as v3), storage moved back to v2,
+// version and objects written (stored as v3; written at v2, so that their
+// managedFields do not name v3 and only status.storedVersions says where
+// they are stored), storage moved back to v2,
 // v3 unserved, status.storedVersions trimmed by hand to [v2]. The removal
 // of v3 is then a storedVersionRemoval error from the tools command
 // (live) and from a deploy with the preflight, which changes nothing; the
@@ -102,6 +105,19 @@ func TestStaleRecordDoesNotHideHandTrim(t *testing.T) {
 	e.cleanupApp(t, n.App)
 	e.deployOK(t, n.App, []string{crdDir(t, n, "evidence/1-v1.yaml")})
 	e.createCRs(t, n, "evidence/crs-v1.yaml")
+	// Run before the app's deletion: when a failing check let the removal
+	// of v3 through, v3 is added back, or the objects stored as v3 keep
+	// the CRD's deletion waiting on its finalizer (no LIST succeeds).
+	t.Cleanup(func() {
+		if e.getCRD(t, n) == nil {
+			return
+		}
+		if spec, _ := e.crdVersions(t, n); !slices.Contains(spec, "v3") {
+			if _, err := e.updateCRD(t, n, "evidence/5-v3-unserved.yaml", false, nil); err != nil {
+				t.Errorf("adding v3 back before the cleanup: %v", err)
+			}
+		}
+	})
 
 	// Migrated to v2: the command's record names v2 at this generation.
 	migrated := e.applyLikeKubectl(t, n, "2-v2-storage.yaml")
@@ -116,7 +132,7 @@ func TestStaleRecordDoesNotHideHandTrim(t *testing.T) {
 	// v3 unserved, status.storedVersions trimmed by hand.
 	e.applyLikeKubectl(t, n, "3-v3-storage.yaml")
 	e.waitForStorageVersion(t, n, "v3")
-	e.createCRs(t, n, "evidence/crs-v3.yaml")
+	e.createCRs(t, n, "evidence/crs-while-v3-stored.yaml")
 	e.applyLikeKubectl(t, n, "4-v2-storage-again.yaml")
 	e.waitForStorageVersion(t, n, "v2")
 	generation := e.applyLikeKubectl(t, n, "5-v3-unserved.yaml")
