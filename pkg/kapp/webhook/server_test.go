@@ -25,9 +25,14 @@ import (
 func startServer(t *testing.T, certs *CertReloader) (addr string, stop func() error) {
 	t.Helper()
 	r, _ := reviewer(t, nil, &evaluationtest.Cluster{})
+	return startServerWith(t, &Server{Certs: certs, Handler: NewHandler(r, 4), Logf: t.Logf})
+}
+
+// startServerWith runs srv on a free loopback port until the test ends.
+func startServerWith(t *testing.T, srv *Server) (addr string, stop func() error) {
+	t.Helper()
 	listening := make(chan net.Addr, 1)
-	srv := &Server{BindAddress: "127.0.0.1", SecurePort: 0, Certs: certs, Handler: NewHandler(r, 4),
-		Listening: func(a net.Addr) { listening <- a }, Logf: t.Logf}
+	srv.BindAddress, srv.SecurePort, srv.Listening = "127.0.0.1", 0, func(a net.Addr) { listening <- a }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
