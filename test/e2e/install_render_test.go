@@ -252,6 +252,26 @@ func requireGuarantees(t *testing.T, what string, objs []*unstructured.Unstructu
 	require.Equalf(t, []string{"ALL"}, drop, "%s: capabilities dropped", what)
 	_, found, _ = unstructured.NestedFieldNoCopy(c, "readinessProbe", "httpGet")
 	require.Truef(t, found, "%s: a readiness probe (what 'ready' means before the registration)", what)
+
+	// A NetworkPolicy of the server's pods admits the review port only.
+	np := byKind(t, objs, "NetworkPolicy", "")
+	require.Equal(t, dep.GetNamespace(), np.GetNamespace())
+	npSel, _, _ := unstructured.NestedStringMap(np.Object, "spec", "podSelector", "matchLabels")
+	require.NotEmptyf(t, npSel, "%s: the NetworkPolicy selects pods", what)
+	for k, v := range npSel {
+		require.Equalf(t, v, labels[k], "%s: the NetworkPolicy selects the server's pods", what)
+	}
+	types, _, _ := unstructured.NestedStringSlice(np.Object, "spec", "policyTypes")
+	require.Containsf(t, types, "Ingress", "%s: the NetworkPolicy restricts ingress", what)
+	ingress, _, _ := unstructured.NestedSlice(np.Object, "spec", "ingress")
+	require.NotEmptyf(t, ingress, "%s: the NetworkPolicy admits the apiserver", what)
+	first := ingress[0].(map[string]any)
+	require.Equalf(t, []any{map[string]any{"protocol": "TCP", "port": "https"}}, first["ports"], "%s: the review port only", what)
+	from, _ := first["from"].([]any)
+	require.NotEmptyf(t, from, "%s: from given ranges, not from everywhere by omission", what)
+	for _, p := range from {
+		require.Containsf(t, p, "ipBlock", "%s: the apiserver is named by its addresses", what)
+	}
 }
 
 // TestInstallRenderGuarantees: both installs keep examples/webhook's
@@ -420,6 +440,26 @@ func TestInstallRenderValues(t *testing.T) {
 				requireRole(t, objs, "crd-upgrade-safety-webhook-broad",
 					[]any{map[string]any{"apiGroups": []any{"*"}, "resources": []any{"*"}, "verbs": []any{"list"}}})
 			}},
+		{name: "network policy: the apiserver's ranges, the pod CIDR excepted, an extra rule",
+			yttYAML: []string{`networkPolicy.apiserverCIDRs=[10.0.0.0/8, "fd00::/8"]`, `networkPolicy.exceptCIDRs=[10.244.0.0/16, "fd00:10:244::/56"]`,
+				"networkPolicy.extraIngress=[{ports: [{port: 8080}]}]"},
+			helmSet: []string{"networkPolicy.apiserverCIDRs={10.0.0.0/8,fd00::/8}", "networkPolicy.exceptCIDRs={10.244.0.0/16,fd00:10:244::/56}",
+				"networkPolicy.extraIngress[0].ports[0].port=8080"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				ingress, _, _ := unstructured.NestedSlice(byKind(t, objs, "NetworkPolicy", "").Object, "spec", "ingress")
+				require.Len(t, ingress, 2)
+				require.Equal(t, []any{
+					map[string]any{"ipBlock": map[string]any{"cidr": "10.0.0.0/8", "except": []any{"10.244.0.0/16"}}},
+					map[string]any{"ipBlock": map[string]any{"cidr": "fd00::/8", "except": []any{"fd00:10:244::/56"}}},
+				}, ingress[0].(map[string]any)["from"])
+				require.Equal(t, map[string]any{"ports": []any{map[string]any{"port": int64(8080)}}}, ingress[1])
+			}},
+		{name: "network policy off", yttYAML: []string{"networkPolicy.enabled=false"}, helmSet: []string{"networkPolicy.enabled=false"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				require.Zero(t, kinds(objs)["NetworkPolicy"])
+			}},
+		{name: "network policy without ranges", yttYAML: []string{"networkPolicy.apiserverCIDRs=[]"}, helmSet: []string{"networkPolicy.apiserverCIDRs=null"},
+			errSubstring: "apiserverCIDRs"},
 		{name: "name prefix", values: map[string]string{"namePrefix": "e2e"},
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {
 				for _, o := range objs {

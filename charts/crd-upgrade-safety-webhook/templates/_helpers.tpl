@@ -38,3 +38,24 @@ service:
 caBundle: {{ .Values.tls.caBundle | b64enc }}
 {{- end }}
 {{- end -}}
+
+{{/* The NetworkPolicy's peers of the review port: an ipBlock per
+apiserverCIDRs entry, each with the exceptCIDRs of its address family. */}}
+{{- define "cus.apiserverPeers" -}}
+{{- $np := .Values.networkPolicy -}}
+{{- if not $np.apiserverCIDRs }}{{ fail "networkPolicy.apiserverCIDRs: at least one range (the apiserver's addresses; 0.0.0.0/0 and ::/0 for any), or networkPolicy.enabled false" }}{{ end -}}
+{{- range $cidr := $np.apiserverCIDRs }}
+- ipBlock:
+    cidr: {{ $cidr }}
+    {{- $except := list -}}
+    {{- range $x := $np.exceptCIDRs -}}
+    {{- if eq (contains ":" $x) (contains ":" $cidr) -}}{{- $except = append $except $x -}}{{- end -}}
+    {{- end -}}
+    {{- if $except }}
+    except:
+    {{- range $except }}
+    - {{ . }}
+    {{- end }}
+    {{- end }}
+{{- end }}
+{{- end -}}
