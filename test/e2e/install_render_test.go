@@ -267,8 +267,7 @@ func requireGuarantees(t *testing.T, what string, objs []*unstructured.Unstructu
 	require.NotEmptyf(t, ingress, "%s: the NetworkPolicy admits the apiserver", what)
 	first := ingress[0].(map[string]any)
 	require.Equalf(t, []any{map[string]any{"protocol": "TCP", "port": "https"}}, first["ports"], "%s: the review port only", what)
-	from, _ := first["from"].([]any)
-	require.NotEmptyf(t, from, "%s: from given ranges, not from everywhere by omission", what)
+	from, _ := first["from"].([]any) // none: any source, the default
 	for _, p := range from {
 		require.Containsf(t, p, "ipBlock", "%s: the apiserver is named by its addresses", what)
 	}
@@ -452,14 +451,21 @@ func TestInstallRenderValues(t *testing.T) {
 					map[string]any{"ipBlock": map[string]any{"cidr": "10.0.0.0/8", "except": []any{"10.244.0.0/16"}}},
 					map[string]any{"ipBlock": map[string]any{"cidr": "fd00::/8", "except": []any{"fd00:10:244::/56"}}},
 				}, ingress[0].(map[string]any)["from"])
-				require.Equal(t, map[string]any{"ports": []any{map[string]any{"port": int64(8080)}}}, ingress[1])
+				ports, _ := ingress[1].(map[string]any)["ports"].([]any)
+				require.Len(t, ports, 1)
+				require.Equal(t, "8080", fmt.Sprint(ports[0].(map[string]any)["port"]), "the extra rule as given")
 			}},
 		{name: "network policy off", yttYAML: []string{"networkPolicy.enabled=false"}, helmSet: []string{"networkPolicy.enabled=false"},
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {
 				require.Zero(t, kinds(objs)["NetworkPolicy"])
 			}},
-		{name: "network policy without ranges", yttYAML: []string{"networkPolicy.apiserverCIDRs=[]"}, helmSet: []string{"networkPolicy.apiserverCIDRs=null"},
-			errSubstring: "apiserverCIDRs"},
+		{name: "network policy without ranges: the review port from any source", yttYAML: []string{"networkPolicy.exceptCIDRs=[10.244.0.0/16]"},
+			helmSet: []string{"networkPolicy.exceptCIDRs={10.244.0.0/16}"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				ingress, _, _ := unstructured.NestedSlice(byKind(t, objs, "NetworkPolicy", "").Object, "spec", "ingress")
+				require.Len(t, ingress, 1)
+				require.NotContains(t, ingress[0], "from")
+			}},
 		{name: "name prefix", values: map[string]string{"namePrefix": "e2e"},
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {
 				for _, o := range objs {

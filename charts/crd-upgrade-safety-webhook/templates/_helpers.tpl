@@ -43,7 +43,6 @@ caBundle: {{ .Values.tls.caBundle | b64enc }}
 apiserverCIDRs entry, each with the exceptCIDRs of its address family. */}}
 {{- define "cus.apiserverPeers" -}}
 {{- $np := .Values.networkPolicy -}}
-{{- if not $np.apiserverCIDRs }}{{ fail "networkPolicy.apiserverCIDRs: at least one range (the apiserver's addresses; 0.0.0.0/0 and ::/0 for any), or networkPolicy.enabled false" }}{{ end -}}
 {{- range $cidr := $np.apiserverCIDRs }}
 - ipBlock:
     cidr: {{ $cidr }}
