@@ -78,8 +78,14 @@ func TestWebhookClientCertificate(t *testing.T) {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(p.cert.PEM)
 	post := func(certs ...tls.Certificate) error {
-		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-			TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: certs}}}
+		cfg := &tls.Config{RootCAs: pool}
+		if len(certs) > 0 {
+			// Presented whatever CAs the server names as acceptable (Go's
+			// client would otherwise keep a certificate of another CA to
+			// itself).
+			cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &certs[0], nil }
+		}
+		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
 		resp, err := c.Post(p.url(), "application/json", bytes.NewReader(body))
 		if err == nil {
 			_ = resp.Body.Close()
