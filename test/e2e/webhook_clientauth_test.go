@@ -77,7 +77,7 @@ func TestWebhookClientCertificate(t *testing.T) {
 	require.NoError(t, err)
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(p.cert.PEM)
-	post := func(certs ...tls.Certificate) error {
+	config := func(certs ...tls.Certificate) *tls.Config {
 		cfg := &tls.Config{RootCAs: pool}
 		if len(certs) > 0 {
 			// Presented whatever CAs the server names as acceptable (Go's
@@ -85,20 +85,36 @@ func TestWebhookClientCertificate(t *testing.T) {
 			// itself).
 			cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &certs[0], nil }
 		}
-		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+		return cfg
+	}
+	// refused posts the review, which must fail, and returns why the
+	// server refused the handshake: the alert it sends (read on a
+	// connection of its own, since under TLS 1.3 a client's write can race
+	// the alert).
+	refused := func(certs ...tls.Certificate) string {
+		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: config(certs...)}}
 		resp, err := c.Post(p.url(), "application/json", bytes.NewReader(body))
 		if err == nil {
 			_ = resp.Body.Close()
+			t.Fatalf("a POST was answered %s", resp.Status)
 		}
-		return err
+		conn, err := tls.Dial("tcp", p.addr, config(certs...))
+		if err != nil {
+			return err.Error()
+		}
+		defer conn.Close()
+		require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+		_, err = conn.Read(make([]byte, 1))
+		require.Error(t, err)
+		return err.Error()
 	}
-	require.ErrorContains(t, post(), "certificate required", "no client certificate: refused at the TLS handshake")
+	require.Contains(t, refused(), "certificate required", "no client certificate: refused at the TLS handshake")
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "other"), 0o700))
 	other, err := webhooktest.WriteClientCert(filepath.Join(dir, "other"), apiserverWebhookClient)
 	require.NoError(t, err)
 	pair, err := tls.LoadX509KeyPair(other.CertFile, other.KeyFile)
 	require.NoError(t, err)
-	require.ErrorContains(t, post(pair), "unknown certificate authority",
+	require.Contains(t, refused(pair), "unknown certificate authority",
 		"a certificate of the apiserver's name from another CA: refused at the TLS handshake")
 	require.NotContains(t, p.log.String(), "uid="+string(req.UID), "no refused request was reviewed")
 	require.Contains(t, p.log.String(), "TLS handshake error", "the refusals are logged")

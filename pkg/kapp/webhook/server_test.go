@@ -186,14 +186,17 @@ func TestServerClientAuth(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := client(cert.PEM, 0)
+			cfg := c.Transport.(*http.Transport).TLSClientConfig
 			if tc.client != nil {
 				pair, err := tls.LoadX509KeyPair(tc.client.CertFile, tc.client.KeyFile)
 				require.NoError(t, err)
-				c.Transport.(*http.Transport).TLSClientConfig.Certificates = []tls.Certificate{pair}
+				// Presented whatever CAs the server names.
+				cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &pair, nil }
 			}
 			resp, err := c.Post("https://"+addr+"/validate?timeout=10s", "application/json", bytes.NewReader(body))
 			if tc.err != "" {
-				require.ErrorContains(t, err, tc.err)
+				require.Error(t, err)
+				require.Contains(t, handshakeRefusal(t, addr, cfg), tc.err)
 				return
 			}
 			require.NoError(t, err)
@@ -229,4 +232,21 @@ func TestServerClientCAMissing(t *testing.T) {
 	require.NoError(t, os.WriteFile(empty, []byte("not PEM"), 0o600))
 	srv.ClientAuth = &ClientAuth{CAFile: empty}
 	require.ErrorContains(t, srv.Run(context.Background()), "no PEM certificate in")
+}
+
+// handshakeRefusal is why a server refuses a client's handshake: the alert
+// it sends, read on a connection of its own (under TLS 1.3 the client's
+// handshake ends before the server has checked its certificate, and a
+// client's write can race the alert).
+func handshakeRefusal(t *testing.T, addr string, cfg *tls.Config) string {
+	t.Helper()
+	conn, err := tls.Dial("tcp", addr, cfg.Clone())
+	if err != nil {
+		return err.Error()
+	}
+	defer conn.Close()
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, err = conn.Read(make([]byte, 1))
+	require.Error(t, err, "the server refuses the client")
+	return err.Error()
 }
