@@ -70,8 +70,10 @@ func (a *ClientAuth) reload(now time.Time) error {
 	return nil
 }
 
+// failed records err, logged when the last look had none (a failure
+// repeated at every look is logged once).
 func (a *ClientAuth) failed(err error) error {
-	if a.Logf != nil && (a.lastErr == nil || a.lastErr.Error() != err.Error()) {
+	if a.Logf != nil && a.lastErr == nil {
 		a.Logf("client CA not (re)loaded, keeping the previous one: %v", err)
 	}
 	a.lastErr = err
