@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -249,4 +250,42 @@ func handshakeRefusal(t *testing.T, addr string, cfg *tls.Config) string {
 	_, err = conn.Read(make([]byte, 1))
 	require.Error(t, err, "the server refuses the client")
 	return err.Error()
+}
+
+// TestClientAuthReload: a changed CA file takes effect on a later
+// handshake; one that does not load keeps the last good CA.
+func TestClientAuthReload(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"a", "b"} {
+		require.NoError(t, os.Mkdir(filepath.Join(dir, d), 0o700))
+	}
+	a, err := webhooktest.WriteClientCert(filepath.Join(dir, "a"), "a")
+	require.NoError(t, err)
+	b, err := webhooktest.WriteClientCert(filepath.Join(dir, "b"), "b-longer-name")
+	require.NoError(t, err)
+	caFile := filepath.Join(dir, "ca.crt")
+	require.NoError(t, os.WriteFile(caFile, a.PEM, 0o600))
+	poolOf := func(pemData []byte) *x509.CertPool {
+		p := x509.NewCertPool()
+		require.True(t, p.AppendCertsFromPEM(pemData))
+		return p
+	}
+	var logged []string
+	auth := &ClientAuth{CAFile: caFile, CheckInterval: time.Millisecond,
+		Logf: func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }}
+	require.NoError(t, auth.Load())
+	require.True(t, auth.currentPool().Equal(poolOf(a.PEM)))
+
+	require.NoError(t, os.WriteFile(caFile, b.PEM, 0o600))
+	time.Sleep(5 * time.Millisecond)
+	require.True(t, auth.currentPool().Equal(poolOf(b.PEM)), "the renewed CA")
+
+	require.NoError(t, os.WriteFile(caFile, []byte("not PEM at all, and of another size"), 0o600))
+	time.Sleep(5 * time.Millisecond)
+	require.True(t, auth.currentPool().Equal(poolOf(b.PEM)), "a broken file keeps the last good CA")
+	time.Sleep(5 * time.Millisecond)
+	auth.currentPool()
+	require.Equal(t, []string{"client CA reloaded from " + caFile,
+		"client CA not (re)loaded, keeping the previous one: loading the client CA: no PEM certificate in " + caFile}, logged,
+		"a failure repeated at every look is logged once")
 }
