@@ -466,6 +466,38 @@ func TestInstallRenderValues(t *testing.T) {
 				require.Len(t, ingress, 1)
 				require.NotContains(t, ingress[0], "from")
 			}},
+		{name: "client certificates: the CA, the names, the probes on a plain port",
+			values:  map[string]string{"clientAuth.caBundle": pem},
+			yttYAML: []string{"clientAuth.allowedNames=[kube-apiserver-webhook-client, other]"},
+			helmSet: []string{"clientAuth.allowedNames={kube-apiserver-webhook-client,other}"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				var ca *unstructured.Unstructured
+				for _, o := range objs {
+					if o.GetKind() == "ConfigMap" && o.GetName() == "crd-upgrade-safety-webhook-client-ca" {
+						ca = o
+					}
+				}
+				require.NotNil(t, ca, "the client CA's ConfigMap")
+				require.Equal(t, pem, ca.Object["data"].(map[string]any)["ca.crt"])
+				dep := byKind(t, objs, "Deployment", "")
+				containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+				c := containers[0].(map[string]any)
+				args, _, _ := unstructured.NestedStringSlice(c, "args")
+				require.Subset(t, args, []string{"--client-ca-file=/etc/crd-upgrade-safety/client-ca/ca.crt",
+					"--client-allowed-names=kube-apiserver-webhook-client,other", "--health-probe-bind-address=:8081"})
+				for _, probe := range []string{"readinessProbe", "livenessProbe"} {
+					get, _, _ := unstructured.NestedMap(c, probe, "httpGet")
+					require.Equal(t, "health", get["port"], probe)
+					require.Equal(t, "HTTP", get["scheme"], probe)
+				}
+				ports, _, _ := unstructured.NestedSlice(c, "ports")
+				require.Len(t, ports, 2)
+				require.Equal(t, "health", ports[1].(map[string]any)["name"])
+				mounts, _, _ := unstructured.NestedSlice(c, "volumeMounts")
+				require.Equal(t, "/etc/crd-upgrade-safety/client-ca", mounts[len(mounts)-1].(map[string]any)["mountPath"])
+				vols, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "volumes")
+				require.Equal(t, "crd-upgrade-safety-webhook-client-ca", vols[len(vols)-1].(map[string]any)["configMap"].(map[string]any)["name"])
+			}},
 		{name: "name prefix", values: map[string]string{"namePrefix": "e2e"},
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {
 				for _, o := range objs {
