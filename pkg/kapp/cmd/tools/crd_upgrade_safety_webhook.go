@@ -50,7 +50,7 @@ func (s *CRDUpgradeSafetyWebhookServingFlags) Set(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&s.TLSPrivateKeyFile, "tls-private-key-file", "",
 		"Set file containing the x509 private key matching --tls-cert-file; reloaded when it changes")
 	cmd.Flags().IntVar(&s.MaxRequestsInflight, "max-requests-inflight", 0,
-		"Set maximum number of reviews evaluated at once; the others wait within their deadline (0: twice the number of CPUs, at least 4)")
+		"Set maximum number of reviews read and evaluated at once; the others wait within their deadline, their bodies unread (0: twice the number of CPUs, at least 4)")
 	cmd.Flags().DurationVar(&s.ShutdownDelay, "shutdown-delay-duration", 0,
 		"Set time to keep serving after SIGTERM with /readyz failing, so that endpoints stop routing to this replica first")
 	cmd.Flags().StringVar(&s.MetricsBindAddress, "metrics-bind-address", "",
