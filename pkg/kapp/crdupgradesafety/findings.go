@@ -222,9 +222,10 @@ func SortFindings(fs []Finding) {
 			return a.CRDField < b.CRDField
 		case a.Check != b.Check:
 			return a.Check < b.Check
-		case a.ChangeText != b.ChangeText:
+		case a.ChangeText < b.ChangeText, b.ChangeText < a.ChangeText:
 			// Only to order findings of one check at one field
-			// deterministically (TestNoDecisionReadsText allows it here).
+			// deterministically: an order, no identity
+			// (TestNoDecisionReadsText allows the read here).
 			return a.ChangeText < b.ChangeText
 		case a.Object != nil && b.Object != nil && a.Object.Name != b.Object.Name:
 			return a.Object.Name < b.Object.Name
