@@ -80,12 +80,27 @@ type EffectCount struct {
 	Examples []ObjectEffect `json:"examples"`
 }
 
-// ObjectEffect is the effect on one object at one field.
+// ObjectEffect is the effect on one object at one field, as facts: where
+// (Object, Field), the rule (for a rejection, the apiserver's error Type
+// and Detail) and the stored data (Value), which an output decides
+// whether to print (WithoutStoredValues).
 type ObjectEffect struct {
 	Object string `json:"object"` // namespace/name, or name
 	Field  string `json:"field"`  // spec.color, spec.items[2].name
-	// Value is what the object holds there ("red"), for a default the
-	// change ("absent -> \"large\""), for a rejection the apiserver's error.
+	// Type is, for a rejection, the apiserver's error type ("Invalid
+	// value", "Unsupported value", "Required value"); "" otherwise.
+	Type string `json:"type,omitempty"`
+	// Detail is, for a rejection, the apiserver's detail of the error
+	// ("spec.token in body should match '^[0-9]+$'", a CEL rule's message).
+	// It may quote stored data (a format's error quotes the value, a CEL
+	// messageExpression may print any field): WithoutStoredValues drops it
+	// with Value.
+	Detail string `json:"detail,omitempty"`
+	// Value is the stored data: what the object holds there ("red"), for a
+	// default the change ("absent -> \"large\""), for a rejection the value
+	// refused as the apiserver prints it ("\"abc\""; "" where it prints
+	// none), for the live checks of other objects what names the version
+	// (managers, an owner's apiVersion).
 	Value string `json:"value"`
 	// SchemaPath is the schema path of Field (^.spec.items[*].name):
 	// outputs name Field only where it is below the finding's own.

@@ -117,7 +117,7 @@ func (a *impactAcc) add(objectNo int, name string, e objectEffect, ratchets bool
 	if i >= maxExamples {
 		return
 	}
-	ea.examples = slices.Insert(ea.examples, i, ObjectEffect{Object: name, Field: e.field, Value: e.value, SchemaPath: e.schemaPath})
+	ea.examples = slices.Insert(ea.examples, i, e.public(name))
 	if len(ea.examples) > maxExamples {
 		ea.examples = ea.examples[:maxExamples]
 	}
