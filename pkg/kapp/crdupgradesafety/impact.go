@@ -1,6 +1,8 @@
 package crdupgradesafety
 
 import (
+	"slices"
+
 	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
@@ -188,4 +190,49 @@ func Unreadable(crdName, version, webhook string, err error, cfg *config.Setting
 		"stored objects could not be read at version %s through the conversion webhook (%s), so what the update does to them is unknown (failMode %s): %v",
 		version, webhook, p.cfg.FailMode, err)
 	return p.findings
+}
+
+// WithoutStoredValues returns findings as an output whose reader may not
+// read the stored objects shows them (the admission webhook's answers,
+// unless its settings reveal values): every object effect keeps the
+// object, the field and the rule (for a rejection the apiserver's error
+// type; the constraint is the finding's own change, from the schema), and
+// loses the stored data (Value) and the apiserver's detail (Detail, which
+// may quote it). findings are left as they are (they may be shared by a
+// cache): the findings with object effects are copies.
+func WithoutStoredValues(findings []Finding) []Finding {
+	out := slices.Clone(findings)
+	for i := range out {
+		out[i] = out[i].withoutStoredValues()
+	}
+	return out
+}
+
+func (f Finding) withoutStoredValues() Finding {
+	if f.Impact != nil && len(f.Impact.Effects) > 0 {
+		imp := *f.Impact
+		imp.Effects = slices.Clone(imp.Effects)
+		for i := range imp.Effects {
+			imp.Effects[i].Examples = withoutValues(imp.Effects[i].Examples)
+		}
+		f.Impact = &imp
+	}
+	if f.Object != nil && len(f.Object.Fields) > 0 {
+		o := *f.Object
+		o.Fields = withoutValues(o.Fields)
+		f.Object = &o
+	}
+	return f
+}
+
+func withoutValues(list []ObjectEffect) []ObjectEffect {
+	if list == nil {
+		return nil
+	}
+	out := make([]ObjectEffect, len(list))
+	for i, e := range list {
+		e.Value, e.Detail = "", ""
+		out[i] = e
+	}
+	return out
 }
