@@ -278,8 +278,8 @@ func TestImpact(t *testing.T) {
 				"error maximum ^.spec.replicas: maximum decreased: 10 -> 5: 1 of 1 stored Widget rejected: default/legacy (Invalid value: 7: spec.replicas in body should be less than or equal to 5); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
 			}},
 		{name: "a transition rule worded like a plain rule at the same field: told apart by where the error comes from, not by its words",
-			old: `{type: object, properties: {mode: {type: string}}}`,
-			new: `{type: object, properties: {mode: {type: string}}, x-kubernetes-validations: [{rule: "self.mode != 'Legacy'", message: "Legacy is not allowed"}, {rule: "self.mode != 'Legacy' || oldSelf.mode != 'Legacy'", message: "Legacy is not allowed"}]}`,
+			old:  `{type: object, properties: {mode: {type: string}}}`,
+			new:  `{type: object, properties: {mode: {type: string}}, x-kubernetes-validations: [{rule: "self.mode != 'Legacy'", message: "Legacy is not allowed"}, {rule: "self.mode != 'Legacy' || oldSelf.mode != 'Legacy'", message: "Legacy is not allowed"}]}`,
 			objs: []map[string]any{crdupgradesafety.Widget("v1", "default", "legacy", map[string]any{"mode": "Legacy"})},
 			want: []string{
 				"error celValidation ^.spec: validation rule added or changed: \"self.mode != 'Legacy' || oldSelf.mode != 'Legacy'\": 1 of 1 stored Widget rejected: default/legacy (Invalid value: Legacy is not allowed); every update is refused by a transition rule (oldSelf), which validation ratcheting does not cover; a create passes",
