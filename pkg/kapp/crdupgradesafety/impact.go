@@ -187,8 +187,11 @@ func Unreadable(crdName, version, webhook string, err error, cfg *config.Setting
 		level = config.EnforcementWarn
 	}
 	p.crdLevel(level, version, config.CheckExistingResources, Change{Kind: "unreadable", New: webhook},
-		"stored objects could not be read at version %s through the conversion webhook (%s), so what the update does to them is unknown (failMode %s): %v",
-		version, webhook, p.cfg.FailMode, err)
+		"stored objects could not be read at version %s through the conversion webhook (%s), so what the update does to them is unknown (failMode %s)",
+		version, webhook, p.cfg.FailMode)
+	for i := range p.findings {
+		p.findings[i].ReadError = boundText(err.Error(), maxMessageBytes)
+	}
 	return p.findings
 }
 
@@ -198,7 +201,8 @@ func Unreadable(crdName, version, webhook string, err error, cfg *config.Setting
 // object, the field and the rule (for a rejection the apiserver's error
 // type; the constraint is the finding's own change, from the schema), and
 // loses the stored data (Value) and the apiserver's detail (Detail, which
-// may quote it). findings are left as they are (they may be shared by a
+// may quote it); a failed read of the objects loses the error's words
+// (ReadError: a conversion webhook's message may quote them). findings are left as they are (they may be shared by a
 // cache): the findings with object effects are copies.
 func WithoutStoredValues(findings []Finding) []Finding {
 	out := slices.Clone(findings)
@@ -209,6 +213,7 @@ func WithoutStoredValues(findings []Finding) []Finding {
 }
 
 func (f Finding) withoutStoredValues() Finding {
+	f.ReadError = ""
 	if f.Impact != nil && len(f.Impact.Effects) > 0 {
 		imp := *f.Impact
 		imp.Effects = slices.Clone(imp.Effects)

@@ -80,6 +80,12 @@ func TestStoredValuesLeftOut(t *testing.T) {
 		Object: &crdupgradesafety.ObjectFinding{Source: crdupgradesafety.SourceCluster, Kind: "Widget", Name: "default/one",
 			Effect: crdupgradesafety.EffectRejected, Fields: []crdupgradesafety.ObjectEffect{rejected}},
 	}}
+	findings = append(findings, crdupgradesafety.Finding{CRD: "widgets.example.com", Version: "v2", Check: "existingResources",
+		Severity: crdupgradesafety.SeverityError, ChangeText: "stored objects could not be read at version v2 (failMode closed)",
+		ReadError: `conversion webhook failed: cannot convert spec.token "s3cr3t"`})
+	require.Contains(t, Message(findings[2]), `(failMode closed): conversion webhook failed: cannot convert spec.token "s3cr3t"`)
+	require.Equal(t, "stored objects could not be read at version v2 (failMode closed)",
+		Message(crdupgradesafety.WithoutStoredValues(findings)[2]))
 	shown := Message(findings[0]) + "\n" + Message(findings[1])
 	require.Contains(t, shown, `default/one (Invalid value: "s3cr3t": spec.token in body should match '^[0-9]+$')`)
 	require.Contains(t, shown, `default/two (spec.old.key: "s3cr3t")`)

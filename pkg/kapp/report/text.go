@@ -35,6 +35,10 @@ func Message(f crdupgradesafety.Finding) string {
 		b.WriteString(staleText(f.StaleWaiver))
 	default:
 		b.WriteString(f.ChangeText)
+		if f.ReadError != "" {
+			b.WriteString(": ")
+			b.WriteString(f.ReadError)
+		}
 	}
 	if f.KubeVersionSince != "" {
 		fmt.Fprintf(&b, " (Kubernetes %s and later; judged for %s)", f.KubeVersionSince, f.KubeVersion)
