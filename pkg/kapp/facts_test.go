@@ -63,9 +63,6 @@ var pinnedParsers = map[string]string{
 // (an error, a message field) and follows it through assignments, struct
 // fields, parameters and results.
 func TestNoDecisionReadsText(t *testing.T) {
-	if testing.Short() {
-		t.Skip("type-checks the module")
-	}
 	pkgs := loadModule(t)
 	if len(pkgs) < 15 {
 		t.Fatalf("only %d packages loaded", len(pkgs))
