@@ -43,6 +43,10 @@ var pinnedParsers = map[string]string{
 	// The apiserver says that a webhook cannot be called on a dry run
 	// only in words (TestDryRunUnsupportedIsTheAPIServersWords).
 	"pkg/kapp/evaluation.dryRunUnsupportedBy": "the apiserver's refusal of a webhook on a dry run",
+	// The storage version migrator names the migration it runs only in
+	// its condition's message (guard-evidence pins the words to the
+	// controller's source).
+	"pkg/kapp/internal/storedversions.NamedMigration": "the migrator's running condition",
 }
 
 // TestNoDecisionReadsText enforces that findings travel as facts and that
