@@ -118,7 +118,9 @@ func (m *Migrator) migrateOnce(ctx context.Context, p *Plan) (err error) {
 // progressEvery.
 func (m *Migrator) followMigration(ctx context.Context, p *Plan, name string) error {
 	start := time.Now()
-	lastLine, lastMsg := time.Time{}, ""
+	// The Running condition last printed (a typed value: a progress line
+	// when it changes).
+	lastLine, lastRunning, printed := time.Time{}, migrationCondition{}, false
 	for {
 		u, err := m.cluster.Migrations().Get(ctx, name)
 		if err != nil {
@@ -134,18 +136,20 @@ func (m *Migrator) followMigration(ctx context.Context, p *Plan, name string) er
 			return &MigrationFailedError{CRD: p.Name, Migration: name, Reason: conds["Failed"].reason, Message: conds["Failed"].message}
 		}
 		msg := "waiting for the migrator to start"
-		if c, ok := conds["Running"]; ok && c.status == "True" {
+		running := conds["Running"]
+		if running.status == "True" {
 			msg = "running"
-			if c.message != "" {
-				msg += ": " + c.message
+			if running.message != "" {
+				msg += ": " + running.message
 			}
 		}
-		if msg != lastMsg || time.Since(lastLine) >= m.progressEvery {
-			if msg != lastMsg || !lastLine.IsZero() {
+		changed := !printed || running != lastRunning
+		if changed || time.Since(lastLine) >= m.progressEvery {
+			if changed || !lastLine.IsZero() {
 				m.msgs.Notify([]string{fmt.Sprintf("crd %s: StorageVersionMigration %s %s (%s)", p.Name, name, msg,
 					time.Since(start).Round(time.Second))})
 			}
-			lastLine, lastMsg = time.Now(), msg
+			lastLine, lastRunning, printed = time.Now(), running, true
 		}
 		if err := sleep(ctx, m.pollInterval); err != nil {
 			return err
