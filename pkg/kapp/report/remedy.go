@@ -101,6 +101,12 @@ func RemedyText(f crdupgradesafety.Finding) string {
 			of += " (" + objects + ")"
 		}
 		return fmt.Sprintf("keep %q until the ownerReferences of %s name a version the CRD keeps (their controllers rewrite them, or patch their apiVersion), then remove it", version, of)
+	case crdupgradesafety.RemedyReadDependents:
+		if r.Command != "" {
+			return fmt.Sprintf("let the check list %s (the webhook: '%s'; a deploy or the tools command: an identity that may list them), "+
+				"then try again; or keep the removed versions", r.Detail, r.Command)
+		}
+		return "try again once the resources can be listed (an aggregated API that was down), or keep the removed versions"
 	case crdupgradesafety.RemedyStoreEveryField:
 		return fmt.Sprintf("declare the field in the storage version %q too (or make the version that has it the storage version and migrate), or add a conversion webhook that carries it", r.Version)
 	case crdupgradesafety.RemedyApiserverReason:
