@@ -111,6 +111,6 @@ func formatBound(n *node, id string, enabled bool, old, new *float64) {
 		which = "every value of the field"
 	}
 	n.emit(change{field: n.path, level: config.EnforcementStrict, check: id,
-		fact: Change{Kind: "integersRejected", Old: renderPtr(old), New: formatFloat(*new) + " " + nv.String()},
+		fact:    Change{Kind: "integersRejected", Old: renderPtr(old), New: formatFloat(*new) + " " + nv.String()},
 		message: fmt.Sprintf("%s %s -> %s: the apiserver rejects %s (%s)", id, renderPtr(old), formatFloat(*new), which, why)})
 }
