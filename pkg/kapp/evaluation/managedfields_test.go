@@ -108,8 +108,8 @@ func TestRunOwnerReferences(t *testing.T) {
 	// dependents there are unknown, which failMode closed (the default)
 	// makes an error, with the remedy that grants the read.
 	unreadable := `the ownerReferences of 1 resource could not be read, so dependents of the removed version there are unknown (failMode %s): secrets: forbidden | ` +
-		`let the check list secrets (the webhook: '` + crdupgradesafety.DependentsRBACCommand + `'; a deploy or the tools command: an identity that may list them), ` +
-		`then try again; or keep the removed versions`
+		`let the check list the 1 resource it may not (secrets), then try again: for the webhook, '` + crdupgradesafety.DependentsRBACCommand + `' ` +
+		`(list on every resource); for a deploy or the tools command, an identity that may list them; or keep the removed versions`
 	require.Equal(t, []string{"error " + fmt.Sprintf(unreadable, "closed"), dependents}, ownerFindings(&cfg))
 	// Under failMode open: a warning.
 	open := config.Default()
