@@ -1,6 +1,7 @@
 package crdupgradesafety
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -41,8 +42,8 @@ type UnreadableResource struct {
 	// Forbidden: the reader's identity may not list it (RBAC); otherwise
 	// the apiserver could not list it (an aggregated API down).
 	Forbidden bool
-	// Reason is why, as the apiserver said.
-	Reason string
+	// Err is why (the apiserver's answer).
+	Err error
 }
 
 // NewOwnerReferencesReader returns the reader for an update of old to new,
@@ -147,7 +148,7 @@ func (r *OwnerReferencesReader) Findings(cfg *config.Settings) []Finding {
 		var names, why, forbidden []string
 		for _, u := range r.unreadable {
 			names = append(names, u.Resource)
-			why = append(why, u.Resource+": "+u.Reason)
+			why = append(why, fmt.Sprintf("%s: %v", u.Resource, u.Err))
 			if u.Forbidden {
 				forbidden = append(forbidden, u.Resource)
 			}

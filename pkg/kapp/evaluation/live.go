@@ -113,11 +113,7 @@ func readOwnerReferences(ctx context.Context, pair Pair, cfg *config.Settings, l
 	}
 	unreadable := make([]crdupgradesafety.UnreadableResource, 0, len(skipped))
 	for _, s := range skipped {
-		reason := "unknown"
-		if s.Err != nil {
-			reason = s.Err.Error()
-		}
-		unreadable = append(unreadable, crdupgradesafety.UnreadableResource{Resource: s.Name(), Forbidden: s.Forbidden, Reason: reason})
+		unreadable = append(unreadable, crdupgradesafety.UnreadableResource{Resource: s.Name(), Forbidden: s.Forbidden, Err: s.Err})
 	}
 	reader.Done(read, unreadable)
 	return reader.Findings(cfg), nil
