@@ -148,9 +148,11 @@ func (r *OwnerReferencesReader) Findings(cfg *config.Settings) []Finding {
 		var names, why, forbidden []string
 		for _, u := range r.unreadable {
 			names = append(names, u.Resource)
-			why = append(why, fmt.Sprintf("%s: %v", u.Resource, u.Err))
-			if u.Forbidden {
+			if u.Forbidden { // the apiserver's words for a 403 of a metadata list say little ("unknown")
 				forbidden = append(forbidden, u.Resource)
+				why = append(why, u.Resource+": forbidden")
+			} else {
+				why = append(why, fmt.Sprintf("%s: %v", u.Resource, u.Err))
 			}
 		}
 		slices.Sort(names)

@@ -78,7 +78,9 @@ func TestRunOwnerReferences(t *testing.T) {
 		d.Resource, d.Name, d.OwnerAPIVersion = resource, name, owner
 		return d
 	}
-	cluster := &evaluationtest.Cluster{DependentsRead: 120, DependentsSkipped: []kube.Skipped{{Resource: "secrets", Forbidden: true, Err: errors.New("forbidden")}},
+	cluster := &evaluationtest.Cluster{DependentsRead: 120, DependentsSkipped: []kube.Skipped{
+		{Group: "metrics.k8s.io", Resource: "pods", Err: errors.New("the server is currently unable to handle the request")},
+		{Resource: "secrets", Forbidden: true, Err: errors.New("unknown")}},
 		Dependents: []evaluationtest.Dependent{
 			dep("configmaps", "default/w1-config", "example.com/v1alpha1"),
 			dep("deployments.apps", "default/w1", "example.com/v1alpha1"),
@@ -104,10 +106,12 @@ func TestRunOwnerReferences(t *testing.T) {
 		`2 of 120 objects read have ownerReferences to it: configmaps default/w1-config (example.com/v1alpha1), deployments.apps default/w1 (example.com/v1alpha1) | ` +
 		`keep "v1alpha1" until the ownerReferences of the dependents (configmaps default/w1-config, deployments.apps default/w1) name a version the CRD keeps ` +
 		`(their controllers rewrite them, or patch their apiVersion), then remove it`
-	// Secrets could not be read (the webhook's least-privilege role): the
-	// dependents there are unknown, which failMode closed (the default)
-	// makes an error, with the remedy that grants the read.
-	unreadable := `the ownerReferences of 1 resource could not be read, so dependents of the removed version there are unknown (failMode %s): secrets: forbidden | ` +
+	// Secrets could not be read (the webhook's least-privilege role), nor
+	// an aggregated API that is down: the dependents there are unknown,
+	// which failMode closed (the default) makes an error, with the remedy
+	// that grants the read.
+	unreadable := `the ownerReferences of 2 resources could not be read, so dependents of the removed version there are unknown (failMode %s): ` +
+		`pods.metrics.k8s.io: the server is currently unable to handle the request; secrets: forbidden | ` +
 		`let the check list the 1 resource it may not (secrets), then try again: for the webhook, '` + crdupgradesafety.DependentsRBACCommand + `' ` +
 		`(list on every resource); for a deploy or the tools command, an identity that may list them; or keep the removed versions`
 	require.Equal(t, []string{"error " + fmt.Sprintf(unreadable, "closed"), dependents}, ownerFindings(&cfg))
