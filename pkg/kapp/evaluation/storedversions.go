@@ -2,6 +2,7 @@ package evaluation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -59,7 +60,7 @@ func JudgeStoredVersions(ctx context.Context, cluster Cluster, old, new *apiextv
 	since, started := storedversions.MigratorStarted(old)
 	if lister, ok := cluster.(MigrationsLister); ok && started && slices.Equal(new.Status.StoredVersions, []string{storage}) {
 		svms, err := lister.ListStorageVersionMigrations(ctx)
-		if err != nil {
+		if err != nil && !errors.Is(err, ErrNotSupported) { // not supported: no such evidence
 			return v, fmt.Errorf("crd %s: reading StorageVersionMigrations for evidence of the trim of status.storedVersions: %w", old.Name, err)
 		}
 		if name := storedversions.MigrationSucceededSince(svms, old.Spec.Group, old.Spec.Names.Plural, since); name != "" {
