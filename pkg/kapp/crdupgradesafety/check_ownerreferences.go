@@ -157,7 +157,7 @@ func (r *OwnerReferencesReader) Findings(cfg *config.Settings) []Finding {
 		}
 		slices.Sort(names)
 		slices.Sort(forbidden)
-		remedy := &Remedy{Action: RemedyReadDependents, Detail: strings.Join(forbidden, ", ")}
+		remedy := &Remedy{Action: RemedyReadDependents, Resources: forbidden}
 		if len(forbidden) > 0 {
 			remedy.Command = DependentsRBACCommand
 		}

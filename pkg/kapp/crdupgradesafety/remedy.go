@@ -114,6 +114,9 @@ type Remedy struct {
 	// MoreObjects how many others; filled once objects are read.
 	Objects     []string
 	MoreObjects int
+	// Resources are the resources the remedy is about (readDependents:
+	// those the check may not list), sorted.
+	Resources []string
 }
 
 // remedyActions is the remedy of each check that has a generic one; a

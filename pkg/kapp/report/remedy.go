@@ -103,7 +103,7 @@ func RemedyText(f crdupgradesafety.Finding) string {
 		return fmt.Sprintf("keep %q until the ownerReferences of %s name a version the CRD keeps (their controllers rewrite them, or patch their apiVersion), then remove it", version, of)
 	case crdupgradesafety.RemedyReadDependents:
 		if r.Command != "" {
-			forbidden := strings.Split(r.Detail, ", ")
+			forbidden := r.Resources
 			listed := strings.Join(forbidden[:min(len(forbidden), 3)], ", ")
 			if len(forbidden) > 3 {
 				listed += fmt.Sprintf(" and %d more", len(forbidden)-3)

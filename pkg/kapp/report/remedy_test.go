@@ -67,7 +67,7 @@ func TestRemedyInEveryOutput(t *testing.T) {
 // almost none).
 func TestReadDependentsRemedy(t *testing.T) {
 	f := crdupgradesafety.Finding{Check: config.CheckOwnerReferences, Remedy: &crdupgradesafety.Remedy{Action: crdupgradesafety.RemedyReadDependents,
-		Command: crdupgradesafety.DependentsRBACCommand, Detail: "configmaps, deployments.apps, pods, secrets, services"}}
+		Command: crdupgradesafety.DependentsRBACCommand, Resources: []string{"configmaps", "deployments.apps", "pods", "secrets", "services"}}}
 	require.Equal(t, "let the check list the 5 resources it may not (configmaps, deployments.apps, pods and 2 more), then try again: for the webhook, '"+
 		crdupgradesafety.DependentsRBACCommand+"' (list on every resource); for a deploy or the tools command, an identity that may list them; "+
 		"or keep the removed versions", RemedyText(f))
