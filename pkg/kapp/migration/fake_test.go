@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/version"
 )
 
 // fakeMigrationCluster is a small in-memory Cluster for the unit
@@ -46,6 +47,7 @@ type fakeMigrationCluster struct {
 	// status.storedVersions, as kube-controller-manager does), or fails
 	// with svmFail.
 	servesSVM bool
+	version   string // the apiserver's gitVersion; "": v1.37.3
 	svmPolls  int
 	svmFail   string
 	svmFailN  int // with svmFail: only the first svmFailN migrations fail (0: all)
@@ -163,6 +165,16 @@ func (f *fakeMigrationCluster) CountCustomResources(context.Context, *apiextv1.C
 
 func (f *fakeMigrationCluster) ServesStorageMigration(context.Context) (bool, error) {
 	return f.servesSVM, nil
+}
+
+// ServerVersion answers version, or v1.37.3 (whose migrator is used).
+func (f *fakeMigrationCluster) ServerVersion(context.Context) (*version.Info, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.version != "" {
+		return &version.Info{GitVersion: f.version}, nil
+	}
+	return &version.Info{Major: "1", Minor: "37", GitVersion: "v1.37.3"}, nil
 }
 
 func (f *fakeMigrationCluster) Migrations() MigrationClient { return fakeMigrations{f} }
