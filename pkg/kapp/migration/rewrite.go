@@ -471,10 +471,11 @@ func (c migrationCounts) describe(storage string) string {
 // describeManaged renders the counts of a managedFields pass, e.g.
 // "managedFields of 3 moved to v1, 17 at v1 already".
 func (c migrationCounts) describeManaged(storage string) string {
-	s := fmt.Sprintf("managedFields of %d moved to %s, %d at %s already", c.Rewritten, storage, c.Current, storage)
+	s := fmt.Sprintf("managedFields of %d moved to %s", c.Rewritten, storage)
 	if c.Dropped > 0 {
 		s += fmt.Sprintf(" (entries of %d dropped)", c.Dropped)
 	}
+	s += fmt.Sprintf(", %d at %s already", c.Current, storage)
 	if c.Gone > 0 {
 		s += fmt.Sprintf(", %d deleted meanwhile", c.Gone)
 	}

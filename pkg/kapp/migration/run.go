@@ -178,6 +178,9 @@ func Run(ctx context.Context, req Request) error {
 		summary = "by the cluster's storage version migrator"
 		if total.Managed > 0 {
 			summary += fmt.Sprintf("; managedFields of %d moved to the storage version", total.Managed)
+			if total.Dropped > 0 {
+				summary += fmt.Sprintf(" (entries of %d dropped)", total.Dropped)
+			}
 		}
 	}
 	if len(failed) > 0 {
