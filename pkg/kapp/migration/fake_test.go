@@ -46,16 +46,17 @@ type fakeMigrationCluster struct {
 	// (rewriting every object and, unless svmNoTrim, trimming the CRD's
 	// status.storedVersions, as kube-controller-manager does), or fails
 	// with svmFail.
-	servesSVM bool
-	version   string // the apiserver's gitVersion; "": v1.37.3
-	svmPolls  int
-	svmFail   string
-	svmFailN  int // with svmFail: only the first svmFailN migrations fail (0: all)
-	svmNoTrim bool
-	svms      map[string]*unstructured.Unstructured
-	svmReads  map[string]int
-	svmsMade  []string // names created
-	svmsGone  []string // names deleted
+	servesSVM  bool
+	version    string // the apiserver's gitVersion; "": v1.37.3
+	versionErr error  // ServerVersion's error
+	svmPolls   int
+	svmFail    string
+	svmFailN   int // with svmFail: only the first svmFailN migrations fail (0: all)
+	svmNoTrim  bool
+	svms       map[string]*unstructured.Unstructured
+	svmReads   map[string]int
+	svmsMade   []string // names created
+	svmsGone   []string // names deleted
 
 	// records
 	writes        int      // object writes that changed what is stored
@@ -171,6 +172,9 @@ func (f *fakeMigrationCluster) ServesStorageMigration(context.Context) (bool, er
 func (f *fakeMigrationCluster) ServerVersion(context.Context) (*version.Info, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.versionErr != nil {
+		return nil, f.versionErr
+	}
 	if f.version != "" {
 		return &version.Info{GitVersion: f.version}, nil
 	}
