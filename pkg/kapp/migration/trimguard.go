@@ -29,7 +29,7 @@ import (
 
 // ErrMigratorTrimsOnFailure: --method migrator on a Kubernetes version
 // whose migrator trims status.storedVersions after a failed migration.
-var ErrMigratorTrimsOnFailure = errors.New("the cluster's storage version migrator trims status.storedVersions after a failed migration")
+var ErrMigratorTrimsOnFailure = errors.New("storage version migrator refused")
 
 // upstreamIssueTrimOnFailure is the upstream issue of that bug.
 const upstreamIssueTrimOnFailure = "kubernetes/kubernetes#143103"

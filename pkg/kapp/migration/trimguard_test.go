@@ -63,7 +63,7 @@ func TestResolveMethodTrimGuard(t *testing.T) {
 		{version: "v1.37.2", method: MethodAuto, wantMethod: MethodRewrite,
 			wantLine: "Method: rewrite (the cluster serves storagemigration.k8s.io/v1, but the storage version migrator of Kubernetes v1.37.2 trims"},
 		{version: "v1.37.2", method: MethodMigrator,
-			wantLine: "--method migrator: the cluster's storage version migrator trims status.storedVersions after a failed migration: the storage version migrator of Kubernetes v1.37.2 trims status.storedVersions after a failed migration, leaving objects in a version no longer listed (kubernetes/kubernetes#143103, Kubernetes 1.37.0 to 1.37.2); use --method rewrite (--method auto picks it on this version)"},
+			wantLine: "--method migrator: storage version migrator refused: the storage version migrator of Kubernetes v1.37.2 trims status.storedVersions after a failed migration, leaving objects in a version no longer listed (kubernetes/kubernetes#143103, Kubernetes 1.37.0 to 1.37.2); use --method rewrite (--method auto picks it on this version)"},
 		{version: "weird", method: MethodAuto, wantMethod: MethodRewrite,
 			wantLine: `Method: rewrite (the cluster serves storagemigration.k8s.io/v1, but the apiserver's version "weird" cannot be read`},
 		{version: "v1.37.3", method: MethodAuto, wantMethod: MethodMigrator, wantLine: "Method: migrator"},
