@@ -213,7 +213,7 @@ func TestMigratePlaceholderManagedFieldsEntry(t *testing.T) {
 	e.deployOK(t, n.App, []string{crdDir(t, n, "migrate/2-v1-storage.yaml")}, preflightFlag)
 	ri := e.dyn.Resource(n.gvr("v1")).Namespace("default")
 	placeholder := metav1.ManagedFieldsEntry{Manager: "kapp-crd-migrate-storage", Operation: metav1.ManagedFieldsOperationApply,
-		APIVersion: group + "/v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:name":{}}}`)}}
+		APIVersion: group + "/v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:name":{}}}`)}
 
 	for _, tc := range []struct {
 		name        string
@@ -236,7 +236,7 @@ func TestMigratePlaceholderManagedFieldsEntry(t *testing.T) {
 		if tc.name == "placeholder" {
 			require.Len(t, got, 1)
 			got[0].Time = nil
-			require.JSONEq(t, string(placeholder.FieldsV1.Raw), string(got[0].FieldsV1.Raw))
+			require.JSONEq(t, placeholder.FieldsV1.GetRawString(), got[0].FieldsV1.GetRawString())
 			got[0].FieldsV1 = placeholder.FieldsV1
 			require.Equal(t, placeholder, got[0], "kept as written")
 		} else {

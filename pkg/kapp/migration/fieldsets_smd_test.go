@@ -1,7 +1,6 @@
 package migration
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -150,7 +149,7 @@ func smdManagers(t *testing.T, entries []metav1.ManagedFieldsEntry) fieldpath.Ma
 	out := fieldpath.ManagedFields{}
 	for _, e := range entries {
 		set := &fieldpath.Set{}
-		require.NoError(t, set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)))
+		require.NoError(t, set.FromJSON(e.FieldsV1.GetRawReader()))
 		out[e.Manager] = fieldpath.NewVersionedSet(set, fieldpath.APIVersion(e.APIVersion), e.Operation == metav1.ManagedFieldsOperationApply)
 	}
 	return out
