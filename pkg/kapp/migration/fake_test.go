@@ -53,10 +53,13 @@ type fakeMigrationCluster struct {
 	svmFail    string
 	svmFailN   int // with svmFail: only the first svmFailN migrations fail (0: all)
 	svmNoTrim  bool
-	svms       map[string]*unstructured.Unstructured
-	svmReads   map[string]int
-	svmsMade   []string // names created
-	svmsGone   []string // names deleted
+	// svmTrimOnFail: a failed migration trims status.storedVersions to its
+	// last version, as Kubernetes 1.37.0-1.37.2 do.
+	svmTrimOnFail bool
+	svms          map[string]*unstructured.Unstructured
+	svmReads      map[string]int
+	svmsMade      []string // names created
+	svmsGone      []string // names deleted
 
 	// records
 	writes        int      // object writes that changed what is stored
@@ -216,6 +219,12 @@ func (m fakeMigrations) Get(_ context.Context, name string) (*unstructured.Unstr
 		_ = unstructured.SetNestedSlice(svm.Object, []any{cond("Running", "MigrationRunning", "migrating")}, "status", "conditions")
 	case f.svmFail != "" && (f.svmFailN == 0 || slices.Index(f.svmsMade, name) < f.svmFailN):
 		_ = unstructured.SetNestedSlice(svm.Object, []any{cond("Failed", "StorageVersionMigrationFailed", f.svmFail)}, "status", "conditions")
+		if f.svmTrimOnFail { // kubernetes/kubernetes#143103
+			for _, crd := range f.crds {
+				stored, _, _ := unstructured.NestedStringSlice(crd.Object, "status", "storedVersions")
+				_ = unstructured.SetNestedStringSlice(crd.Object, stored[len(stored)-1:], "status", "storedVersions")
+			}
+		}
 	default:
 		_ = unstructured.SetNestedSlice(svm.Object, []any{cond("Succeeded", "StorageVersionMigrationSucceeded", "Migration completed")}, "status", "conditions")
 		group, _, _ := unstructured.NestedString(svm.Object, "spec", "resource", "group")

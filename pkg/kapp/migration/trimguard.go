@@ -26,6 +26,10 @@ import (
 // object is written), and --method migrator is refused before anything is
 // written. The version is read through discovery (GET /version); one that
 // cannot be parsed counts as affected.
+//
+// Where the migrator is used, a second guard repairs a trim after a failed
+// migration all the same (undoTrimAfterFailure): a build may report a
+// fixed version without the fix.
 
 // ErrMigratorTrimsOnFailure: --method migrator on a Kubernetes version
 // whose migrator trims status.storedVersions after a failed migration.

@@ -109,3 +109,21 @@ func TestResolveMethodTrimGuard(t *testing.T) {
 		require.Empty(t, f.svmsMade)
 	})
 }
+
+// TestMigratorTrimAfterFailureUndone: the second guard. A cluster that
+// reports a version whose migrator is used (here 1.37.3) but trims
+// status.storedVersions after a failed migration all the same: the
+// command lists the versions again after each failed migration, says so,
+// and fails.
+func TestMigratorTrimAfterFailureUndone(t *testing.T) {
+	f := newFakeMigrationCluster(switched())
+	f.servesSVM, f.svmFail, f.svmTrimOnFail = true, `"red" is forbidden: denied`, true
+	f.addObjects("a", 2, "v1alpha1")
+	out, err := runMigrate(t, f, migrateRun{names: []string{"widgets.example.com"}})
+	require.ErrorIs(t, err, ErrMigrationFailed)
+	require.Contains(t, out, "Method: migrator")
+	require.Contains(t, out, "crd widgets.example.com: the cluster's migrator trimmed status.storedVersions to [v1] although StorageVersionMigration widgets.example.com-0 failed (kubernetes/kubernetes#143103): restored to [v1alpha1 v1]")
+	require.Len(t, f.svmsMade, migratorAttempts)
+	require.Equal(t, []string{"v1alpha1", "v1"}, liveStoredVersions(t, f, "widgets.example.com"))
+	require.Equal(t, []string{"widgets.example.com", "widgets.example.com", "widgets.example.com"}, f.statusUpdates, "one restore per failed migration")
+}
