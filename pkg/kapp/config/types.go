@@ -188,6 +188,10 @@ type Settings struct {
 	// its alias exemptions; the waiver annotations of a run's CRDs are
 	// added to a copy by WithWaivers). See Waiver.
 	Waivers []Waiver
+	// Webhook holds what only the admission webhook (kapp tools
+	// crd-upgrade-safety-webhook) reads; a deploy and the tools command
+	// ignore it.
+	Webhook WebhookSettings
 	// KubeVersion is the Kubernetes version judged for where the verdict
 	// depends on it. It is no key of the configuration: a live run sets
 	// it from the apiserver's version, an offline run from
@@ -196,6 +200,19 @@ type Settings struct {
 	// Now is the time waivers are judged at (Waiver.Expires): no key of
 	// the configuration; the zero value is the time of the run.
 	Now time.Time `json:"-"`
+}
+
+// WebhookSettings are the settings of the admission webhook alone (the
+// key webhook).
+type WebhookSettings struct {
+	// RevealStoredValues: the webhook's denials and warnings show what the
+	// stored objects hold where a finding names them (the value refused,
+	// pruned or defaulted, and the apiserver's detail of a rejection,
+	// which may quote it). false (the default) names the objects, the
+	// field and the rule only: the webhook answers whoever can reach it,
+	// while the stored objects are readable only by whom RBAC allows. Set
+	// it on a cluster whose writers of CRDs may read every custom resource.
+	RevealStoredValues bool
 }
 
 // Checks is the `checks` key, in the structure of crd-diff's configuration.

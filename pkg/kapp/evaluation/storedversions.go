@@ -2,6 +2,7 @@ package evaluation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
@@ -55,7 +56,7 @@ func JudgeStoredVersions(ctx context.Context, cluster Cluster, old, new *apiextv
 		list = lister.ListStorageVersionMigrations
 	}
 	ev, ok, err := storedversions.TrimEvidence(ctx, old, new.Status.StoredVersions, list)
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrNotSupported) { // not supported: no such evidence
 		return v, fmt.Errorf("crd %s: reading StorageVersionMigrations for evidence of the trim of status.storedVersions: %w", old.Name, err)
 	}
 	switch {
