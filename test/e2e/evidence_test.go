@@ -95,9 +95,13 @@ func (e *env) trimStoredVersions(t *testing.T, n names, versions ...string) {
 // v3 unserved, status.storedVersions trimmed by hand to [v2]. The removal
 // of v3 is then a storedVersionRemoval error from the tools command
 // (live) and from a deploy with the preflight, which changes nothing; the
-// migrate command plans the CRD as needing migration, not done. Without
-// the check the removal goes through and every LIST fails (the objects
-// were stored as v3); after the migrate command's run the removal is safe.
+// migrate command plans the CRD as needing migration, not done; after the
+// migrate command's run the removal is safe. Before the rule (kapp of
+// c79544f, on 1.37.2 and 1.35.0) the tools command exited 0, the deploy
+// removed v3, and every LIST of the resource failed afterwards (request
+// to convert CR from an invalid group/version: .../v3). That loss is not
+// staged here as a control: while the resource cannot be listed, the
+// ownerReferences scans of tests running beside this one fail closed.
 func TestStaleRecordDoesNotHideHandTrim(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -176,15 +180,6 @@ func TestStaleRecordDoesNotHideHandTrim(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-
-	// The control: without the check the removal goes through, and the
-	// objects stored as v3 make every LIST fail. Adding v3 back makes
-	// them readable again.
-	e.deployOK(t, n.App, []string{crdDir(t, n, "evidence/6-v3-removed.yaml")})
-	_, err := e.dyn.Resource(n.gvr("v2")).List(tctx(t), metav1.ListOptions{})
-	require.ErrorContains(t, err, "request to convert CR from an invalid group/version: "+group+"/v3")
-	e.deployOK(t, n.App, []string{crdDir(t, n, "evidence/5-v3-unserved.yaml")})
-	require.Len(t, e.snapshot(t, n).CRs, 4)
 
 	// The way forward: the migrate command migrates every object again
 	// (status.storedVersions listed in full first), records it at the
