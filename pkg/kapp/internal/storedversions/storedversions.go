@@ -1,8 +1,9 @@
 // Package storedversions decides when a version may leave a CRD's
 // status.storedVersions: only on current evidence that no object can still
 // be stored in it (docs/migrate.md, "Evidence for the trim"). The webhook,
-// the engine and the migrate command's plan share it: CurrentRecord and
-// NamedMigration are the only judges of evidence.
+// the engine and the migrate command's plan share it: CurrentRecord,
+// NamedMigration and MigrationSucceeded are the only judges of evidence
+// (TrimEvidence for a trim in flight, UnprovenTrim after the fact).
 //
 // The evidence is one of:
 //
@@ -116,14 +117,6 @@ func CurrentRecord(crd *apiextv1.CustomResourceDefinition) (Record, bool) {
 	return r, true
 }
 
-// RecordBacksTrim reports whether the record on the stored CRD old backs
-// setting its status.storedVersions to after: the record is current
-// (CurrentRecord) and after keeps its version.
-func RecordBacksTrim(old *apiextv1.CustomResourceDefinition, after []string) bool {
-	r, ok := CurrentRecord(old)
-	return ok && slices.Contains(after, r.Version)
-}
-
 // Reasons and message of the StorageMigrating condition the cluster's
 // storage version migrator sets on a CRD (kube-controller-manager's
 // migration runner, k8s.io/kubernetes/pkg/controller/storageversionmigrator,
@@ -228,8 +221,8 @@ type MigrationsFunc func(ctx context.Context) ([]unstructured.Unstructured, erro
 
 // TrimEvidence returns the evidence that backs setting the stored CRD
 // old's status.storedVersions to after (the judgement of the webhook): a
-// current record of the migrate command whose version after keeps
-// (RecordBacksTrim); or, when after is the storage version alone, the
+// current record of the migrate command (CurrentRecord) whose version
+// after keeps; or, when after is the storage version alone, the
 // StorageVersionMigration old's condition names at its current generation
 // (NamedMigration), succeeded, read through list (nil: the cluster offers
 // no such evidence). ok is false when nothing backs it; an error means the
