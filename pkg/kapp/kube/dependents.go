@@ -85,6 +85,11 @@ func (c *Client) DependentsOf(ctx context.Context, apiVersions []string, kind st
 		mu.Lock()
 		defer mu.Unlock()
 		read += n
+		if apierrors.IsNotFound(err) {
+			// Gone since discovery (its CRD deleted): it holds no
+			// dependents, which is an answer, not a resource unread.
+			err = nil
+		}
 		if err != nil {
 			// A resource this client may not list, or one the apiserver
 			// cannot list (an aggregated API down): named, not fatal.
