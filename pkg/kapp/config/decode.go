@@ -342,6 +342,8 @@ func rootFields(c *Settings) fields {
 		"waivers":                 waivers(&c.Waivers, true),
 		// The older spelling: the same waivers, their reason optional.
 		"exemptions": waivers(&c.Waivers, false),
+		"acceptDataLoss":    acceptances(&c.AcceptDataLoss),
+		"annotationWaivers": annotationWaivers(&c.AnnotationWaivers),
 	}
 }
 

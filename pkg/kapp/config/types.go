@@ -188,6 +188,14 @@ type Settings struct {
 	// its alias exemptions; the waiver annotations of a run's CRDs are
 	// added to a copy by WithWaivers). See Waiver.
 	Waivers []Waiver
+	// AcceptDataLoss are the accepted losses of stored data (the key
+	// acceptDataLoss): the only way a finding that loses stored data
+	// passes. See Acceptance.
+	AcceptDataLoss []Acceptance
+	// AnnotationWaivers says which checks the waiver annotations of a CRD
+	// may waive (the key annotationWaivers); nil: the run's default (see
+	// AnnotationWaivers).
+	AnnotationWaivers *AnnotationWaivers
 	// KubeVersion is the Kubernetes version judged for where the verdict
 	// depends on it. It is no key of the configuration: a live run sets
 	// it from the apiserver's version, an offline run from
@@ -196,6 +204,11 @@ type Settings struct {
 	// Now is the time waivers are judged at (Waiver.Expires): no key of
 	// the configuration; the zero value is the time of the run.
 	Now time.Time `json:"-"`
+	// Live: the run reads a cluster (a deploy, a webhook review, the tools
+	// command against a cluster), so a loss it cannot count is never
+	// accepted (Acceptance). No key of the configuration: the evaluation
+	// sets it.
+	Live bool `json:"-"`
 }
 
 // Checks is the `checks` key, in the structure of crd-diff's configuration.

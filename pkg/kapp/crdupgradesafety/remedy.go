@@ -108,6 +108,10 @@ type Remedy struct {
 	// MoreObjects how many others; filled once objects are read.
 	Objects     []string
 	MoreObjects int
+	// Accept: for a loss of stored data, the acceptDataLoss entry of the
+	// settings that would accept exactly this loss, once reviewed (the
+	// act that passes it: no waiver does); nil otherwise.
+	Accept *AcceptHint
 }
 
 // remedyActions is the remedy of each check that has a generic one; a
@@ -193,4 +197,13 @@ func (r *Remedy) withObjects(imp *Impact) *Remedy {
 	}
 	out.MoreObjects = max(imp.Affected-len(out.Objects), 0)
 	return &out
+}
+
+// AcceptHint is the acceptDataLoss entry that would accept a loss: its
+// CRD, check, version and path, and the objects the run counted (Counted
+// false: none were counted).
+type AcceptHint struct {
+	CRD, Check, Version, Path string
+	Objects                   int
+	Counted                   bool
 }
