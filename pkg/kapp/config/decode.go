@@ -341,7 +341,7 @@ func rootFields(c *Settings) fields {
 		"checks":                  nested(checksFields(&c.Checks)),
 		"waivers":                 waivers(&c.Waivers, true),
 		// The older spelling: the same waivers, their reason optional.
-		"exemptions": waivers(&c.Waivers, false),
+		"exemptions":        waivers(&c.Waivers, false),
 		"acceptDataLoss":    acceptances(&c.AcceptDataLoss),
 		"annotationWaivers": annotationWaivers(&c.AnnotationWaivers),
 	}
