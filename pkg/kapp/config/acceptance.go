@@ -186,12 +186,12 @@ func (c *Settings) JudgeWaivers(s WaiverSubject, dataLoss bool) WaiverVerdict {
 		}
 		var refusal WaiverRefusal
 		switch {
+		case dataLoss:
+			refusal = RefusedDataLoss
 		case w.Source == SourceAnnotation && w.CarriedOver:
 			refusal = RefusedCarriedOver
 		case w.Source == SourceAnnotation && !c.AnnotationWaiverAllowed(s.Check):
 			refusal = RefusedAnnotationsNotAllowed
-		case dataLoss:
-			refusal = RefusedDataLoss
 		}
 		switch {
 		case refusal != "":
