@@ -160,8 +160,9 @@ func (f *Finding) rejudge() {
 // judgeFinal judges f's waivers and, for a loss of stored data, the
 // acceptances of cfg, from its final facts: its DataLoss and the objects
 // counted (Impact). An acceptance that covers the loss makes an error a
-// warning; a loss that stays an error gets the acceptDataLoss entry that
-// would cover it in its remedy.
+// warning; a loss that stays an error although a waiver or an acceptance
+// named it gets the acceptDataLoss entry that would cover it in its
+// remedy.
 func judgeFinal(cfg *config.Settings, f *Finding) {
 	if f.unwaived == "" {
 		return
@@ -192,7 +193,10 @@ func judge(cfg *config.Settings, f *Finding) {
 	case a != nil:
 		f.ShortAcceptance, f.AcceptanceGap = a, gap
 	}
-	if f.DataLoss && f.Remedy != nil {
+	// Where a waiver was refused for the loss, or an acceptance named it
+	// but fell short, the remedy names the acceptance that would cover
+	// it: the act that accepts a loss.
+	if f.DataLoss && f.Remedy != nil && (f.WaiverRefusal == config.RefusedDataLoss || f.ShortAcceptance != nil) {
 		r := *f.Remedy
 		r.Accept = &AcceptHint{CRD: s.CRD, Check: s.Check, Version: s.Version, Path: s.Path, Objects: s.Objects, Counted: s.Counted}
 		f.Remedy = &r

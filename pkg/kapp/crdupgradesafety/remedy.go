@@ -108,9 +108,10 @@ type Remedy struct {
 	// MoreObjects how many others; filled once objects are read.
 	Objects     []string
 	MoreObjects int
-	// Accept: for a loss of stored data, the acceptDataLoss entry of the
-	// settings that would accept exactly this loss, once reviewed (the
-	// act that passes it: no waiver does); nil otherwise.
+	// Accept: for a loss of stored data that a waiver was refused for, or
+	// that an acceptance names but does not cover, the acceptDataLoss
+	// entry of the settings that would accept exactly this loss, once
+	// reviewed (the act that passes it: no waiver does); nil otherwise.
 	Accept *AcceptHint
 }
 

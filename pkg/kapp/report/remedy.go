@@ -63,7 +63,7 @@ func acceptText(a *crdupgradesafety.AcceptHint) string {
 		objects = fmt.Sprint(a.Objects)
 	}
 	entry += ", objects: " + objects + ", reason: ..., expires: YYYY-MM-DD"
-	return "or, once losing this data is reviewed, accept exactly this loss in the settings (a waiver or annotation cannot): acceptDataLoss: [{" + entry + "}]"
+	return "or, once losing this data is reviewed, accept exactly this loss in the settings: acceptDataLoss: [{" + entry + "}]"
 }
 
 // AcceptDataLoss is the acceptDataLoss entry a remedy offers, as the JSON

@@ -239,9 +239,7 @@ func TestReviewDelete(t *testing.T) {
 		require.Equal(t, "CRDUpgradeSafety denied the delete of CRD widgets.example.com: 1 error finding:\n"+
 			"  crd widgets.example.com: [crdDeletion] data loss: deleting the CRD would delete its 3 existing custom resources [fp:7abd660cb35a]\n"+
 			"    way forward: back up the custom resources ('kubectl get widgets.example.com --all-namespaces -o yaml > widgets.example.com.backup.yaml'), "+
-			"then delete them explicitly before the CRD; or keep the CRD; "+
-			"or, once losing this data is reviewed, accept exactly this loss in the settings (a waiver or annotation cannot): "+
-			"acceptDataLoss: [{crd: widgets.example.com, check: crdDeletion, objects: 3, reason: ..., expires: YYYY-MM-DD}]", resp.Result.Message)
+			"then delete them explicitly before the CRD; or keep the CRD", resp.Result.Message)
 		require.Equal(t, []string{"widgets.example.com"}, cluster.Counts)
 	})
 	t.Run("none: allowed", func(t *testing.T) {
@@ -255,6 +253,8 @@ func TestReviewDelete(t *testing.T) {
 				config.WaiveAnnotation, "crdDeletion", config.WaiveReasonAnnotation, "moved to gadgets"))
 			require.False(t, resp.Allowed)
 			require.Contains(t, resp.Result.Message, "[crdDeletion] data loss: deleting the CRD would delete its 3 existing custom resources (not exempted: a waiver annotation")
+			require.Contains(t, resp.Result.Message, "or keep the CRD; or, once losing this data is reviewed, accept exactly this loss in the settings: "+
+				"acceptDataLoss: [{crd: widgets.example.com, check: crdDeletion, objects: 3, reason: ..., expires: YYYY-MM-DD}]")
 		}
 	})
 	t.Run("accepted in the settings for as many objects: allowed with a warning; for fewer: denied", func(t *testing.T) {
