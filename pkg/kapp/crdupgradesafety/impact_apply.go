@@ -95,6 +95,10 @@ func ApplyImpacts(findings []Finding, impacts []VersionImpact, cfg *config.Setti
 			f.DataLoss = lossByCheck(f.Check) && f.Check != config.CheckExistingFieldRemoval && f.Check != config.CheckPreserveUnknownFields ||
 				imp.has(EffectPruned)
 			judgeFinal(cfg, &f)
+			if f.Waiver != nil || f.Acceptance != nil {
+				// What passed it is the reviewed waiver or acceptance.
+				f.Unaffected = false
+			}
 			out = append(out, exemptedButAffecting(f, cfg)...)
 		} else {
 			judgeFinal(cfg, &f)
