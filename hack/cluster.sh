@@ -29,7 +29,7 @@
 #
 # Files (all under .cache/, git-ignored):
 #   .cache/cluster/<version>/bin/   kube-apiserver, kube-controller-manager, kubectl, etcd, stamp
-#   .cache/cluster/bin/             clusterutil and its stamp
+#   .cache/cluster/bin/             clusterutil-<stamp of its sources>
 #   $CLUSTER_STATE_DIR/kubeconfig   admin kubeconfig (token auth, group system:masters)
 #   $CLUSTER_STATE_DIR/cluster.env  version, pids, ports and temp dir of the running cluster
 #   $CLUSTER_STATE_DIR/logs/        etcd.log, kube-apiserver.log, kube-controller-manager.log
@@ -41,7 +41,6 @@ MODULE_DIR="$ROOT/hack/cluster/k8s-$KUBE_VERSION"
 BIN_DIR="$ROOT/.cache/cluster/$KUBE_VERSION/bin"
 UTIL_DIR="$ROOT/hack/cluster"         # module of clusterutil
 UTIL_BIN_DIR="$ROOT/.cache/cluster/bin" # clusterutil, whatever the version
-CLUSTERUTIL="$UTIL_BIN_DIR/clusterutil"
 STATE_DIR="${CLUSTER_STATE_DIR:-$ROOT/.cache/cluster}"
 KUBECONFIG_OUT="$STATE_DIR/kubeconfig"
 RUN_FILE="$STATE_DIR/cluster.env" # version, pids, ports and temp dir of the running cluster
@@ -76,6 +75,11 @@ stamp_of() { # stamp_of FILE... -> hash of the files and the go version
     go env GOVERSION GOOS GOARCH
   } | sha256sum | cut -d' ' -f1
 }
+
+# clusterutil is named by the stamp of its sources: trees with different
+# sources (worktrees sharing .cache) each run their own, never one another's.
+CLUSTERUTIL_STAMP="$(stamp_of "$UTIL_DIR/go.mod" "$UTIL_DIR"/clusterutil/*.go)"
+CLUSTERUTIL="$UTIL_BIN_DIR/clusterutil-${CLUSTERUTIL_STAMP:0:16}"
 
 BINARIES=(kube-apiserver kube-controller-manager kubectl etcd)
 
@@ -131,11 +135,9 @@ build() {
   flock 9
   # Binaries of the layout before hack/cluster/k8s-<version>: unused.
   rm -f "$UTIL_BIN_DIR/kube-apiserver" "$UTIL_BIN_DIR/etcd" "$UTIL_BIN_DIR/.stamp"
-  want="$(stamp_of "$UTIL_DIR/go.mod" "$UTIL_DIR"/clusterutil/*.go)"
-  have="$(cat "$UTIL_BIN_DIR/.stamp-clusterutil" 2>/dev/null || true)"
-  if [[ "$want" != "$have" || ! -x "$CLUSTERUTIL" ]]; then
-    (cd "$UTIL_DIR" && go build -mod=readonly -o "$CLUSTERUTIL" ./clusterutil)
-    echo "$want" >"$UTIL_BIN_DIR/.stamp-clusterutil"
+  if [[ ! -x "$CLUSTERUTIL" ]]; then
+    (cd "$UTIL_DIR" && go build -mod=readonly -o "$CLUSTERUTIL.tmp" ./clusterutil)
+    mv "$CLUSTERUTIL.tmp" "$CLUSTERUTIL"
   fi
   flock -u 9
 }
@@ -266,7 +268,11 @@ start_apiserver_process() {
   # admission webhooks (the tests of kapp tools crd-upgrade-safety-webhook: the
   # apiserver calls it on loopback; without a webhook configuration they cost
   # nothing), no priority & fairness, no endpoint reconciler. RBAC with the
-  # admin in system:masters.
+  # admin in system:masters. The admission webhooks' AdmissionConfiguration
+  # (clusterutil certs) has the apiserver present a client certificate of
+  # the cluster's CA (CN kube-apiserver-webhook-client) to every webhook that
+  # asks for one: TestWebhookClientCertificate serves the webhook with
+  # --client-ca-file; webhooks that ask for none are called as before.
   "$BIN_DIR/kube-apiserver" \
     --etcd-servers="http://127.0.0.1:$etcd_client" \
     --bind-address=127.0.0.1 \
@@ -283,6 +289,7 @@ start_apiserver_process() {
     --service-cluster-ip-range=10.96.0.0/24 \
     --enable-admission-plugins=NamespaceLifecycle,ValidatingAdmissionPolicy,ValidatingAdmissionWebhook,MutatingAdmissionWebhook \
     --disable-admission-plugins="$DISABLED_ADMISSION" \
+    --admission-control-config-file="$tmp/pki/admission.yaml" \
     --enable-priority-and-fairness=false \
     --endpoint-reconciler-type=none \
     --profiling=false \

@@ -73,7 +73,7 @@ func lockOf(t *testing.T, files map[string][]byte) map[string]string {
 func checkPackageRepository(t *testing.T, pkgBundle, repoBundle v1.Image, version, imageRepo string, imageDigest v1.Hash, bundleRepo string) {
 	t.Helper()
 	files := bundleFiles(t, pkgBundle)
-	for _, f := range []string{"config/values-schema.yaml", "config/deployment.yaml", "config/webhook.yaml", "config/names.star"} {
+	for _, f := range []string{"config/values-schema.yaml", "config/deployment.yaml", "config/webhook.yaml", "config/names.star", "config/networkpolicy.yaml"} {
 		if _, ok := files[f]; !ok {
 			t.Errorf("the package bundle has no %s", f)
 		}
@@ -248,7 +248,7 @@ func checkChart(t *testing.T, gz []byte, version, image string) {
 	if values := string(files["crd-upgrade-safety-webhook/values.yaml"]); !strings.Contains(values, "\nimage: "+image+"\n") {
 		t.Errorf("values.yaml: image not %s:\n%s", image, values)
 	}
-	for _, f := range []string{"templates/deployment.yaml", "templates/webhook.yaml", "templates/webhook-unregister.yaml", "values.schema.json"} {
+	for _, f := range []string{"templates/deployment.yaml", "templates/webhook.yaml", "templates/webhook-unregister.yaml", "templates/networkpolicy.yaml", "values.schema.json"} {
 		if files["crd-upgrade-safety-webhook/"+f] == nil {
 			t.Errorf("the chart archive has no %s", f)
 		}

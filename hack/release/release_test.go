@@ -738,11 +738,20 @@ func TestReleaseWebhookManifests(t *testing.T) {
 	if len(docs) != wantDocs || wantDocs == 0 {
 		t.Errorf("%d documents, want the %d of examples/webhook", len(docs), wantDocs)
 	}
-	var deployments int
+	var deployments, networkPolicies int
 	for _, d := range docs {
 		var obj struct {
 			Kind string
 			Spec struct {
+				// A NetworkPolicy's.
+				PodSelector struct {
+					MatchLabels map[string]string `yaml:"matchLabels"`
+				} `yaml:"podSelector"`
+				Ingress []struct {
+					Ports []struct {
+						Port string
+					}
+				}
 				Template struct {
 					Spec struct {
 						SecurityContext struct {
@@ -760,6 +769,17 @@ func TestReleaseWebhookManifests(t *testing.T) {
 		}
 		if err := d.Decode(&obj); err != nil {
 			t.Fatal(err)
+		}
+		if obj.Kind == "NetworkPolicy" {
+			// Only the review port of the server's pods is admitted.
+			networkPolicies++
+			if obj.Spec.PodSelector.MatchLabels["app.kubernetes.io/name"] != "crd-upgrade-safety-webhook" {
+				t.Errorf("the NetworkPolicy selects %v, not the server's pods", obj.Spec.PodSelector.MatchLabels)
+			}
+			if len(obj.Spec.Ingress) != 1 || len(obj.Spec.Ingress[0].Ports) != 1 || obj.Spec.Ingress[0].Ports[0].Port != "https" {
+				t.Errorf("the NetworkPolicy admits %+v, want the https port only", obj.Spec.Ingress)
+			}
+			continue
 		}
 		if obj.Kind != "Deployment" {
 			continue
@@ -787,6 +807,9 @@ func TestReleaseWebhookManifests(t *testing.T) {
 	}
 	if deployments != 1 {
 		t.Errorf("%d Deployments, want 1", deployments)
+	}
+	if networkPolicies != 1 {
+		t.Errorf("%d NetworkPolicies, want 1: only the apiserver may call the webhook (docs/webhook.md)", networkPolicies)
 	}
 }
 

@@ -252,6 +252,25 @@ func requireGuarantees(t *testing.T, what string, objs []*unstructured.Unstructu
 	require.Equalf(t, []string{"ALL"}, drop, "%s: capabilities dropped", what)
 	_, found, _ = unstructured.NestedFieldNoCopy(c, "readinessProbe", "httpGet")
 	require.Truef(t, found, "%s: a readiness probe (what 'ready' means before the registration)", what)
+
+	// A NetworkPolicy of the server's pods admits the review port only.
+	np := byKind(t, objs, "NetworkPolicy", "")
+	require.Equal(t, dep.GetNamespace(), np.GetNamespace())
+	npSel, _, _ := unstructured.NestedStringMap(np.Object, "spec", "podSelector", "matchLabels")
+	require.NotEmptyf(t, npSel, "%s: the NetworkPolicy selects pods", what)
+	for k, v := range npSel {
+		require.Equalf(t, v, labels[k], "%s: the NetworkPolicy selects the server's pods", what)
+	}
+	types, _, _ := unstructured.NestedStringSlice(np.Object, "spec", "policyTypes")
+	require.Containsf(t, types, "Ingress", "%s: the NetworkPolicy restricts ingress", what)
+	ingress, _, _ := unstructured.NestedSlice(np.Object, "spec", "ingress")
+	require.NotEmptyf(t, ingress, "%s: the NetworkPolicy admits the apiserver", what)
+	first := ingress[0].(map[string]any)
+	require.Equalf(t, []any{map[string]any{"protocol": "TCP", "port": "https"}}, first["ports"], "%s: the review port only", what)
+	from, _ := first["from"].([]any) // none: any source, the default
+	for _, p := range from {
+		require.Containsf(t, p, "ipBlock", "%s: the apiserver is named by its addresses", what)
+	}
 }
 
 // TestInstallRenderGuarantees: both installs keep examples/webhook's
@@ -419,6 +438,65 @@ func TestInstallRenderValues(t *testing.T) {
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {
 				requireRole(t, objs, "crd-upgrade-safety-webhook-broad",
 					[]any{map[string]any{"apiGroups": []any{"*"}, "resources": []any{"*"}, "verbs": []any{"list"}}})
+			}},
+		{name: "network policy: the apiserver's ranges, the pod CIDR excepted, an extra rule",
+			yttYAML: []string{`networkPolicy.apiserverCIDRs=[10.0.0.0/8, "fd00::/8"]`, `networkPolicy.exceptCIDRs=[10.244.0.0/16, "fd00:10:244::/56"]`,
+				"networkPolicy.extraIngress=[{ports: [{port: 8080}]}]"},
+			helmSet: []string{"networkPolicy.apiserverCIDRs={10.0.0.0/8,fd00::/8}", "networkPolicy.exceptCIDRs={10.244.0.0/16,fd00:10:244::/56}",
+				"networkPolicy.extraIngress[0].ports[0].port=8080"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				ingress, _, _ := unstructured.NestedSlice(byKind(t, objs, "NetworkPolicy", "").Object, "spec", "ingress")
+				require.Len(t, ingress, 2)
+				require.Equal(t, []any{
+					map[string]any{"ipBlock": map[string]any{"cidr": "10.0.0.0/8", "except": []any{"10.244.0.0/16"}}},
+					map[string]any{"ipBlock": map[string]any{"cidr": "fd00::/8", "except": []any{"fd00:10:244::/56"}}},
+				}, ingress[0].(map[string]any)["from"])
+				ports, _ := ingress[1].(map[string]any)["ports"].([]any)
+				require.Len(t, ports, 1)
+				require.Equal(t, "8080", fmt.Sprint(ports[0].(map[string]any)["port"]), "the extra rule as given")
+			}},
+		{name: "network policy off", yttYAML: []string{"networkPolicy.enabled=false"}, helmSet: []string{"networkPolicy.enabled=false"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				require.Zero(t, kinds(objs)["NetworkPolicy"])
+			}},
+		{name: "network policy without ranges: the review port from any source", yttYAML: []string{"networkPolicy.exceptCIDRs=[10.244.0.0/16]"},
+			helmSet: []string{"networkPolicy.exceptCIDRs={10.244.0.0/16}"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				ingress, _, _ := unstructured.NestedSlice(byKind(t, objs, "NetworkPolicy", "").Object, "spec", "ingress")
+				require.Len(t, ingress, 1)
+				require.NotContains(t, ingress[0], "from")
+			}},
+		{name: "client certificates: the CA, the names, the probes on a plain port",
+			values:  map[string]string{"clientAuth.caBundle": pem},
+			yttYAML: []string{"clientAuth.allowedNames=[kube-apiserver-webhook-client, other]"},
+			helmSet: []string{"clientAuth.allowedNames={kube-apiserver-webhook-client,other}"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				var ca *unstructured.Unstructured
+				for _, o := range objs {
+					if o.GetKind() == "ConfigMap" && o.GetName() == "crd-upgrade-safety-webhook-client-ca" {
+						ca = o
+					}
+				}
+				require.NotNil(t, ca, "the client CA's ConfigMap")
+				require.Equal(t, pem, ca.Object["data"].(map[string]any)["ca.crt"])
+				dep := byKind(t, objs, "Deployment", "")
+				containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+				c := containers[0].(map[string]any)
+				args, _, _ := unstructured.NestedStringSlice(c, "args")
+				require.Subset(t, args, []string{"--client-ca-file=/etc/crd-upgrade-safety/client-ca/ca.crt",
+					"--client-allowed-names=kube-apiserver-webhook-client,other", "--health-probe-bind-address=:8081"})
+				for _, probe := range []string{"readinessProbe", "livenessProbe"} {
+					get, _, _ := unstructured.NestedMap(c, probe, "httpGet")
+					require.Equal(t, "health", get["port"], probe)
+					require.Equal(t, "HTTP", get["scheme"], probe)
+				}
+				ports, _, _ := unstructured.NestedSlice(c, "ports")
+				require.Len(t, ports, 2)
+				require.Equal(t, "health", ports[1].(map[string]any)["name"])
+				mounts, _, _ := unstructured.NestedSlice(c, "volumeMounts")
+				require.Equal(t, "/etc/crd-upgrade-safety/client-ca", mounts[len(mounts)-1].(map[string]any)["mountPath"])
+				vols, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "volumes")
+				require.Equal(t, "crd-upgrade-safety-webhook-client-ca", vols[len(vols)-1].(map[string]any)["configMap"].(map[string]any)["name"])
 			}},
 		{name: "name prefix", values: map[string]string{"namePrefix": "e2e"},
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {

@@ -36,7 +36,8 @@ func ssaObject(n names, version, color string, size int) string {
 // (v1 added as storage, migrate, v1alpha1 unserved, v1alpha1 removed; every
 // deploy with the check) with an object written by `kubectl apply
 // --server-side --field-manager=flux` at v1alpha1, with each method
-// (auto is the cluster's migrator on 1.37, the rewrite before), and then
+// (auto is the cluster's migrator on 1.37.3 and later, the rewrite before
+// and on 1.37.0-1.37.2: migrate_failed_test.go), and then
 // applies it again as flux at v1: it succeeds, flux still owns its fields
 // (a field it stops applying is removed), and a field of flux's changed by
 // another manager is still a conflict.
@@ -94,7 +95,7 @@ func TestMigrateStorageKeepsServerSideApplyWorking(t *testing.T) {
 			require.Error(t, err, out)
 			require.Contains(t, out, "conflict")
 
-			if method == "auto" && kubeMinor(t, e) >= 37 {
+			if method == "auto" && autoUsesMigrator(t, e) {
 				require.Contains(t, r.out, "Method: migrator")
 				require.Contains(t, r.out, "objects checked for managedFields at other versions (managedFields of 1 moved to v1")
 			} else {

@@ -112,6 +112,7 @@ func (p *webhookProc) stop(t *testing.T) {
 var (
 	servingLine = regexp.MustCompile(`serving admission reviews on https://(\S+)/validate`)
 	metricsLine = regexp.MustCompile(`serving metrics on http://(\S+)/metrics`)
+	healthLine  = regexp.MustCompile(`serving probes on http://(\S+)/healthz`)
 )
 
 // metrics scrapes the webhook's /metrics.
@@ -135,8 +136,9 @@ func (e *env) startWebhook(t *testing.T, settings string) *webhookProc {
 	return e.startWebhookAs(t, settings, e.webhookKubeconfig(t))
 }
 
-// startWebhookAs is startWebhook with the identity of a kubeconfig.
-func (e *env) startWebhookAs(t *testing.T, settings, kubeconfig string) *webhookProc {
+// startWebhookAs is startWebhook with the identity of a kubeconfig, and
+// more flags of the command.
+func (e *env) startWebhookAs(t *testing.T, settings, kubeconfig string, flags ...string) *webhookProc {
 	t.Helper()
 	dir := t.TempDir()
 	cert, err := webhooktest.WriteCert(dir)
@@ -144,6 +146,7 @@ func (e *env) startWebhookAs(t *testing.T, settings, kubeconfig string) *webhook
 	args := []string{"tools", "crd-upgrade-safety-webhook", "--bind-address", "127.0.0.1", "--secure-port", "0",
 		"--tls-cert-file", cert.CertFile, "--tls-private-key-file", cert.KeyFile, "--kubeconfig", kubeconfig,
 		"--metrics-bind-address", "127.0.0.1:0"}
+	args = append(args, flags...)
 	if settings != "" {
 		path := filepath.Join(dir, "settings.yaml")
 		require.NoError(t, os.WriteFile(path, []byte(settings), 0o600))

@@ -10,13 +10,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/report"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // TestWebhookLeastPrivilege (issue 32 item 2): the webhook runs as a
@@ -68,9 +72,9 @@ func TestWebhookLeastPrivilege(t *testing.T) {
 	rbacApp := "e2e-rbac-" + n.Singular
 	roleName := "crd-upgrade-safety-webhook-crs-" + n.Singular
 	e.cleanupApp(t, rbacApp)
-	applyRole := func() {
+	applyRole := func(extra ...string) {
 		t.Helper()
-		r := e.kapp(t, "", "tools", "crd-upgrade-safety-webhook", "rbac", "--namespace", ns, "--name", roleName)
+		r := e.kapp(t, "", append([]string{"tools", "crd-upgrade-safety-webhook", "rbac", "--namespace", ns, "--name", roleName}, extra...)...)
 		require.Equal(t, 0, r.exitCode, r.out)
 		require.Contains(t, r.stdout, "kind: ClusterRole\n")
 		d := e.kapp(t, r.stdout, "deploy", "-a", rbacApp, "-f", "-", "-y")
@@ -142,6 +146,86 @@ func TestWebhookLeastPrivilege(t *testing.T) {
 	}
 	require.NoError(t, err)
 	require.Contains(t, e.crdSchemaJSON(t, n, "v1"), "priority")
+
+	// Issue 37 item 7: the removal of a version reads the ownerReferences
+	// of the objects of every kind, where most dependents live (ConfigMaps,
+	// Deployments), which the role does not allow: under failMode closed
+	// the removal is denied, naming the resources and the role that grants
+	// the reads. With that role (rbac --dependents) the dependents are
+	// read: a ConfigMap whose ownerReference names the version blocks the
+	// removal, and once it is gone the removal goes through.
+	editVersions := func(edit func([]any) []any) error {
+		t.Helper()
+		live := e.getCRD(t, n)
+		require.NotNil(t, live)
+		versions, _, _ := unstructured.NestedSlice(live.Object, "spec", "versions")
+		require.NoError(t, unstructured.SetNestedSlice(live.Object, edit(versions), "spec", "versions"))
+		_, err := e.dyn.Resource(crdGVR).Update(tctx(t), live, metav1.UpdateOptions{})
+		return err
+	}
+	require.NoError(t, editVersions(func(vs []any) []any { // v0: not served, never stored
+		v0 := runtime.DeepCopyJSONValue(vs[0]).(map[string]any)
+		v0["name"], v0["served"], v0["storage"] = "v0", false, false
+		return append(vs, v0)
+	}))
+	removeV0 := func() error {
+		return editVersions(func(vs []any) []any {
+			var kept []any
+			for _, v := range vs {
+				if v.(map[string]any)["name"] != "v0" {
+					kept = append(kept, v)
+				}
+			}
+			return kept
+		})
+	}
+	err = removeV0()
+	require.Error(t, err)
+	require.True(t, apierrors.IsForbidden(err), err)
+	msg = err.Error()
+	t.Logf("denial: %s", msg)
+	require.Contains(t, msg, "CRDUpgradeSafety denied the update of CRD "+n.CRD)
+	require.Regexp(t, `the ownerReferences of \d+ resources could not be read, so dependents of the removed version there are unknown \(failMode closed\): `+
+		`apiservices.apiregistration.k8s.io: forbidden; `, msg)
+	require.Contains(t, msg, crdupgradesafety.DependentsRBACCommand)
+	require.Contains(t, e.crdSchemaJSON(t, n, "v0"), "priority", "v0 is kept")
+
+	applyRole("--dependents")
+	require.True(t, e.canI(t, subject, "list", "", "configmaps"))
+	require.True(t, e.canI(t, subject, "list", "apps", "deployments"))
+	owner, err := e.dyn.Resource(gvr).Namespace("default").Get(tctx(t), "first", metav1.GetOptions{})
+	require.NoError(t, err)
+	// The finalizer keeps the dependent listed should the garbage
+	// collector delete it (its owner at an unserved version answers 404).
+	const finalizer = "e2e.example.com/keep"
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "dependent-" + n.Singular, Namespace: "default", Finalizers: []string{finalizer},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: g + "/v0", Kind: n.Kind, Name: "first", UID: owner.GetUID()}}}}
+	_, err = e.core.CoreV1().ConfigMaps("default").Create(tctx(t), cm, metav1.CreateOptions{})
+	require.NoError(t, err)
+	releaseCM := func() {
+		_, _ = e.core.CoreV1().ConfigMaps("default").Patch(tctx(t), cm.Name, types.JSONPatchType,
+			[]byte(`[{"op":"remove","path":"/metadata/finalizers"}]`), metav1.PatchOptions{})
+		_ = e.core.CoreV1().ConfigMaps("default").Delete(tctx(t), cm.Name, metav1.DeleteOptions{})
+	}
+	t.Cleanup(releaseCM)
+	deadline = time.Now().Add(20 * time.Second) // RBAC's informers see the new role within a moment
+	for err = removeV0(); err != nil && strings.Contains(err.Error(), "could not be read") && time.Now().Before(deadline); err = removeV0() {
+		time.Sleep(250 * time.Millisecond)
+	}
+	require.Error(t, err)
+	require.True(t, apierrors.IsForbidden(err), err)
+	t.Logf("denial: %s", err)
+	require.Contains(t, err.Error(), `version "v0" removed while ownerReferences of other objects name it (configmaps)`)
+	require.NotContains(t, err.Error(), "could not be read")
+
+	releaseCM()
+	require.Eventually(t, func() bool {
+		_, err := e.core.CoreV1().ConfigMaps("default").Get(tctx(t), cm.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, 20*time.Second, 250*time.Millisecond)
+	require.NoError(t, removeV0())
+	spec, _ := e.crdVersions(t, n)
+	require.Equal(t, []string{"v1"}, spec)
 }
 
 // canI answers `kubectl auth can-i verb group/resource -A --as=user` (in

@@ -38,3 +38,23 @@ service:
 caBundle: {{ .Values.tls.caBundle | b64enc }}
 {{- end }}
 {{- end -}}
+
+{{/* The NetworkPolicy's peers of the review port: an ipBlock per
+apiserverCIDRs entry, each with the exceptCIDRs of its address family. */}}
+{{- define "cus.apiserverPeers" -}}
+{{- $np := .Values.networkPolicy -}}
+{{- range $cidr := $np.apiserverCIDRs }}
+- ipBlock:
+    cidr: {{ $cidr }}
+    {{- $except := list -}}
+    {{- range $x := $np.exceptCIDRs -}}
+    {{- if eq (contains ":" $x) (contains ":" $cidr) -}}{{- $except = append $except $x -}}{{- end -}}
+    {{- end -}}
+    {{- if $except }}
+    except:
+    {{- range $except }}
+    - {{ . }}
+    {{- end }}
+    {{- end }}
+{{- end }}
+{{- end -}}

@@ -657,7 +657,7 @@ func prepareObjects(ctx context.Context, cl *cluster, crd *apiextv1.CustomResour
 }
 
 // noObjects is a cluster without custom resources.
-type noObjects struct{}
+type noObjects struct{ evaluation.Unsupported }
 
 func (noObjects) GetCRDs(context.Context, []string) (map[string]*apiextv1.CustomResourceDefinition, error) {
 	return map[string]*apiextv1.CustomResourceDefinition{}, nil

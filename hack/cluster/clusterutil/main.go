@@ -2,7 +2,8 @@
 // things a bash script cannot do portably without extra packages (openssl,
 // curl, python).
 //
-//	clusterutil certs DIR            CA, serving cert for 127.0.0.1/localhost, service-account key pair, admin token
+//	clusterutil certs DIR            CA, serving cert for 127.0.0.1/localhost, service-account key pair, admin token,
+//	                                 the client certificate the apiserver presents to admission webhooks
 //	clusterutil freeports N          N currently free loopback TCP ports, one per line
 //	clusterutil wait URL TIMEOUT     poll URL until it answers 200 "ok" (optional CA via -ca, token via -token-file)
 //	clusterutil kubeconfig DIR URL OUT  write kubeconfig OUT for the admin token and the CA in DIR
@@ -76,8 +77,19 @@ func usage() {
 //	sa.key sa.pub             service-account signing key pair
 //	token                     the admin bearer token
 //	tokens.csv                kube-apiserver --token-auth-file: admin in group system:masters
+//	webhook-client.crt .key   the client certificate the apiserver presents to admission webhooks
+//	                          (CN kube-apiserver-webhook-client), signed by the CA
+//	admission.yaml            kube-apiserver --admission-control-config-file: the admission webhooks'
+//	                          AdmissionConfiguration, with admission.kubeconfig
+//	admission.kubeconfig      for every webhook ('*'), the client certificate above: a webhook
+//	                          served with --client-ca-file ca.crt accepts the apiserver; one that
+//	                          asks for no client certificate never sees it
 func certs(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
 		return err
 	}
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -127,6 +139,23 @@ func certs(dir string) error {
 		return err
 	}
 
+	clientKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	clientTmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: WebhookClientName},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(7 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	clientDER, err := x509.CreateCertificate(rand.Reader, clientTmpl, caCert, &clientKey.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+
 	tok := make([]byte, 24)
 	if _, err := rand.Read(tok); err != nil {
 		return err
@@ -150,6 +179,33 @@ func certs(dir string) error {
 		return err
 	}
 	files["sa.pub"] = pemBlock("PUBLIC KEY", pub)
+	files["webhook-client.crt"] = pemBlock("CERTIFICATE", clientDER)
+	if files["webhook-client.key"], err = ecKeyPEM(clientKey); err != nil {
+		return err
+	}
+	files["admission.kubeconfig"] = []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+users:
+- name: '*'
+  user:
+    client-certificate-data: %s
+    client-key-data: %s
+`, base64.StdEncoding.EncodeToString(files["webhook-client.crt"]), base64.StdEncoding.EncodeToString(files["webhook-client.key"])))
+	kubeconfig := filepath.Join(dir, "admission.kubeconfig")
+	files["admission.yaml"] = []byte(fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: ValidatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: %q
+- name: MutatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: %q
+`, kubeconfig, kubeconfig))
 
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
@@ -158,6 +214,10 @@ func certs(dir string) error {
 	}
 	return nil
 }
+
+// WebhookClientName is the common name of the client certificate the
+// apiserver presents to admission webhooks.
+const WebhookClientName = "kube-apiserver-webhook-client"
 
 func serial() *big.Int {
 	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))

@@ -339,12 +339,17 @@ func rootFields(c *Settings) fields {
 		"unaffectedEnforcement":   choice(&c.UnaffectedEnforcement, strictWarn),
 		"alphaVersionEnforcement": choice(&c.AlphaVersionEnforcement, strictWarn),
 		"checks":                  nested(checksFields(&c.Checks)),
+		"webhook":                 nested(webhookFields(&c.Webhook)),
 		"waivers":                 waivers(&c.Waivers, true),
 		// The older spelling: the same waivers, their reason optional.
 		"exemptions":        waivers(&c.Waivers, false),
 		"acceptDataLoss":    acceptances(&c.AcceptDataLoss),
 		"annotationWaivers": annotationWaivers(&c.AnnotationWaivers),
 	}
+}
+
+func webhookFields(w *WebhookSettings) fields {
+	return fields{"revealStoredValues": boolean(&w.RevealStoredValues)}
 }
 
 func checksFields(c *Checks) fields {

@@ -180,6 +180,8 @@ func TestDecode(t *testing.T) {
 		{"liveChecksTimeout", `liveChecksTimeout: 90s`, func(c *cfg) { c.LiveChecksTimeout = 90 * time.Second }},
 		{"unaffectedEnforcement", `unaffectedEnforcement: Warn`, func(c *cfg) { c.UnaffectedEnforcement = config.EnforcementWarn }},
 		{"alphaVersionEnforcement", `alphaVersionEnforcement: Warn`, func(c *cfg) { c.AlphaVersionEnforcement = config.EnforcementWarn }},
+		{"webhook revealStoredValues", `webhook: {revealStoredValues: true}`, func(c *cfg) { c.Webhook.RevealStoredValues = true }},
+		{"webhook empty", `webhook: {}`, func(c *cfg) {}},
 		{"alphaVersionEnforcement in any case", `alphaVersionEnforcement: warn`, func(c *cfg) { c.AlphaVersionEnforcement = config.EnforcementWarn }},
 		{"versionLifecycle Strict", `checks: {crd: {versionLifecycle: {notDeprecatedEnforcement: Strict}}}`, func(c *cfg) {
 			c.Checks.CRD.VersionLifecycle.NotDeprecatedEnforcement = config.EnforcementStrict
@@ -566,9 +568,9 @@ func TestDecodeErrors(t *testing.T) {
 		kind error
 	}{
 		{name: "unknown top-level key", in: `mod: warn`, kind: config.ErrUnknownKey,
-			want: []string{`mod: unknown key (allowed: acceptDataLoss, alphaVersionEnforcement, annotationWaivers, checks, exemptions, failMode, liveChecksTimeout, maxFindingsPerCRD, mode, unaffectedEnforcement, waivers)`}},
+			want: []string{`mod: unknown key (allowed: acceptDataLoss, alphaVersionEnforcement, annotationWaivers, checks, exemptions, failMode, liveChecksTimeout, maxFindingsPerCRD, mode, unaffectedEnforcement, waivers, webhook)`}},
 		{name: "keys are case-sensitive", in: `failmode: open`, kind: config.ErrUnknownKey,
-			want: []string{`failmode: unknown key (allowed: acceptDataLoss, alphaVersionEnforcement, annotationWaivers, checks, exemptions, failMode, liveChecksTimeout, maxFindingsPerCRD, mode, unaffectedEnforcement, waivers)`}},
+			want: []string{`failmode: unknown key (allowed: acceptDataLoss, alphaVersionEnforcement, annotationWaivers, checks, exemptions, failMode, liveChecksTimeout, maxFindingsPerCRD, mode, unaffectedEnforcement, waivers, webhook)`}},
 		{name: "mode type", in: `mode: 5`, kind: config.ErrInvalidType,
 			want: []string{`mode: must be a string, got int`}},
 		{name: "mode type from Go int", raw: map[string]any{"mode": 5}, kind: config.ErrInvalidType,
@@ -614,6 +616,10 @@ func TestDecodeErrors(t *testing.T) {
 			want: []string{`checks.crd.versionLifecycle.enforcement: unknown key (allowed: enabled, notDeprecatedEnforcement)`}},
 		{name: "versionLifecycle notDeprecatedEnforcement value", in: `checks: {crd: {versionLifecycle: {notDeprecatedEnforcement: Lenient}}}`, kind: config.ErrInvalidValue,
 			want: []string{`checks.crd.versionLifecycle.notDeprecatedEnforcement: unknown value "Lenient" (allowed: None, Strict, Warn)`}},
+		{name: "webhook unknown key", in: `webhook: {revealValues: true}`, kind: config.ErrUnknownKey,
+			want: []string{`webhook.revealValues: unknown key (allowed: revealStoredValues)`}},
+		{name: "webhook revealStoredValues type", in: `webhook: {revealStoredValues: "yes"}`, kind: config.ErrInvalidType,
+			want: []string{`webhook.revealStoredValues: must be a bool, got string`}},
 		{name: "versionLifecycle enabled type", in: `checks: {crd: {versionLifecycle: {enabled: "yes"}}}`, kind: config.ErrInvalidType,
 			want: []string{`checks.crd.versionLifecycle.enabled: must be a bool, got string`}},
 		{name: "alphaVersionEnforcement value", in: `alphaVersionEnforcement: Lenient`, kind: config.ErrInvalidValue,

@@ -196,6 +196,10 @@ type Settings struct {
 	// may waive (the key annotationWaivers); nil: the run's default (see
 	// AnnotationWaivers).
 	AnnotationWaivers *AnnotationWaivers
+	// Webhook holds what only the admission webhook (kapp tools
+	// crd-upgrade-safety-webhook) reads; a deploy and the tools command
+	// ignore it.
+	Webhook WebhookSettings
 	// KubeVersion is the Kubernetes version judged for where the verdict
 	// depends on it. It is no key of the configuration: a live run sets
 	// it from the apiserver's version, an offline run from
@@ -209,6 +213,19 @@ type Settings struct {
 	// accepted (Acceptance). No key of the configuration: the evaluation
 	// sets it.
 	Live bool `json:"-"`
+}
+
+// WebhookSettings are the settings of the admission webhook alone (the
+// key webhook).
+type WebhookSettings struct {
+	// RevealStoredValues: the webhook's denials and warnings show what the
+	// stored objects hold where a finding names them (the value refused,
+	// pruned or defaulted, and the apiserver's detail of a rejection,
+	// which may quote it). false (the default) names the objects, the
+	// field and the rule only: the webhook answers whoever can reach it,
+	// while the stored objects are readable only by whom RBAC allows. Set
+	// it on a cluster whose writers of CRDs may read every custom resource.
+	RevealStoredValues bool
 }
 
 // Checks is the `checks` key, in the structure of crd-diff's configuration.

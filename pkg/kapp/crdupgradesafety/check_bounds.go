@@ -7,6 +7,8 @@ import "github.com/crdsafety/kapp/pkg/kapp/config"
 // values that were valid. Removing a bound or moving it outward relaxes.
 func checkBounds(n *node) {
 	vc := n.run.vc
+	formatBound(n, config.CheckMinimum, vc.Minimum.Enabled, n.old.Minimum, n.new.Minimum)
+	formatBound(n, config.CheckMaximum, vc.Maximum.Enabled, n.old.Maximum, n.new.Maximum)
 	lower(n, config.CheckMinimum, vc.Minimum, &n.old.Minimum, &n.new.Minimum)
 	lower(n, config.CheckMinLength, vc.MinLength, &n.old.MinLength, &n.new.MinLength)
 	lower(n, config.CheckMinItems, vc.MinItems, &n.old.MinItems, &n.new.MinItems)

@@ -169,9 +169,20 @@ func TestCRDChecks(t *testing.T) {
 			want: []string{}},
 		{name: "live version trimmed by the migrate command (its record), then removed",
 			old: with(newCRD(t, v1Unserved, v2), withStoredVersions("v2"), trimmedBy("kapp"), func(c *apiextv1.CustomResourceDefinition) {
+				c.Generation = 1
 				c.Annotations = storedversions.Record{Version: "v2", Generation: 1}.Annotations()
 			}), new: newCRD(t, v2),
 			want: []string{}},
+		// The record counts only at the generation it names: storage
+		// moved to v1 and back since (generation 1 -> 4), and objects
+		// written meanwhile may be stored in v1.
+		{name: "live version trimmed by hand after the migrate command's record of an earlier generation",
+			old: with(newCRD(t, v1Unserved, v2), withStoredVersions("v2"), trimmedBy("kubectl-patch"), func(c *apiextv1.CustomResourceDefinition) {
+				c.Generation = 4
+				c.Annotations = storedversions.Record{Version: "v2", Generation: 1}.Annotations()
+			}), new: newCRD(t, v2),
+			want: []string{"error storedVersionRemoval v1 : data loss: version \"v1\" removed after status.storedVersions was trimmed " +
+				"by kubectl-patch at 2026-11-20T10:00:00Z with no completed migration on record: objects may still be stored in it"}},
 		{name: "live version trimmed by hand after the migrate command's record of another version",
 			old: with(newCRD(t, v1Unserved, v2), withStoredVersions("v2"), trimmedBy("kubectl-patch"), func(c *apiextv1.CustomResourceDefinition) {
 				c.Annotations = storedversions.Record{Version: "v1", Generation: 1}.Annotations()

@@ -2,11 +2,16 @@ package crdupgradesafety
 
 import (
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"reflect"
+	"runtime"
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/stretchr/testify/require"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // TestShapeOf: batches whose objects have the same keys at the same
@@ -79,12 +84,12 @@ func TestValidatorsCache(t *testing.T) {
 				return reader.Result()
 			}
 			want := read(nil)
-			hits := c.hits
+			hits := c.Stats().Hits
 			first := read(c)
 			second := read(c)
 			require.True(t, reflect.DeepEqual(want, first), "%s %s: read with the cache differs", gc.name, version)
 			require.True(t, reflect.DeepEqual(want, second), "%s %s: read from the cache differs", gc.name, version)
-			require.Greater(t, c.hits, hits, "%s %s: the second read builds nothing", gc.name, version)
+			require.Greater(t, c.Stats().Hits, hits, "%s %s: the second read builds nothing", gc.name, version)
 			cases++
 		}
 	}
@@ -103,4 +108,77 @@ func TestValidatorsCache(t *testing.T) {
 	require.NotSame(t, a, d, "another CRD")
 	e, _ := c.get(crd, version, []any{map[string]any{"spec": map[string]any{}}})
 	require.Same(t, a, e, "the same CRD, version and shape")
+}
+
+// TestValidatorsEvictByBytes: a cache over its byte bound evicts the least
+// recently used validators, whatever room its entry bound leaves.
+func TestValidatorsEvictByBytes(t *testing.T) {
+	gc := goldenCases(t)[0]
+	crd := parseCRDStrict(t, gc.dir+"/new.yaml", gc.new)
+	version := crd.Spec.Versions[0].Name
+	one := validatorMemory(crd, version)
+	batch := func(key string) []any { return []any{map[string]any{"spec": map[string]any{key: 1}}} }
+	c := NewValidatorsWithin(64, 2*one+64) // room for two (each entry: its estimate and its shape)
+	a, err := c.get(crd, version, batch("a"))
+	require.NoError(t, err)
+	_, _ = c.get(crd, version, batch("b"))
+	require.Equal(t, 2, c.Stats().Entries)
+	_, _ = c.get(crd, version, batch("c"))
+	st := c.Stats()
+	require.Equal(t, 2, st.Entries, "the third evicts the first")
+	require.Equal(t, 1, st.Evicted)
+	require.LessOrEqual(t, st.Bytes, 2*one+64)
+	again, _ := c.get(crd, version, batch("a"))
+	require.NotSame(t, a, again, "the evicted one is built anew")
+
+	unbounded := NewValidatorsWithin(64, 1<<40)
+	for _, k := range []string{"a", "b", "c"} {
+		_, _ = unbounded.get(crd, version, batch(k))
+	}
+	require.Equal(t, 3, unbounded.Stats().Entries, "the same entries within a larger byte bound")
+}
+
+// TestValidatorSizeEstimate: the memory the validators of a version hold
+// (built whole, as for a batch that reaches every field), measured on the
+// heap, is within validatorMemory, for the golden cases and the real CRDs
+// of hack/fetch-crds.sh (when fetched): the cache's byte bound holds.
+func TestValidatorSizeEstimate(t *testing.T) {
+	var files []string
+	for _, gc := range goldenCases(t) {
+		files = append(files, gc.dir+"/new.yaml")
+	}
+	for _, pattern := range []string{"../../../.cache/crds/prometheus-operator/*.yaml", "../../../.cache/crds/gateway-api/standard/*.yaml",
+		"../../../.cache/crds/cluster-api/new/*.yaml"} {
+		more, err := filepath.Glob(pattern)
+		require.NoError(t, err)
+		files = append(files, more...)
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	worst := 0.0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		var crd *apiextv1.CustomResourceDefinition
+		require.NoError(t, yaml.Unmarshal(data, &crd), f)
+		for i := range crd.Spec.Versions {
+			version := crd.Spec.Versions[i].Name
+			before := heap()
+			v, err := newVersionValidator(crd, version, nil, false)
+			require.NoError(t, err, f)
+			used := heap() - before
+			runtime.KeepAlive(v)
+			estimate := validatorMemory(crd, version)
+			if used > 256<<10 { // large enough to measure
+				worst = max(worst, float64(used)/float64(estimate))
+			}
+			require.LessOrEqualf(t, int64(used), estimate, "%s %s: validators of %d bytes, estimated %d", f, version, used, estimate)
+		}
+	}
+	t.Logf("validators at most %.0f%% of their estimate", 100*worst)
 }

@@ -44,7 +44,8 @@ func TestIgnoredKeywords(t *testing.T) {
 		{name: "maximum added to an integer", old: `{type: integer}`, new: `{type: integer, maximum: 5}`,
 			want: []string{"error maximum v1 ^.spec.x: maximum added: (none) -> 5"}},
 		{name: "multipleOf added to a number", old: `{type: number}`, new: `{type: number, multipleOf: 0.5}`,
-			want: []string{"error multipleOf v1 ^.spec.x: multipleOf added: (none) -> 0.5"}},
+			want: []string{"error multipleOf v1 ^.spec.x: multipleOf (none) -> 0.5: the apiserver rejects every integer value of the field (an integer value is checked against multipleOf 0.5 truncated to 0)",
+				"error multipleOf v1 ^.spec.x: multipleOf added: (none) -> 0.5"}},
 		{name: "maxProperties added to an object", old: `{type: object}`, new: `{type: object, maxProperties: 2}`,
 			want: []string{"error maxProperties v1 ^.spec.x: maxProperties added: (none) -> 2"}},
 		{name: "pattern added to a string", old: `{type: string}`, new: `{type: string, pattern: "^a$"}`,
@@ -137,8 +138,14 @@ func schemaValidator(t *testing.T, schemaYAML string) validation.SchemaValidator
 	if err := yaml.UnmarshalStrict([]byte(schemaYAML), &v1); err != nil {
 		t.Fatal(err)
 	}
+	return schemaValidatorOf(t, &v1)
+}
+
+// schemaValidatorOf is the apiserver's validator of a v1 schema.
+func schemaValidatorOf(t *testing.T, v1 *apiextv1.JSONSchemaProps) validation.SchemaValidator {
+	t.Helper()
 	internal := &apiextensions.JSONSchemaProps{}
-	if err := apiextv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(&v1, internal, nil); err != nil {
+	if err := apiextv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v1, internal, nil); err != nil {
 		t.Fatal(err)
 	}
 	v, _, err := validation.NewSchemaValidator(internal)

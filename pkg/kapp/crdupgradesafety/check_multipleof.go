@@ -14,6 +14,7 @@ func checkMultipleOf(n *node) {
 	if nw == nil || !n.run.vc.ToggleEnabled(config.CheckMultipleOf) {
 		return
 	}
+	formatBound(n, config.CheckMultipleOf, true, o, nw)
 	if o == nil {
 		n.report(config.CheckMultipleOf, Change{Kind: "added", New: formatFloat(*nw)}, "multipleOf added: (none) -> %s", formatFloat(*nw))
 		return

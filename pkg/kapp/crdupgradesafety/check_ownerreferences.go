@@ -1,6 +1,7 @@
 package crdupgradesafety
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -15,6 +16,11 @@ import (
 // it is no longer deleted with it (kubernetes/kubernetes#102641).
 const EffectGCStopped Effect = "garbage collection stopped"
 
+// DependentsRBACCommand regenerates the webhook's role with list on every
+// resource, where dependents live, and applies it (docs/webhook.md,
+// "Least privilege").
+const DependentsRBACCommand = "kapp tools crd-upgrade-safety-webhook rbac --dependents | kapp deploy -a crd-upgrade-safety-rbac -f - -y"
+
 // OwnerReferencesReader is the ownerReferences live check: when an update
 // removes versions of a CRD, the objects of any kind whose ownerReferences
 // name the CRD's kind at one of them (read as metadata by the caller) are
@@ -26,7 +32,18 @@ type OwnerReferencesReader struct {
 	removed          []string
 	acc              map[string]*mfAcc // by version
 	read             int
-	skipped          []string
+	unreadable       []UnreadableResource
+}
+
+// UnreadableResource is a resource whose objects' ownerReferences could
+// not be read: the dependents there are unknown.
+type UnreadableResource struct {
+	Resource string // as kubectl spells it: "configmaps", "deployments.apps"
+	// Forbidden: the reader's identity may not list it (RBAC); otherwise
+	// the apiserver could not list it (an aggregated API down).
+	Forbidden bool
+	// Err is why (the apiserver's answer).
+	Err error
 }
 
 // NewOwnerReferencesReader returns the reader for an update of old to new,
@@ -84,14 +101,18 @@ func (r *OwnerReferencesReader) Add(ownerAPIVersion, resource, name string) {
 }
 
 // Done records how many objects were read, and the resources that could
-// not be read (each "resource: why").
-func (r *OwnerReferencesReader) Done(read int, skipped []string) {
-	r.read, r.skipped = read, skipped
+// not be.
+func (r *OwnerReferencesReader) Done(read int, unreadable []UnreadableResource) {
+	r.read, r.unreadable = read, unreadable
 }
 
 // Findings are the ownerReferences findings: per removed version that
 // dependents name, an error with its impact; where resources could not be
-// read, a warning naming them (dependents there are unknown).
+// read, one finding naming them (dependents there are unknown), which
+// failMode decides as for any live check that cannot run: an error under
+// closed, a warning under open. Its remedy names the resources the
+// reader's identity may not list (the webhook's role grants them with
+// `kapp tools crd-upgrade-safety-webhook rbac --dependents`).
 func (r *OwnerReferencesReader) Findings(cfg *config.Settings) []Finding {
 	p := newPolicy(cfg, r.crd)
 	if !p.cfg.Checks.CRD.OwnerReferences.Enabled {
@@ -119,11 +140,31 @@ func (r *OwnerReferencesReader) Findings(cfg *config.Settings) []Finding {
 			p.findings[i].Remedy = p.findings[i].Remedy.withObjects(imp)
 		}
 	}
-	if len(r.skipped) > 0 {
-		p.crdLevel(config.EnforcementWarn, "", config.CheckOwnerReferences, Change{Kind: "unreadable"},
-			"the ownerReferences of %d %s could not be read, so dependents of the removed %s there are unknown: %s",
-			len(r.skipped), plural.Of(len(r.skipped), "resource", "resources"), plural.Of(len(r.removed), "version", "versions"),
-			summarizeList(slices.Clone(r.skipped)))
+	if len(r.unreadable) > 0 {
+		level := config.EnforcementStrict
+		if p.cfg.FailMode == config.FailModeOpen {
+			level = config.EnforcementWarn
+		}
+		var names, why, forbidden []string
+		for _, u := range r.unreadable {
+			names = append(names, u.Resource)
+			if u.Forbidden { // the apiserver's words for a 403 of a metadata list say little ("unknown")
+				forbidden = append(forbidden, u.Resource)
+				why = append(why, u.Resource+": forbidden")
+			} else {
+				why = append(why, fmt.Sprintf("%s: %v", u.Resource, u.Err))
+			}
+		}
+		slices.Sort(names)
+		slices.Sort(forbidden)
+		remedy := &Remedy{Action: RemedyReadDependents, Resources: forbidden}
+		if len(forbidden) > 0 {
+			remedy.Command = DependentsRBACCommand
+		}
+		p.crdLevelWith(level, "", config.CheckOwnerReferences, remedy, Change{Kind: "unreadable", New: strings.Join(names, ",")},
+			"the ownerReferences of %d %s could not be read, so dependents of the removed %s there are unknown (failMode %s): %s",
+			len(r.unreadable), plural.Of(len(r.unreadable), "resource", "resources"), plural.Of(len(r.removed), "version", "versions"),
+			p.cfg.FailMode, summarizeList(why))
 	}
 	return p.findings
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/version"
 )
@@ -44,7 +45,7 @@ func checkServedVersions(p *policy, old, new *apiextv1.CustomResourceDefinition)
 			oldHad[classes.of(versionSchema(v))] = true
 		}
 	}
-	var already map[string]struct{} // by version names, built when first needed
+	var already map[pairFacts]struct{} // by version names, built when first needed
 	for i := range newServed {
 		for j := i + 1; j < len(newServed); j++ {
 			ci, cj := newClass[i], newClass[j]
@@ -53,19 +54,19 @@ func checkServedVersions(p *policy, old, new *apiextv1.CustomResourceDefinition)
 			}
 			changes := servedPairChanges(p.cfg, sv, new, newServed[i], newServed[j])
 			if len(changes) > 0 && already == nil {
-				already = map[string]struct{}{}
+				already = map[pairFacts]struct{}{}
 				if !bridged {
 					for a := range oldServed {
 						for b := a + 1; b < len(oldServed); b++ {
 							for _, c := range servedPairChanges(p.cfg, sv, old, oldServed[a], oldServed[b]) {
-								already[pairKey(c)] = struct{}{}
+								already[pairFactsOf(c)] = struct{}{}
 							}
 						}
 					}
 				}
 			}
 			for _, c := range changes {
-				if _, ok := already[pairKey(c)]; ok {
+				if _, ok := already[pairFactsOf(c)]; ok {
 					continue
 				}
 				c.message = "[" + c.check + "] " + c.message
@@ -77,8 +78,19 @@ func checkServedVersions(p *policy, old, new *apiextv1.CustomResourceDefinition)
 	}
 }
 
-func pairKey(c change) string {
-	return c.version + "\x00" + c.pairVersion + "\x00" + string(c.field) + "\x00" + c.check + "\x00" + c.message
+// pairFacts identifies an incompatibility of a pair of served versions by
+// its facts: the pair, the field, the property check and the change (kind,
+// old and new), never by its words, so that a new incompatibility worded
+// like one the old CRD had is still reported.
+type pairFacts struct {
+	version, pairVersion string
+	field                schemapath.Path
+	check                string
+	fact                 Change
+}
+
+func pairFactsOf(c change) pairFacts {
+	return pairFacts{version: c.version, pairVersion: c.pairVersion, field: c.field, check: c.check, fact: c.fact}
 }
 
 // servedByPriority returns the served versions of crd ordered by Kubernetes

@@ -138,3 +138,34 @@ func TestServedVersion(t *testing.T) {
 			want:   []string{`error storagePruning v1 ^.spec.b: data loss: pruned from every write through v1: the storage version v2 does not declare it (conversion None)`, removedB}},
 	})
 }
+
+// TestServedVersionAlreadyByFacts: an incompatibility the old CRD already
+// had is recognised by its facts, not its words: a new one worded like an
+// old one (the same message, another change) is news, and the same change
+// worded otherwise is not.
+func TestServedVersionAlreadyByFacts(t *testing.T) {
+	old := change{version: "v1", pairVersion: "v2", field: "^.spec.a", check: config.CheckEnum,
+		message: "enum values removed", fact: Change{Kind: "enumRemoved", Old: `["a","b"]`, New: `["a"]`}}
+	for _, tc := range []struct {
+		name   string
+		edit   func(c *change)
+		wantIs bool
+	}{
+		{"the same change", func(*change) {}, true},
+		{"the same change, other words", func(c *change) { c.message = "enum narrowed" }, true},
+		{"another change, the same words", func(c *change) { c.fact.Old = `["a","c"]` }, false},
+		{"another change kind, the same words", func(c *change) { c.fact.Kind = "enumAdded" }, false},
+		{"another field", func(c *change) { c.field = "^.spec.b" }, false},
+		{"another pair", func(c *change) { c.pairVersion = "v3" }, false},
+		{"another check", func(c *change) { c.check = config.CheckDefault }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := old
+			tc.edit(&c)
+			already := map[pairFacts]struct{}{pairFactsOf(old): {}}
+			if _, got := already[pairFactsOf(c)]; got != tc.wantIs {
+				t.Fatalf("already had it: got %v, want %v", got, tc.wantIs)
+			}
+		})
+	}
+}

@@ -22,8 +22,11 @@ import (
 //     update, a server-side apply by a manager at V) drops it: reported
 //     under readModifyWriteEnforcement (Warn by default).
 //
-// Only what the old CRD did not already lose the same way (same version
-// names, same field) is reported: the update's doing. Skipped under a
+// Only what the old CRD did not already lose the same way (the same field
+// through the same served version, written or read, whichever version
+// stored it: a new storage version that lacks a field the old storage
+// version lacked too loses nothing an object held) is reported: the
+// update's doing. Skipped under a
 // conversion webhook (which may carry any field across) and for a CRD that
 // sets spec.preserveUnknownFields (nothing is pruned).
 func checkStoragePruning(p *policy, old, new *apiextv1.CustomResourceDefinition) {
@@ -66,12 +69,15 @@ type storageLoss struct {
 	written          bool
 }
 
+// key identifies a loss by what is lost, not by the storage version that
+// loses it: a field pruned from every write through a version was never
+// stored, whichever version the old CRD stored objects in.
 func (l storageLoss) key() string {
 	w := "r"
 	if l.written {
 		w = "w"
 	}
-	return l.version + "\x00" + l.storage + "\x00" + string(l.field) + "\x00" + w
+	return l.version + "\x00" + string(l.field) + "\x00" + w
 }
 
 // storageLosses lists what each served version of crd loses to its storage

@@ -52,6 +52,11 @@ type Finding struct {
 	// the schema, without data loss, impact, exemption or remedy, which
 	// are fields of their own.
 	ChangeText string
+	// ReadError is, for a finding that stored objects could not be read,
+	// the error the read failed with, in the words of the apiserver or of
+	// the CRD's conversion webhook, which may quote stored data (outputs
+	// print it after ChangeText; WithoutStoredValues drops it).
+	ReadError string
 	// Change is what changed as facts (the kind of change, old and new
 	// values), set by the check: what the fingerprint hashes, where
 	// ChangeText words it.
@@ -244,9 +249,10 @@ func SortFindings(fs []Finding) {
 			return a.CRDField < b.CRDField
 		case a.Check != b.Check:
 			return a.Check < b.Check
-		case a.ChangeText != b.ChangeText:
+		case a.ChangeText < b.ChangeText, b.ChangeText < a.ChangeText:
 			// Only to order findings of one check at one field
-			// deterministically (TestNoDecisionReadsText allows it here).
+			// deterministically: an order, no identity
+			// (TestNoDecisionReadsText allows the read here).
 			return a.ChangeText < b.ChangeText
 		case a.Object != nil && b.Object != nil && a.Object.Name != b.Object.Name:
 			return a.Object.Name < b.Object.Name

@@ -1,6 +1,8 @@
 package crdupgradesafety
 
 import (
+	"slices"
+
 	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
@@ -80,12 +82,27 @@ type EffectCount struct {
 	Examples []ObjectEffect `json:"examples"`
 }
 
-// ObjectEffect is the effect on one object at one field.
+// ObjectEffect is the effect on one object at one field, as facts: where
+// (Object, Field), the rule (for a rejection, the apiserver's error Type
+// and Detail) and the stored data (Value), which an output decides
+// whether to print (WithoutStoredValues).
 type ObjectEffect struct {
 	Object string `json:"object"` // namespace/name, or name
 	Field  string `json:"field"`  // spec.color, spec.items[2].name
-	// Value is what the object holds there ("red"), for a default the
-	// change ("absent -> \"large\""), for a rejection the apiserver's error.
+	// Type is, for a rejection, the apiserver's error type ("Invalid
+	// value", "Unsupported value", "Required value"); "" otherwise.
+	Type string `json:"type,omitempty"`
+	// Detail is, for a rejection, the apiserver's detail of the error
+	// ("spec.token in body should match '^[0-9]+$'", a CEL rule's message).
+	// It may quote stored data (a format's error quotes the value, a CEL
+	// messageExpression may print any field): WithoutStoredValues drops it
+	// with Value.
+	Detail string `json:"detail,omitempty"`
+	// Value is the stored data: what the object holds there ("red"), for a
+	// default the change ("absent -> \"large\""), for a rejection the value
+	// refused as the apiserver prints it ("\"abc\""; "" where it prints
+	// none), for the live checks of other objects what names the version
+	// (managers, an owner's apiVersion).
 	Value string `json:"value"`
 	// SchemaPath is the schema path of Field (^.spec.items[*].name):
 	// outputs name Field only where it is below the finding's own.
@@ -170,7 +187,57 @@ func Unreadable(crdName, version, webhook string, err error, cfg *config.Setting
 		level = config.EnforcementWarn
 	}
 	p.crdLevel(level, version, config.CheckExistingResources, Change{Kind: "unreadable", New: webhook},
-		"stored objects could not be read at version %s through the conversion webhook (%s), so what the update does to them is unknown (failMode %s): %v",
-		version, webhook, p.cfg.FailMode, err)
+		"stored objects could not be read at version %s through the conversion webhook (%s), so what the update does to them is unknown (failMode %s)",
+		version, webhook, p.cfg.FailMode)
+	for i := range p.findings {
+		p.findings[i].ReadError = boundText(err.Error(), maxMessageBytes)
+	}
 	return p.findings
+}
+
+// WithoutStoredValues returns findings as an output whose reader may not
+// read the stored objects shows them (the admission webhook's answers,
+// unless its settings reveal values): every object effect keeps the
+// object, the field and the rule (for a rejection the apiserver's error
+// type; the constraint is the finding's own change, from the schema), and
+// loses the stored data (Value) and the apiserver's detail (Detail, which
+// may quote it); a failed read of the objects loses the error's words
+// (ReadError: a conversion webhook's message may quote them). findings are left as they are (they may be shared by a
+// cache): the findings with object effects are copies.
+func WithoutStoredValues(findings []Finding) []Finding {
+	out := slices.Clone(findings)
+	for i := range out {
+		out[i] = out[i].withoutStoredValues()
+	}
+	return out
+}
+
+func (f Finding) withoutStoredValues() Finding {
+	f.ReadError = ""
+	if f.Impact != nil && len(f.Impact.Effects) > 0 {
+		imp := *f.Impact
+		imp.Effects = slices.Clone(imp.Effects)
+		for i := range imp.Effects {
+			imp.Effects[i].Examples = withoutValues(imp.Effects[i].Examples)
+		}
+		f.Impact = &imp
+	}
+	if f.Object != nil && len(f.Object.Fields) > 0 {
+		o := *f.Object
+		o.Fields = withoutValues(o.Fields)
+		f.Object = &o
+	}
+	return f
+}
+
+func withoutValues(list []ObjectEffect) []ObjectEffect {
+	if list == nil {
+		return nil
+	}
+	out := make([]ObjectEffect, len(list))
+	for i, e := range list {
+		e.Value, e.Detail = "", ""
+		out[i] = e
+	}
+	return out
 }

@@ -67,6 +67,9 @@ type impactAcc struct {
 	// CEL transition rule; a create passes).
 	updatesRefused int
 	rejected       bool // the last object counted was rejected
+	// objRatchets, objRefused: the last object counted was counted in
+	// ratcheted, in updatesRefused.
+	objRatchets, objRefused bool
 	// statusRatcheted, statusRejected: as ratcheted and rejected, for
 	// EffectStatusRejected.
 	statusRatcheted int
@@ -82,7 +85,7 @@ type effectAcc struct {
 
 func (a *impactAcc) add(objectNo int, name string, e objectEffect, ratchets bool) {
 	if a.lastObject != objectNo {
-		a.lastObject, a.rejected, a.statusRejected = objectNo, false, false
+		a.lastObject, a.rejected, a.statusRejected, a.objRatchets, a.objRefused = objectNo, false, false, false, false
 		a.affected++
 	}
 	if e.effect == EffectStatusRejected && !a.statusRejected {
@@ -91,12 +94,22 @@ func (a *impactAcc) add(objectNo int, name string, e objectEffect, ratchets bool
 			a.statusRatcheted++
 		}
 	}
-	if e.effect == EffectRejected && !a.rejected {
-		a.rejected = true
-		if ratchets {
-			a.ratcheted++
+	if e.effect == EffectRejected {
+		// An object ratchets for the finding when each of its rejections
+		// does; one that a transition rule refuses on every update does
+		// not, whichever of its rejections comes first.
+		switch {
+		case !a.rejected:
+			a.rejected, a.objRatchets = true, ratchets
+			if ratchets {
+				a.ratcheted++
+			}
+		case a.objRatchets && !ratchets:
+			a.objRatchets = false
+			a.ratcheted--
 		}
-		if e.noRatchet {
+		if e.noRatchet && !a.objRefused {
+			a.objRefused = true
 			a.updatesRefused++
 		}
 	}
@@ -117,7 +130,7 @@ func (a *impactAcc) add(objectNo int, name string, e objectEffect, ratchets bool
 	if i >= maxExamples {
 		return
 	}
-	ea.examples = slices.Insert(ea.examples, i, ObjectEffect{Object: name, Field: e.field, Value: e.value, SchemaPath: e.schemaPath})
+	ea.examples = slices.Insert(ea.examples, i, e.public(name))
 	if len(ea.examples) > maxExamples {
 		ea.examples = ea.examples[:maxExamples]
 	}

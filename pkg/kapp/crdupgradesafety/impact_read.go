@@ -1,13 +1,16 @@
 package crdupgradesafety
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 	"maps"
 	goruntime "runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -16,6 +19,8 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/model"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
@@ -25,6 +30,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/cel/common"
 )
 
 // ObjectReader reads the stored objects of one version of an updated CRD
@@ -186,10 +193,11 @@ type crdView struct {
 	build     func() (objectValidator, error)
 	mu        sync.Mutex // guards validator
 	validator objectValidator
-	// transitionTexts: the words by which the apiserver's errors name the
-	// version's CEL rules that use oldSelf, which a create skips: where
-	// there are any, every object is also validated as an update.
-	transitionTexts []string
+	// transitions are the version's CEL rules that use oldSelf, which a
+	// create skips (nil: none): where there are any, every object is also
+	// validated as an update, and their errors are told from the others
+	// by validating them alone.
+	transitions *transitionRules
 	// status: the version has the status subresource.
 	status bool
 }
@@ -203,7 +211,7 @@ func newCRDView(crd *apiextv1.CustomResourceDefinition, v *apiextv1.CustomResour
 			return nil, fmt.Errorf("crd %s version %s: converting subresources: %w", crd.Name, v.Name, err)
 		}
 	}
-	w := &crdView{transitionTexts: transitionRuleTexts(versionSchema(v), nil), status: subresources.Status != nil}
+	w := &crdView{transitions: newTransitionRules(s), status: subresources.Status != nil}
 	w.build = func() (objectValidator, error) {
 		schemaValidator, _, err := validation.NewSchemaValidator(internal)
 		if err != nil {
@@ -293,8 +301,12 @@ type objectEffect struct {
 	effect     Effect
 	field      string          // concrete: spec.items[2].name
 	schemaPath schemapath.Path // ^.spec.items[*].name
-	value      string
-	required   bool // a rejection for a missing required field
+	// errType, detail: of a rejection, the apiserver's error type and
+	// detail (ObjectEffect.Type and Detail).
+	errType  field.ErrorType
+	detail   string
+	value    string // what the object holds (ObjectEffect.Value)
+	required bool   // a rejection for a missing required field
 	// noRatchet: a rejection that validation ratcheting does not lift (a
 	// CEL transition rule: every update of the object is refused).
 	noRatchet bool
@@ -362,8 +374,8 @@ func (r *ObjectReader) account(read *objectRead, j judgement) {
 				effect = EffectStatusRejected
 			}
 			effects = append(effects, objectEffect{effect: effect, field: f,
-				schemaPath: schemaPathOf(r.newS, f), value: boundText(e.ErrorBody(), 200),
-				required: e.Type == field.ErrorTypeRequired, noRatchet: noRatchet})
+				schemaPath: schemaPathOf(r.newS, f), errType: e.Type, detail: boundText(e.Detail, 200),
+				value: boundText(badValueText(e), 200), required: e.Type == field.ErrorTypeRequired, noRatchet: noRatchet})
 		}
 	}
 	addRejected(j.errs, false)
@@ -446,31 +458,55 @@ func (w *crdView) judge(obj map[string]any, v *versionValidator) judgement {
 	// transition rules (oldSelf), which a create skips and ratcheting never
 	// covers, it finds the objects every update of which those rules refuse.
 	var upd field.ErrorList
-	if len(errs) > 0 || len(w.transitionTexts) > 0 {
+	if len(errs) > 0 || w.transitions != nil {
 		u := &unstructured.Unstructured{Object: obj}
 		if u.GetResourceVersion() == "" {
 			u.SetResourceVersion("1")
 		}
 		upd = w.strategy().ValidateUpdate(context.Background(), u, u)
 	}
-	onCreate := make(map[string]bool, len(errs))
-	for _, e := range errs {
-		onCreate[e.Error()] = true
-	}
 	// The errors of an update that a create does not give: those of
-	// transition rules. Where the create failed too, the update also runs
-	// CEL rules the create skipped after the schema's errors: only errors
-	// that name a transition rule (its message or rule) count.
-	var updateOnly field.ErrorList
-	for _, e := range upd {
-		if !onCreate[e.Error()] && (len(errs) == 0 || w.namesTransitionRule(e.Detail)) {
-			updateOnly = append(updateOnly, e)
+	// transition rules, found by validating those rules alone (less those
+	// a create gives too: a rule with optionalOldSelf runs on a create).
+	var updateOnly, transitionErrs field.ErrorList
+	if w.transitions != nil {
+		transitionErrs = w.transitions.validate(obj, true)
+		updateOnly = transitionErrs
+		if w.transitions.onCreate && len(updateOnly) > 0 {
+			updateOnly = withoutErrorsAt(updateOnly, w.transitions.validate(obj, false))
 		}
 	}
 	// The create's errors ratchet when an update that leaves the object
 	// alone gives no error but those of transition rules (the rules'
 	// own findings).
-	return judgement{errs: errs, updateOnly: updateOnly, ratchets: len(errs) > 0 && len(upd) == len(updateOnly)}
+	return judgement{errs: errs, updateOnly: updateOnly, ratchets: len(errs) > 0 && len(upd) <= len(transitionErrs)}
+}
+
+// errorAt identifies a validation error by its type and field (and its
+// origin, where the validator names one): what two validations of one
+// object by the same rules share for the same failure.
+type errorAt struct {
+	t      field.ErrorType
+	field  string
+	origin string
+}
+
+// withoutErrorsAt returns errs less one error for each of others at the
+// same errorAt.
+func withoutErrorsAt(errs, others field.ErrorList) field.ErrorList {
+	count := map[errorAt]int{}
+	for _, e := range others {
+		count[errorAt{e.Type, e.Field, e.Origin}]++
+	}
+	var out field.ErrorList
+	for _, e := range errs {
+		if k := (errorAt{e.Type, e.Field, e.Origin}); count[k] > 0 {
+			count[k]--
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // inStatus tells whether the error of type t at the field f is about the
@@ -485,10 +521,15 @@ func anyInStatus(errs field.ErrorList) bool {
 }
 
 // skippedRules tells whether an error is the apiserver's note that CEL
-// rules were skipped for the other errors: not an error of its own.
+// rules were skipped for the other errors: not an error of its own. The
+// strategy makes it as field.Invalid(nil, nil, ...): the one error of no
+// field with no value (TestSkippedRulesIsTheStrategysNote).
 func skippedRules(e *field.Error) bool {
-	return e.Type == field.ErrorTypeInvalid && strings.HasPrefix(e.Detail, "some validation rules were not checked")
+	return e.Type == field.ErrorTypeInvalid && e.Field == nilFieldPath && e.BadValue == nil
 }
+
+// nilFieldPath is the Field of an error made with a nil *field.Path.
+var nilFieldPath = (*field.Path)(nil).String()
 
 // splitByField splits errs into those at a field not in fields and those
 // at one in it.
@@ -547,31 +588,19 @@ func (r *ObjectReader) addResidual(name string, effects []objectEffect, ratchets
 		return
 	}
 	byEffect := map[Effect][]ObjectEffect{}
-	noRatchet := map[string]bool{}
-	anyNoRatchet := func(list []ObjectEffect) bool {
-		for _, e := range list {
-			if noRatchet[e.Object+"\x00"+e.Field+"\x00"+e.Value] {
-				return true
-			}
-		}
-		return false
-	}
+	noRatchet := map[Effect]bool{}
 	for _, e := range effects {
-		byEffect[e.effect] = append(byEffect[e.effect], ObjectEffect{Object: name, Field: e.field, Value: e.value, SchemaPath: e.schemaPath})
-		if e.noRatchet {
-			noRatchet[name+"\x00"+e.field+"\x00"+e.value] = true
-		}
+		byEffect[e.effect] = append(byEffect[e.effect], e.public(name))
+		noRatchet[e.effect] = noRatchet[e.effect] || e.noRatchet
 	}
 	for _, effect := range effectOrder {
-		list := byEffect[effect]
+		list := sortedEffects(byEffect[effect])
 		if len(list) == 0 {
 			continue
 		}
-		slices.SortFunc(list, func(a, b ObjectEffect) int { return strings.Compare(a.Field+a.Value, b.Field+b.Value) })
-		list = slices.CompactFunc(list, func(a, b ObjectEffect) bool { return a.Field == b.Field && a.Value == b.Value })
 		of := &ObjectFinding{Source: r.source, Kind: r.kind, Name: name, Effect: effect,
 			Fields: list[:min(len(list), maxExamples)], MoreFields: max(len(list)-maxExamples, 0),
-			Ratchets: effect.rejects() && ratchets && !anyNoRatchet(list) && r.source == SourceCluster}
+			Ratchets: effect.rejects() && ratchets && !noRatchet[effect] && r.source == SourceCluster}
 		r.residual.add(change{version: r.version, check: config.CheckExistingResources, level: config.EnforcementStrict, object: of,
 			dataLoss: effect == EffectPruned, remedy: &Remedy{Action: RemedyFixObjects, Version: r.version, Objects: []string{name}}})
 	}
@@ -590,13 +619,13 @@ func (r *ObjectReader) addNote(name string, errs field.ErrorList) {
 			continue
 		}
 		f := errorField(e)
-		list = append(list, ObjectEffect{Object: name, Field: f, Value: boundText(e.ErrorBody(), 200), SchemaPath: schemaPathOf(r.newS, f)})
+		list = append(list, objectEffect{effect: EffectRejected, field: f, schemaPath: schemaPathOf(r.newS, f),
+			errType: e.Type, detail: boundText(e.Detail, 200), value: boundText(badValueText(e), 200)}.public(name))
 	}
+	list = sortedEffects(list)
 	if len(list) == 0 {
 		return
 	}
-	slices.SortFunc(list, func(a, b ObjectEffect) int { return strings.Compare(a.Field+a.Value, b.Field+b.Value) })
-	list = slices.CompactFunc(list, func(a, b ObjectEffect) bool { return a.Field == b.Field && a.Value == b.Value })
 	r.notes.add(change{version: r.version, check: config.CheckExistingResources, level: config.EnforcementWarn,
 		remedy: &Remedy{Action: RemedyFixObjects, Version: r.version, Objects: []string{name}},
 		object: &ObjectFinding{Source: r.source, Kind: r.kind, Name: name,
@@ -604,52 +633,143 @@ func (r *ObjectReader) addNote(name string, errs field.ErrorList) {
 			Fields: list[:min(len(list), maxExamples)], MoreFields: max(len(list)-maxExamples, 0)}})
 }
 
-// transitionRuleTexts appends to out the words by which the apiserver's
-// errors name the CEL rules that refer to oldSelf (transition rules) at any
-// level of s: each rule's message, or its rule where it has none. A rule
-// that only mentions the word (in a string) costs an update validation per
-// object, nothing more: the apiserver's strategy decides.
-func transitionRuleTexts(s *apiextv1.JSONSchemaProps, out []string) []string {
-	if s == nil {
-		return out
+// public is the effect as findings carry it, on the object name.
+func (e objectEffect) public(name string) ObjectEffect {
+	out := ObjectEffect{Object: name, Field: e.field, Value: e.value, SchemaPath: e.schemaPath}
+	if e.effect.rejects() {
+		out.Type, out.Detail = e.errType.String(), e.detail
 	}
-	for _, v := range s.XValidations {
-		if strings.Contains(v.Rule, "oldSelf") {
-			text := v.Message
-			if text == "" {
-				text = v.Rule
-			}
-			out = append(out, text)
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(s.Properties)) {
-		p := s.Properties[name]
-		out = transitionRuleTexts(&p, out)
-	}
-	if s.Items != nil {
-		out = transitionRuleTexts(s.Items.Schema, out)
-		for i := range s.Items.JSONSchemas {
-			out = transitionRuleTexts(&s.Items.JSONSchemas[i], out)
-		}
-	}
-	if s.AdditionalProperties != nil {
-		out = transitionRuleTexts(s.AdditionalProperties.Schema, out)
-	}
-	for _, list := range [][]apiextv1.JSONSchemaProps{s.AllOf, s.AnyOf, s.OneOf} {
-		for i := range list {
-			out = transitionRuleTexts(&list[i], out)
-		}
-	}
-	return transitionRuleTexts(s.Not, out)
+	return out
 }
 
-// namesTransitionRule tells whether an apiserver error's detail names one
-// of the version's transition rules.
-func (w *crdView) namesTransitionRule(detail string) bool {
-	for _, t := range w.transitionTexts {
-		if strings.Contains(detail, t) {
+// sortedEffects sorts the effects of one object by field, type, value and
+// detail, and drops repeats of an effect at the same field, of the same
+// type and value (one line per failure).
+func sortedEffects(list []ObjectEffect) []ObjectEffect {
+	slices.SortFunc(list, func(a, b ObjectEffect) int {
+		return cmp.Or(strings.Compare(a.Field, b.Field), strings.Compare(a.Type, b.Type),
+			strings.Compare(a.Value, b.Value), strings.Compare(a.Detail, b.Detail))
+	})
+	return slices.CompactFunc(list, func(a, b ObjectEffect) bool {
+		return a.Field == b.Field && a.Type == b.Type && a.Value == b.Value
+	})
+}
+
+// badValueText is the value a validation error refuses, as the apiserver
+// prints it in the error (field.Error.ErrorBody: a string quoted, a
+// number or bool as it is, anything else as JSON), "" where the error
+// prints none (required, forbidden, too long, an omitted value). It is
+// stored data: outputs a reader may not trust leave it out
+// (Finding.WithoutStoredValues).
+func badValueText(e *field.Error) string {
+	switch e.Type {
+	case field.ErrorTypeInvalid, field.ErrorTypeTypeInvalid, field.ErrorTypeNotSupported,
+		field.ErrorTypeNotFound, field.ErrorTypeDuplicate, field.ErrorTypeTooMany, field.ErrorTypeTooFew:
+	default:
+		return ""
+	}
+	switch v := e.BadValue.(type) {
+	case field.OmitValueType:
+		return ""
+	case int64, int32, float64, float32, bool:
+		return fmt.Sprintf("%v", v)
+	case string:
+		return strconv.Quote(v)
+	}
+	if b, err := json.Marshal(e.BadValue); err == nil {
+		return string(b)
+	}
+	if s, ok := e.BadValue.(fmt.Stringer); ok {
+		return s.String()
+	}
+	return fmt.Sprintf("%#v", e.BadValue)
+}
+
+// transitionRules are the CEL rules of a version that refer to oldSelf
+// (transition rules), which a create skips and validation ratcheting
+// never lifts, validated alone: their errors are the errors of an update
+// that a create does not give, told from the others by where they come
+// from rather than by their words.
+type transitionRules struct {
+	s *structuralschema.Structural // the version's schema with only those rules
+	// onCreate: some of them run on a create too (optionalOldSelf).
+	onCreate bool
+	once     sync.Once
+	v        *cel.Validator
+}
+
+// newTransitionRules returns the transition rules of s, nil when it has
+// none. A rule that only mentions the word (in a string) is validated as
+// the apiserver validates it (ratcheted when it does not use oldSelf).
+func newTransitionRules(s *structuralschema.Structural) *transitionRules {
+	if s == nil || !hasTransitionRules(s) {
+		return nil
+	}
+	c := s.DeepCopy()
+	t := &transitionRules{s: c}
+	keepTransitionRules(c, &t.onCreate)
+	return t
+}
+
+func isTransitionRule(r apiextv1.ValidationRule) bool { return strings.Contains(r.Rule, "oldSelf") }
+
+func hasTransitionRules(s *structuralschema.Structural) bool {
+	if s == nil {
+		return false
+	}
+	if slices.ContainsFunc(s.XValidations, isTransitionRule) {
+		return true
+	}
+	for _, p := range s.Properties {
+		if hasTransitionRules(&p) {
 			return true
 		}
 	}
-	return false
+	if s.AdditionalProperties != nil && hasTransitionRules(s.AdditionalProperties.Structural) {
+		return true
+	}
+	return hasTransitionRules(s.Items)
+}
+
+// keepTransitionRules drops every CEL rule of s but the transition rules,
+// at every level; onCreate is set when one of them has optionalOldSelf.
+func keepTransitionRules(s *structuralschema.Structural, onCreate *bool) {
+	if s == nil {
+		return
+	}
+	s.XValidations = slices.DeleteFunc(s.XValidations, func(r apiextv1.ValidationRule) bool { return !isTransitionRule(r) })
+	for _, r := range s.XValidations {
+		if r.OptionalOldSelf != nil && *r.OptionalOldSelf {
+			*onCreate = true
+		}
+	}
+	if len(s.XValidations) == 0 {
+		s.XValidations = nil
+	}
+	for name, p := range s.Properties {
+		keepTransitionRules(&p, onCreate)
+		s.Properties[name] = p
+	}
+	if s.AdditionalProperties != nil {
+		keepTransitionRules(s.AdditionalProperties.Structural, onCreate)
+	}
+	keepTransitionRules(s.Items, onCreate)
+}
+
+// validate validates obj with the transition rules alone: as an update
+// that leaves it as it is (with validation ratcheting, as the apiserver's
+// strategy), or as a create.
+func (t *transitionRules) validate(obj map[string]any, update bool) field.ErrorList {
+	t.once.Do(func() { t.v = cel.NewValidator(t.s, true, celconfig.PerCallLimit) })
+	if t.v == nil {
+		return nil
+	}
+	var old any
+	var opts []cel.Option
+	if update {
+		old = obj
+		opts = append(opts, cel.WithRatcheting(common.NewCorrelatedObject(obj, obj, &model.Structural{Structural: t.s})))
+	}
+	errs, _ := t.v.Validate(context.Background(), nil, t.s, obj, old, celconfig.RuntimeCELCostBudget, opts...)
+	return errs
 }

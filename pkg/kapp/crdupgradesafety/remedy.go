@@ -74,6 +74,12 @@ const (
 	// RemedyRepointOwners: keep Version until the dependents'
 	// ownerReferences name a version the CRD keeps.
 	RemedyRepointOwners RemedyAction = "repointOwners"
+	// RemedyReadDependents: the ownerReferences of some resources could
+	// not be read (Detail: those the identity may not list), so dependents
+	// of the removed versions there are unknown: let the check list them
+	// (Command: the webhook's role that grants it), then judge again; or
+	// keep the versions.
+	RemedyReadDependents RemedyAction = "readDependents"
 	// RemedyStoreEveryField: under conversion None, the storage version
 	// (Version) must declare every field a served version does: declare it
 	// there (or make the version that has it the storage version and
@@ -113,6 +119,9 @@ type Remedy struct {
 	// entry of the settings that would accept exactly this loss, once
 	// reviewed (the act that passes it: no waiver does); nil otherwise.
 	Accept *AcceptHint
+	// Resources are the resources the remedy is about (readDependents:
+	// those the check may not list), sorted.
+	Resources []string
 }
 
 // remedyActions is the remedy of each check that has a generic one; a

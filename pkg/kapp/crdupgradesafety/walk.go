@@ -75,6 +75,10 @@ type node struct {
 	// sameDefault: the properties with the same default on both sides,
 	// read for checkRequired before walkProperties clears them.
 	sameDefault map[string]bool
+	// oldNumber and newNumber: the type and format each side's numeric
+	// bounds are checked against (numberValidation), read for the bound
+	// checks before checkFormat and checkType clear them.
+	oldNumber, newNumber numberValidation
 }
 
 // report emits a change at this node under Strict enforcement: as facts
@@ -192,6 +196,7 @@ func (r *pairRun) compareNode(n *node) {
 	n.oldResource, n.newResource = n.resource(&n.old), n.resource(&n.new)
 	checkEmbeddedResource(n) // reads the declared properties
 	n.sameDefault = propertiesWithSameDefault(n.new.Required, &n.old, &n.new)
+	n.oldNumber, n.newNumber = numberValidationOf(&n.old), numberValidationOf(&n.new)
 	r.walkProperties(n)
 	r.walkItems(n)
 	r.walkAdditionalProperties(n)

@@ -10,6 +10,7 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -212,6 +213,15 @@ func notOurs(warnings []string) []string {
 // decision may read.
 const dryRunUnsupported = "does not support dry run"
 
+// dryRunUnsupportedBy tells whether the apiserver's status s says that a
+// webhook cannot be called on a dry run: the one decision of the
+// evaluation that reads words (the apiserver gives no reason or cause for
+// it), pinned to the apiserver's constructor by
+// TestDryRunUnsupportedIsTheAPIServersWords.
+func dryRunUnsupportedBy(s metav1.Status) bool {
+	return strings.Contains(s.Message, dryRunUnsupported)
+}
+
 // refusal reports whether err is the apiserver refusing a request it
 // understood (validation, admission webhooks and policies, authorization:
 // status 400, 403, 413 or 422), as opposed to failing to answer it or a
@@ -233,7 +243,7 @@ func refusal(err error) ([]crdupgradesafety.Rejection, bool) {
 	// fail, not the request: the dry run cannot tell. The apiserver says so
 	// only in its message (TestDryRunUnsupportedIsTheAPIServersWords pins
 	// the words to its own constructor).
-	if strings.Contains(s.Message, dryRunUnsupported) {
+	if dryRunUnsupportedBy(s) {
 		return nil, false
 	}
 	var rs []crdupgradesafety.Rejection

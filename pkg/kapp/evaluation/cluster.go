@@ -2,6 +2,8 @@ package evaluation
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/crdsafety/kapp/pkg/kapp/kube"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -32,19 +34,43 @@ type Cluster interface {
 	// ServerVersion returns the apiserver's version: what a live run
 	// judges for where the verdict depends on the Kubernetes version.
 	ServerVersion(ctx context.Context) (*version.Info, error)
+
+	// The capabilities that only some Clusters have (a test's may not) are
+	// methods of the interface all the same, answered with an error that
+	// wraps ErrNotSupported where missing: a decorator that embeds the
+	// Cluster it wraps forwards them without a line of its own, so none
+	// can hide one (TestDecoratorsKeepEveryCapability, and the webhook's).
+	DependentsLister
+	MigrationsLister
 }
 
 var _ Cluster = &kube.Client{}
 
-// DependentsLister is the part of a Cluster the ownerReferences check
-// needs: the objects of every kind whose ownerReferences name an owner
-// (kube.Client.DependentsOf). A Cluster without it (a test's) skips the
-// check.
-type DependentsLister interface {
-	DependentsOf(ctx context.Context, apiVersions []string, kind string, fn func(kube.Dependent)) (read int, skipped []string, err error)
+// ErrNotSupported is wrapped by the error of a capability a Cluster does
+// not have (Unsupported): the check that needs it does not run, as without
+// a cluster. Every other error of a capability is a failure to judge.
+var ErrNotSupported = errors.New("not supported by this cluster")
+
+// Unsupported answers the optional capabilities of a Cluster with
+// ErrNotSupported. A Cluster of a test embeds it; a decorator never does
+// (it embeds the Cluster it wraps).
+type Unsupported struct{}
+
+func (Unsupported) DependentsOf(context.Context, []string, string, func(kube.Dependent)) (int, []kube.Skipped, error) {
+	return 0, nil, fmt.Errorf("listing dependents: %w", ErrNotSupported)
 }
 
-var _ DependentsLister = &kube.Client{}
+func (Unsupported) ListStorageVersionMigrations(context.Context) ([]unstructured.Unstructured, error) {
+	return nil, fmt.Errorf("listing StorageVersionMigrations: %w", ErrNotSupported)
+}
+
+// DependentsLister is the part of a Cluster the ownerReferences check
+// needs: the objects of every kind whose ownerReferences name an owner
+// (kube.Client.DependentsOf). A Cluster without it (Unsupported) skips the
+// check.
+type DependentsLister interface {
+	DependentsOf(ctx context.Context, apiVersions []string, kind string, fn func(kube.Dependent)) (read int, skipped []kube.Skipped, err error)
+}
 
 // Verb is the request a change of a CRD makes (kube.Verb).
 type Verb = kube.Verb

@@ -1,15 +1,16 @@
 package evaluation
 
 import (
-	"container/list"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
-	"sync"
+	"unsafe"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/lru"
 )
 
 // Comparisons keeps the results of recent comparisons of pairs
@@ -30,32 +31,28 @@ import (
 // (crdupgradesafety.Validators). Safe for concurrent use; a nil
 // *Comparisons compares every time.
 type Comparisons struct {
-	max int
 	// validators keeps the validators of the batches of stored objects
 	// read under the new CRDs of the runs (crdupgradesafety.Validators).
 	validators *crdupgradesafety.Validators
-
-	mu      sync.Mutex
-	entries map[string]*list.Element
-	lru     list.List // of *comparisonEntry, most recently used first
-	hits    int
+	cache      *lru.Cache[string, []crdupgradesafety.Finding]
 }
 
-type comparisonEntry struct {
-	key      string
-	findings []crdupgradesafety.Finding
-}
-
-// DefaultComparisons is the bound of the webhook's Comparisons: the pairs
-// of a burst of every CRD of a large operator, several times over. A
-// result holds the findings of one pair, small beside its CRDs.
-const DefaultComparisons = 256
+// DefaultComparisons and DefaultComparisonsBytes bound the webhook's
+// Comparisons: the pairs of a burst of every CRD of a large operator,
+// several times over, within 32 MiB of findings (findingsMemory): a
+// result holds the findings of one pair, usually small beside its CRDs,
+// but one comparison of a large CRD held 13 MB.
+const (
+	DefaultComparisons      = 256
+	DefaultComparisonsBytes = 32 << 20
+)
 
 // DefaultValidators bounds the validators Comparisons keeps: one per CRD
 // version and shape of batch. An entry holds the whole structural schema
 // of its version (CEL rules are compiled against it) and keeps its CRD
 // alive: megabytes for the largest CRDs, so the bound is the burst of 10
-// CRDs of the benchmark with some room, not more.
+// CRDs of the benchmark with some room, not more; and
+// crdupgradesafety.DefaultValidatorsBytes of their estimated memory.
 const DefaultValidators = 16
 
 // validatorsOf returns the validators' cache of c, nil for a nil c.
@@ -66,11 +63,21 @@ func (c *Comparisons) validatorsOf() *crdupgradesafety.Validators {
 	return c.validators
 }
 
-// NewComparisons returns a cache of at most max comparisons.
+// NewComparisons returns a cache of at most max comparisons and
+// DefaultComparisonsBytes of findings.
 func NewComparisons(max int) *Comparisons {
-	return &Comparisons{max: max, entries: map[string]*list.Element{},
+	return NewComparisonsWithin(max, DefaultComparisonsBytes)
+}
+
+// NewComparisonsWithin returns a cache of at most max comparisons and
+// maxBytes of findings (findingsMemory).
+func NewComparisonsWithin(max int, maxBytes int64) *Comparisons {
+	return &Comparisons{cache: lru.New[string, []crdupgradesafety.Finding](max, maxBytes),
 		validators: crdupgradesafety.NewValidators(DefaultValidators)}
 }
+
+// Stats are the counters of the cache of comparisons.
+func (c *Comparisons) Stats() lru.Stats { return c.cache.Stats() }
 
 // compare returns crdupgradesafety.Compare(p.Old, p.New, cfg), from the
 // cache when p has a Key and a comparison of the same key is there. The
@@ -83,30 +90,29 @@ func (c *Comparisons) compare(p Pair, cfg *config.Settings) []crdupgradesafety.F
 	if err != nil {
 		return crdupgradesafety.Compare(p.Old, p.New, cfg)
 	}
-	c.mu.Lock()
-	if e, ok := c.entries[key]; ok {
-		c.lru.MoveToFront(e)
-		c.hits++
-		out := cloneFindings(e.Value.(*comparisonEntry).findings)
-		c.mu.Unlock()
-		return out
+	if kept, ok := c.cache.Get(key); ok {
+		return cloneFindings(kept)
 	}
-	c.mu.Unlock()
 	findings := crdupgradesafety.Compare(p.Old, p.New, cfg)
 	kept := cloneFindings(findings)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.entries[key]; ok { // compared meanwhile by another run
-		c.lru.MoveToFront(e)
-		return findings
-	}
-	c.entries[key] = c.lru.PushFront(&comparisonEntry{key: key, findings: kept})
-	for c.lru.Len() > c.max {
-		last := c.lru.Back()
-		c.lru.Remove(last)
-		delete(c.entries, last.Value.(*comparisonEntry).key)
-	}
+	c.cache.Add(key, kept, findingsMemory(kept)+int64(len(key)))
 	return findings
+}
+
+// findingMemory is the memory of a Finding's struct, without what it
+// points to.
+const findingMemory = int64(unsafe.Sizeof(crdupgradesafety.Finding{}))
+
+// findingsMemory estimates the memory findings hold: their structs and
+// the length of their JSON, which holds each string they reach once and
+// more than the structs they point to (TestFindingsSizeEstimate). A
+// result that does not encode is not kept (the largest estimate).
+func findingsMemory(findings []crdupgradesafety.Finding) int64 {
+	data, err := json.Marshal(findings)
+	if err != nil {
+		return math.MaxInt64
+	}
+	return int64(len(findings))*findingMemory + int64(len(data))
 }
 
 // comparisonKey is the key of a comparison of the pair of pairKey under

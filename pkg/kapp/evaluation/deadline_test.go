@@ -23,6 +23,7 @@ import (
 // pages of custom resources, then waits until the caller gives up. Every
 // wait records the deadline of its context.
 type slowCluster struct {
+	evaluation.Unsupported
 	crds         map[string]*apiextv1.CustomResourceDefinition
 	pages        int // pages of pageSize custom resources served before stalling
 	pageSize     int

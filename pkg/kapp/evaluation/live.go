@@ -78,8 +78,8 @@ func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.Se
 		}
 		findings = append(findings, fs...)
 	}
-	if lister, ok := cluster.(DependentsLister); ok && p.Old != nil && !o.rejected && crd.OwnerReferences.Enabled {
-		fs, err := readOwnerReferences(ctx, p, cfg, lister)
+	if p.Old != nil && !o.rejected && crd.OwnerReferences.Enabled {
+		fs, err := readOwnerReferences(ctx, p, cfg, cluster)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -91,7 +91,8 @@ func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.Se
 // readOwnerReferences runs the ownerReferences check of an update that
 // removes a version (none otherwise: nothing is read): the metadata of the
 // objects of every kind, once, for ownerReferences naming the CRD's kind at
-// a removed version.
+// a removed version. A Cluster that cannot list dependents
+// (ErrNotSupported: a test's) skips it.
 func readOwnerReferences(ctx context.Context, pair Pair, cfg *config.Settings, lister DependentsLister) ([]crdupgradesafety.Finding, error) {
 	reader := crdupgradesafety.NewOwnerReferencesReader(pair.Old, pair.New)
 	if reader == nil {
@@ -101,13 +102,20 @@ func readOwnerReferences(ctx context.Context, pair Pair, cfg *config.Settings, l
 	read, skipped, err := lister.DependentsOf(ctx, apiVersions, kind, func(d kube.Dependent) {
 		reader.Add(d.OwnerAPIVersion, d.Resource, d.Name)
 	})
+	if errors.Is(err, ErrNotSupported) {
+		return nil, nil
+	}
 	if de := deadlineError(ctx, err, fmt.Sprintf("%d objects read", read)); de != nil {
 		return nil, fmt.Errorf("reading ownerReferences to CRD %s: %w", pair.New.Name, de)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading ownerReferences to CRD %s: %w", pair.New.Name, err)
 	}
-	reader.Done(read, skipped)
+	unreadable := make([]crdupgradesafety.UnreadableResource, 0, len(skipped))
+	for _, s := range skipped {
+		unreadable = append(unreadable, crdupgradesafety.UnreadableResource{Resource: s.Name(), Forbidden: s.Forbidden, Err: s.Err})
+	}
+	reader.Done(read, unreadable)
 	return reader.Findings(cfg), nil
 }
 

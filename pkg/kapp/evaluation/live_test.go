@@ -81,6 +81,7 @@ func watchBatches(t *testing.T) *batchWatch {
 // before each page, counts how many objects it served are still alive
 // (after a garbage collection): what the caller keeps in memory.
 type pagedCluster struct {
+	Unsupported
 	total, pageSize int
 	weaks           []weak.Pointer[tracker]
 	maxAlive        int

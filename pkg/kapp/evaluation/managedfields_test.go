@@ -1,13 +1,18 @@
 package evaluation_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
+	"github.com/crdsafety/kapp/pkg/kapp/kube"
 	"github.com/crdsafety/kapp/pkg/kapp/report"
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -73,36 +78,61 @@ func TestRunOwnerReferences(t *testing.T) {
 		d.Resource, d.Name, d.OwnerAPIVersion = resource, name, owner
 		return d
 	}
-	cluster := &evaluationtest.Cluster{DependentsRead: 120, DependentsSkipped: []string{"secrets: forbidden"},
+	cluster := &evaluationtest.Cluster{DependentsRead: 120, DependentsSkipped: []kube.Skipped{
+		{Group: "metrics.k8s.io", Resource: "pods", Err: errors.New("the server is currently unable to handle the request")},
+		{Resource: "secrets", Forbidden: true, Err: errors.New("unknown")}},
 		Dependents: []evaluationtest.Dependent{
 			dep("configmaps", "default/w1-config", "example.com/v1alpha1"),
 			dep("deployments.apps", "default/w1", "example.com/v1alpha1"),
 			dep("configmaps", "default/w2-config", "example.com/v1"),
 		}}
 	cfg := config.Default()
-	res, err := evaluation.Run(context.Background(), evaluation.Request{
-		Plan:     evaluation.Plan{Pairs: []evaluation.Pair{{Old: twoVersions, New: testcrd.MustCRD(t, testcrd.OldCRD)}}},
-		Settings: &cfg, Cluster: func() (evaluation.Cluster, error) { return cluster, nil }})
-	require.NoError(t, err)
-	var lines []string
-	for _, f := range res.Findings {
-		if f.Check == config.CheckOwnerReferences {
-			lines = append(lines, string(f.Severity)+" "+report.Message(f))
+	ownerFindings := func(cfg *config.Settings) []string {
+		t.Helper()
+		res, err := evaluation.Run(context.Background(), evaluation.Request{
+			Plan:     evaluation.Plan{Pairs: []evaluation.Pair{{Old: twoVersions, New: testcrd.MustCRD(t, testcrd.OldCRD)}}},
+			Settings: cfg, Cluster: func() (evaluation.Cluster, error) { return cluster, nil }})
+		require.NoError(t, err)
+		var lines []string
+		for _, f := range res.Findings {
+			if f.Check == config.CheckOwnerReferences {
+				lines = append(lines, string(f.Severity)+" "+report.Message(f)+" | "+report.RemedyText(f))
+			}
 		}
+		return lines
 	}
-	require.Equal(t, []string{
-		`warning the ownerReferences of 1 resource could not be read, so dependents of the removed version there are unknown: secrets: forbidden`,
-		`error version "v1alpha1" removed while ownerReferences of other objects name it (configmaps, deployments.apps): ` +
-			`the garbage collector can no longer resolve their owner, so they are no longer deleted with it: ` +
-			`2 of 120 objects read have ownerReferences to it: configmaps default/w1-config (example.com/v1alpha1), deployments.apps default/w1 (example.com/v1alpha1)`,
-	}, lines)
-	require.Equal(t, []string{"example.com/v1alpha1 Widget"}, cluster.DependentsAsked)
+	dependents := `error version "v1alpha1" removed while ownerReferences of other objects name it (configmaps, deployments.apps): ` +
+		`the garbage collector can no longer resolve their owner, so they are no longer deleted with it: ` +
+		`2 of 120 objects read have ownerReferences to it: configmaps default/w1-config (example.com/v1alpha1), deployments.apps default/w1 (example.com/v1alpha1) | ` +
+		`keep "v1alpha1" until the ownerReferences of the dependents (configmaps default/w1-config, deployments.apps default/w1) name a version the CRD keeps ` +
+		`(their controllers rewrite them, or patch their apiVersion), then remove it`
+	// Secrets could not be read (the webhook's least-privilege role), nor
+	// an aggregated API that is down: the dependents there are unknown,
+	// which failMode closed (the default) makes an error, with the remedy
+	// that grants the read.
+	unreadable := `the ownerReferences of 2 resources could not be read, so dependents of the removed version there are unknown (failMode %s): ` +
+		`pods.metrics.k8s.io: the server is currently unable to handle the request; secrets: forbidden | ` +
+		`let the check list the 1 resource it may not (secrets), then try again: for the webhook, '` + crdupgradesafety.DependentsRBACCommand + `' ` +
+		`(list on every resource); for a deploy or the tools command, an identity that may list them; or keep the removed versions`
+	require.Equal(t, []string{"error " + fmt.Sprintf(unreadable, "closed"), dependents}, ownerFindings(&cfg))
+	// Under failMode open: a warning.
+	open := config.Default()
+	open.FailMode = config.FailModeOpen
+	require.Equal(t, []string{"warning " + fmt.Sprintf(unreadable, "open"), dependents}, ownerFindings(&open))
+	// With the timing printed (KAPP_CRD_UPGRADE_SAFETY_TIMING), the
+	// decorated cluster still lists dependents.
+	var timing bytes.Buffer
+	undo := evaluation.SetTimingOut(&timing)
+	require.Equal(t, []string{"error " + fmt.Sprintf(unreadable, "closed"), dependents}, ownerFindings(&cfg))
+	undo()
+	require.Contains(t, timing.String(), "CRDUpgradeSafety timing: evaluate")
+	require.Equal(t, []string{"example.com/v1alpha1 Widget", "example.com/v1alpha1 Widget", "example.com/v1alpha1 Widget"}, cluster.DependentsAsked)
 
 	// checks.crd.ownerReferences.enabled false: nothing is read.
 	off := config.Default()
 	off.Checks.CRD.OwnerReferences.Enabled = false
 	cluster = &evaluationtest.Cluster{Dependents: []evaluationtest.Dependent{dep("configmaps", "default/w1-config", "example.com/v1alpha1")}}
-	res, err = evaluation.Run(context.Background(), evaluation.Request{
+	res, err := evaluation.Run(context.Background(), evaluation.Request{
 		Plan:     evaluation.Plan{Pairs: []evaluation.Pair{{Old: twoVersions, New: testcrd.MustCRD(t, testcrd.OldCRD)}}},
 		Settings: &off, Cluster: func() (evaluation.Cluster, error) { return cluster, nil }})
 	require.NoError(t, err)

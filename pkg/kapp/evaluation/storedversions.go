@@ -2,8 +2,8 @@ package evaluation
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
@@ -38,34 +38,34 @@ type StoredVersionsVerdict struct {
 // JudgeStoredVersions judges a write of the status of a CRD (old: the
 // stored CRD, new: as it would be stored; the webhook's review of
 // customresourcedefinitions/status): versions may leave
-// status.storedVersions only on evidence that no object is stored in them
-// (pkg/kapp/internal/storedversions): the record of the migrate command
-// at the CRD's storage version and generation, or a StorageVersionMigration
-// of the CRD's resource that succeeded after the cluster's migrator marked
-// the CRD StorageMigrating at its generation (read through cluster when it
-// is a MigrationsLister). An error means the evidence could not be read.
+// status.storedVersions only on current evidence that no object is stored
+// in them (storedversions.TrimEvidence): the record of the migrate command
+// at the CRD's storage version and generation, or the
+// StorageVersionMigration the cluster's migrator named in the CRD's
+// StorageMigrating condition at its generation, succeeded (read through
+// cluster when it is a MigrationsLister). An error means the evidence
+// could not be read.
 func JudgeStoredVersions(ctx context.Context, cluster Cluster, old, new *apiextv1.CustomResourceDefinition,
 	cfg *config.Settings) (StoredVersionsVerdict, error) {
 	v := StoredVersionsVerdict{Removed: storedversions.Removed(old.Status.StoredVersions, new.Status.StoredVersions)}
 	if len(v.Removed) == 0 {
 		return v, nil
 	}
-	if storedversions.RecordBacksTrim(old, new.Status.StoredVersions) {
-		r, _ := storedversions.RecordOf(old.Annotations)
-		v.Evidence = fmt.Sprintf("the migrate command's record: every object rewritten at %s at generation %d", r.Version, r.Generation)
-		return v, nil
+	var list storedversions.MigrationsFunc
+	if lister, ok := cluster.(MigrationsLister); ok {
+		list = lister.ListStorageVersionMigrations
 	}
-	storage := storedversions.StorageVersion(old)
-	since, started := storedversions.MigratorStarted(old)
-	if lister, ok := cluster.(MigrationsLister); ok && started && slices.Equal(new.Status.StoredVersions, []string{storage}) {
-		svms, err := lister.ListStorageVersionMigrations(ctx)
-		if err != nil {
-			return v, fmt.Errorf("crd %s: reading StorageVersionMigrations for evidence of the trim of status.storedVersions: %w", old.Name, err)
-		}
-		if name := storedversions.MigrationSucceededSince(svms, old.Spec.Group, old.Spec.Names.Plural, since); name != "" {
-			v.Evidence = fmt.Sprintf("StorageVersionMigration %s succeeded at storage version %s", name, storage)
-			return v, nil
-		}
+	ev, ok, err := storedversions.TrimEvidence(ctx, old, new.Status.StoredVersions, list)
+	if err != nil && !errors.Is(err, ErrNotSupported) { // not supported: no such evidence
+		return v, fmt.Errorf("crd %s: reading StorageVersionMigrations for evidence of the trim of status.storedVersions: %w", old.Name, err)
+	}
+	switch {
+	case ok && ev.Kind == storedversions.EvidenceRecord:
+		v.Evidence = fmt.Sprintf("the migrate command's record: every object rewritten at %s at generation %d", ev.Record.Version, ev.Record.Generation)
+		return v, nil
+	case ok:
+		v.Evidence = fmt.Sprintf("StorageVersionMigration %s succeeded at storage version %s", ev.Migration, ev.Version)
+		return v, nil
 	}
 	v.Findings = crdupgradesafety.CompareStatus(old, new, cfg)
 	return v, nil

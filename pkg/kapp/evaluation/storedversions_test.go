@@ -42,6 +42,14 @@ func TestJudgeStoredVersions(t *testing.T) {
 	require.Empty(t, v.Findings)
 	require.Contains(t, v.Evidence, "record")
 
+	// A record of an earlier generation is stale: a storage move since
+	// may have stored objects in the version the trim drops.
+	old.Annotations = storedversions.Record{Version: "v1", Generation: 3}.Annotations()
+	v, err = evaluation.JudgeStoredVersions(context.Background(), &evaluationtest.Cluster{}, old, crd, &cfg)
+	require.NoError(t, err)
+	require.Empty(t, v.Evidence)
+	require.Len(t, v.Findings, 1)
+
 	old, crd = pair([]string{"v1"}, []string{"v1", "v2"})
 	v, err = evaluation.JudgeStoredVersions(context.Background(), &evaluationtest.Cluster{}, old, crd, &cfg)
 	require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -22,6 +23,24 @@ type Dependent struct {
 	OwnerAPIVersion string
 }
 
+// Skipped is a resource DependentsOf could not list: the dependents there
+// are unknown.
+type Skipped struct {
+	Group    string // "" for the core group
+	Resource string // plural: "configmaps"
+	// Forbidden: the client's identity may not list it (RBAC, a
+	// ForbiddenError); otherwise the apiserver could not list it (an
+	// aggregated API down).
+	Forbidden bool
+	Err       error
+}
+
+// Name is the resource's name as kubectl spells it: "configmaps",
+// "deployments.apps".
+func (s Skipped) Name() string {
+	return resourceName(schema.GroupVersionResource{Group: s.Group, Resource: s.Resource})
+}
+
 // metadataAccept asks the apiserver for a page of object metadata only
 // (PartialObjectMetadataList): no spec, no data, whatever the kind.
 const metadataAccept = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
@@ -32,9 +51,9 @@ const metadataAccept = "application/json;as=PartialObjectMetadataList;g=meta.k8s
 // "Widget"). It
 // returns how many objects it read. The resources are listed concurrently
 // (at most Concurrency), each in pages of PageSize; a resource the client
-// may not list is skipped and named in skipped. It needs the REST client
-// and discovery.
-func (c *Client) DependentsOf(ctx context.Context, apiVersions []string, kind string, fn func(Dependent)) (read int, skipped []string, err error) {
+// may not list, or the apiserver cannot, is skipped and named in skipped
+// (sorted by name). It needs the REST client and discovery.
+func (c *Client) DependentsOf(ctx context.Context, apiVersions []string, kind string, fn func(Dependent)) (read int, skipped []Skipped, err error) {
 	if c.REST == nil || c.Discovery == nil {
 		return 0, nil, fmt.Errorf("listing owner references: no REST client or discovery")
 	}
@@ -69,10 +88,11 @@ func (c *Client) DependentsOf(ctx context.Context, apiVersions []string, kind st
 		if err != nil {
 			// A resource this client may not list, or one the apiserver
 			// cannot list (an aggregated API down): named, not fatal.
-			skipped = append(skipped, resourceName(gvr)+": "+err.Error())
+			skipped = append(skipped, Skipped{Group: gvr.Group, Resource: gvr.Resource, Forbidden: apierrors.IsForbidden(err), Err: err})
 		}
 		return ctx.Err()
 	})
+	slices.SortFunc(skipped, func(a, b Skipped) int { return strings.Compare(a.Name(), b.Name()) })
 	return read, skipped, err
 }
 

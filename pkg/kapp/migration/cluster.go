@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -36,6 +37,9 @@ type Cluster interface {
 	// storagemigration.k8s.io/v1 StorageVersionMigrations (Kubernetes 1.37
 	// and later, where kube-controller-manager migrates them).
 	ServesStorageMigration(ctx context.Context) (bool, error)
+	// ServerVersion returns the apiserver's version (GET /version): the
+	// migrator of some versions may not be used (trimguard.go).
+	ServerVersion(ctx context.Context) (*version.Info, error)
 	// Migrations reads and writes StorageVersionMigrations.
 	Migrations() MigrationClient
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/version"
 )
 
 // fakeMigrationCluster is a small in-memory Cluster for the unit
@@ -45,15 +46,20 @@ type fakeMigrationCluster struct {
 	// (rewriting every object and, unless svmNoTrim, trimming the CRD's
 	// status.storedVersions, as kube-controller-manager does), or fails
 	// with svmFail.
-	servesSVM bool
-	svmPolls  int
-	svmFail   string
-	svmFailN  int // with svmFail: only the first svmFailN migrations fail (0: all)
-	svmNoTrim bool
-	svms      map[string]*unstructured.Unstructured
-	svmReads  map[string]int
-	svmsMade  []string // names created
-	svmsGone  []string // names deleted
+	servesSVM  bool
+	version    string // the apiserver's gitVersion; "": v1.37.3
+	versionErr error  // ServerVersion's error
+	svmPolls   int
+	svmFail    string
+	svmFailN   int // with svmFail: only the first svmFailN migrations fail (0: all)
+	svmNoTrim  bool
+	// svmTrimOnFail: a failed migration trims status.storedVersions to its
+	// last version, as Kubernetes 1.37.0-1.37.2 do.
+	svmTrimOnFail bool
+	svms          map[string]*unstructured.Unstructured
+	svmReads      map[string]int
+	svmsMade      []string // names created
+	svmsGone      []string // names deleted
 
 	// records
 	writes        int      // object writes that changed what is stored
@@ -165,6 +171,19 @@ func (f *fakeMigrationCluster) ServesStorageMigration(context.Context) (bool, er
 	return f.servesSVM, nil
 }
 
+// ServerVersion answers version, or v1.37.3 (whose migrator is used).
+func (f *fakeMigrationCluster) ServerVersion(context.Context) (*version.Info, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.versionErr != nil {
+		return nil, f.versionErr
+	}
+	if f.version != "" {
+		return &version.Info{GitVersion: f.version}, nil
+	}
+	return &version.Info{Major: "1", Minor: "37", GitVersion: "v1.37.3"}, nil
+}
+
 func (f *fakeMigrationCluster) Migrations() MigrationClient { return fakeMigrations{f} }
 
 type fakeMigrations struct{ f *fakeMigrationCluster }
@@ -200,6 +219,12 @@ func (m fakeMigrations) Get(_ context.Context, name string) (*unstructured.Unstr
 		_ = unstructured.SetNestedSlice(svm.Object, []any{cond("Running", "MigrationRunning", "migrating")}, "status", "conditions")
 	case f.svmFail != "" && (f.svmFailN == 0 || slices.Index(f.svmsMade, name) < f.svmFailN):
 		_ = unstructured.SetNestedSlice(svm.Object, []any{cond("Failed", "StorageVersionMigrationFailed", f.svmFail)}, "status", "conditions")
+		if f.svmTrimOnFail { // kubernetes/kubernetes#143103
+			for _, crd := range f.crds {
+				stored, _, _ := unstructured.NestedStringSlice(crd.Object, "status", "storedVersions")
+				_ = unstructured.SetNestedStringSlice(crd.Object, stored[len(stored)-1:], "status", "storedVersions")
+			}
+		}
 	default:
 		_ = unstructured.SetNestedSlice(svm.Object, []any{cond("Succeeded", "StorageVersionMigrationSucceeded", "Migration completed")}, "status", "conditions")
 		group, _, _ := unstructured.NestedString(svm.Object, "spec", "resource", "group")

@@ -18,20 +18,24 @@ import (
 // a rewrite of the object nor the cluster's storage version migrator
 // touches them, so the migration moves them itself:
 //
-// Every entry whose apiVersion is not group/storage is moved to it, with
-// its manager, operation, subresource, time and fields kept (the choice
-// Flux's MigrateAPIVersion makes, rather than Cluster API's dropping of
-// entries at unserved versions): the manager keeps ownership, so its next
-// apply still removes the fields it stopped applying, and a change to its
-// fields by another manager is still a conflict. Under conversion None the
-// field paths are the same in every version, except the fields the
-// storage version's schema prunes, which are gone from the object anyway
-// (an entry owning a path the object lacks owns nothing). Two Update
-// entries of one manager that end up at the same version would be one
-// manager to the apiserver (it keys Update entries by manager, operation,
-// subresource and apiVersion, and keeps the last of duplicates), so they
-// are merged into one: the union of their fields, the later time.
-// docs/migrate.md says what this does to ownership and conflicts.
+// Every entry whose apiVersion is not group/storage is moved to it where
+// its field set means the same there (fieldsets.go: conversion None, or a
+// version that declares the same fields), with its manager, operation,
+// subresource, time and fields kept (the choice Flux's MigrateAPIVersion
+// makes): the manager keeps ownership, so its next apply still removes the
+// fields it stopped applying, and a change to its fields by another
+// manager is still a conflict. Every other entry is dropped (the choice
+// Cluster API makes for entries at unserved versions): it would claim
+// paths that name other data at the storage version. Two Update entries of
+// one manager that end up at the same version would be one manager to the
+// apiserver (it keys Update entries by manager, operation, subresource and
+// apiVersion, and keeps the last of duplicates), so they are merged into
+// one: the union of their fields, the later time. An object all of whose
+// entries are dropped keeps one placeholder entry (placeholderEntry): the
+// apiserver ignores an update that empties managedFields, and when an
+// object has none it gives every field to a "before-first-apply" manager
+// at the next apply (whose changes of them then conflict). docs/migrate.md says what each choice does to ownership and
+// conflicts.
 
 // staleManagedFields returns the apiVersions of obj's managedFields
 // entries other than apiVersion, sorted, without repeats.
@@ -46,29 +50,63 @@ func staleManagedFields(obj *unstructured.Unstructured, apiVersion string) []str
 	return stale
 }
 
-// migrateManagedFields moves the managedFields entries of obj to
-// apiVersion (see above) and reports whether any moved. obj is changed
-// only when the result is true and the error nil.
-func migrateManagedFields(obj *unstructured.Unstructured, apiVersion string) (bool, error) {
-	entries := obj.GetManagedFields()
-	moved, changed, err := moveManagedFields(entries, apiVersion)
-	if err != nil || !changed {
-		return false, err
-	}
-	obj.SetManagedFields(moved)
-	return true, nil
+// droppedEntry is a managedFields entry dropped rather than moved.
+type droppedEntry struct {
+	Manager, Operation, Subresource, APIVersion string
+	Reason                                      dropReason
 }
 
-// moveManagedFields returns entries with every entry at apiVersion, merging
+// moveResult is what moving the managedFields of one object did.
+type moveResult struct {
+	Changed bool
+	Dropped []droppedEntry
+}
+
+// migrateManagedFields moves the managedFields entries of obj to
+// apiVersion, or drops them, as policy says (see above), and reports what
+// it did. obj is changed only when the result's Changed is true and the
+// error nil.
+func migrateManagedFields(obj *unstructured.Unstructured, apiVersion string, policy fieldSetPolicy) (moveResult, error) {
+	entries := obj.GetManagedFields()
+	moved, res, err := moveManagedFields(entries, apiVersion, policy)
+	if err != nil || !res.Changed {
+		return moveResult{}, err
+	}
+	obj.SetManagedFields(moved)
+	return res, nil
+}
+
+// placeholderFields is what the placeholder entry owns: the object's name,
+// which no write changes.
+const placeholderFields = `{"f:metadata":{"f:name":{}}}`
+
+// placeholderEntry is the entry left on an object all of whose entries
+// were dropped (after Cluster API's seeding of managedFields). It is an
+// Apply entry: the apiserver strips metadata.name from the set of the
+// writer of an update (kapp-crd-migrate-storage, operation Update), and
+// would drop an Update entry of that identity as empty.
+func placeholderEntry(apiVersion string) metav1.ManagedFieldsEntry {
+	return metav1.ManagedFieldsEntry{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply,
+		APIVersion: apiVersion, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(placeholderFields)}
+}
+
+// moveManagedFields returns entries with every entry at apiVersion, or
+// dropped where policy says its fields mean other data there, merging
 // those that become one manager, in the order of their first occurrence.
-func moveManagedFields(entries []metav1.ManagedFieldsEntry, apiVersion string) ([]metav1.ManagedFieldsEntry, bool, error) {
-	changed := false
+func moveManagedFields(entries []metav1.ManagedFieldsEntry, apiVersion string, policy fieldSetPolicy) ([]metav1.ManagedFieldsEntry, moveResult, error) {
+	var res moveResult
 	out := make([]metav1.ManagedFieldsEntry, 0, len(entries))
 	index := map[managerKey]int{} // position in out
 	for _, e := range entries {
 		if e.APIVersion != apiVersion {
+			if keep, why := policy.keep(e.APIVersion); !keep {
+				res.Dropped = append(res.Dropped, droppedEntry{Manager: e.Manager, Operation: string(e.Operation),
+					Subresource: e.Subresource, APIVersion: e.APIVersion, Reason: why})
+				res.Changed = true
+				continue
+			}
 			e.APIVersion = apiVersion
-			changed = true
+			res.Changed = true
 		}
 		k := keyOf(e)
 		i, dup := index[k]
@@ -79,17 +117,20 @@ func moveManagedFields(entries []metav1.ManagedFieldsEntry, apiVersion string) (
 		}
 		merged, err := unionFields(out[i].FieldsV1, e.FieldsV1)
 		if err != nil {
-			return nil, false, fmt.Errorf("merging the managedFields entries of manager %q (%s): %w", e.Manager, e.Operation, err)
+			return nil, moveResult{}, fmt.Errorf("merging the managedFields entries of manager %q (%s): %w", e.Manager, e.Operation, err)
 		}
 		out[i].FieldsV1 = merged
 		if e.Time != nil && (out[i].Time == nil || out[i].Time.Before(e.Time)) {
 			out[i].Time = e.Time
 		}
 	}
-	if !changed {
-		return entries, false, nil
+	if !res.Changed {
+		return entries, res, nil
 	}
-	return out, true, nil
+	if len(out) == 0 {
+		out = append(out, placeholderEntry(apiVersion))
+	}
+	return out, res, nil
 }
 
 // managerKey is what the apiserver tells managers apart by

@@ -55,9 +55,10 @@ func TestMoveManagedFields(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, changed, err := moveManagedFields(tc.in, "example.com/v1")
+			got, res, err := moveManagedFields(tc.in, "example.com/v1", fieldSetPolicy{})
 			require.NoError(t, err)
-			require.Equal(t, tc.changed, changed)
+			require.Equal(t, tc.changed, res.Changed)
+			require.Empty(t, res.Dropped)
 			require.Len(t, got, len(tc.want))
 			for i := range tc.want {
 				require.JSONEq(t, tc.want[i].FieldsV1.GetRawString(), got[i].FieldsV1.GetRawString(), "entry %d", i)
@@ -69,7 +70,7 @@ func TestMoveManagedFields(t *testing.T) {
 
 	t.Run("undecodable fields", func(t *testing.T) {
 		_, _, err := moveManagedFields([]metav1.ManagedFieldsEntry{
-			mfEntry("ctl", update, "v1alpha1", `{"f:spec":{}}`), mfEntry("ctl", update, "v1", `not json`)}, "example.com/v1")
+			mfEntry("ctl", update, "v1alpha1", `{"f:spec":{}}`), mfEntry("ctl", update, "v1", `not json`)}, "example.com/v1", fieldSetPolicy{})
 		require.ErrorContains(t, err, `merging the managedFields entries of manager "ctl" (Update): decoding fieldsV1`)
 	})
 }
@@ -228,7 +229,7 @@ func TestRewriteObjectManagedFieldsConflict(t *testing.T) {
 	f.conflicts["ns/obj-000"] = 1
 	f.setManagers("ns/obj-000", mfEntry("flux", metav1.ManagedFieldsOperationApply, "v1alpha1", `{"f:spec":{}}`),
 		mfEntry("other", metav1.ManagedFieldsOperationUpdate, "v1alpha1", `{"f:metadata":{}}`))
-	got, err := rewriteObject(t.Context(), objs, &list.Items[0], "example.com/v1", passManagedFields)
+	got, err := rewriteObject(t.Context(), objs, &list.Items[0], "example.com/v1", fieldSetPolicy{}, passManagedFields)
 	require.NoError(t, err)
 	require.Equal(t, objectResult{outcome: outcomeRewritten, managed: true}, got)
 	require.Equal(t, 1, f.gets)

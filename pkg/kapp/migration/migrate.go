@@ -51,6 +51,10 @@ type Migrator struct {
 	// migratorRetryWait: before another migration when the cluster's
 	// migrator failed on a stale discovery cache.
 	migratorRetryWait time.Duration
+
+	// dropped collects the managedFields entries dropped, for the table
+	// at the end of the run.
+	dropped []DroppedManagedFields
 }
 
 // migrationCounts counts the objects of one CRD by outcome.
@@ -60,6 +64,7 @@ type migrationCounts struct {
 	Gone      int // deleted since they were listed
 	Failed    int
 	Managed   int // of the written: their managedFields moved to the storage version
+	Dropped   int // of Managed: some of their entries dropped rather than moved (fieldsets.go)
 }
 
 func (c migrationCounts) Done() int { return c.Rewritten + c.Current + c.Gone + c.Failed }
@@ -70,6 +75,7 @@ func (c *migrationCounts) add(o migrationCounts) {
 	c.Gone += o.Gone
 	c.Failed += o.Failed
 	c.Managed += o.Managed
+	c.Dropped += o.Dropped
 }
 
 // migrate waits for the storage version to take effect (step 1 of both

@@ -361,7 +361,7 @@ func TestRewriteObject(t *testing.T) {
 			objs := f.Objects(widgetsGR.WithVersion("v1"))
 			list, err := objs.List(context.Background(), metav1.ListOptions{})
 			require.NoError(t, err)
-			got, err := rewriteObject(context.Background(), objs, &list.Items[0], "example.com/v1", passRewrite)
+			got, err := rewriteObject(context.Background(), objs, &list.Items[0], "example.com/v1", fieldSetPolicy{}, passRewrite)
 			if tc.wantErr != "" {
 				require.EqualError(t, err, tc.wantErr)
 				require.True(t, errors.Is(err, tc.failWith) || tc.failWith == nil)

@@ -48,6 +48,10 @@ type Plan struct {
 	// every object was migrated (storedversions.UnprovenTrim: by hand):
 	// the objects are migrated again, and the record written.
 	Unproven *storedversions.Trim
+
+	// fields decides which managedFields entries move to the storage
+	// version and which are dropped (fieldsets.go).
+	fields fieldSetPolicy
 }
 
 // Done reports whether status.storedVersions is already the storage
@@ -137,6 +141,7 @@ func planMigration(u *unstructured.Unstructured, to string) (*Plan, error) {
 		Stored:     crd.Status.StoredVersions,
 		Versions:   names,
 		Unproven:   storedversions.UnprovenTrim(crd),
+		fields:     fieldSetPolicyOf(crd, storage.Name),
 	}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/internal/storedversions"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // record is the migrate command's record on the live CRD.
@@ -76,4 +77,41 @@ func TestCRDMigrateStorageRecords(t *testing.T) {
 		require.Len(t, f.statusUpdates, 2, "restored, then trimmed on the proof")
 		require.Equal(t, []string{"v1"}, liveStoredVersions(t, f, "widgets.example.com"))
 	})
+}
+
+// TestPlanEvidence: the plan counts status.storedVersions [v1] as done by
+// the same rule as the check (storedversions.UnprovenTrim): a trim by
+// hand is proven only by a record of the CRD's current generation (3) and
+// storage version (v1).
+func TestPlanEvidence(t *testing.T) {
+	handTrimmed := func(annotations map[string]string) *unstructured.Unstructured {
+		crd := fakeCRD([]string{"v1"}, fakeVersion{"v1alpha1", false, false}, fakeVersion{"v1", true, true})
+		crd.SetAnnotations(annotations)
+		crd.Object["metadata"].(map[string]any)["managedFields"] = []any{map[string]any{
+			"manager": "kubectl-patch", "operation": "Update", "apiVersion": "apiextensions.k8s.io/v1",
+			"subresource": "status", "fieldsType": "FieldsV1",
+			"fieldsV1": map[string]any{"f:status": map[string]any{"f:storedVersions": map[string]any{}}},
+		}}
+		return crd
+	}
+	for _, tc := range []struct {
+		name     string
+		crd      *unstructured.Unstructured
+		wantDone bool
+	}{
+		{"trimmed by hand, no record", handTrimmed(nil), false},
+		{"trimmed by hand, a record of the current generation", handTrimmed(storedversions.Record{Version: "v1", Generation: 3}.Annotations()), true},
+		{"trimmed by hand, a record of an earlier generation", handTrimmed(storedversions.Record{Version: "v1", Generation: 2}.Annotations()), false},
+		{"trimmed by hand, a record of another storage version", handTrimmed(storedversions.Record{Version: "v1alpha1", Generation: 3}.Annotations()), false},
+		{"trimmed by hand, an old-format record", handTrimmed(map[string]string{storedversions.RecordVersionAnnotation: "v1"}), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := planMigration(tc.crd, "v1")
+			require.NoError(t, err)
+			require.Equal(t, tc.wantDone, p.Done())
+			if !tc.wantDone {
+				require.Equal(t, "[v1] (trimmed by kubectl-patch without evidence: objects migrated again)", p.StoredVersionsChange())
+			}
+		})
+	}
 }

@@ -100,7 +100,7 @@ func (m *Migrator) rewriteObjects(ctx context.Context, p *Plan, ps pass) (migrat
 		items := list.Items
 		// Failures are recorded per object, so the work itself never fails.
 		_ = parallel.ForEach(ctx, len(items), m.concurrency, func(ctx context.Context, i int) error {
-			res, err := rewriteObject(ctx, objs, &items[i], p.apiVersion(), ps)
+			res, err := rewriteObject(ctx, objs, &items[i], p.apiVersion(), p.fields, ps)
 			if err != nil {
 				mu.Lock()
 				if len(failures) < maxCollectedFailures {
@@ -119,6 +119,7 @@ func (m *Migrator) rewriteObjects(ctx context.Context, p *Plan, ps pass) (migrat
 		}
 	}
 	prog.finish()
+	m.reportDropped(p, prog.droppedEntries())
 
 	counts := prog.counts()
 	if counts.Failed == 0 {
@@ -182,6 +183,9 @@ const (
 type objectResult struct {
 	outcome outcome
 	managed bool
+	// dropped lists the managedFields entries dropped rather than moved
+	// (fieldsets.go), when managed.
+	dropped []droppedEntry
 }
 
 // errManagedFieldsKept: the apiserver's answer to a write that moved an
@@ -193,17 +197,18 @@ var errManagedFieldsKept = errors.New("managedFields still name another version 
 // managedFields moved to apiVersion. In passManagedFields an object whose
 // managedFields name no other version is not written. On a conflict it
 // re-reads the object and tries again.
-func rewriteObject(ctx context.Context, c ObjectClient, obj *unstructured.Unstructured, apiVersion string, ps pass) (objectResult, error) {
+func rewriteObject(ctx context.Context, c ObjectClient, obj *unstructured.Unstructured, apiVersion string, policy fieldSetPolicy, ps pass) (objectResult, error) {
 	ns, name := obj.GetNamespace(), obj.GetName()
 	verb := "rewriting"
 	if ps != passRewrite {
 		verb = "moving the managedFields of"
 	}
 	for attempt := 1; ; attempt++ {
-		moved, err := migrateManagedFields(obj, apiVersion)
+		mv, err := migrateManagedFields(obj, apiVersion, policy)
 		if err != nil {
 			return objectResult{}, fmt.Errorf("%s %s: %w", verb, objectName(ns, name), err)
 		}
+		moved := mv.Changed
 		if ps != passRewrite && !moved {
 			return objectResult{outcome: outcomeCurrent}, nil
 		}
@@ -217,7 +222,7 @@ func rewriteObject(ctx context.Context, c ObjectClient, obj *unstructured.Unstru
 			if updated.GetResourceVersion() == rv {
 				return objectResult{outcome: outcomeCurrent}, nil
 			}
-			return objectResult{outcome: outcomeRewritten, managed: moved}, nil
+			return objectResult{outcome: outcomeRewritten, managed: moved, dropped: mv.Dropped}, nil
 		case apierrors.IsNotFound(err):
 			return objectResult{outcome: outcomeGone}, nil
 		case !apierrors.IsConflict(err):
@@ -344,6 +349,8 @@ type migrationProgress struct {
 	every    time.Duration
 	lastLine time.Time
 	printed  int // done count of the last line
+	// dropped counts, per entry dropped, the objects it was dropped from.
+	dropped map[droppedEntry]int
 }
 
 func (m *Migrator) newProgress(p *Plan, ps pass) *migrationProgress {
@@ -368,6 +375,19 @@ func (pr *migrationProgress) add(r objectResult, err error) {
 	}
 	if err == nil && r.managed {
 		pr.c.Managed++
+		if len(r.dropped) > 0 {
+			pr.c.Dropped++
+			if pr.dropped == nil {
+				pr.dropped = map[droppedEntry]int{}
+			}
+			seen := map[droppedEntry]bool{}
+			for _, d := range r.dropped {
+				if !seen[d] {
+					seen[d] = true
+					pr.dropped[d]++
+				}
+			}
+		}
 	}
 	done := pr.c.Done()
 	byCount := done >= pr.next
@@ -392,6 +412,20 @@ func (pr *migrationProgress) finish() {
 	if pr.printed != pr.c.Done() {
 		pr.line()
 	}
+}
+
+// droppedEntries returns the entries dropped, each with the number of
+// objects it was dropped from, sorted.
+func (pr *migrationProgress) droppedEntries() []DroppedManagedFields {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	out := make([]DroppedManagedFields, 0, len(pr.dropped))
+	for d, n := range pr.dropped {
+		out = append(out, DroppedManagedFields{CRD: pr.plan.Name, Manager: d.Manager, Operation: d.Operation,
+			Subresource: d.Subresource, APIVersion: d.APIVersion, Storage: pr.plan.Storage, Reason: d.Reason, Objects: n})
+	}
+	sortDropped(out)
+	return out
 }
 
 func (pr *migrationProgress) counts() migrationCounts {
@@ -421,6 +455,9 @@ func (c migrationCounts) describe(storage string) string {
 	s := fmt.Sprintf("%d rewritten, %d already at %s", c.Rewritten, c.Current, storage)
 	if c.Managed > 0 {
 		s += fmt.Sprintf("; managedFields of %d moved to %s", c.Managed, storage)
+		if c.Dropped > 0 {
+			s += fmt.Sprintf(" (entries of %d dropped)", c.Dropped)
+		}
 	}
 	if c.Gone > 0 {
 		s += fmt.Sprintf(", %d deleted meanwhile", c.Gone)
@@ -434,7 +471,11 @@ func (c migrationCounts) describe(storage string) string {
 // describeManaged renders the counts of a managedFields pass, e.g.
 // "managedFields of 3 moved to v1, 17 at v1 already".
 func (c migrationCounts) describeManaged(storage string) string {
-	s := fmt.Sprintf("managedFields of %d moved to %s, %d at %s already", c.Rewritten, storage, c.Current, storage)
+	s := fmt.Sprintf("managedFields of %d moved to %s", c.Rewritten, storage)
+	if c.Dropped > 0 {
+		s += fmt.Sprintf(" (entries of %d dropped)", c.Dropped)
+	}
+	s += fmt.Sprintf(", %d at %s already", c.Current, storage)
 	if c.Gone > 0 {
 		s += fmt.Sprintf(", %d deleted meanwhile", c.Gone)
 	}

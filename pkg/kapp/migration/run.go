@@ -104,6 +104,12 @@ func Run(ctx context.Context, req Request) error {
 					plural.Count(p.Objects, "object", "objects"), p.Name, p.Storage, p.Storage, p.Storage, p.Storage, p.StoredVersionsChange())
 			}
 		}
+		for _, p := range plans {
+			if drop := p.fields.droppedVersions(); p.Pending() && len(drop) > 0 {
+				req.UI.PrintLinef("crd %s converts through a webhook: managedFields entries at %s (and at versions it no longer has) would be dropped, not moved to %s: "+
+					"their fields name other data at %s", p.Name, strings.Join(drop, ", "), p.Storage, p.Storage)
+			}
+		}
 		req.UI.PrintLinef("Dry run: nothing changed")
 		return nil
 	}
@@ -172,14 +178,23 @@ func Run(ctx context.Context, req Request) error {
 		summary = "by the cluster's storage version migrator"
 		if total.Managed > 0 {
 			summary += fmt.Sprintf("; managedFields of %d moved to the storage version", total.Managed)
+			if total.Dropped > 0 {
+				summary += fmt.Sprintf(" (entries of %d dropped)", total.Dropped)
+			}
 		}
 	}
 	if len(failed) > 0 {
 		m.msgs.NotifySection("migration incomplete [%d/%d CRDs done, %d failed]: %s", done, len(plans), len(failed), summary)
-		return errors.Join(failed...)
+	} else {
+		m.msgs.NotifySection("migration complete [%d/%d CRDs done]: %s", done, len(plans), summary)
 	}
-	m.msgs.NotifySection("migration complete [%d/%d CRDs done]: %s", done, len(plans), summary)
-	return nil
+	if len(m.dropped) > 0 {
+		sortDropped(m.dropped)
+		if err := printTable(DroppedTable(m.dropped)); err != nil {
+			failed = append(failed, err)
+		}
+	}
+	return errors.Join(failed...)
 }
 
 // Validate checks the settings of req that need no cluster.
@@ -194,8 +209,10 @@ func (req Request) Validate() error {
 }
 
 // ResolveMethod resolves a --method: auto is the migrator where the
-// cluster serves storagemigration.k8s.io/v1, rewrite elsewhere. It returns
-// why, for the line that says which method runs.
+// cluster serves storagemigration.k8s.io/v1 and its migrator never trims
+// status.storedVersions after a failed migration (trimguard.go), rewrite
+// elsewhere; migrator is refused where either is not so. It returns why,
+// for the line that says which method runs.
 func ResolveMethod(ctx context.Context, cluster Cluster, method string) (string, string, error) {
 	if method == MethodRewrite {
 		return method, "--method rewrite: this command rewrites the objects", nil
@@ -204,14 +221,25 @@ func ResolveMethod(ctx context.Context, cluster Cluster, method string) (string,
 	if err != nil {
 		return "", "", err
 	}
-	switch {
-	case serves:
-		return MethodMigrator, "the cluster serves " + svmResource.GroupVersion().String() + ": its storage version migrator rewrites the objects", nil
-	case method == MethodMigrator:
-		return "", "", fmt.Errorf("--method migrator: the cluster does not serve %s StorageVersionMigrations (Kubernetes 1.37 and later do); use --method rewrite",
-			svmResource.GroupVersion())
+	if !serves {
+		if method == MethodMigrator {
+			return "", "", fmt.Errorf("--method migrator: the cluster does not serve %s StorageVersionMigrations (Kubernetes 1.37 and later do); use --method rewrite",
+				svmResource.GroupVersion())
+		}
+		return MethodRewrite, "the cluster does not serve " + svmResource.GroupVersion().String() + ": this command rewrites the objects", nil
 	}
-	return MethodRewrite, "the cluster does not serve " + svmResource.GroupVersion().String() + ": this command rewrites the objects", nil
+	info, err := cluster.ServerVersion(ctx)
+	if err != nil {
+		return "", "", fmt.Errorf("reading the apiserver's version: %w", err)
+	}
+	if trim := migratorTrimOf(info); trim.TrimsOnFailure {
+		if method == MethodMigrator {
+			return "", "", fmt.Errorf("--method migrator: %w: %s; use --method rewrite (--method auto picks it on this version)",
+				ErrMigratorTrimsOnFailure, trim.reason())
+		}
+		return MethodRewrite, "the cluster serves " + svmResource.GroupVersion().String() + ", but " + trim.reason() + ": this command rewrites the objects", nil
+	}
+	return MethodMigrator, "the cluster serves " + svmResource.GroupVersion().String() + ": its storage version migrator rewrites the objects", nil
 }
 
 // PlanCRDs reads every CRD and checks it can be migrated to the version

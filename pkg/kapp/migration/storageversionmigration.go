@@ -9,6 +9,7 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/internal/storedversions"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -108,9 +109,69 @@ func (m *Migrator) migrateOnce(ctx context.Context, p *Plan) (err error) {
 	m.msgs.Notify([]string{fmt.Sprintf("crd %s: StorageVersionMigration %s created; the cluster's migrator rewrites the objects", p.Name, name)})
 
 	if err := m.followMigration(ctx, p, name); err != nil {
+		var failed *MigrationFailedError
+		if errors.As(err, &failed) {
+			if rerr := m.undoTrimAfterFailure(ctx, p, name); rerr != nil {
+				return errors.Join(err, rerr)
+			}
+		}
 		return err
 	}
 	return m.waitForTrim(ctx, p, name)
+}
+
+// undoTrimAfterFailure is the second guard against the trim after a failed
+// migration (trimguard.go): the command does not use the migrator of the
+// versions known to trim, but a cluster may report a version that carries
+// the bug all the same (a vendor's build). After a migration failed, it
+// waits until the controller has ended the CRD's StorageMigrating
+// condition (it trims in the same write), and lists again every version of
+// the plan's status.storedVersions that is gone from it (adding versions
+// never calls the webhook), saying so.
+func (m *Migrator) undoTrimAfterFailure(ctx context.Context, p *Plan, name string) error {
+	deadline := time.Now().Add(m.storageWait)
+	for {
+		crd, err := m.liveCRD(ctx, p)
+		if err != nil {
+			return err
+		}
+		cond := crdCondition(crd, apiextv1.StorageMigrating)
+		if cond == nil || cond.Status != apiextv1.ConditionTrue || time.Now().After(deadline) {
+			break
+		}
+		if err := sleep(ctx, m.pollInterval); err != nil {
+			return err
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		u, err := m.cluster.GetCRD(ctx, p.Name)
+		if err != nil {
+			return fmt.Errorf("crd %s: reading it after StorageVersionMigration %s failed: %w", p.Name, name, err)
+		}
+		stored, _, _ := unstructured.NestedStringSlice(u.Object, "status", "storedVersions")
+		restored := slices.Clone(p.Stored)
+		for _, v := range stored {
+			if !slices.Contains(restored, v) {
+				restored = append(restored, v)
+			}
+		}
+		if len(restored) == len(stored) || u.GetUID() != p.UID {
+			return nil
+		}
+		if err := unstructured.SetNestedStringSlice(u.Object, restored, "status", "storedVersions"); err != nil {
+			return fmt.Errorf("crd %s: setting status.storedVersions: %w", p.Name, err)
+		}
+		_, err = m.cluster.UpdateCRDStatus(ctx, u)
+		if err == nil {
+			m.msgs.Notify([]string{fmt.Sprintf("crd %s: the cluster's migrator trimmed status.storedVersions to [%s] although StorageVersionMigration %s failed (%s): restored to [%s]",
+				p.Name, joinSpace(stored), name, upstreamIssueTrimOnFailure, joinSpace(restored))})
+			return nil
+		}
+		if !apierrors.IsConflict(err) || attempt == maxWriteAttempts {
+			return fmt.Errorf("crd %s: the cluster's migrator trimmed status.storedVersions to [%s] although StorageVersionMigration %s failed (%s); restoring [%s]: %w",
+				p.Name, joinSpace(stored), name, upstreamIssueTrimOnFailure, joinSpace(restored), err)
+		}
+	}
 }
 
 // followMigration polls the migration until it succeeds or fails, with a
@@ -118,7 +179,9 @@ func (m *Migrator) migrateOnce(ctx context.Context, p *Plan) (err error) {
 // progressEvery.
 func (m *Migrator) followMigration(ctx context.Context, p *Plan, name string) error {
 	start := time.Now()
-	lastLine, lastMsg := time.Time{}, ""
+	// The Running condition last printed (a typed value: a progress line
+	// when it changes).
+	lastLine, lastRunning, printed := time.Time{}, migrationCondition{}, false
 	for {
 		u, err := m.cluster.Migrations().Get(ctx, name)
 		if err != nil {
@@ -134,18 +197,20 @@ func (m *Migrator) followMigration(ctx context.Context, p *Plan, name string) er
 			return &MigrationFailedError{CRD: p.Name, Migration: name, Reason: conds["Failed"].reason, Message: conds["Failed"].message}
 		}
 		msg := "waiting for the migrator to start"
-		if c, ok := conds["Running"]; ok && c.status == "True" {
+		running := conds["Running"]
+		if running.status == "True" {
 			msg = "running"
-			if c.message != "" {
-				msg += ": " + c.message
+			if running.message != "" {
+				msg += ": " + running.message
 			}
 		}
-		if msg != lastMsg || time.Since(lastLine) >= m.progressEvery {
-			if msg != lastMsg || !lastLine.IsZero() {
+		changed := !printed || running != lastRunning
+		if changed || time.Since(lastLine) >= m.progressEvery {
+			if changed || !lastLine.IsZero() {
 				m.msgs.Notify([]string{fmt.Sprintf("crd %s: StorageVersionMigration %s %s (%s)", p.Name, name, msg,
 					time.Since(start).Round(time.Second))})
 			}
-			lastLine, lastMsg = time.Now(), msg
+			lastLine, lastRunning, printed = time.Now(), running, true
 		}
 		if err := sleep(ctx, m.pollInterval); err != nil {
 			return err

@@ -57,3 +57,46 @@ func TestAdmissionBounds(t *testing.T) {
 	require.LessOrEqual(t, total, 4096, "the apiserver's total for warnings")
 	require.True(t, strings.HasSuffix(warnings[0], "(exempted: waive annotation: the end)"), warnings[0])
 }
+
+// TestStoredValuesLeftOut: the text of a finding's impact and of a stored
+// object's finding names the objects, the fields and the apiserver's error
+// type; the value and the apiserver's detail print where the findings
+// carry them, and are gone where crdupgradesafety.WithoutStoredValues took
+// them out, which leaves the findings it was given as they were.
+func TestStoredValuesLeftOut(t *testing.T) {
+	rejected := crdupgradesafety.ObjectEffect{Object: "default/one", Field: "spec.token", SchemaPath: "^.spec.token",
+		Type: "Invalid value", Value: `"s3cr3t"`, Detail: "spec.token in body should match '^[0-9]+$'"}
+	pruned := crdupgradesafety.ObjectEffect{Object: "default/two", Field: "spec.old.key", SchemaPath: "^.spec.old", Value: `"s3cr3t"`}
+	findings := []crdupgradesafety.Finding{{
+		CRD: "widgets.example.com", Version: "v1", Field: "^.spec.token", Check: "pattern", Severity: crdupgradesafety.SeverityError,
+		ChangeText: "pattern changed",
+		Impact: &crdupgradesafety.Impact{Source: crdupgradesafety.SourceCluster, Kind: "Widget", Objects: 2, Affected: 2,
+			Effects: []crdupgradesafety.EffectCount{
+				{Effect: crdupgradesafety.EffectRejected, Objects: 1, Examples: []crdupgradesafety.ObjectEffect{rejected}},
+				{Effect: crdupgradesafety.EffectPruned, Objects: 1, Examples: []crdupgradesafety.ObjectEffect{pruned}},
+			}},
+	}, {
+		CRD: "widgets.example.com", Version: "v1", Check: "existingResources", Severity: crdupgradesafety.SeverityError,
+		Object: &crdupgradesafety.ObjectFinding{Source: crdupgradesafety.SourceCluster, Kind: "Widget", Name: "default/one",
+			Effect: crdupgradesafety.EffectRejected, Fields: []crdupgradesafety.ObjectEffect{rejected}},
+	}}
+	findings = append(findings, crdupgradesafety.Finding{CRD: "widgets.example.com", Version: "v2", Check: "existingResources",
+		Severity: crdupgradesafety.SeverityError, ChangeText: "stored objects could not be read at version v2 (failMode closed)",
+		ReadError: `conversion webhook failed: cannot convert spec.token "s3cr3t"`})
+	require.Contains(t, Message(findings[2]), `(failMode closed): conversion webhook failed: cannot convert spec.token "s3cr3t"`)
+	require.Equal(t, "stored objects could not be read at version v2 (failMode closed)",
+		Message(crdupgradesafety.WithoutStoredValues(findings)[2]))
+	shown := Message(findings[0]) + "\n" + Message(findings[1])
+	require.Contains(t, shown, `default/one (Invalid value: "s3cr3t": spec.token in body should match '^[0-9]+$')`)
+	require.Contains(t, shown, `default/two (spec.old.key: "s3cr3t")`)
+	require.Contains(t, shown, `spec.token: Invalid value: "s3cr3t": spec.token in body should match`)
+
+	withheld := crdupgradesafety.WithoutStoredValues(findings)
+	text := Message(withheld[0]) + "\n" + Message(withheld[1])
+	require.NotContains(t, text, "s3cr3t")
+	require.NotContains(t, text, "in body should match")
+	require.Contains(t, text, "1 of 2 stored Widgets rejected: default/one (Invalid value)")
+	require.Contains(t, text, "lost on their next write: default/two (spec.old.key)")
+	require.Contains(t, text, "existing Widget default/one would be invalid: spec.token: Invalid value")
+	require.Equal(t, shown, Message(findings[0])+"\n"+Message(findings[1]), "the findings given stay as they were")
+}

@@ -161,6 +161,18 @@ func actionText(f crdupgradesafety.Finding) string {
 			of += " (" + objects + ")"
 		}
 		return fmt.Sprintf("keep %q until the ownerReferences of %s name a version the CRD keeps (their controllers rewrite them, or patch their apiVersion), then remove it", version, of)
+	case crdupgradesafety.RemedyReadDependents:
+		if r.Command != "" {
+			forbidden := r.Resources
+			listed := strings.Join(forbidden[:min(len(forbidden), 3)], ", ")
+			if len(forbidden) > 3 {
+				listed += fmt.Sprintf(" and %d more", len(forbidden)-3)
+			}
+			return fmt.Sprintf("let the check list the %d %s it may not (%s), then try again: for the webhook, '%s' "+
+				"(list on every resource); for a deploy or the tools command, an identity that may list them; or keep the removed versions",
+				len(forbidden), plural.Of(len(forbidden), "resource", "resources"), listed, r.Command)
+		}
+		return "try again once the resources can be listed (an aggregated API that was down), or keep the removed versions"
 	case crdupgradesafety.RemedyStoreEveryField:
 		return fmt.Sprintf("declare the field in the storage version %q too (or make the version that has it the storage version and migrate), or add a conversion webhook that carries it", r.Version)
 	case crdupgradesafety.RemedyApiserverReason:

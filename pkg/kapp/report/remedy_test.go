@@ -60,3 +60,17 @@ func TestRemedyInEveryOutput(t *testing.T) {
 	g.Remedy = &crdupgradesafety.Remedy{Action: crdupgradesafety.RemedyFixObjectsFirst, Objects: []string{"ns/nine", "ns/seven"}, MoreObjects: 2}
 	require.Contains(t, RemedyText(g), "ns/nine, ns/seven and 2 more objects")
 }
+
+// TestReadDependentsRemedy: the ownerReferences remedy names the command
+// that grants the reads and the first resources the identity may not
+// list, however many there are (the least-privilege webhook may list
+// almost none).
+func TestReadDependentsRemedy(t *testing.T) {
+	f := crdupgradesafety.Finding{Check: config.CheckOwnerReferences, Remedy: &crdupgradesafety.Remedy{Action: crdupgradesafety.RemedyReadDependents,
+		Command: crdupgradesafety.DependentsRBACCommand, Resources: []string{"configmaps", "deployments.apps", "pods", "secrets", "services"}}}
+	require.Equal(t, "let the check list the 5 resources it may not (configmaps, deployments.apps, pods and 2 more), then try again: for the webhook, '"+
+		crdupgradesafety.DependentsRBACCommand+"' (list on every resource); for a deploy or the tools command, an identity that may list them; "+
+		"or keep the removed versions", RemedyText(f))
+	f.Remedy = &crdupgradesafety.Remedy{Action: crdupgradesafety.RemedyReadDependents}
+	require.Equal(t, "try again once the resources can be listed (an aggregated API that was down), or keep the removed versions", RemedyText(f))
+}

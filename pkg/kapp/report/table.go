@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
 
 	uitable "github.com/cppforlife/go-cli-ui/ui/table"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
@@ -187,9 +188,7 @@ func FindingsTable(findings []crdupgradesafety.Finding, omitted map[string]int, 
 // follows, "deleting its 2 existing custom resources") around " … ". It
 // reports whether it shortened the message.
 func ShortenMessage(msg string, max int) (string, bool) {
-	if strings.ContainsAny(msg, "\r\n\t") {
-		msg = strings.Join(strings.Fields(msg), " ")
-	}
+	msg = oneLine(msg)
 	r := []rune(msg)
 	if len(r) <= max {
 		return msg, false
@@ -199,6 +198,29 @@ func ShortenMessage(msg string, max int) (string, bool) {
 	head := keep * 2 / 3
 	tail := keep - head
 	return strings.TrimRight(string(r[:head]), " ") + ellipsis + strings.TrimLeft(string(r[len(r)-tail:]), " "), true
+}
+
+// oneLine returns msg with its runs of white space made one space where it
+// holds a line break or a tab (as strings.Join(strings.Fields(msg), " ")),
+// else msg as it is: a formatting of the words, which decides nothing.
+func oneLine(msg string) string {
+	if !slices.ContainsFunc([]rune(msg), func(r rune) bool { return r == '\r' || r == '\n' || r == '\t' }) {
+		return msg
+	}
+	var b strings.Builder
+	space := false
+	for _, r := range msg {
+		if unicode.IsSpace(r) {
+			space = b.Len() > 0
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // Count returns the number of error and warning findings.

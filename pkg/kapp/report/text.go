@@ -35,6 +35,10 @@ func Message(f crdupgradesafety.Finding) string {
 		b.WriteString(staleText(f.StaleWaiver))
 	default:
 		b.WriteString(f.ChangeText)
+		if f.ReadError != "" {
+			b.WriteString(": ")
+			b.WriteString(f.ReadError)
+		}
 	}
 	if f.KubeVersionSince != "" {
 		fmt.Fprintf(&b, " (Kubernetes %s and later; judged for %s)", f.KubeVersionSince, f.KubeVersion)
@@ -261,7 +265,11 @@ func objectText(o *crdupgradesafety.ObjectFinding) string {
 	}
 	items := make([]string, 0, len(o.Fields)+1)
 	for _, ef := range o.Fields {
-		items = append(items, ef.Field+": "+ef.Value)
+		if text := effectText(ef); text != "" {
+			items = append(items, ef.Field+": "+text)
+		} else {
+			items = append(items, ef.Field)
+		}
 	}
 	if o.MoreFields > 0 {
 		items = append(items, fmt.Sprintf("and %d more", o.MoreFields))
@@ -299,16 +307,40 @@ func sourceNoun(source string) string {
 func exampleList(e crdupgradesafety.EffectCount, field schemapath.Path) string {
 	items := make([]string, 0, len(e.Examples)+1)
 	for _, ex := range e.Examples {
-		if ex.SchemaPath == field || ex.Field == "" {
-			items = append(items, fmt.Sprintf("%s (%s)", ex.Object, ex.Value))
-		} else {
-			items = append(items, fmt.Sprintf("%s (%s: %s)", ex.Object, ex.Field, ex.Value))
+		text := effectText(ex)
+		switch {
+		case ex.SchemaPath != field && ex.Field != "" && text != "":
+			items = append(items, fmt.Sprintf("%s (%s: %s)", ex.Object, ex.Field, text))
+		case ex.SchemaPath != field && ex.Field != "":
+			items = append(items, fmt.Sprintf("%s (%s)", ex.Object, ex.Field))
+		case text != "":
+			items = append(items, fmt.Sprintf("%s (%s)", ex.Object, text))
+		default:
+			items = append(items, ex.Object)
 		}
 	}
 	if more := e.Objects - len(e.Examples); more > 0 {
 		items = append(items, fmt.Sprintf("and %d more", more))
 	}
 	return strings.Join(items, ", ")
+}
+
+// effectText is what happens at one field of an object: for a rejection
+// the apiserver's error as it prints it (its type, the value refused, its
+// detail: field.Error.ErrorBody), else the value; the parts an output left
+// out (crdupgradesafety.Finding.WithoutStoredValues) are left out here.
+func effectText(ex crdupgradesafety.ObjectEffect) string {
+	if ex.Type == "" {
+		return ex.Value
+	}
+	text := ex.Type
+	if ex.Value != "" {
+		text += ": " + ex.Value
+	}
+	if ex.Detail != "" {
+		text += ": " + ex.Detail
+	}
+	return text
 }
 
 // statusNote says which writes a status the new schema rejects refuses,

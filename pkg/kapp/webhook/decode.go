@@ -1,12 +1,11 @@
 package webhook
 
 import (
-	"container/list"
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"sync"
 
+	"github.com/crdsafety/kapp/pkg/kapp/internal/lru"
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -189,74 +188,60 @@ func decodeCRDFast(raw []byte) (*apiextv1.CustomResourceDefinition, error) {
 	return crd, nil
 }
 
-// DefaultCRDCacheBytes bounds the CRDs the reviewer keeps decoded, by the
-// size of their JSON: the 10 largest real CRDs of the benchmarks
-// (hack/fetch-crds.sh) are 6.2 MB of JSON, 12.4 MB old and new.
-const DefaultCRDCacheBytes = 16 << 20
+// crdMemoryFactor is how many bytes of memory a decoded CRD holds per
+// byte of its JSON, at most: 1.0 to 3.5 on the real CRDs of
+// hack/fetch-crds.sh (the schema's nodes, ~560 bytes each, and its
+// strings), 4 for room (TestCRDSizeEstimate measures it).
+const crdMemoryFactor = 4
+
+// DefaultCRDCacheBytes bounds the memory of the CRDs the reviewer keeps
+// decoded, estimated as crdMemoryFactor times their JSON: the 10 largest
+// real CRDs of the benchmarks (hack/fetch-crds.sh) are 6.2 MB of JSON,
+// 12.4 MB old and new, ~40 MB decoded. DefaultCRDCacheEntries bounds
+// their number.
+const (
+	DefaultCRDCacheBytes   = 64 << 20
+	DefaultCRDCacheEntries = 1024
+)
 
 // crdCache keeps the CRDs of recent reviews decoded (the stored CRD and
 // the CRD as it would be stored), keyed by the SHA-256 of their JSON,
-// least recently used first out once their JSON exceeds maxBytes: a review
-// carries the stored CRD, which rarely changes between reviews, and the
-// same new CRD comes in several reviews (a server-side dry run, then the
-// write; a GitOps controller re-applying it; the apiserver's retries). A CRD changed in any byte (a new resourceVersion at
-// least) has another key: the cache never serves another CRD than the
-// review's. The CRDs it returns are shared and must not be modified (the
-// evaluation copies what it changes: crdupgradesafety.ValidatedAt).
+// least recently used first out once their estimated memory exceeds
+// maxBytes (crdMemoryFactor times their JSON): a review carries the
+// stored CRD, which rarely changes between reviews, and the same new CRD
+// comes in several reviews (a server-side dry run, then the write; a
+// GitOps controller re-applying it; the apiserver's retries). A CRD
+// changed in any byte (a new resourceVersion at least) has another key:
+// the cache never serves another CRD than the review's. The CRDs it
+// returns are shared and must not be modified (the evaluation copies what
+// it changes: crdupgradesafety.ValidatedAt).
 type crdCache struct {
-	maxBytes int
-
-	mu      sync.Mutex
-	bytes   int
-	entries map[[sha256.Size]byte]*list.Element
-	lru     list.List // of *crdEntry, most recently used first
-	hits    int
+	cache *lru.Cache[[sha256.Size]byte, *apiextv1.CustomResourceDefinition]
 }
 
-type crdEntry struct {
-	key  [sha256.Size]byte
-	size int
-	crd  *apiextv1.CustomResourceDefinition
+func newCRDCache(maxBytes int64) *crdCache {
+	return &crdCache{cache: lru.New[[sha256.Size]byte, *apiextv1.CustomResourceDefinition](DefaultCRDCacheEntries, maxBytes)}
 }
 
-func newCRDCache(maxBytes int) *crdCache {
-	return &crdCache{maxBytes: maxBytes, entries: map[[sha256.Size]byte]*list.Element{}}
-}
+// crdMemory is the estimated memory of the CRD decoded from raw.
+func crdMemory(raw []byte) int64 { return int64(len(raw)) * crdMemoryFactor }
 
 // get returns the CRD raw encodes, decoded once for every review of the
 // same bytes, and the SHA-256 of raw. A nil cache decodes every time.
 func (c *crdCache) get(raw []byte) (*apiextv1.CustomResourceDefinition, [sha256.Size]byte, error) {
 	key := sha256.Sum256(raw)
-	if c == nil || len(raw) > c.maxBytes {
+	if c == nil {
 		crd, err := decodeCRDFast(raw)
 		return crd, key, err
 	}
-	c.mu.Lock()
-	if e, ok := c.entries[key]; ok {
-		c.lru.MoveToFront(e)
-		c.hits++
-		c.mu.Unlock()
-		return e.Value.(*crdEntry).crd, key, nil
+	if crd, ok := c.cache.Get(key); ok {
+		return crd, key, nil
 	}
-	c.mu.Unlock()
 	crd, err := decodeCRDFast(raw)
 	if err != nil {
 		return nil, key, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.entries[key]; ok { // decoded meanwhile by another review
-		c.lru.MoveToFront(e)
-		return e.Value.(*crdEntry).crd, key, nil
-	}
-	c.entries[key] = c.lru.PushFront(&crdEntry{key: key, size: len(raw), crd: crd})
-	c.bytes += len(raw)
-	for c.bytes > c.maxBytes {
-		last := c.lru.Back()
-		e := last.Value.(*crdEntry)
-		c.lru.Remove(last)
-		delete(c.entries, e.key)
-		c.bytes -= e.size
-	}
+	// Decoded meanwhile by another review: that one is shared.
+	crd, _ = c.cache.Add(key, crd, crdMemory(raw))
 	return crd, key, nil
 }

@@ -7,12 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
 	"github.com/crdsafety/kapp/pkg/kapp/webhook/webhooktest"
+	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -188,24 +190,25 @@ func TestCRDCache(t *testing.T) {
 	raw1 := mustJSON(t, crd)
 	crd.ResourceVersion = "2"
 	raw2 := mustJSON(t, crd)
-	c := newCRDCache(len(raw1) + len(raw2) - 1) // room for one
+	maxBytes := crdMemory(raw1) + crdMemory(raw2) - 1 // room for one
+	c := newCRDCache(maxBytes)
 	a, _, err := c.get(raw1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _, _ := c.get(raw1)
-	if a != b || c.hits != 1 {
-		t.Fatalf("the same bytes were not served from the cache (hits %d)", c.hits)
+	if a != b || c.cache.Stats().Hits != 1 {
+		t.Fatalf("the same bytes were not served from the cache (hits %d)", c.cache.Stats().Hits)
 	}
 	d, _, _ := c.get(raw2)
 	if d == a || d.ResourceVersion != "2" {
 		t.Fatalf("a changed old CRD was served from the cache: resourceVersion %s", d.ResourceVersion)
 	}
-	if len(c.entries) != 1 || c.bytes != len(raw2) || c.lru.Len() != 1 {
-		t.Fatalf("the cache holds %d entries, %d bytes, over its bound %d", len(c.entries), c.bytes, c.maxBytes)
+	if st := c.cache.Stats(); st.Entries != 1 || st.Bytes != crdMemory(raw2) || st.Evicted != 1 {
+		t.Fatalf("the cache holds %d entries, %d bytes, over its bound %d", st.Entries, st.Bytes, maxBytes)
 	}
 	e, _, _ := c.get(raw1)
-	if e == a || e.ResourceVersion != "1" || c.hits != 1 {
+	if e == a || e.ResourceVersion != "1" || c.cache.Stats().Hits != 1 {
 		t.Fatal("an evicted CRD was served")
 	}
 }
@@ -275,8 +278,8 @@ func TestCachedCRDsUnchangedByReviews(t *testing.T) {
 		raws[dir+" new"] = req.Object.Raw
 		n++
 	}
-	if h.crds.hits < 2*n {
-		t.Fatalf("%d CRDs from the cache, want %d (old and new of %d reviews)", h.crds.hits, 2*n, n)
+	if hits := h.crds.cache.Stats().Hits; hits < 2*n {
+		t.Fatalf("%d CRDs from the cache, want %d (old and new of %d reviews)", hits, 2*n, n)
 	}
 	for dir, raw := range raws {
 		cached, _, err := h.crds.get(raw)
@@ -291,4 +294,39 @@ func TestCachedCRDsUnchangedByReviews(t *testing.T) {
 			t.Errorf("%s: a review changed the cached stored CRD", dir)
 		}
 	}
+}
+
+// TestCRDSizeEstimate: the memory of a decoded CRD, measured on the heap,
+// is within its estimate (crdMemory) for the testdata CRDs and the real
+// CRDs of hack/fetch-crds.sh (when fetched): the cache's byte bound holds.
+func TestCRDSizeEstimate(t *testing.T) {
+	files, err := filepath.Glob("../crdupgradesafety/testdata/*/new.yaml")
+	require.NoError(t, err)
+	for _, pattern := range []string{"../../../.cache/crds/*/*.yaml", "../../../.cache/crds/*/*/*.yaml"} {
+		more, err := filepath.Glob(pattern)
+		require.NoError(t, err)
+		files = append(files, more...)
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	var largest float64
+	for _, f := range files {
+		raw := mustJSON(t, readCRD(t, f))
+		if len(raw) < 16<<10 { // too small to measure on the heap
+			continue
+		}
+		before := heap()
+		crd, err := decodeCRDFast(raw)
+		require.NoError(t, err)
+		used := heap() - before
+		runtime.KeepAlive(crd)
+		require.LessOrEqualf(t, int64(used), crdMemory(raw), "%s: %d bytes of JSON hold %d bytes decoded", f, len(raw), used)
+		largest = max(largest, float64(used)/float64(len(raw)))
+	}
+	t.Logf("at most %.2f bytes decoded per byte of JSON (estimate: %d)", largest, crdMemoryFactor)
 }

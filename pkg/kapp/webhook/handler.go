@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
@@ -57,6 +58,12 @@ type Handler struct {
 	// Ready reports whether the server can serve reviews (ReadyzPath).
 	// nil: ready.
 	Ready func() error
+	// BodyReadGrace and MinBodyRate bound how long a request may hold its
+	// slot while its body arrives (bodyReader): the first byte within
+	// BodyReadGrace of the slot, then at least MinBodyRate bytes a second
+	// on average. Zero: DefaultBodyReadGrace, DefaultMinBodyRate.
+	BodyReadGrace time.Duration
+	MinBodyRate   int64
 
 	slots  chan struct{}
 	panics atomic.Int64
@@ -168,32 +175,51 @@ func (h *Handler) validate(w http.ResponseWriter, req *http.Request) {
 		writeText(w, http.StatusUnsupportedMediaType, "unsupported content type: expected application/json")
 		return
 	}
+	if req.ContentLength > MaxRequestBytes {
+		// Refused before it takes a slot or a byte of memory.
+		writeText(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", MaxRequestBytes))
+		return
+	}
 	h.Reviewer.Metrics.inFlightAdd(1)
 	defer h.Reviewer.Metrics.inFlightAdd(-1)
 	timeout := admissionTimeout(req)
 	ctx, cancel := context.WithTimeout(req.Context(), reviewDeadline(timeout))
 	defer cancel()
 
-	// The body is read before waiting for a slot: the apiserver sends
-	// requests over HTTP/2, where bodies left unread hold the connection's
-	// flow-control window, and the request that has a slot could not be
-	// read to its end.
-	body, err := readBody(http.MaxBytesReader(w, req.Body, MaxRequestBytes), req.ContentLength)
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			writeText(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", tooLarge.Limit))
+	// A slot bounds the reviews read and decoded at once, and another the
+	// judgements (Handler.slot): reading, decoding and judging a large CRD
+	// are CPU and memory bound. The body is read only once the slot is
+	// granted (a request waiting for one holds no buffer), and must then
+	// arrive at once (bodyReader): a client that stalls or dribbles its
+	// body loses the slot within BodyReadGrace. A review waiting for the
+	// judgement it shares with others (flights) holds none.
+	release, slotErr := h.slot(ctx)
+	if slotErr != nil {
+		// Waited for a slot until the deadline: answer without judging
+		// (failMode decides), from the review's head alone.
+		review, err := decodeReviewHead(h.bodyReader(w, req, MaxReviewHeadBytes))
+		if err != nil {
+			h.Reviewer.Metrics.failed(CauseDecode)
+			writeText(w, http.StatusServiceUnavailable, slotErr.Error()+"; reading the review's head: "+err.Error())
 			return
 		}
-		writeText(w, http.StatusBadRequest, "reading the request body: "+err.Error())
+		h.respond(w, review, h.Reviewer.Unjudged(review.Request, slotErr))
 		return
 	}
-	// A slot bounds the reviews decoded at once, and another the
-	// judgements (Handler.slot): decoding and judging a large CRD are CPU
-	// and memory bound. A review waiting for the judgement it shares with
-	// others (flights) holds none.
-	release, slotErr := h.slot(ctx)
-	waited := slotErr != nil // waited for a slot until the deadline: answer without judging
+	body, err := readBody(h.bodyReader(w, req, MaxRequestBytes), req.ContentLength)
+	if err != nil {
+		release()
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooLarge):
+			writeText(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", tooLarge.Limit))
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			writeText(w, http.StatusRequestTimeout, "reading the request body: "+err.Error())
+		default:
+			writeText(w, http.StatusBadRequest, "reading the request body: "+err.Error())
+		}
+		return
+	}
 	review, objs, err := decodeReview(body, h.crds)
 	release()
 	if err != nil {
@@ -201,14 +227,11 @@ func (h *Handler) validate(w http.ResponseWriter, req *http.Request) {
 		writeText(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	h.respond(w, review, h.Reviewer.review(ctx, review.Request, objs, h.flights, h.slot))
+}
 
-	var resp *admissionv1.AdmissionResponse
-	if waited {
-		// A failure to judge, which failMode decides.
-		resp = h.Reviewer.Unjudged(review.Request, slotErr)
-	} else {
-		resp = h.Reviewer.review(ctx, review.Request, objs, h.flights, h.slot)
-	}
+// respond writes the review's response.
+func (h *Handler) respond(w http.ResponseWriter, review *admissionv1.AdmissionReview, resp *admissionv1.AdmissionResponse) {
 	out := admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}
 	data, err := json.Marshal(out)
 	if err != nil {

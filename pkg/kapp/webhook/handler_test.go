@@ -199,3 +199,38 @@ func TestHandlerSelfWaiver(t *testing.T) {
 	resp = review(t, accept, newDoc, selfWaiver...)
 	require.True(t, resp.Allowed, "%v", resp.Result)
 }
+
+// TestHandlerWithholdsStoredValues: a review posted to the handler by any
+// client that reaches it (a made-up review of a real CRD with a tightened
+// pattern) gets a denial that names the stored object but not the value
+// it holds, the whole HTTP response body included; with
+// webhook.revealStoredValues the value is there.
+func TestHandlerWithholdsStoredValues(t *testing.T) {
+	const token = "tok-9f8e7d6c5b4a"
+	crdOf := func(pattern string) string {
+		return testcrd.CRDYAML("widgets", "Widget", `{token: {type: string, pattern: "`+pattern+`"}}`)
+	}
+	stored := []map[string]any{{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "one", "namespace": "default"},
+		"spec":     map[string]any{"token": token},
+	}}
+	body, err := webhooktest.Review(request(t, admissionv1.Update, crdOf("^[0-9]+$"), crdOf("^[a-z0-9-]+$")))
+	require.NoError(t, err)
+	for _, reveal := range []bool{false, true} {
+		r, logged := reviewer(t, map[string]any{"webhook": map[string]any{"revealStoredValues": reveal}},
+			&evaluationtest.Cluster{Objs: stored})
+		rec := post(NewHandler(r, 2), "/validate?timeout=10s", "application/json", body)
+		require.Equal(t, http.StatusOK, rec.Code)
+		var review admissionv1.AdmissionReview
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &review))
+		require.False(t, review.Response.Allowed)
+		require.Contains(t, review.Response.Result.Message, "default/one (Invalid value")
+		require.NotContains(t, strings.Join(*logged, "\n"), token)
+		if reveal {
+			require.Contains(t, rec.Body.String(), token)
+		} else {
+			require.NotContains(t, rec.Body.String(), token)
+		}
+	}
+}

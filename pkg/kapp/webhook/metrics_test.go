@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
 	"github.com/crdsafety/kapp/pkg/kapp/kube"
@@ -234,4 +235,14 @@ func TestLogger(t *testing.T) {
 	r.Logf, r.LogFields = l.Printf, l.Fields
 	r.Review(context.Background(), request(t, admissionv1.Update, testcrd.UnsafeCRD, testcrd.OldCRD))
 	require.Regexp(t, `^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d review uid=review-\d+ op=UPDATE crd=widgets.example.com user="test" dryRun=false allowed=false errors=2 warnings=0 took=\S+\n$`, buf.String())
+}
+
+// TestCountingKeepsEveryCapability: the decorator a review wraps the
+// cluster in forwards every method of evaluation.Cluster, the optional
+// capabilities (DependentsOf, ListStorageVersionMigrations) included.
+func TestCountingKeepsEveryCapability(t *testing.T) {
+	evaluationtest.RequireForwardsEveryMethod(t, func(c evaluation.Cluster) evaluation.Cluster {
+		d, _ := counting(c)
+		return d
+	})
 }

@@ -381,7 +381,15 @@ func (r *Reviewer) respond(req *admissionv1.AdmissionRequest, v verdict) *admiss
 		return deny(resp, fmt.Sprintf("%s could not check the %s, denied under failMode closed: %s", config.CheckName, subject,
 			strings.Join(append([]string{cause}, more...), "; ")))
 	}
-	denial, warnings := report.Admission(v.findings)
+	// The webhook answers whoever can reach it, and its role reads every
+	// custom resource of the CRDs it guards: the stored values stay out of
+	// its answers (the objects, the field and the rule stay in) unless the
+	// settings reveal them (webhook.revealStoredValues).
+	findings := v.findings
+	if !r.Settings.Webhook.RevealStoredValues {
+		findings = crdupgradesafety.WithoutStoredValues(findings)
+	}
+	denial, warnings := report.Admission(findings)
 	resp.Warnings = warnings
 	errs, warns := report.Count(v.findings)
 	resp.AuditAnnotations = map[string]string{"errors": strconv.Itoa(errs), "warnings": strconv.Itoa(warns)}

@@ -82,11 +82,12 @@ func TestReviewUpdate(t *testing.T) {
 		require.Equal(t, unsafe.UID, resp.UID)
 		require.EqualValues(t, 403, resp.Result.Code)
 		require.Equal(t, metav1.StatusReasonForbidden, resp.Result.Reason)
-		// The stored object's impact, joined to the findings that cause it.
+		// The stored object's impact, joined to the findings that cause it:
+		// the object, the field and the rule, not the value it holds.
 		require.Equal(t, `CRDUpgradeSafety denied the update of CRD widgets.example.com: 2 error findings:
-  crd widgets.example.com version v1 field ^.spec.color: [enum] enum values removed: ["blue"]: 1 of 1 stored Widget rejected: default/w1 (Unsupported value: "blue": supported values: "red", "green"); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused [fp:ed63ac23ebcd]
+  crd widgets.example.com version v1 field ^.spec.color: [enum] enum values removed: ["blue"]: 1 of 1 stored Widget rejected: default/w1 (Unsupported value); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused [fp:ed63ac23ebcd]
     way forward: fix the stored objects that fail the new constraint first (default/w1): the change is safe once none does; or keep the old constraint
-  crd widgets.example.com version v1 field ^.spec.size: [minimum] minimum increased: 1 -> 5: 1 of 1 stored Widget rejected: default/w1 (Invalid value: 2: spec.size in body should be greater than or equal to 5); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused [fp:c25b6326ccb9]
+  crd widgets.example.com version v1 field ^.spec.size: [minimum] minimum increased: 1 -> 5: 1 of 1 stored Widget rejected: default/w1 (Invalid value); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused [fp:c25b6326ccb9]
     way forward: fix the stored objects that fail the new constraint first (default/w1): the change is safe once none does; or keep the old constraint`, resp.Result.Message)
 		require.Empty(t, resp.Warnings)
 		require.Empty(t, cluster.DryRuns, "a dry run would call this webhook again")
@@ -456,4 +457,58 @@ func withoutFingerprints(resp *admissionv1.AdmissionResponse) *admissionv1.Admis
 		resp.Warnings[i] = fingerprintSuffix.ReplaceAllString(w, "")
 	}
 	return resp
+}
+
+// TestReviewWithholdsStoredValues: a made-up review that tightens a
+// pattern over a stored secret-like token is denied naming the object,
+// the field and the rule, and its answer (denial, warnings, audit
+// annotations) and log line hold no stored value; the same review under
+// webhook.revealStoredValues shows the value refused and the apiserver's
+// detail. The finding stays an error either way.
+func TestReviewWithholdsStoredValues(t *testing.T) {
+	const token = "s3cr3t-t0ken-4f9a"
+	crdOf := func(pattern string) string {
+		return testcrd.CRDYAML("widgets", "Widget", fmt.Sprintf(`{token: {type: string, pattern: %q}, note: {type: string}}`, pattern))
+	}
+	req := request(t, admissionv1.Update, crdOf("^[0-9]+$"), crdOf("^[a-z0-9-]+$"))
+	stored := []map[string]any{{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "one", "namespace": "default"},
+		"spec":     map[string]any{"token": token, "note": "kept"},
+	}}
+	for _, tc := range []struct {
+		name     string
+		settings map[string]any
+		reveal   bool
+	}{
+		{"by default", nil, false},
+		{"revealStoredValues false", map[string]any{"webhook": map[string]any{"revealStoredValues": false}}, false},
+		{"mode warn: the warnings too", map[string]any{"mode": "warn"}, false},
+		{"revealStoredValues true", map[string]any{"webhook": map[string]any{"revealStoredValues": true}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, logged := reviewer(t, tc.settings, &evaluationtest.Cluster{Objs: stored})
+			resp := r.Review(context.Background(), req)
+			answer := strings.Join(append(resp.Warnings, fmt.Sprint(resp.Result), fmt.Sprint(resp.AuditAnnotations)), "\n")
+			require.Contains(t, answer, "[pattern] pattern changed")
+			if tc.settings["mode"] != "warn" { // (a warning is cut to 256 characters)
+				require.Contains(t, answer, "default/one (Invalid value", "the object and the rule")
+			}
+			require.Contains(t, answer, "^.spec.token", "the field")
+			require.NotEmpty(t, *logged)
+			require.NotContains(t, strings.Join(*logged, "\n"), token, "the log line")
+			if tc.reveal {
+				require.Contains(t, answer, `default/one (Invalid value: "`+token+`": spec.token in body should match '^[0-9]+$')`)
+			} else {
+				require.NotContains(t, answer, token)
+				require.NotContains(t, answer, "in body should match", "the apiserver's detail, which may quote values")
+			}
+			if tc.settings["mode"] == "warn" {
+				require.True(t, resp.Allowed)
+				require.NotEmpty(t, resp.Warnings)
+			} else {
+				require.False(t, resp.Allowed)
+			}
+		})
+	}
 }

@@ -20,7 +20,11 @@ type Server struct {
 	BindAddress string
 	SecurePort  int
 	Certs       *CertReloader
-	Handler     *Handler
+	// ClientAuth, when set, requires a client certificate of its CA at
+	// the TLS handshake (then probes cannot reach the secure port without
+	// one: serve them on HealthBindAddress).
+	ClientAuth *ClientAuth
+	Handler    *Handler
 	// ShutdownDelay: on shutdown, /readyz fails at once but reviews are
 	// still served for this long, so that endpoints stop routing to the
 	// server before it closes (a rolling update, a drained node).
@@ -31,6 +35,13 @@ type Server struct {
 	// Listening, when set, is called with the address once the server
 	// listens.
 	Listening func(addr net.Addr)
+
+	// HealthBindAddress, when not empty, is the host:port where HealthzPath
+	// and ReadyzPath are served over plain HTTP as well (port 0: any free
+	// port): for the kubelet's probes, which present no client
+	// certificate.
+	HealthBindAddress string
+	HealthListening   func(addr net.Addr)
 
 	// MetricsBindAddress, when not empty, is the host:port where Metrics
 	// are served over plain HTTP at MetricsPath (port 0: any free port).
@@ -52,6 +63,13 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := s.Certs.Load(); err != nil {
 		return err
 	}
+	tlsConfig := s.Certs.TLSConfig()
+	if s.ClientAuth != nil {
+		if err := s.ClientAuth.Load(); err != nil {
+			return err
+		}
+		tlsConfig = s.ClientAuth.configure(tlsConfig)
+	}
 	shuttingDown := make(chan struct{})
 	s.Handler.Ready = func() error {
 		select {
@@ -68,7 +86,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	srv := &http.Server{
 		Handler:           s.Handler,
-		TLSConfig:         s.Certs.TLSConfig(),
+		TLSConfig:         tlsConfig,
 		ReadHeaderTimeout: 10 * time.Second,
 		// A review reads at most MaxRequestBytes and answers within the
 		// admission timeout.
@@ -107,6 +125,28 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 		}()
 		defer func() { _ = metricsSrv.Close() }()
+	}
+	if s.HealthBindAddress != "" {
+		hln, err := net.Listen("tcp", s.HealthBindAddress)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("listening on %s for probes: %w", s.HealthBindAddress, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle(HealthzPath, s.Handler)
+		mux.Handle(ReadyzPath, s.Handler)
+		healthSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second,
+			WriteTimeout: 10 * time.Second, IdleTimeout: 90 * time.Second, MaxHeaderBytes: 16 << 10}
+		if s.HealthListening != nil {
+			s.HealthListening(hln.Addr())
+		}
+		s.logf("serving probes on http://%s%s and %s", hln.Addr(), HealthzPath, ReadyzPath)
+		go func() {
+			if err := healthSrv.Serve(hln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.logf("serving probes: %v", err)
+			}
+		}()
+		defer func() { _ = healthSrv.Close() }()
 	}
 	if s.Listening != nil {
 		s.Listening(ln.Addr())

@@ -57,10 +57,13 @@ func succeededSVM(name string, at time.Time) unstructured.Unstructured {
 	}}
 }
 
-func migratorStarted(at time.Time, generation int64) func(*apiextv1.CustomResourceDefinition) {
+// migratorStarted: the cluster's migrator marked the CRD migrating with
+// migration name at generation (as kube-controller-manager 1.37 words it).
+func migratorStarted(name string, at time.Time, generation int64) func(*apiextv1.CustomResourceDefinition) {
 	return func(old *apiextv1.CustomResourceDefinition) {
 		old.Status.Conditions = append(old.Status.Conditions, apiextv1.CustomResourceDefinitionCondition{
 			Type: apiextv1.StorageMigrating, Status: apiextv1.ConditionTrue, Reason: "MigrationRunning",
+			Message:            "Migration " + name + " is running",
 			LastTransitionTime: metav1.NewTime(at), ObservedGeneration: generation})
 	}
 }
@@ -104,11 +107,11 @@ func TestReviewStoredVersionsTrim(t *testing.T) {
 		require.False(t, resp.Allowed)
 	})
 
-	t.Run("the cluster's migrator: a migration that succeeded since it marked the CRD: allowed", func(t *testing.T) {
+	t.Run("the cluster's migrator: the migration the CRD's condition names succeeded: allowed", func(t *testing.T) {
 		c := &svmCluster{Cluster: &evaluationtest.Cluster{}, svms: []unstructured.Unstructured{succeededSVM("widgets-abc", started.Add(5*time.Second))}}
 		r, logged := reviewer(t, nil, nil)
 		r.Cluster = c
-		resp := r.Review(context.Background(), statusRequest(t, []string{"v1alpha1", "v1"}, []string{"v1"}, migratorStarted(started, 3)))
+		resp := r.Review(context.Background(), statusRequest(t, []string{"v1alpha1", "v1"}, []string{"v1"}, migratorStarted("widgets-abc", started, 3)))
 		require.True(t, resp.Allowed, resp.Result)
 		require.Contains(t, (*logged)[0], "StorageVersionMigration widgets-abc succeeded")
 		require.Equal(t, 1, c.lists)
@@ -121,10 +124,13 @@ func TestReviewStoredVersionsTrim(t *testing.T) {
 		}{
 			"a migration that succeeded before this one started": {
 				svms: []unstructured.Unstructured{succeededSVM("widgets-old", started.Add(-time.Hour))},
-				edit: migratorStarted(started, 3)},
+				edit: migratorStarted("widgets-abc", started, 3)},
+			"a migration that succeeded after this one started, not the one the condition names": {
+				svms: []unstructured.Unstructured{succeededSVM("widgets-other", started.Add(5*time.Second))},
+				edit: migratorStarted("widgets-abc", started, 3)},
 			"a migration started at another generation": {
 				svms: []unstructured.Unstructured{succeededSVM("widgets-abc", started.Add(5*time.Second))},
-				edit: migratorStarted(started, 2)},
+				edit: migratorStarted("widgets-abc", started, 2)},
 			"no migration marked on the CRD": {
 				svms: []unstructured.Unstructured{succeededSVM("widgets-abc", started.Add(5*time.Second))}},
 		} {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"sync"
 	"time"
 )
@@ -124,7 +125,9 @@ func (c *CertReloader) reload(now time.Time) error {
 }
 
 func (c *CertReloader) failed(err error) error {
-	if c.Logf != nil && (c.lastErr == nil || c.lastErr.Error() != err.Error()) {
+	// Logged once per failure: a new one is an error value that differs
+	// (its type or fields) from the last.
+	if c.Logf != nil && (c.lastErr == nil || !reflect.DeepEqual(c.lastErr, err)) {
 		c.Logf("serving certificate not (re)loaded, keeping the previous one: %v", err)
 	}
 	c.lastErr = err

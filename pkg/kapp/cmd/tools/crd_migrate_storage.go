@@ -43,7 +43,7 @@ func (s *CRDMigrateStorageFlags) Set(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&s.To, "to", "",
 		"Set the version to migrate to; it must be the CRD's storage version (default: the current storage version)")
 	cmd.Flags().StringVar(&s.Method, "method", migration.MethodAuto,
-		"Set how objects are migrated (auto: the cluster's storage version migrator where the cluster serves storagemigration.k8s.io/v1, else rewrite; migrator; rewrite: this command rewrites them)")
+		"Set how objects are migrated (auto: the cluster's storage version migrator where the cluster serves storagemigration.k8s.io/v1, except on Kubernetes 1.37.0-1.37.2, else rewrite; migrator; rewrite: this command rewrites them)")
 	cmd.Flags().IntVar(&s.Concurrency, "concurrency", migration.DefaultMigrationConcurrency, "Set maximum number of object updates in flight per CRD (rewrite)")
 	cmd.Flags().BoolVar(&s.DryRun, "dry-run", false, "Print what would be migrated without changing anything")
 }
@@ -76,13 +76,18 @@ it: the command creates a StorageVersionMigration per CRD, follows its
 conditions, checks that the migrator trimmed status.storedVersions and deletes
 the migration. Elsewhere the command rewrites the objects itself (below).
 --method auto (the default) picks the migrator when the cluster serves it, and
-prints its choice.
+prints its choice. Kubernetes 1.37.0 to 1.37.2 trim status.storedVersions
+after a migration that failed (kubernetes/kubernetes#143103): there auto
+rewrites the objects itself and --method migrator is refused.
 With either method, the managedFields entries of every object that name
 another version are moved to the storage version (manager, fields and
 ownership kept) before status.storedVersions is trimmed: server-side apply
 converts an object to every version its managedFields name, and fails for
-good once one is removed. A CRD whose status.storedVersions is trimmed
-already gets only that step, where needed.
+good once one is removed. Under a conversion webhook, entries at a version
+whose schema declares other fields than the storage version's are dropped
+instead (their paths would name other data), and the output says whose.
+A CRD whose status.storedVersions is trimmed already gets only that step,
+where needed.
 This is the step that makes removing an old version of a CRD safe: the
 CRDUpgradeSafety check blocks the removal (storedVersionRemoval) while the
 version is in status.storedVersions. See docs/migrate.md for the whole path.

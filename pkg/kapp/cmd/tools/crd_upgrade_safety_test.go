@@ -343,6 +343,7 @@ func requirePlainError(t *testing.T, err error) {
 }
 
 type fakeCluster struct {
+	evaluation.Unsupported
 	crds    map[string]*apiextv1.CustomResourceDefinition
 	objs    []map[string]any
 	getErr  error

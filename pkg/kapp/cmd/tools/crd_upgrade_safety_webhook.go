@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	goruntime "runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -31,6 +32,9 @@ type CRDUpgradeSafetyWebhookServingFlags struct {
 	ShutdownDelay       time.Duration
 	MetricsBindAddress  string
 	LogFormat           string
+	ClientCAFile        string
+	ClientAllowedNames  []string
+	HealthBindAddress   string
 }
 
 // DefaultWebhookPort is the default of --secure-port.
@@ -46,13 +50,19 @@ func (s *CRDUpgradeSafetyWebhookServingFlags) Set(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&s.TLSPrivateKeyFile, "tls-private-key-file", "",
 		"Set file containing the x509 private key matching --tls-cert-file; reloaded when it changes")
 	cmd.Flags().IntVar(&s.MaxRequestsInflight, "max-requests-inflight", 0,
-		"Set maximum number of reviews evaluated at once; the others wait within their deadline (0: twice the number of CPUs, at least 4)")
+		"Set maximum number of reviews read and evaluated at once; the others wait within their deadline, their bodies unread (0: twice the number of CPUs, at least 4)")
 	cmd.Flags().DurationVar(&s.ShutdownDelay, "shutdown-delay-duration", 0,
 		"Set time to keep serving after SIGTERM with /readyz failing, so that endpoints stop routing to this replica first")
 	cmd.Flags().StringVar(&s.MetricsBindAddress, "metrics-bind-address", "",
 		"Set host:port on which to serve Prometheus metrics at /metrics over plain HTTP, apart from the reviews (e.g. :8080; empty: off)")
 	cmd.Flags().StringVar(&s.LogFormat, "log-format", webhook.LogFormatText,
 		"Set log format: text (a timestamp and key=value fields, one line per review) or json (one JSON object per line)")
+	cmd.Flags().StringVar(&s.ClientCAFile, "client-ca-file", "",
+		"Set file of CA certificates (PEM): every client must present a certificate signed by one of them, or is refused at the TLS handshake (the apiserver's AdmissionConfiguration, docs/webhook.md); reloaded when it changes; empty: any client")
+	cmd.Flags().StringSliceVar(&s.ClientAllowedNames, "client-allowed-names", nil,
+		"Set names (common name or DNS name) of which a client certificate must hold one, with --client-ca-file (empty: any certificate of the CA)")
+	cmd.Flags().StringVar(&s.HealthBindAddress, "health-probe-bind-address", "",
+		"Set host:port on which to serve /healthz and /readyz over plain HTTP as well, for probes that present no client certificate (e.g. :8081; empty: off)")
 }
 
 type CRDUpgradeSafetyWebhookOptions struct {
@@ -76,6 +86,9 @@ type CRDUpgradeSafetyWebhookOptions struct {
 	// MetricsListening, when set, is told the metrics address once it
 	// listens.
 	MetricsListening func(net.Addr)
+	// HealthListening, when set, is told the probes' address once it
+	// listens.
+	HealthListening func(net.Addr)
 }
 
 func NewCRDUpgradeSafetyWebhookOptions(ui ui.UI, depsFactory cmdcore.DepsFactory) *CRDUpgradeSafetyWebhookOptions {
@@ -112,6 +125,11 @@ closed denies, open allows with a warning.
 
 The cluster is reached with kapp's usual kubeconfig flags, or the pod's service
 account when run in a pod. Install manifests: examples/webhook; docs/webhook.md.
+
+--client-ca-file makes the server refuse, at the TLS handshake, every client
+without a certificate of that CA (--client-allowed-names: and one of these
+names): configure the apiserver to present one (docs/webhook.md, "Client
+certificates"), and serve the probes on --health-probe-bind-address.
 
 --metrics-bind-address serves Prometheus metrics at /metrics over plain HTTP on an
 address of its own (off by default); --log-format json writes the log, one line
@@ -152,6 +170,14 @@ func (o *CRDUpgradeSafetyWebhookOptions) Run() error {
 			return fmt.Errorf("expected --metrics-bind-address as host:port: %w", err)
 		}
 	}
+	if f.HealthBindAddress != "" {
+		if _, _, err := net.SplitHostPort(f.HealthBindAddress); err != nil {
+			return fmt.Errorf("expected --health-probe-bind-address as host:port: %w", err)
+		}
+	}
+	if len(f.ClientAllowedNames) > 0 && f.ClientCAFile == "" {
+		return fmt.Errorf("expected --client-ca-file with --client-allowed-names")
+	}
 	cfg := config.Default()
 	if o.ConfigFile != "" {
 		var err error
@@ -183,7 +209,16 @@ func (o *CRDUpgradeSafetyWebhookOptions) Run() error {
 		metrics = webhook.NewMetrics(certs)
 	}
 	reviewer := &webhook.Reviewer{Settings: &cfg, Cluster: cluster, Logf: logger.Printf, LogFields: logger.Fields, Metrics: metrics}
+	var clientAuth *webhook.ClientAuth
+	if f.ClientCAFile != "" {
+		clientAuth = &webhook.ClientAuth{CAFile: f.ClientCAFile, AllowedNames: f.ClientAllowedNames, Logf: logger.Printf}
+		logger.Printf("clients must present a certificate of the CA of %s (allowed names: %s)", f.ClientCAFile,
+			orDefault(strings.Join(f.ClientAllowedNames, ","), "any"))
+	}
 	srv := &webhook.Server{
+		ClientAuth:         clientAuth,
+		HealthBindAddress:  f.HealthBindAddress,
+		HealthListening:    o.HealthListening,
 		BindAddress:        f.BindAddress,
 		SecurePort:         f.SecurePort,
 		Certs:              certs,

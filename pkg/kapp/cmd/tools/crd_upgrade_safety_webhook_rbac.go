@@ -12,6 +12,7 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 	"github.com/crdsafety/kapp/pkg/kapp/preflight"
 	"github.com/spf13/cobra"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -24,6 +25,11 @@ const (
 	DefaultWebhookRBACName       = "crd-upgrade-safety-webhook-custom-resources"
 )
 
+// DependentsRule is the rule --dependents adds: list on every resource of
+// every group, what kube.Client.DependentsOf reads (the metadata of the
+// objects of every listable resource).
+var DependentsRule = rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"list"}}
+
 // CRDUpgradeSafetyWebhookRBACFlags name the CRDs (files, or the cluster's)
 // and the webhook's identity.
 type CRDUpgradeSafetyWebhookRBACFlags struct {
@@ -31,6 +37,9 @@ type CRDUpgradeSafetyWebhookRBACFlags struct {
 	Namespace      string
 	ServiceAccount string
 	Name           string
+	// Dependents adds list on every resource: the ownerReferences check
+	// reads the metadata of the objects of every kind.
+	Dependents bool
 }
 
 func (s *CRDUpgradeSafetyWebhookRBACFlags) Set(cmd *cobra.Command) {
@@ -39,6 +48,8 @@ func (s *CRDUpgradeSafetyWebhookRBACFlags) Set(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&s.Namespace, "namespace", DefaultWebhookNamespace, "Set namespace of the webhook's service account")
 	cmd.Flags().StringVar(&s.ServiceAccount, "service-account", DefaultWebhookServiceAccount, "Set name of the webhook's service account")
 	cmd.Flags().StringVar(&s.Name, "name", DefaultWebhookRBACName, "Set name of the ClusterRole and ClusterRoleBinding")
+	cmd.Flags().BoolVar(&s.Dependents, "dependents", false,
+		"Also grant list on every resource, so that a review of a version removal can read the ownerReferences of dependents (Secrets included: RBAC cannot grant metadata only)")
 }
 
 type CRDUpgradeSafetyWebhookRBACOptions struct {
@@ -71,6 +82,13 @@ managedFields), which this role allows. Apply it beside the install, and again
 whenever CRDs are added: a review that needs a group the role lacks is answered
 by failMode (closed: denied) with the missing rule and this command.
 
+With --dependents the role also allows list on every resource of every group:
+a review of an update that removes a version reads the metadata of every object
+for ownerReferences naming it (ownerReferences check), which the plain role
+does not allow; failMode decides such a review without it (closed: denied). The
+webhook asks only for metadata, but RBAC cannot grant metadata only: its identity
+may then read every object, Secrets included.
+
   kapp tools crd-upgrade-safety-webhook rbac | kapp deploy -a crd-upgrade-safety-rbac -f - -y
 
 See docs/webhook.md, "Least privilege".`,
@@ -80,7 +98,10 @@ See docs/webhook.md, "Least privilege".`,
   kapp tools crd-upgrade-safety-webhook rbac | kapp deploy -a crd-upgrade-safety-rbac -f - -y
 
   # The role for the CRDs of a repository (GitOps), for an install in another namespace
-  kapp tools crd-upgrade-safety-webhook rbac -f config/crds/ --namespace webhooks > webhook-rbac.yaml`,
+  kapp tools crd-upgrade-safety-webhook rbac -f config/crds/ --namespace webhooks > webhook-rbac.yaml
+
+  # Also let reviews of version removals read the ownerReferences of every object
+  kapp tools crd-upgrade-safety-webhook rbac --dependents | kapp deploy -a crd-upgrade-safety-rbac -f - -y`,
 	}
 	o.RBACFlags.Set(cmd)
 	return cmd
@@ -125,7 +146,7 @@ func (o *CRDUpgradeSafetyWebhookRBACOptions) Run() error {
 			return err
 		}
 	}
-	out, err := WebhookRBAC(crds, source, f.Namespace, f.ServiceAccount, f.Name)
+	out, err := WebhookRBAC(crds, source, f.Namespace, f.ServiceAccount, f.Name, f.Dependents)
 	if err != nil {
 		return err
 	}
@@ -137,7 +158,9 @@ func (o *CRDUpgradeSafetyWebhookRBACOptions) Run() error {
 // resources of crds (a rule per group, groups and resources sorted) and of
 // its ClusterRoleBinding to the service account namespace/serviceAccount,
 // both called name; source says where the CRDs come from, in a comment.
-func WebhookRBAC(crds []apiextv1.CustomResourceDefinition, source, namespace, serviceAccount, name string) ([]byte, error) {
+// With dependents, the role also allows list on every resource of every
+// group (DependentsRule).
+func WebhookRBAC(crds []apiextv1.CustomResourceDefinition, source, namespace, serviceAccount, name string, dependents bool) ([]byte, error) {
 	byGroup := map[string][]string{}
 	for _, crd := range crds {
 		g, r := crd.Spec.Group, crd.Spec.Names.Plural
@@ -157,6 +180,9 @@ func WebhookRBAC(crds []apiextv1.CustomResourceDefinition, source, namespace, se
 	for _, g := range groups {
 		slices.Sort(byGroup[g])
 		rules = append(rules, map[string]any{"apiGroups": []string{g}, "resources": byGroup[g], "verbs": []string{"list"}})
+	}
+	if dependents {
+		rules = append(rules, map[string]any{"apiGroups": DependentsRule.APIGroups, "resources": DependentsRule.Resources, "verbs": DependentsRule.Verbs})
 	}
 	labels := map[string]any{"app.kubernetes.io/name": DefaultWebhookServiceAccount}
 	role := map[string]any{
@@ -178,6 +204,11 @@ func WebhookRBAC(crds []apiextv1.CustomResourceDefinition, source, namespace, se
 		len(groups), plural.Of(len(groups), "group", "groups"), source)
 	b.WriteString("# Generated by `kapp tools crd-upgrade-safety-webhook rbac`: apply it beside the\n")
 	b.WriteString("# install, and again when CRDs are added.\n")
+	if dependents {
+		b.WriteString("# --dependents: list on every resource too, for the ownerReferences of dependents\n")
+		b.WriteString("# (the webhook asks for metadata only, but the role allows whole objects,\n")
+		b.WriteString("# Secrets included).\n")
+	}
 	for i, obj := range []any{role, binding} {
 		data, err := yaml.Marshal(obj)
 		if err != nil {

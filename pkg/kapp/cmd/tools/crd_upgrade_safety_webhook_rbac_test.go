@@ -41,6 +41,7 @@ func TestWebhookRBACCommand(t *testing.T) {
 			args:   []string{"--namespace", "webhooks", "--service-account", "guard", "--name", "guard-crs"},
 			golden: "another-install.yaml"},
 		{name: "no CRDs on the cluster", golden: "none.yaml"},
+		{name: "dependents", args: []string{"-f", td("crds-a.yaml"), "--dependents"}, golden: "dependents.yaml"},
 		{name: "files without CRDs", args: []string{"-f", td("no-crds.yaml")},
 			wantErr: "invalid input: the --file inputs (" + td("no-crds.yaml") + ") hold no apiextensions.k8s.io/v1 CustomResourceDefinition"},
 		{name: "empty namespace", args: []string{"--namespace", ""}, wantErr: "expected --namespace to name an object, got an empty name"},
@@ -143,7 +144,7 @@ func TestWebhookRBACDocs(t *testing.T) {
 	crd := apiextv1.CustomResourceDefinition{Spec: apiextv1.CustomResourceDefinitionSpec{Group: "example.com",
 		Names: apiextv1.CustomResourceDefinitionNames{Plural: "widgets"}}}
 	out, err := WebhookRBAC([]apiextv1.CustomResourceDefinition{crd}, "the files widgets-crd.yaml",
-		DefaultWebhookNamespace, DefaultWebhookServiceAccount, DefaultWebhookRBACName)
+		DefaultWebhookNamespace, DefaultWebhookServiceAccount, DefaultWebhookRBACName, false)
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(string(out), shown), "docs/webhook.md shows:\n%s\nthe command prints:\n%s", shown, out)
 

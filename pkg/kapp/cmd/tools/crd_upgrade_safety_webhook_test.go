@@ -175,6 +175,10 @@ func TestWebhookCommandErrors(t *testing.T) {
 			`--log-format: unknown value "logfmt" (allowed: json, text)`},
 		{[]string{"--tls-cert-file", "c", "--tls-private-key-file", "k", "--metrics-bind-address", "8080"},
 			"expected --metrics-bind-address as host:port: address 8080: missing port in address"},
+		{[]string{"--tls-cert-file", "c", "--tls-private-key-file", "k", "--health-probe-bind-address", "8081"},
+			"expected --health-probe-bind-address as host:port: address 8081: missing port in address"},
+		{[]string{"--tls-cert-file", "c", "--tls-private-key-file", "k", "--client-allowed-names", "kube-apiserver"},
+			"expected --client-ca-file with --client-allowed-names"},
 	} {
 		o := NewCRDUpgradeSafetyWebhookOptions(ui.NewNoopUI(), nil)
 		o.Cluster = func() (evaluation.Cluster, error) { return &evaluationtest.Cluster{}, nil }
@@ -183,4 +187,89 @@ func TestWebhookCommandErrors(t *testing.T) {
 		cmd.SilenceUsage, cmd.SilenceErrors = true, true
 		require.EqualError(t, cmd.Execute(), tt.want)
 	}
+}
+
+// TestWebhookCommandClientCA runs the command with --client-ca-file,
+// --client-allowed-names and --health-probe-bind-address: a client without
+// the CA's certificate is refused at the TLS handshake, the apiserver's is
+// served, and the probes answer over plain HTTP.
+func TestWebhookCommandClientCA(t *testing.T) {
+	dir := t.TempDir()
+	cert, err := webhooktest.WriteCert(dir)
+	require.NoError(t, err)
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "client"), 0o700))
+	apiserver, err := webhooktest.WriteClientCert(filepath.Join(dir, "client"), "kube-apiserver")
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	listening, health := make(chan net.Addr, 1), make(chan net.Addr, 1)
+	var log bytes.Buffer
+	o := NewCRDUpgradeSafetyWebhookOptions(ui.NewNoopUI(), nil)
+	o.Cluster = func() (evaluation.Cluster, error) { return &evaluationtest.Cluster{}, nil }
+	o.Context, o.Log = ctx, &syncWriter{w: &log}
+	o.Listening, o.HealthListening = func(a net.Addr) { listening <- a }, func(a net.Addr) { health <- a }
+	cmd := NewCRDUpgradeSafetyWebhookCmd(o, cmdcore.FlagsFactory{})
+	cmd.SetArgs([]string{"--bind-address", "127.0.0.1", "--secure-port", "0", "--tls-cert-file", cert.CertFile,
+		"--tls-private-key-file", cert.KeyFile, "--client-ca-file", apiserver.CertFile,
+		"--client-allowed-names", "kube-apiserver", "--health-probe-bind-address", "127.0.0.1:0"})
+	done := make(chan error, 1)
+	go func() { done <- cmd.Execute() }()
+	var addr, healthAddr net.Addr
+	for addr == nil || healthAddr == nil {
+		select {
+		case addr = <-listening:
+		case healthAddr = <-health:
+		case err := <-done:
+			t.Fatalf("the command ended: %v", err)
+		}
+	}
+	req, err := webhooktest.Request(admissionv1.Update, testcrd.MustCRD(t, testcrd.UnsafeCRD), testcrd.MustCRD(t, testcrd.OldCRD))
+	require.NoError(t, err)
+	body, err := webhooktest.Review(req)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(cert.PEM)
+	post := func(certs ...tls.Certificate) (*http.Response, error) {
+		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: certs}}}
+		return c.Post("https://"+addr.String()+"/validate?timeout=10s", "application/json", bytes.NewReader(body))
+	}
+	_, err = post()
+	require.Error(t, err, "no client certificate: refused")
+	conn, err := tls.Dial("tcp", addr.String(), &tls.Config{RootCAs: pool})
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, err = conn.Read(make([]byte, 1))
+	_ = conn.Close()
+	require.ErrorContains(t, err, "certificate required", "at the TLS handshake")
+	pair, err := tls.LoadX509KeyPair(apiserver.CertFile, apiserver.KeyFile)
+	require.NoError(t, err)
+	resp, err := post(pair)
+	require.NoError(t, err)
+	var review admissionv1.AdmissionReview
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&review))
+	_ = resp.Body.Close()
+	require.False(t, review.Response.Allowed)
+
+	resp, err = http.Get("http://" + healthAddr.String() + "/readyz")
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	cancel()
+	require.NoError(t, <-done)
+	require.Contains(t, log.String(), "clients must present a certificate of the CA of "+apiserver.CertFile+" (allowed names: kube-apiserver)")
+}
+
+// syncWriter is a writer safe for the server's goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -111,6 +112,22 @@ func TestWebhookExample(t *testing.T) {
 		require.Len(t, r.Resources, 1, "rule %v", r)
 		require.Contains(t, []string{"apiextensions.k8s.io/customresourcedefinitions", "storagemigration.k8s.io/storageversionmigrations"},
 			r.APIGroups[0]+"/"+r.Resources[0], "rule %v", r)
+	}
+
+	// The NetworkPolicy admits the review port of the server's pods only,
+	// from any source as shipped, from address ranges when set (the
+	// apiserver is not a pod).
+	var np networkingv1.NetworkPolicy
+	one("NetworkPolicy", &np)
+	require.Equal(t, dep.Spec.Selector.MatchLabels, np.Spec.PodSelector.MatchLabels)
+	require.Equal(t, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}, np.Spec.PolicyTypes)
+	require.Len(t, np.Spec.Ingress, 1)
+	require.Len(t, np.Spec.Ingress[0].Ports, 1)
+	require.Equal(t, c.Ports[0].Name, np.Spec.Ingress[0].Ports[0].Port.String())
+	for _, p := range np.Spec.Ingress[0].From {
+		require.NotNil(t, p.IPBlock, "peer %v", p)
+		require.Nil(t, p.PodSelector)
+		require.Nil(t, p.NamespaceSelector)
 	}
 
 	var vwc admissionregistrationv1.ValidatingWebhookConfiguration

@@ -37,6 +37,8 @@ func CRDsNamed(crds map[string]*apiextv1.CustomResourceDefinition, names []strin
 // Cluster records what the check asks of the cluster and answers from its
 // fields.
 type Cluster struct {
+	// Unsupported: no StorageVersionMigrations (DependentsOf is its own).
+	evaluation.Unsupported
 	mu   sync.Mutex
 	CRDs map[string]*apiextv1.CustomResourceDefinition
 	Objs []map[string]any
@@ -46,7 +48,7 @@ type Cluster struct {
 	// not read.
 	Dependents        []Dependent
 	DependentsRead    int
-	DependentsSkipped []string
+	DependentsSkipped []kube.Skipped
 	Count             int
 	Err               error
 	Gets              [][]string
@@ -157,7 +159,7 @@ type Dependent struct {
 }
 
 // DependentsOf implements evaluation.DependentsLister.
-func (f *Cluster) DependentsOf(_ context.Context, apiVersions []string, kind string, fn func(kube.Dependent)) (int, []string, error) {
+func (f *Cluster) DependentsOf(_ context.Context, apiVersions []string, kind string, fn func(kube.Dependent)) (int, []kube.Skipped, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.DependentsAsked = append(f.DependentsAsked, strings.Join(apiVersions, ",")+" "+kind)

@@ -1,29 +1,37 @@
 // Package storedversions decides when a version may leave a CRD's
-// status.storedVersions: only on evidence that no object can still be
-// stored in it (docs/migrate.md, "Evidence for a trim"). The webhook, the
-// engine and the migration share it.
+// status.storedVersions: only on current evidence that no object can still
+// be stored in it (docs/migrate.md, "Evidence for the trim"). The webhook,
+// the engine and the migrate command's plan share it: CurrentRecord,
+// NamedMigration and MigrationSucceeded are the only judges of evidence
+// (TrimEvidence for a trim in flight, UnprovenTrim after the fact).
 //
 // The evidence is one of:
 //
 //   - the record of `kapp tools crd-migrate-storage`: two annotations on
 //     the CRD saying at which storage version, and at which generation of
 //     the CRD, every object was proven rewritten (RecordVersionAnnotation,
-//     RecordGenerationAnnotation);
-//   - the cluster's storage version migrator (Kubernetes 1.37): a
-//     StorageVersionMigration of the CRD's resource that succeeded after the
-//     migrator marked the CRD StorageMigrating at its current generation
-//     (MigratorStarted, MigrationSucceededSince).
+//     RecordGenerationAnnotation). It counts only while the CRD is at that
+//     generation and that storage version (CurrentRecord): a record of an
+//     earlier spec says nothing of objects written since. A record without
+//     a generation (an older format) counts as none;
+//   - the cluster's storage version migrator (Kubernetes 1.37): the
+//     StorageVersionMigration the CRD's StorageMigrating condition names,
+//     set at the CRD's current generation, that succeeded (NamedMigration,
+//     MigrationSucceeded). Any other migration, however recent, counts as
+//     none.
 package storedversions
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"strconv"
-	"time"
+	"strings"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 const (
@@ -93,55 +101,163 @@ func StorageVersion(crd *apiextv1.CustomResourceDefinition) string {
 	return ""
 }
 
-// RecordBacksTrim reports whether the record on the stored CRD old backs
-// setting its status.storedVersions to after: the record is of old's
-// storage version and generation (so no spec change since the objects were
-// proven rewritten), and after keeps that version.
-func RecordBacksTrim(old *apiextv1.CustomResourceDefinition, after []string) bool {
-	r, ok := RecordOf(old.Annotations)
-	return ok && r.Version == StorageVersion(old) && r.Generation == old.Generation && slices.Contains(after, r.Version)
-}
-
-// MigratorStarted returns when the cluster's storage version migrator
-// marked old StorageMigrating at its current generation (condition
-// StorageMigrating True, observedGeneration = generation): a migration at
-// the current storage version runs. ok is false otherwise.
-func MigratorStarted(old *apiextv1.CustomResourceDefinition) (time.Time, bool) {
-	for _, c := range old.Status.Conditions {
-		if c.Type == apiextv1.StorageMigrating && c.Status == apiextv1.ConditionTrue && c.ObservedGeneration == old.Generation {
-			return c.LastTransitionTime.Time, true
-		}
+// CurrentRecord returns the migrate command's record on crd when it is
+// evidence now: of crd's current metadata.generation and of its current
+// storage version. Every object was proven stored at that version at that
+// generation, and the spec has not changed since (a storage switch bumps
+// the generation), so no object can be stored in another version. ok is
+// false when crd has no record, one without a generation (an older
+// format), or one of another generation or storage version: a record of
+// an earlier spec is stale.
+func CurrentRecord(crd *apiextv1.CustomResourceDefinition) (Record, bool) {
+	r, ok := RecordOf(crd.Annotations)
+	if !ok || r.Generation != crd.Generation || r.Version != StorageVersion(crd) {
+		return Record{}, false
 	}
-	return time.Time{}, false
+	return r, true
 }
 
-// MigrationSucceededSince returns the name of a StorageVersionMigration of
-// group and resource among svms whose Succeeded condition became True at
-// or after since (timestamps have a resolution of one second), "" when
-// none did.
-func MigrationSucceededSince(svms []unstructured.Unstructured, group, resource string, since time.Time) string {
-	since = since.Truncate(time.Second)
+// Reasons and message of the StorageMigrating condition the cluster's
+// storage version migrator sets on a CRD (kube-controller-manager's
+// migration runner, k8s.io/kubernetes/pkg/controller/storageversionmigrator,
+// v1.37.2: markAsActive and finishCRDMigration; a test compares them with
+// its source).
+const (
+	// MigratorRunningReason: a migration of the CRD's resource runs; the
+	// condition's message names it.
+	MigratorRunningReason = "MigrationRunning"
+	// MigratorSucceededReason and MigratorFailedReason end the condition
+	// (status False), in the same write that sets status.storedVersions to
+	// the storage version when the generation did not change meanwhile.
+	MigratorSucceededReason = "MigrationSucceeded"
+	MigratorFailedReason    = "MigrationFailed"
+
+	// The message of the condition while a migration runs is
+	// fmt.Sprintf("Migration %s is running", svm.Name).
+	migratorRunningPrefix, migratorRunningSuffix = "Migration ", " is running"
+)
+
+// NamedMigration returns the name of the StorageVersionMigration the
+// cluster's migrator marked old as migrating at its current generation:
+// the StorageMigrating condition is True, reason MigrationRunning,
+// observedGeneration = metadata.generation, and its message names the
+// migration (the controller's only record of which migration it runs; the
+// words are pinned to its source by a test). ok is false otherwise.
+func NamedMigration(old *apiextv1.CustomResourceDefinition) (string, bool) {
+	for _, c := range old.Status.Conditions {
+		if c.Type != apiextv1.StorageMigrating || c.Status != apiextv1.ConditionTrue ||
+			c.Reason != MigratorRunningReason || c.ObservedGeneration != old.Generation {
+			continue
+		}
+		name, ok := strings.CutPrefix(c.Message, migratorRunningPrefix)
+		if !ok {
+			return "", false
+		}
+		name, ok = strings.CutSuffix(name, migratorRunningSuffix)
+		if !ok || len(validation.IsDNS1123Subdomain(name)) > 0 {
+			return "", false
+		}
+		return name, true
+	}
+	return "", false
+}
+
+// MigrationSucceeded reports whether svms hold the StorageVersionMigration
+// name, of group and resource, with its Succeeded condition True and its
+// Failed condition not True.
+func MigrationSucceeded(svms []unstructured.Unstructured, name, group, resource string) bool {
 	for i := range svms {
 		u := &svms[i]
+		if u.GetName() != name {
+			continue
+		}
 		g, _, _ := unstructured.NestedString(u.Object, "spec", "resource", "group")
 		r, _, _ := unstructured.NestedString(u.Object, "spec", "resource", "resource")
 		if g != group || r != resource {
-			continue
+			return false
 		}
 		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		succeeded := false
 		for _, c := range conds {
 			m, ok := c.(map[string]any)
-			if !ok || m["type"] != "Succeeded" || m["status"] != "True" {
+			if !ok || m["status"] != "True" {
 				continue
 			}
-			s, _ := m["lastTransitionTime"].(string)
-			t, err := time.Parse(time.RFC3339, s)
-			if err == nil && !t.Before(since) {
-				return u.GetName()
+			switch m["type"] {
+			case "Failed":
+				return false
+			case "Succeeded":
+				succeeded = true
 			}
 		}
+		return succeeded
 	}
-	return ""
+	return false
+}
+
+// EvidenceKind says what backs a trim of status.storedVersions.
+type EvidenceKind string
+
+const (
+	// EvidenceRecord: the migrate command's record, current.
+	EvidenceRecord EvidenceKind = "record"
+	// EvidenceMigration: the StorageVersionMigration the CRD's condition
+	// names, succeeded.
+	EvidenceMigration EvidenceKind = "migration"
+)
+
+// Evidence is what backs a trim of status.storedVersions.
+type Evidence struct {
+	Kind EvidenceKind
+	// Record, for EvidenceRecord.
+	Record Record
+	// Migration is the StorageVersionMigration's name, for
+	// EvidenceMigration; Version the storage version it migrated to.
+	Migration, Version string
+}
+
+// MigrationsFunc lists the cluster's StorageVersionMigrations.
+type MigrationsFunc func(ctx context.Context) ([]unstructured.Unstructured, error)
+
+// TrimEvidence returns the evidence that backs setting the stored CRD
+// old's status.storedVersions to after (the judgement of the webhook): a
+// current record of the migrate command (CurrentRecord) whose version
+// after keeps; or, when after is the storage version alone, the
+// StorageVersionMigration old's condition names at its current generation
+// (NamedMigration), succeeded, read through list (nil: the cluster offers
+// no such evidence). ok is false when nothing backs it; an error means the
+// migrations could not be read.
+func TrimEvidence(ctx context.Context, old *apiextv1.CustomResourceDefinition, after []string, list MigrationsFunc) (Evidence, bool, error) {
+	if r, ok := CurrentRecord(old); ok && slices.Contains(after, r.Version) {
+		return Evidence{Kind: EvidenceRecord, Record: r, Version: r.Version}, true, nil
+	}
+	storage := StorageVersion(old)
+	name, named := NamedMigration(old)
+	if list == nil || !named || !slices.Equal(after, []string{storage}) {
+		return Evidence{}, false, nil
+	}
+	svms, err := list(ctx)
+	if err != nil {
+		return Evidence{}, false, err
+	}
+	if !MigrationSucceeded(svms, name, old.Spec.Group, old.Spec.Names.Plural) {
+		return Evidence{}, false, nil
+	}
+	return Evidence{Kind: EvidenceMigration, Migration: name, Version: storage}, true, nil
+}
+
+// migratorFailed reports whether crd's StorageMigrating condition says
+// the cluster's migrator ended a migration that failed (status False,
+// reason MigrationFailed): Kubernetes 1.37.0 to 1.37.2 trim
+// status.storedVersions in that same write (kubernetes#143103), so their
+// trim proves nothing.
+func migratorFailed(crd *apiextv1.CustomResourceDefinition) bool {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextv1.StorageMigrating {
+			return c.Status == apiextv1.ConditionFalse && c.Reason == MigratorFailedReason
+		}
+	}
+	return false
 }
 
 // Trim is the last write of status.storedVersions through the status
@@ -155,24 +271,31 @@ type Trim struct {
 // through the status subresource when no evidence backs it: a trim by
 // hand (kubectl patch --subresource=status) or by a tool that proves
 // nothing. nil when status.storedVersions was never written through the
-// subresource (the apiserver only adds versions to it), when the cluster's
-// migrator wrote it last, or when the migrate command's record is of a
-// version still listed (the trim it made, or the state it proved).
+// subresource (the apiserver only adds versions to it), when the migrate
+// command's record is current (CurrentRecord) and of a version still
+// listed, or when the last write was the migrate command's (which trims
+// only on its proof) or the cluster's migrator's after a migration that
+// did not fail. A record of an earlier generation or storage version
+// counts for nothing: a storage move since may have stored objects in a
+// version trimmed by hand afterwards. The engine's check and the migrate
+// command's plan both decide by it.
 //
 // Limits: managedFields keep the last owner only, so a trim followed by a
 // storage switch (which the apiserver records as the spec writer's) is no
 // longer seen; the record and the field manager are claims any writer of
-// the CRD can make. The webhook (RecordBacksTrim, MigratorStarted and
-// MigrationSucceededSince) guards the trim itself.
+// the CRD can make. The webhook (TrimEvidence) guards the trim itself.
 func UnprovenTrim(crd *apiextv1.CustomResourceDefinition) *Trim {
-	if r, ok := RecordOf(crd.Annotations); ok && slices.Contains(crd.Status.StoredVersions, r.Version) {
+	if r, ok := CurrentRecord(crd); ok && slices.Contains(crd.Status.StoredVersions, r.Version) {
 		return nil
 	}
 	for _, e := range crd.ManagedFields {
 		if e.Subresource != "status" || e.FieldsV1 == nil || !ownsStoredVersions(e.FieldsV1.GetRawBytes()) {
 			continue
 		}
-		if e.Manager == MigratorFieldManager || e.Manager == CommandFieldManager {
+		switch {
+		case e.Manager == CommandFieldManager:
+			return nil
+		case e.Manager == MigratorFieldManager && !migratorFailed(crd):
 			return nil
 		}
 		return &Trim{Manager: e.Manager, Time: e.Time}

@@ -37,6 +37,18 @@ type Cert struct {
 // WriteCert writes a self-signed certificate for 127.0.0.1, ::1 and
 // localhost (and the given DNS names) into dir as tls.crt and tls.key.
 func WriteCert(dir string, dnsNames ...string) (Cert, error) {
+	return writeSelfSigned(dir, "tls", "crd-upgrade-safety-webhook test", x509.ExtKeyUsageServerAuth,
+		append([]string{"localhost"}, dnsNames...), []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback})
+}
+
+// WriteClientCert writes a self-signed client certificate (its own CA:
+// the webhook's --client-ca-file) for commonName and dnsNames into dir as
+// client.crt and client.key.
+func WriteClientCert(dir, commonName string, dnsNames ...string) (Cert, error) {
+	return writeSelfSigned(dir, "client", commonName, x509.ExtKeyUsageClientAuth, dnsNames, nil)
+}
+
+func writeSelfSigned(dir, name, commonName string, usage x509.ExtKeyUsage, dnsNames []string, ips []net.IP) (Cert, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return Cert{}, err
@@ -47,15 +59,15 @@ func WriteCert(dir string, dnsNames ...string) (Cert, error) {
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: "crd-upgrade-safety-webhook test"},
+		Subject:               pkix.Name{CommonName: commonName},
 		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().Add(24 * time.Hour),
 		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		ExtKeyUsage:           []x509.ExtKeyUsage{usage},
 		BasicConstraintsValid: true,
 		IsCA:                  true,
-		DNSNames:              append([]string{"localhost"}, dnsNames...),
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		DNSNames:              dnsNames,
+		IPAddresses:           ips,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
@@ -66,8 +78,8 @@ func WriteCert(dir string, dnsNames ...string) (Cert, error) {
 		return Cert{}, err
 	}
 	c := Cert{
-		CertFile: filepath.Join(dir, "tls.crt"),
-		KeyFile:  filepath.Join(dir, "tls.key"),
+		CertFile: filepath.Join(dir, name+".crt"),
+		KeyFile:  filepath.Join(dir, name+".key"),
 		PEM:      pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 	}
 	if err := os.WriteFile(c.CertFile, c.PEM, 0o600); err != nil {
