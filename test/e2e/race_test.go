@@ -140,7 +140,10 @@ func TestRaceObjectsCreatedAfterPreflight(t *testing.T) {
 	})
 	t.Run("with the webhook: denied", func(t *testing.T) {
 		t.Parallel()
-		e, n, _ := webhookApp(t, "")
+		// The admin lets annotations waive maximum (by default the
+		// webhook counts none): the reviewed change passes, the object
+		// it now affects does not.
+		e, n, _ := webhookApp(t, "annotationWaivers:\n  checks: [maximum]\n")
 		r := e.deployInterrupted(t, n.App, []string{waived(t, n)}, createEight(t, e, n))
 		require.NotEqual(t, 0, r.exitCode)
 		require.Contains(t, r.out, "CRDUpgradeSafety denied the update of CRD "+n.CRD)

@@ -162,9 +162,16 @@ func TestWebhookHelmUninstall(t *testing.T) {
 		require.Len(t, deniedDelete.FindAllString(p.log.String(), -1), 2)
 		e.requireUnchanged(t, n, before)
 
-		// The documented way to delete it on purpose (docs/webhook.md):
-		// the waiver on the CRD, then the uninstall again.
+		// A waiver annotation on the CRD does not pass the loss (issue
+		// 37): the uninstall is denied again. The documented way to
+		// delete it on purpose (docs/webhook.md): delete the custom
+		// resources first (or accept the loss in the webhook's
+		// settings), then the uninstall again.
 		e.annotateCRD(t, n, map[string]string{config.WaiveAnnotation: "crdDeletion", config.WaiveReasonAnnotation: "e2e: data no longer needed"})
+		out, err = h.run(t, "uninstall", n.App, "--namespace", "default")
+		require.Errorf(t, err, "helm uninstall succeeded with a waiver annotation:\n%s", out)
+		require.Len(t, deniedDelete.FindAllString(p.log.String(), -1), 3)
+		require.NoError(t, e.dyn.Resource(n.gvr("v1")).Namespace("default").DeleteCollection(tctx(t), metav1.DeleteOptions{}, metav1.ListOptions{}))
 		out, err = h.run(t, "uninstall", n.App, "--namespace", "default")
 		require.NoError(t, err, out)
 		require.Contains(t, out, `release "`+n.App+`" uninstalled`)

@@ -118,11 +118,12 @@ func TestWebhookWarnMode(t *testing.T) {
 }
 
 // TestWebhookDeniesDeletion: deleting a CRD that has custom resources is
-// denied (they would all be lost), and nothing is deleted; with the waiver
-// annotation on the CRD, the deletion goes through with a warning.
+// denied (they would all be lost), and nothing is deleted; the waiver
+// annotation on the CRD does not change that (no annotation passes a loss
+// of stored data); once the custom resources are deleted, the CRD can be.
 func TestWebhookDeniesDeletion(t *testing.T) {
 	t.Parallel()
-	e, n, _ := webhookApp(t, "")
+	e, n, _ := webhookApp(t, "annotationWaivers:\n  checks: [crdDeletion]\n")
 	before := e.snapshot(t, n)
 	err := e.dyn.Resource(crdGVR).Delete(tctx(t), n.CRD, metav1.DeleteOptions{})
 	require.Error(t, err)
@@ -132,19 +133,26 @@ func TestWebhookDeniesDeletion(t *testing.T) {
 	e.requireUnchanged(t, n, before)
 
 	e.annotateCRD(t, n, map[string]string{config.WaiveAnnotation: "crdDeletion", config.WaiveReasonAnnotation: "e2e: data no longer needed"})
-	w := &warningCollector{}
-	dyn := e.dynWithWarnings(t, w)
-	require.NoError(t, dyn.Resource(crdGVR).Delete(tctx(t), n.CRD, metav1.DeleteOptions{}))
-	require.Equal(t, []string{"CRDUpgradeSafety: [crdDeletion] data loss: deleting the CRD would delete its 2 existing custom resources (exempted: waive annotation: e2e: data no longer needed)"},
-		withoutFingerprints(t, w.texts))
+	err = e.dyn.Resource(crdGVR).Delete(tctx(t), n.CRD, metav1.DeleteOptions{})
+	require.Error(t, err)
+	require.True(t, apierrors.IsForbidden(err), err)
+	requireFinding(t, err.Error(), "crdDeletion", n.CRD, "not exempted: a waiver annotation cannot waive a loss of stored data")
+	require.Contains(t, err.Error(), "acceptDataLoss: [{crd: "+n.CRD+", check: crdDeletion, objects: 2,")
+	require.NotNil(t, e.getCRD(t, n))
+
+	require.NoError(t, e.dyn.Resource(n.gvr("v1")).Namespace("default").DeleteCollection(tctx(t), metav1.DeleteOptions{}, metav1.ListOptions{}))
+	require.Eventually(t, func() bool {
+		return e.dyn.Resource(crdGVR).Delete(tctx(t), n.CRD, metav1.DeleteOptions{}) == nil
+	}, 30*time.Second, 300*time.Millisecond, "the CRD without custom resources could not be deleted")
 }
 
-// TestWebhookWaiver: the waiver annotations on the new CRD let the reviewed
-// findings through as warnings; the other findings still deny; an invalid
-// waiver is denied.
+// TestWebhookWaiver: where the webhook's settings let annotations waive
+// a check (annotationWaivers), the waiver annotations on the new CRD let
+// the reviewed findings through as warnings; the other findings still
+// deny; an invalid waiver is denied.
 func TestWebhookWaiver(t *testing.T) {
 	t.Parallel()
-	e, n, _ := webhookApp(t, "")
+	e, n, _ := webhookApp(t, "annotationWaivers:\n  checks: [enum, maximum]\n")
 	before := e.snapshot(t, n)
 	_, err := e.updateCRD(t, n, "unsafe/enum-value-removed/new.yaml", false,
 		map[string]string{config.WaiveAnnotation: "maximum", config.WaiveReasonAnnotation: "the wrong check"})

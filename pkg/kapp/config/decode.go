@@ -342,7 +342,9 @@ func rootFields(c *Settings) fields {
 		"webhook":                 nested(webhookFields(&c.Webhook)),
 		"waivers":                 waivers(&c.Waivers, true),
 		// The older spelling: the same waivers, their reason optional.
-		"exemptions": waivers(&c.Waivers, false),
+		"exemptions":        waivers(&c.Waivers, false),
+		"acceptDataLoss":    acceptances(&c.AcceptDataLoss),
+		"annotationWaivers": annotationWaivers(&c.AnnotationWaivers),
 	}
 }
 

@@ -568,9 +568,9 @@ func TestDecodeErrors(t *testing.T) {
 		kind error
 	}{
 		{name: "unknown top-level key", in: `mod: warn`, kind: config.ErrUnknownKey,
-			want: []string{`mod: unknown key (allowed: alphaVersionEnforcement, checks, exemptions, failMode, liveChecksTimeout, maxFindingsPerCRD, mode, unaffectedEnforcement, waivers, webhook)`}},
+			want: []string{`mod: unknown key (allowed: acceptDataLoss, alphaVersionEnforcement, annotationWaivers, checks, exemptions, failMode, liveChecksTimeout, maxFindingsPerCRD, mode, unaffectedEnforcement, waivers, webhook)`}},
 		{name: "keys are case-sensitive", in: `failmode: open`, kind: config.ErrUnknownKey,
-			want: []string{`failmode: unknown key (allowed: alphaVersionEnforcement, checks, exemptions, failMode, liveChecksTimeout, maxFindingsPerCRD, mode, unaffectedEnforcement, waivers, webhook)`}},
+			want: []string{`failmode: unknown key (allowed: acceptDataLoss, alphaVersionEnforcement, annotationWaivers, checks, exemptions, failMode, liveChecksTimeout, maxFindingsPerCRD, mode, unaffectedEnforcement, waivers, webhook)`}},
 		{name: "mode type", in: `mode: 5`, kind: config.ErrInvalidType,
 			want: []string{`mode: must be a string, got int`}},
 		{name: "mode type from Go int", raw: map[string]any{"mode": 5}, kind: config.ErrInvalidType,

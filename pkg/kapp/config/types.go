@@ -188,6 +188,14 @@ type Settings struct {
 	// its alias exemptions; the waiver annotations of a run's CRDs are
 	// added to a copy by WithWaivers). See Waiver.
 	Waivers []Waiver
+	// AcceptDataLoss are the accepted losses of stored data (the key
+	// acceptDataLoss): the only way a finding that loses stored data
+	// passes. See Acceptance.
+	AcceptDataLoss []Acceptance
+	// AnnotationWaivers says which checks the waiver annotations of a CRD
+	// may waive (the key annotationWaivers); nil: the run's default (see
+	// AnnotationWaivers).
+	AnnotationWaivers *AnnotationWaivers
 	// Webhook holds what only the admission webhook (kapp tools
 	// crd-upgrade-safety-webhook) reads; a deploy and the tools command
 	// ignore it.
@@ -200,6 +208,11 @@ type Settings struct {
 	// Now is the time waivers are judged at (Waiver.Expires): no key of
 	// the configuration; the zero value is the time of the run.
 	Now time.Time `json:"-"`
+	// Live: the run reads a cluster (a deploy, a webhook review, the tools
+	// command against a cluster), so a loss it cannot count is never
+	// accepted (Acceptance). No key of the configuration: the evaluation
+	// sets it.
+	Live bool `json:"-"`
 }
 
 // WebhookSettings are the settings of the admission webhook alone (the

@@ -44,6 +44,11 @@ type Waiver struct {
 	// Source is where the waiver was given: SourceSettings or
 	// SourceAnnotation (what outputs name).
 	Source WaiverSource
+	// CarriedOver: a waiver annotation that the old CRD already had, with
+	// the same value (evaluation marks it): it was reviewed with an
+	// earlier change and waives nothing in this one
+	// (RefusedCarriedOver).
+	CarriedOver bool
 }
 
 // WaiverSource is where a waiver was given.
@@ -282,6 +287,29 @@ func WaiversOf(crd string, annotations map[string]string) ([]Waiver, error) {
 		}
 	}
 	return out, nil
+}
+
+// SameWaiverAnnotations tells whether two CRDs' annotations hold the same
+// waiver annotations (every annotation with WaivePrefix), each with the
+// same value: an update that leaves them so adds or changes no waiver.
+// (Neither holding any is the same too: there is nothing to carry over.)
+func SameWaiverAnnotations(old, new map[string]string) bool {
+	n := 0
+	for k, v := range new {
+		if !strings.HasPrefix(k, WaivePrefix) {
+			continue
+		}
+		if ov, ok := old[k]; !ok || ov != v {
+			return false
+		}
+		n++
+	}
+	for k := range old {
+		if strings.HasPrefix(k, WaivePrefix) {
+			n--
+		}
+	}
+	return n == 0
 }
 
 // firstOf returns the first of keys that m holds.

@@ -56,7 +56,7 @@ func (r *pairRun) walkAllOf(n *node, o, nw []apiextv1.JSONSchemaProps) {
 		if k < len(spare) {
 			r.walk(n.branch(config.CheckAllOf, j), &o[spare[k]], &nw[j])
 		} else if n.run.vc.ToggleEnabled(config.CheckAllOf) {
-			n.reportAtField(branchPath(n.path, config.CheckAllOf, j), config.CheckAllOf, Change{Kind: "branchAdded", New: strconv.Itoa(j)},
+			n.reportAtField(branchPath(n.path, config.CheckAllOf, j), config.CheckAllOf, Change{Kind: "branchAdded", New: factSchema(&nw[j])},
 				"allOf branch added: every value must match it too")
 		}
 	}
@@ -87,7 +87,7 @@ func (r *pairRun) walkAnyOf(n *node, o, nw []apiextv1.JSONSchemaProps) {
 		if k < len(spare) {
 			r.walk(n.branch(config.CheckAnyOf, spare[k]), &o[i], &nw[spare[k]])
 		} else if n.run.vc.ToggleEnabled(config.CheckAnyOf) {
-			n.report(config.CheckAnyOf, Change{Kind: "branchRemoved", Old: strconv.Itoa(i)}, "anyOf branch %d removed: values only it accepted are rejected", i)
+			n.report(config.CheckAnyOf, Change{Kind: "branchRemoved", Old: strconv.Itoa(i) + " " + factSchema(&o[i])}, "anyOf branch %d removed: values only it accepted are rejected", i)
 		}
 	}
 }
@@ -111,7 +111,7 @@ func (r *pairRun) walkOneOf(n *node, o, nw []apiextv1.JSONSchemaProps) {
 		r.walk(pos, &o[i], &nw[j])
 		if enabled {
 			if loosened := r.probe(pos, &nw[j], &o[i]); len(loosened) > 0 {
-				n.reportAtField(pos.path, config.CheckOneOf, Change{Kind: "branchLoosened", New: factJSON(loosened)},
+				n.reportAtField(pos.path, config.CheckOneOf, Change{Kind: "branchLoosened", Old: factSchema(&o[i]), New: factJSON(loosened) + " " + factSchema(&nw[j])},
 					"oneOf branch loosened (%s): an object that matched only another branch may now match this one too, and oneOf rejects it",
 					idList(loosened))
 			}
@@ -121,11 +121,11 @@ func (r *pairRun) walkOneOf(n *node, o, nw []apiextv1.JSONSchemaProps) {
 		return
 	}
 	for _, j := range newLeft[paired:] {
-		n.reportAtField(branchPath(n.path, config.CheckOneOf, j), config.CheckOneOf, Change{Kind: "branchAdded", New: strconv.Itoa(j)},
+		n.reportAtField(branchPath(n.path, config.CheckOneOf, j), config.CheckOneOf, Change{Kind: "branchAdded", New: factSchema(&nw[j])},
 			"oneOf branch added: an object that matched one branch may now match two, and oneOf rejects it")
 	}
 	for _, i := range oldLeft[paired:] {
-		n.report(config.CheckOneOf, Change{Kind: "branchRemoved", Old: strconv.Itoa(i)}, "oneOf branch %d removed: objects that matched only it match none", i)
+		n.report(config.CheckOneOf, Change{Kind: "branchRemoved", Old: strconv.Itoa(i) + " " + factSchema(&o[i])}, "oneOf branch %d removed: objects that matched only it match none", i)
 	}
 }
 
@@ -139,7 +139,7 @@ func (r *pairRun) walkNot(n *node, o, nw *apiextv1.JSONSchemaProps) {
 		return // removed (or never there): relaxes
 	}
 	if o == nil {
-		n.report(config.CheckNot, Change{Kind: "added"}, "not added")
+		n.report(config.CheckNot, Change{Kind: "added", New: factSchema(nw)}, "not added")
 		return
 	}
 	if sameSchema(o, nw) {
@@ -148,7 +148,7 @@ func (r *pairRun) walkNot(n *node, o, nw *apiextv1.JSONSchemaProps) {
 	pos := n.child(n.path.Not())
 	pos.combinator = config.CheckNot
 	if loosened := r.probe(pos, nw, o); len(loosened) > 0 {
-		n.report(config.CheckNot, Change{Kind: "loosened", New: factJSON(loosened)}, "schema inside not loosened (%s): values it now matches are rejected", idList(loosened))
+		n.report(config.CheckNot, Change{Kind: "loosened", Old: factSchema(o), New: factJSON(loosened) + " " + factSchema(nw)}, "schema inside not loosened (%s): values it now matches are rejected", idList(loosened))
 	}
 }
 
@@ -162,7 +162,7 @@ func (r *pairRun) combinatorChanged(n *node, id string, o, nw []apiextv1.JSONSch
 		return false
 	case len(o) == 0:
 		if n.run.vc.ToggleEnabled(id) {
-			n.report(id, Change{Kind: "added", New: strconv.Itoa(len(nw))}, "%s added with %s", id, plural.Count(len(nw), "sub-schema", "sub-schemas"))
+			n.report(id, Change{Kind: "added", New: factSchemas(nw)}, "%s added with %s", id, plural.Count(len(nw), "sub-schema", "sub-schemas"))
 		}
 		return false
 	}

@@ -26,6 +26,9 @@ func Deletion(crdName string, count int, replaceCause string, cfg *config.Settin
 	for i := range p.findings {
 		p.findings[i].Impact = &Impact{Source: SourceCluster, Objects: count, Affected: count, VersionAffected: count,
 			Effects: []EffectCount{{Effect: EffectDeleted, Objects: count, Examples: []ObjectEffect{}}}}
+		// Judged again with the objects counted (acceptDataLoss).
+		p.findings[i].rejudge()
+		judgeFinal(p.cfg, &p.findings[i])
 	}
 	return p.findings
 }

@@ -2,9 +2,13 @@ package crdupgradesafety
 
 import (
 	"testing"
+	"time"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 )
+
+// farFuture is an expiry date no test reaches.
+var farFuture = time.Date(2099, 12, 31, 0, 0, 0, 0, time.UTC)
 
 func TestDeletion(t *testing.T) {
 	const replace = "update strategy always-replace"
@@ -21,9 +25,22 @@ func TestDeletion(t *testing.T) {
 		{name: "crdDeletion disabled", count: 12, config: func(c *config.Settings) { c.Checks.CRD.CRDDeletion.Enabled = false }, want: []string{}},
 		{name: "warn mode", count: 2, config: func(c *config.Settings) { c.Mode = config.ModeWarn },
 			want: []string{"warning crdDeletion  : data loss: deleting the CRD would delete its 2 existing custom resources"}},
-		{name: "exempted", count: 2, config: func(c *config.Settings) {
+		{name: "a waiver does not waive the loss", count: 2, config: func(c *config.Settings) {
 			c.Waivers = []config.Waiver{{CRD: testCRDName, Checks: []string{config.CheckCRDDeletion}, Reason: "data migrated"}}
-		}, want: []string{"warning crdDeletion  : data loss: deleting the CRD would delete its 2 existing custom resources (exempted: data migrated)"}},
+		}, want: []string{"error crdDeletion  : data loss: deleting the CRD would delete its 2 existing custom resources (not exempted: a waiver cannot waive a loss of stored data; only an acceptDataLoss entry of the settings that names the loss accepts it; it read: data migrated)"}},
+		{name: "accepted: the loss is within the acceptance", count: 2, config: func(c *config.Settings) {
+			c.AcceptDataLoss = []config.Acceptance{{CRD: testCRDName, Check: config.CheckCRDDeletion, Objects: 2, Reason: "data migrated", Expires: farFuture}}
+		}, want: []string{"warning crdDeletion  : data loss: deleting the CRD would delete its 2 existing custom resources (data loss accepted: data migrated; at most 2 objects; until 2099-12-31)"}},
+		{name: "not accepted: a larger loss", count: 3, config: func(c *config.Settings) {
+			c.AcceptDataLoss = []config.Acceptance{{CRD: testCRDName, Check: config.CheckCRDDeletion, Objects: 2, Reason: "data migrated", Expires: farFuture}}
+		}, want: []string{"error crdDeletion  : data loss: deleting the CRD would delete its 3 existing custom resources (not accepted: the loss affects 3 objects, more than the 2 accepted; the acceptance read: data migrated; at most 2 objects; until 2099-12-31)"}},
+		{name: "not accepted: expired", count: 2, config: func(c *config.Settings) {
+			c.Now = farFuture.AddDate(0, 0, 1)
+			c.AcceptDataLoss = []config.Acceptance{{CRD: testCRDName, Check: config.CheckCRDDeletion, Objects: 2, Reason: "data migrated", Expires: farFuture}}
+		}, want: []string{"error crdDeletion  : data loss: deleting the CRD would delete its 2 existing custom resources (not accepted: the acceptance expired at the end of 2099-12-31 UTC; the acceptance read: data migrated; at most 2 objects; until 2099-12-31)"}},
+		{name: "not accepted: another CRD", count: 2, config: func(c *config.Settings) {
+			c.AcceptDataLoss = []config.Acceptance{{CRD: "gadgets.example.com", Check: config.CheckCRDDeletion, Objects: 2, Reason: "data migrated", Expires: farFuture}}
+		}, want: []string{"error crdDeletion  : data loss: deleting the CRD would delete its 2 existing custom resources"}},
 		{name: "replace, no custom resources: nothing is lost", cause: replace, count: 0, want: []string{}},
 		{name: "replace, one custom resource", cause: replace, count: 1,
 			want: []string{"error crdDeletion  : data loss: update strategy always-replace: kapp would delete and recreate the CRD, deleting its 1 existing custom resource"}},
@@ -69,9 +86,16 @@ func TestDropped(t *testing.T) {
 		{name: "default: an error", want: []string{"error " + msg}},
 		{name: "crdDeletion disabled", config: func(c *config.Settings) { c.Checks.CRD.CRDDeletion.Enabled = false }, want: []string{}},
 		{name: "warn mode", config: func(c *config.Settings) { c.Mode = config.ModeWarn }, want: []string{"warning " + msg}},
-		{name: "exempted", config: func(c *config.Settings) {
+		{name: "a waiver does not waive the loss", config: func(c *config.Settings) {
 			c.Waivers = []config.Waiver{{CRD: testCRDName, Checks: []string{config.CheckCRDDeletion}, Reason: "moved to another operator"}}
-		}, want: []string{"warning " + msg + " (exempted: moved to another operator)"}},
+		}, want: []string{"error " + msg + " (not exempted: a waiver cannot waive a loss of stored data; only an acceptDataLoss entry of the settings that names the loss accepts it; it read: moved to another operator)"}},
+		{name: "accepted offline: the objects are not counted", config: func(c *config.Settings) {
+			c.AcceptDataLoss = []config.Acceptance{{CRD: testCRDName, Check: config.CheckCRDDeletion, Objects: 5, Reason: "moved to another operator", Expires: farFuture}}
+		}, want: []string{"warning " + msg + " (data loss accepted: moved to another operator; at most 5 objects, not counted in this run (no objects read): the count is enforced where the objects are read; until 2099-12-31)"}},
+		{name: "not accepted live when the objects are not counted", config: func(c *config.Settings) {
+			c.Live = true
+			c.AcceptDataLoss = []config.Acceptance{{CRD: testCRDName, Check: config.CheckCRDDeletion, Objects: 5, Reason: "moved to another operator", Expires: farFuture}}
+		}, want: []string{"error " + msg + " (not accepted: this run reads the cluster but could not count the objects the loss affects, so it cannot tell that the acceptance covers it; the acceptance read: moved to another operator; at most 5 objects; until 2099-12-31)"}},
 		{name: "exemption of another check", config: func(c *config.Settings) {
 			c.Waivers = []config.Waiver{{CRD: testCRDName, Checks: []string{config.CheckEnum}}}
 		}, want: []string{"error " + msg}},

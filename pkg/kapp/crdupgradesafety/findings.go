@@ -94,6 +94,23 @@ type Finding struct {
 	// StaleWaiver: for a staleWaiver finding, the waiver of a CRD of the
 	// run that matches none of its findings.
 	StaleWaiver *config.Waiver
+	// RefusedWaiver: a waiver that matches the finding but may not waive
+	// it, and WaiverRefusal why: the finding loses stored data (only an
+	// acceptDataLoss entry accepts that), the waiver annotation was
+	// carried over unchanged from the old CRD, or the settings'
+	// annotationWaivers do not let annotations waive this check. nil
+	// otherwise (and whenever Waiver is set).
+	RefusedWaiver *config.Waiver
+	WaiverRefusal config.WaiverRefusal
+	// Acceptance: the acceptDataLoss entry of the settings that accepted
+	// this loss of stored data, making the finding a warning; nil
+	// otherwise.
+	Acceptance *config.Acceptance
+	// ShortAcceptance: an acceptDataLoss entry that names this loss but
+	// does not cover it, and AcceptanceGap why (expired, more objects
+	// than it allows, objects a live run could not count); nil otherwise.
+	ShortAcceptance *config.Acceptance
+	AcceptanceGap   config.AcceptanceGap
 	// Cause: for an existingResources finding that stands for the stored
 	// objects an exempted change affects, that change.
 	Cause *Cause
@@ -117,6 +134,11 @@ type Finding struct {
 	// key identifies the finding from where it is made: what a reader's
 	// impact is joined back by (ApplyImpacts).
 	key string
+	// unwaived and unwaivedAlpha are Severity and AlphaLenient before any
+	// waiver or acceptance: what ApplyImpacts judges them again from, once
+	// the stored objects tell whether the finding loses data.
+	unwaived      Severity
+	unwaivedAlpha bool
 }
 
 // Cause is the change an existingResources finding stands for.

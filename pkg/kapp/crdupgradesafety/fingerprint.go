@@ -87,3 +87,19 @@ func factValue(v *apiextv1.JSON) string {
 	}
 	return canonicalJSON(v.Raw)
 }
+
+// factSchema renders a schema (a combinator branch, a map's value schema)
+// as JSON for a Change: the whole content of what a check judged, so that
+// another branch or value schema at the same place is another change; ""
+// for none.
+func factSchema(s *apiextv1.JSONSchemaProps) string {
+	if s == nil {
+		return ""
+	}
+	return factJSON(s)
+}
+
+// factSchemas renders a list of schemas (a combinator's branches) as JSON.
+func factSchemas(s []apiextv1.JSONSchemaProps) string {
+	return factJSON(s)
+}

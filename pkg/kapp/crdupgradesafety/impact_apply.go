@@ -75,6 +75,7 @@ func ApplyImpacts(findings []Finding, impacts []VersionImpact, cfg *config.Setti
 	}
 	out := make([]Finding, 0, len(findings))
 	for _, f := range findings {
+		f.rejudge()
 		if vi := byVersion[f.Version]; vi != nil && f.Field != "" && f.PairVersion == "" {
 			imp := vi.impacts[f.key]
 			if imp == nil {
@@ -93,7 +94,14 @@ func ApplyImpacts(findings []Finding, impacts []VersionImpact, cfg *config.Setti
 			}
 			f.DataLoss = lossByCheck(f.Check) && f.Check != config.CheckExistingFieldRemoval && f.Check != config.CheckPreserveUnknownFields ||
 				imp.has(EffectPruned)
+			judgeFinal(cfg, &f)
+			if f.Waiver != nil || f.Acceptance != nil {
+				// What passed it is the reviewed waiver or acceptance.
+				f.Unaffected = false
+			}
 			out = append(out, exemptedButAffecting(f, cfg)...)
+		} else {
+			judgeFinal(cfg, &f)
 		}
 		out = append(out, f)
 	}
@@ -102,6 +110,8 @@ func ApplyImpacts(findings []Finding, impacts []VersionImpact, cfg *config.Setti
 			if f.Impact != nil {
 				f.Impact.VersionAffected = vi.affected
 			}
+			f.rejudge()
+			judgeFinal(cfg, &f)
 			out = append(out, f)
 		}
 		out = append(out, vi.notes...)
@@ -136,6 +146,8 @@ func exemptedButAffecting(f Finding, cfg *config.Settings) []Finding {
 		p.findings[i].Impact = f.Impact
 		p.findings[i].DataLoss = f.DataLoss
 		p.findings[i].Remedy = p.findings[i].Remedy.withObjects(f.Impact)
+		p.findings[i].rejudge()
+		judgeFinal(cfg, &p.findings[i])
 	}
 	return p.findings
 }

@@ -83,20 +83,19 @@ func (p *policy) add(c change) {
 	if remedy == nil {
 		remedy = defaultRemedy(c.check, c.version)
 	}
-	p.findings = append(p.findings, Finding{
-		CRD: p.crd, Version: boundText(c.version, maxFieldBytes), PairVersion: boundText(c.pairVersion, maxFieldBytes),
-		Field: schemapath.Path(boundText(string(c.field), maxFieldBytes)),
-		Check: c.check, Severity: sev, ChangeText: boundText(c.message, maxMessageBytes),
-		Change:   Change{Kind: c.fact.Kind, Old: boundText(c.fact.Old, maxMessageBytes), New: boundText(c.fact.New, maxMessageBytes)},
+	f := Finding{
+		CRD: p.crd, Version: c.version, PairVersion: c.pairVersion, Field: c.field,
+		Check: c.check, Severity: sev, ChangeText: boundText(c.message, maxMessageBytes), Change: c.fact,
 		DataLoss: c.dataLoss || lossByCheck(c.check), ClientFacing: c.clientFacing, Remedy: remedy,
 		Object: c.object, Cause: c.cause, AlphaLenient: alpha,
-	})
-	f := &p.findings[len(p.findings)-1]
+	}
 	if c.since != (config.KubeVersion{}) {
 		f.KubeVersionSince = c.since.String()
 		f.KubeVersion = p.cfg.KubeVersion.String()
 	}
-	f.Fingerprint = fingerprint(f, 0)
+	// The fingerprint hashes the whole facts; only what the finding
+	// carries for display is bounded, after.
+	f.Fingerprint = fingerprint(&f, 0)
 	if p.fingerprints == nil {
 		p.fingerprints = map[string]int{}
 	}
@@ -104,23 +103,119 @@ func (p *policy) add(c change) {
 		// Facts alike (a CEL rule given twice): the next one in the
 		// order the checks make them.
 		p.fingerprints[f.Fingerprint]++
-		f.Fingerprint = fingerprint(f, n)
+		f.Fingerprint = fingerprint(&f, n)
 	} else {
 		p.fingerprints[f.Fingerprint] = 1
 	}
-	if w, expired := p.cfg.Waive(WaiverSubject(f)); expired {
-		f.ExpiredWaiver = boundWaiver(w)
-	} else if w != nil {
-		f.Severity = SeverityWarning
-		f.Waiver = boundWaiver(w)
-		f.AlphaLenient = false // the reviewed waiver is what waives it
-	}
+	f.Version, f.PairVersion = boundText(c.version, maxFieldBytes), boundText(c.pairVersion, maxFieldBytes)
+	f.Field = schemapath.Path(boundText(string(c.field), maxFieldBytes))
+	f.Change = Change{Kind: c.fact.Kind, Old: boundText(c.fact.Old, maxMessageBytes), New: boundText(c.fact.New, maxMessageBytes)}
+	p.findings = append(p.findings, f)
+	fp := &p.findings[len(p.findings)-1]
+	judge(p.cfg, fp)
 	if p.ordinals == nil {
 		p.ordinals = map[string]int{}
 	}
-	base := findingKey(f, 0)
-	f.key = findingKey(f, p.ordinals[base])
+	base := findingKey(fp, 0)
+	fp.key = findingKey(fp, p.ordinals[base])
 	p.ordinals[base]++
+}
+
+// judgeWaivers applies the waivers of cfg to f, from its facts as they
+// stand (DataLoss above all): a waiver that may waive it makes it a
+// warning; one that matches but may not (config.JudgeWaivers: a loss of
+// stored data, a carried-over or disallowed annotation) is named as
+// refused, an expired one as expired.
+func judgeWaivers(cfg *config.Settings, f *Finding) {
+	v := cfg.JudgeWaivers(WaiverSubject(f), f.DataLoss)
+	switch {
+	case v.Waiver != nil:
+		f.Severity = SeverityWarning
+		f.Waiver = boundWaiver(v.Waiver)
+		f.AlphaLenient = false // the reviewed waiver is what waives it
+	case v.Refused != nil:
+		f.RefusedWaiver, f.WaiverRefusal = boundWaiver(v.Refused), v.Refusal
+	case v.Expired != nil:
+		f.ExpiredWaiver = boundWaiver(v.Expired)
+	}
+}
+
+// rejudge undoes what waivers and acceptances did to f, so that they are
+// judged again from its final facts (ApplyImpacts). A finding not made by
+// a policy (unwaived unset) is left as it is.
+func (f *Finding) rejudge() {
+	if f.unwaived == "" {
+		return
+	}
+	f.Severity, f.AlphaLenient = f.unwaived, f.unwaivedAlpha
+	f.Waiver, f.ExpiredWaiver, f.RefusedWaiver, f.WaiverRefusal = nil, nil, nil, ""
+	f.Acceptance, f.ShortAcceptance, f.AcceptanceGap = nil, nil, ""
+	if f.Remedy != nil && f.Remedy.Accept != nil {
+		r := *f.Remedy
+		r.Accept = nil
+		f.Remedy = &r
+	}
+}
+
+// judgeFinal judges f's waivers and, for a loss of stored data, the
+// acceptances of cfg, from its final facts: its DataLoss and the objects
+// counted (Impact). An acceptance that covers the loss makes an error a
+// warning; a loss that stays an error although a waiver or an acceptance
+// named it gets the acceptDataLoss entry that would cover it in its
+// remedy.
+func judgeFinal(cfg *config.Settings, f *Finding) {
+	if f.unwaived == "" {
+		return
+	}
+	judge(cfg, f)
+}
+
+// judge judges f's waivers and acceptances from its facts as they stand
+// (judgeFinal), keeping its severity before them for a later judgement.
+// A finding is judged where it is made (the policy: no objects counted
+// yet) and again once the stored objects are joined (ApplyImpacts).
+func judge(cfg *config.Settings, f *Finding) {
+	f.unwaived, f.unwaivedAlpha = f.Severity, f.AlphaLenient
+	judgeWaivers(cfg, f)
+	// An acceptance covers the finding it names whether or not the
+	// objects read show a loss (accepting a loss accepts none); a
+	// finding that loses data passes only through one.
+	if f.Severity != SeverityError || f.Check == config.CheckAPIServerRejects {
+		return
+	}
+	s := LossSubject(f, cfg.Live)
+	a, gap := cfg.Accept(s)
+	switch {
+	case a != nil && gap == "":
+		f.Severity, f.Acceptance = SeverityWarning, a
+		f.AlphaLenient = false
+		return
+	case a != nil:
+		f.ShortAcceptance, f.AcceptanceGap = a, gap
+	}
+	// Where a waiver was refused for the loss, or an acceptance named it
+	// but fell short, the remedy names the acceptance that would cover
+	// it: the act that accepts a loss.
+	if f.DataLoss && f.Remedy != nil && (f.WaiverRefusal == config.RefusedDataLoss || f.ShortAcceptance != nil) {
+		r := *f.Remedy
+		r.Accept = &AcceptHint{CRD: s.CRD, Check: s.Check, Version: s.Version, Path: s.Path, Objects: s.Objects, Counted: s.Counted}
+		f.Remedy = &r
+	}
+}
+
+// LossSubject is what acceptances are matched against: the loss's CRD,
+// check, version, schema path (or CRD field), and how many objects the
+// run counted (an object finding: one; a finding with an impact: the
+// objects it affects); live: the run reads a cluster.
+func LossSubject(f *Finding, live bool) config.LossSubject {
+	s := config.LossSubject{CRD: f.CRD, Check: f.Check, Version: f.Version, Path: WaiverSubject(f).Path, Live: live}
+	switch {
+	case f.Object != nil:
+		s.Objects, s.Counted = 1, true
+	case f.Impact != nil:
+		s.Objects, s.Counted = f.Impact.Affected, true
+	}
+	return s
 }
 
 // WaiverSubject is what waivers are matched against: the finding's CRD,

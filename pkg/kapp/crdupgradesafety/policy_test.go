@@ -50,7 +50,7 @@ func TestPolicy(t *testing.T) {
 			`warning versionLifecycle v1alpha1 : served version "v1alpha1" removed without a release that marked it deprecated: true`,
 		}},
 		{name: "CRD exempted from all checks, with a reason", config: exempt(config.Waiver{CRD: testCRDName, Reason: "reviewed in JIRA-1"}), want: []string{
-			"warning existingFieldRemoval v1 ^.spec.c: data loss: existing field removed (was string) (exempted: reviewed in JIRA-1)",
+			"error existingFieldRemoval v1 ^.spec.c: data loss: existing field removed (was string) (not exempted: a waiver cannot waive a loss of stored data; only an acceptDataLoss entry of the settings that names the loss accepts it; it read: reviewed in JIRA-1)",
 			"warning scope  : scope changed: Namespaced -> Cluster (exempted: reviewed in JIRA-1)",
 			`warning type v1 ^.spec.a: type changed: "string" -> "integer" (exempted: reviewed in JIRA-1)`,
 			"warning maxLength v1 ^.spec.b: maxLength decreased: 9 -> 3 (exempted: reviewed in JIRA-1)",
@@ -78,13 +78,27 @@ func TestPolicy(t *testing.T) {
 			config.Waiver{CRD: "gadgets.example.com"},
 			config.Waiver{CRD: testCRDName, Checks: []string{config.CheckExistingFieldRemoval}, Reason: "field unused"},
 		), want: []string{
-			"warning existingFieldRemoval v1 ^.spec.c: data loss: existing field removed (was string) (exempted: field unused)",
+			"error existingFieldRemoval v1 ^.spec.c: data loss: existing field removed (was string) (not exempted: a waiver cannot waive a loss of stored data; only an acceptDataLoss entry of the settings that names the loss accepts it; it read: field unused)",
 			"error scope  : scope changed: Namespaced -> Cluster",
 			`error type v1 ^.spec.a: type changed: "string" -> "integer"`,
 			"error maxLength v1 ^.spec.b: maxLength decreased: 9 -> 3",
 			`error servedVersionRemoval v1alpha1 : served version "v1alpha1" removed without first being set served: false`,
 			`warning versionLifecycle v1alpha1 : served version "v1alpha1" removed without a release that marked it deprecated: true`,
 		}},
+		{name: "an acceptance of the loss, not a waiver, passes it", config: func(c *config.Settings) {
+			c.AcceptDataLoss = []config.Acceptance{{CRD: testCRDName, Check: config.CheckExistingFieldRemoval, Version: "v1", Path: "^.spec.c",
+				Objects: 3, Reason: "c was never read", Owner: "team-a", Expires: farFuture}}
+		}, want: append([]string{
+			"warning existingFieldRemoval v1 ^.spec.c: data loss: existing field removed (was string) (data loss accepted: c was never read; at most 3 objects, not counted in this run (no objects read): the count is enforced where the objects are read; owner team-a; until 2099-12-31)",
+		}, all[1:]...)},
+		{name: "an acceptance names the loss exactly: another path, version or check is not covered", config: func(c *config.Settings) {
+			c.AcceptDataLoss = []config.Acceptance{
+				{CRD: testCRDName, Check: config.CheckExistingFieldRemoval, Version: "v1", Path: "^.spec.*", Objects: 3, Reason: "r", Expires: farFuture},
+				{CRD: testCRDName, Check: config.CheckExistingFieldRemoval, Version: "v2", Path: "^.spec.c", Objects: 3, Reason: "r", Expires: farFuture},
+				{CRD: testCRDName, Check: config.CheckExistingResources, Version: "v1", Path: "^.spec.c", Objects: 3, Reason: "r", Expires: farFuture},
+				{CRD: testCRDName, Check: config.CheckExistingFieldRemoval, Version: "v1", Objects: 3, Reason: "r", Expires: farFuture},
+			}
+		}, want: all},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -114,6 +114,11 @@ type Remedy struct {
 	// MoreObjects how many others; filled once objects are read.
 	Objects     []string
 	MoreObjects int
+	// Accept: for a loss of stored data that a waiver was refused for, or
+	// that an acceptance names but does not cover, the acceptDataLoss
+	// entry of the settings that would accept exactly this loss, once
+	// reviewed (the act that passes it: no waiver does); nil otherwise.
+	Accept *AcceptHint
 	// Resources are the resources the remedy is about (readDependents:
 	// those the check may not list), sorted.
 	Resources []string
@@ -202,4 +207,13 @@ func (r *Remedy) withObjects(imp *Impact) *Remedy {
 	}
 	out.MoreObjects = max(imp.Affected-len(out.Objects), 0)
 	return &out
+}
+
+// AcceptHint is the acceptDataLoss entry that would accept a loss: its
+// CRD, check, version and path, and the objects the run counted (Counted
+// false: none were counted).
+type AcceptHint struct {
+	CRD, Check, Version, Path string
+	Objects                   int
+	Counted                   bool
 }

@@ -419,11 +419,11 @@ func (r *pairRun) walkAdditionalProperties(n *node) {
 		r.walk(pos, &anySchema, nw.Schema)
 	case o != nil && o.Schema != nil && !allows(nw):
 		if enabled {
-			n.reportLoss(config.CheckAdditionalProperties, Change{Kind: "valueSchemaRemoved"}, "map value schema removed: existing map entries would be pruned")
+			n.reportLoss(config.CheckAdditionalProperties, Change{Kind: "valueSchemaRemoved", Old: factSchema(o.Schema)}, "map value schema removed: existing map entries would be pruned")
 		}
 	case allows(o) && o.Schema == nil && nw != nil && nw.Schema != nil:
 		if enabled {
-			n.report(config.CheckAdditionalProperties, Change{Kind: "valuesRestricted", Old: "true", New: describeType(*nw.Schema)}, "map values restricted: additionalProperties true -> a value schema of %s", describeType(*nw.Schema))
+			n.report(config.CheckAdditionalProperties, Change{Kind: "valuesRestricted", Old: "true", New: factSchema(nw.Schema)}, "map values restricted: additionalProperties true -> a value schema of %s", describeType(*nw.Schema))
 		}
 	case allows(o) && o.Schema == nil && !allows(nw):
 		if enabled {

@@ -132,7 +132,14 @@ func comparisonKey(pairKey string, cfg *config.Settings) (string, error) {
 			expired[i] = 1
 		}
 	}
-	return fmt.Sprintf("%s\x00%x\x00%s\x00%x", pairKey, sum, cfg.KubeVersion.OrDefault(), expired), nil
+	for i := range cfg.AcceptDataLoss {
+		if cfg.AcceptDataLoss[i].ExpiredAt(now) {
+			expired = append(expired, 'a')
+		} else {
+			expired = append(expired, 'A')
+		}
+	}
+	return fmt.Sprintf("%s\x00%x\x00%s\x00%x\x00%t", pairKey, sum, cfg.KubeVersion.OrDefault(), expired, cfg.Live), nil
 }
 
 // cloneFindings copies findings deeply enough that the caller may change

@@ -59,6 +59,17 @@ func TestComparisonsCache(t *testing.T) {
 		"a settings waiver": func(cfg *config.Settings) {
 			cfg.Waivers = []config.Waiver{{CRD: p.New.Name, Checks: []string{config.CheckEnum}, Reason: "r", Source: config.SourceSettings}}
 		},
+		"an acceptance": func(cfg *config.Settings) {
+			cfg.AcceptDataLoss = []config.Acceptance{{CRD: p.New.Name, Check: config.CheckEnum, Version: "v1", Path: "^.spec.color",
+				Reason: "r", Expires: time.Date(2099, 12, 31, 0, 0, 0, 0, time.UTC)}}
+		},
+		"annotation waivers, carried over": func(cfg *config.Settings) {
+			cfg.Waivers = []config.Waiver{{CRD: p.New.Name, Checks: []string{config.CheckEnum}, Reason: "r", Source: config.SourceAnnotation, CarriedOver: true}}
+		},
+		"annotation waivers not allowed": func(cfg *config.Settings) {
+			cfg.Waivers = []config.Waiver{{CRD: p.New.Name, Checks: []string{config.CheckEnum}, Reason: "r", Source: config.SourceAnnotation}}
+			cfg.AnnotationWaivers = &config.AnnotationWaivers{Checks: []string{config.CheckMinimum}}
+		},
 	}
 	for name, change := range changed {
 		changedCfg := config.Default()

@@ -104,7 +104,9 @@ func TestEvaluateWaiver(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{
 		// Data loss first.
-		"gizmos.example.com warning crdDeletion: data loss: missing from the new inputs: kapp would delete the CRD with all its custom resources (exempted: waive annotation: replaced by gadgets)",
+		// The annotation of the CRD being deleted does not waive the
+		// loss of its objects: only the settings' acceptDataLoss does.
+		"gizmos.example.com error crdDeletion: data loss: missing from the new inputs: kapp would delete the CRD with all its custom resources (not exempted: a waiver annotation cannot waive a loss of stored data; only an acceptDataLoss entry of the settings that names the loss accepts it; it read: waive annotation: replaced by gadgets)",
 		"gadgets.example.com error enum: enum values removed: [\"blue\"]",
 		"gadgets.example.com error minimum: minimum increased: 1 -> 5",
 		"widgets.example.com warning enum: enum values removed: [\"blue\"] (exempted: waive annotation: red, green only since v2 (PR 123))",

@@ -44,7 +44,7 @@ type pairOutcome struct {
 // waiver of a CRD the run evaluates that matches none of its findings is
 // a staleWaiver warning (staleWaivers).
 func Evaluate(ctx context.Context, plan Plan, cfg *config.Settings, cluster Cluster) ([]crdupgradesafety.Finding, error) {
-	cfg, err := waivedSettings(plan, cfg)
+	cfg, err := waivedSettings(plan, cfg, cluster != nil)
 	if err != nil {
 		return nil, err
 	}

@@ -164,7 +164,7 @@ func TestEnvConfigErrors(t *testing.T) {
 		{name: "unknown key deep down", content: "checks:\n  sameVersion:\n    patern: {enabled: false}\n", invalid: true,
 			want: "checks.sameVersion.patern: unknown key (allowed: "},
 		{name: "every problem", content: "mode: sometimes\nfailmode: open\n", invalid: true,
-			want: "failmode: unknown key (allowed: alphaVersionEnforcement, checks, exemptions, failMode, liveChecksTimeout, maxFindingsPerCRD, mode, unaffectedEnforcement, waivers, webhook)\nmode: unknown value"},
+			want: "failmode: unknown key (allowed: acceptDataLoss, alphaVersionEnforcement, annotationWaivers, checks, exemptions, failMode, liveChecksTimeout, maxFindingsPerCRD, mode, unaffectedEnforcement, waivers, webhook)\nmode: unknown value"},
 		{name: "not YAML", content: "mode: [warn\n", want: "not YAML: "},
 		{name: "a list", content: "- mode: warn\n", want: "must be a YAML map of the check's settings (mode, failMode, checks, ...), got a list"},
 		{name: "a scalar", content: "warn\n", want: "must be a YAML map of the check's settings (mode, failMode, checks, ...), got a string"},

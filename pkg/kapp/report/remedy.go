@@ -20,6 +20,9 @@ type Remedy struct {
 	Command string `json:"command,omitempty"`
 	// Objects are the first stored objects to act on, by name.
 	Objects []string `json:"objects,omitempty"`
+	// AcceptDataLoss: for a loss of stored data, the acceptDataLoss entry
+	// of the settings that would accept exactly this loss.
+	AcceptDataLoss *AcceptDataLoss `json:"acceptDataLoss,omitempty"`
 }
 
 // remedyOf is the JSON report's remedy of a finding (nil for none).
@@ -27,11 +30,68 @@ func remedyOf(f crdupgradesafety.Finding) *Remedy {
 	if f.Remedy == nil {
 		return nil
 	}
-	return &Remedy{Action: string(f.Remedy.Action), Text: RemedyText(f), Command: f.Remedy.Command, Objects: f.Remedy.Objects}
+	return &Remedy{Action: string(f.Remedy.Action), Text: RemedyText(f), Command: f.Remedy.Command, Objects: f.Remedy.Objects,
+		AcceptDataLoss: acceptOf(f.Remedy.Accept)}
 }
 
-// RemedyText says a finding's safe way forward, "" when it has none.
+// RemedyText says a finding's safe way forward, "" when it has none; for
+// a loss of stored data, followed by the act that accepts it
+// (acceptText).
 func RemedyText(f crdupgradesafety.Finding) string {
+	text := actionText(f)
+	if f.Remedy != nil && f.Remedy.Accept != nil {
+		if text != "" {
+			text += "; "
+		}
+		text += acceptText(f.Remedy.Accept)
+	}
+	return text
+}
+
+// acceptText says how to accept a loss of stored data: an acceptDataLoss
+// entry in the settings that names it, never an annotation.
+func acceptText(a *crdupgradesafety.AcceptHint) string {
+	entry := "crd: " + a.CRD + ", check: " + a.Check
+	if a.Version != "" {
+		entry += ", version: " + a.Version
+	}
+	if a.Path != "" {
+		entry += ", path: " + fmt.Sprintf("%q", a.Path)
+	}
+	objects := "N"
+	if a.Counted {
+		objects = fmt.Sprint(a.Objects)
+	}
+	entry += ", objects: " + objects + ", reason: ..., expires: YYYY-MM-DD"
+	return "or, once losing this data is reviewed, accept exactly this loss in the settings: acceptDataLoss: [{" + entry + "}]"
+}
+
+// AcceptDataLoss is the acceptDataLoss entry a remedy offers, as the JSON
+// report carries it: what the loss is, and the objects the run counted
+// (omitted when it counted none).
+type AcceptDataLoss struct {
+	CRD     string `json:"crd"`
+	Check   string `json:"check"`
+	Version string `json:"version,omitempty"`
+	Path    string `json:"path,omitempty"`
+	Objects *int   `json:"objects,omitempty"`
+}
+
+// acceptOf is the JSON form of a remedy's acceptDataLoss entry.
+func acceptOf(a *crdupgradesafety.AcceptHint) *AcceptDataLoss {
+	if a == nil {
+		return nil
+	}
+	out := &AcceptDataLoss{CRD: a.CRD, Check: a.Check, Version: a.Version, Path: a.Path}
+	if a.Counted {
+		n := a.Objects
+		out.Objects = &n
+	}
+	return out
+}
+
+// actionText says the way forward of a finding's remedy action.
+func actionText(f crdupgradesafety.Finding) string {
 	r := f.Remedy
 	if r == nil {
 		return ""

@@ -84,6 +84,39 @@ type Finding struct {
 	// an expired one that no longer does, or the stale one of a
 	// staleWaiver finding; nil for none.
 	Waiver *Waiver `json:"waiver,omitempty"`
+	// Acceptance is the acceptDataLoss entry the finding is about: the
+	// one that accepted its loss of stored data, or one that names the
+	// loss but falls short (gap); nil for none.
+	Acceptance *Acceptance `json:"acceptance,omitempty"`
+}
+
+// Acceptance is an acceptDataLoss entry as JSON shows it
+// (config.Acceptance), with what it did: accepted, or the gap that kept
+// it from accepting the loss (expired, moreObjects, uncounted).
+type Acceptance struct {
+	CRD      string `json:"crd"`
+	Check    string `json:"check"`
+	Version  string `json:"version,omitempty"`
+	Path     string `json:"path,omitempty"`
+	Objects  int    `json:"objects"`
+	Reason   string `json:"reason"`
+	Owner    string `json:"owner,omitempty"`
+	Expires  string `json:"expires"`
+	Accepted bool   `json:"accepted"`
+	Gap      string `json:"gap,omitempty"`
+}
+
+// acceptanceOf is the acceptance a finding is about, nil for none.
+func acceptanceOf(f crdupgradesafety.Finding) *Acceptance {
+	a, gap := f.Acceptance, ""
+	if a == nil {
+		a, gap = f.ShortAcceptance, string(f.AcceptanceGap)
+	}
+	if a == nil {
+		return nil
+	}
+	return &Acceptance{CRD: a.CRD, Check: a.Check, Version: a.Version, Path: a.Path, Objects: a.Objects, Reason: a.Reason,
+		Owner: a.Owner, Expires: a.ExpiresText(), Accepted: f.Acceptance != nil, Gap: gap}
 }
 
 // Waiver is a waiver as JSON shows it (config.Waiver), with what it did.
@@ -98,12 +131,17 @@ type Waiver struct {
 	Source      string   `json:"source"`
 	Expired     bool     `json:"expired"`
 	Stale       bool     `json:"stale"`
+	// Refused says why a waiver that matches the finding does not waive
+	// it: dataLoss, carriedOver, annotationNotAllowed; omitted otherwise.
+	Refused string `json:"refused,omitempty"`
 }
 
 // waiverOf is the waiver a finding is about, nil for none.
 func waiverOf(f crdupgradesafety.Finding) *Waiver {
-	w, expired, stale := f.Waiver, false, false
+	w, expired, stale, refused := f.Waiver, false, false, ""
 	switch {
+	case f.RefusedWaiver != nil:
+		w, refused = f.RefusedWaiver, string(f.WaiverRefusal)
 	case f.ExpiredWaiver != nil:
 		w, expired = f.ExpiredWaiver, true
 	case f.StaleWaiver != nil:
@@ -117,7 +155,7 @@ func waiverOf(f crdupgradesafety.Finding) *Waiver {
 		source = string(config.SourceSettings)
 	}
 	return &Waiver{Fingerprint: w.Fingerprint, CRD: w.CRD, Checks: w.Checks, Path: w.Path, Reason: w.Reason, Owner: w.Owner,
-		Expires: w.ExpiresText(), Source: source, Expired: expired, Stale: stale}
+		Expires: w.ExpiresText(), Source: source, Expired: expired, Stale: stale, Refused: refused}
 }
 
 // Location is a line of an input file. File is a path relative to the
@@ -172,7 +210,7 @@ func New(checked []string, findings []crdupgradesafety.Finding, maxPerCRD int, l
 	for _, f := range kept {
 		rf := Finding{CRD: f.CRD, Version: VersionText(f), Field: FieldText(f), Check: f.Check,
 			Severity: string(f.Severity), Message: Message(f), Fingerprint: f.Fingerprint, DataLoss: f.DataLoss, Impact: f.Impact, Remedy: remedyOf(f),
-			Waiver: waiverOf(f), Baseline: f.Baseline}
+			Waiver: waiverOf(f), Acceptance: acceptanceOf(f), Baseline: f.Baseline}
 		if locate != nil {
 			newLoc, oldLoc := locate(f)
 			rf.File, rf.Line = newLoc.File, newLoc.Line

@@ -60,6 +60,20 @@ func Message(f crdupgradesafety.Finding) string {
 			b.WriteString(" (exempted)")
 		}
 	}
+	if w := f.RefusedWaiver; w != nil {
+		fmt.Fprintf(&b, " (not exempted: %s", refusalText(f.WaiverRefusal, w))
+		if text := waiverText(w, true); text != "" {
+			b.WriteString("; it read: ")
+			b.WriteString(text)
+		}
+		b.WriteString(")")
+	}
+	if a := f.Acceptance; a != nil {
+		fmt.Fprintf(&b, " (data loss accepted: %s)", acceptanceText(a, f))
+	}
+	if a := f.ShortAcceptance; a != nil {
+		fmt.Fprintf(&b, " (not accepted: %s; the acceptance read: %s)", gapText(f.AcceptanceGap, a, f), acceptanceText(a, f))
+	}
 	if w := f.ExpiredWaiver; w != nil {
 		fmt.Fprintf(&b, " (not exempted: the waiver expired at the end of %s UTC", w.ExpiresText())
 		if text := waiverText(w, false); text != "" {
@@ -69,6 +83,52 @@ func Message(f crdupgradesafety.Finding) string {
 		b.WriteString(")")
 	}
 	return b.String()
+}
+
+// refusalText says why a waiver that matches a finding does not waive it.
+func refusalText(r config.WaiverRefusal, w *config.Waiver) string {
+	source := "a waiver"
+	if w.Source == config.SourceAnnotation {
+		source = "a waiver annotation"
+	}
+	switch r {
+	case config.RefusedDataLoss:
+		return source + " cannot waive a loss of stored data; only an acceptDataLoss entry of the settings that names the loss accepts it"
+	case config.RefusedCarriedOver:
+		return "the waiver annotation is carried over unchanged from the stored CRD: it was reviewed with an earlier change, not this one (add or change it with the change it waives)"
+	case config.RefusedAnnotationsNotAllowed:
+		return "the settings' annotationWaivers do not let a waiver annotation waive this check (in the admission webhook, by default, none)"
+	}
+	return string(r)
+}
+
+// acceptanceText words an acceptDataLoss entry: its reason, the most
+// objects it accepts, its owner and expiry.
+func acceptanceText(a *config.Acceptance, f crdupgradesafety.Finding) string {
+	parts := []string{a.Reason, fmt.Sprintf("at most %d %s", a.Objects, plural.Of(a.Objects, "object", "objects"))}
+	if f.Acceptance == a && f.Impact == nil && f.Object == nil {
+		parts[1] += ", not counted in this run (no objects read): the count is enforced where the objects are read"
+	}
+	if a.Owner != "" {
+		parts = append(parts, "owner "+a.Owner)
+	}
+	parts = append(parts, "until "+a.ExpiresText())
+	return strings.Join(parts, "; ")
+}
+
+// gapText says why an acceptDataLoss entry that names a loss does not
+// cover it.
+func gapText(g config.AcceptanceGap, a *config.Acceptance, f crdupgradesafety.Finding) string {
+	switch g {
+	case config.GapExpired:
+		return "the acceptance expired at the end of " + a.ExpiresText() + " UTC"
+	case config.GapMoreObjects:
+		n := crdupgradesafety.LossSubject(&f, true).Objects
+		return fmt.Sprintf("the loss affects %d %s, more than the %d accepted", n, plural.Of(n, "object", "objects"), a.Objects)
+	case config.GapUncounted:
+		return "this run reads the cluster but could not count the objects the loss affects, so it cannot tell that the acceptance covers it"
+	}
+	return string(g)
 }
 
 // FingerprintSuffix is how a line of text ends with the finding's

@@ -151,6 +151,55 @@ func TestReadBody(t *testing.T) {
 	}
 }
 
+// TestHandlerSelfWaiver: a review whose new CRD waives, by its own
+// annotations, the removal of a field that stored objects hold is denied,
+// whatever the settings let annotations waive; an annotation waiver of a
+// check the admin allows, on a change that loses no data, still counts.
+func TestHandlerSelfWaiver(t *testing.T) {
+	oldDoc := testcrd.CRDYAML("widgets", "Widget", "{size: {type: integer, minimum: 1}, color: {type: string}}")
+	newDoc := testcrd.CRDYAML("widgets", "Widget", "{size: {type: integer, minimum: 5}}")
+	objs := []map[string]any{
+		{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]any{"name": "a", "namespace": "default"}, "spec": map[string]any{"color": "red", "size": 7}},
+	}
+	review := func(t *testing.T, raw map[string]any, newDoc string, annotate ...string) *admissionv1.AdmissionResponse {
+		t.Helper()
+		r, _ := reviewer(t, raw, &evaluationtest.Cluster{Objs: objs})
+		body, err := webhooktest.Review(request(t, admissionv1.Update, newDoc, oldDoc, annotate...))
+		require.NoError(t, err)
+		rec := post(NewHandler(r, 2), "/validate?timeout=10s", "application/json", body)
+		require.Equal(t, http.StatusOK, rec.Code)
+		var out admissionv1.AdmissionReview
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &out))
+		return out.Response
+	}
+	selfWaiver := []string{"crd-upgrade-safety.kapp.k14s.io/waive", "existingFieldRemoval,existingResources,minimum",
+		"crd-upgrade-safety.kapp.k14s.io/waive-reason", "trust me"}
+	everything := map[string]any{"annotationWaivers": map[string]any{"checks": []any{"existingFieldRemoval", "existingResources", "minimum"}}}
+	for _, raw := range []map[string]any{nil, everything} {
+		resp := review(t, raw, newDoc, selfWaiver...)
+		require.False(t, resp.Allowed, "settings %v", raw)
+		require.Contains(t, resp.Result.Message, "[existingFieldRemoval] data loss: existing field removed")
+		require.Contains(t, resp.Result.Message, "acceptDataLoss: [{crd: widgets.example.com, check: existingFieldRemoval, version: v1, path: \"^.spec.color\", objects: 1")
+	}
+	// Without the field removal, the admin-allowed annotation waives the
+	// minimum (no stored object is below 5).
+	keep := testcrd.CRDYAML("widgets", "Widget", "{size: {type: integer, minimum: 5}, color: {type: string}}")
+	resp := review(t, everything, keep, selfWaiver...)
+	require.True(t, resp.Allowed, "%v", resp.Result)
+	require.Len(t, resp.Warnings, 1)
+	require.Contains(t, resp.Warnings[0], "[minimum] minimum increased: 1 -> 5")
+	require.Contains(t, resp.Warnings[0], "(exempted: waive annotation: trust me)")
+	// ...and not by default.
+	resp = review(t, nil, keep, selfWaiver...)
+	require.False(t, resp.Allowed)
+	// The settings' acceptance of exactly that loss lets the removal pass.
+	accept := map[string]any{"annotationWaivers": map[string]any{"checks": []any{"minimum"}},
+		"acceptDataLoss": []any{map[string]any{"crd": "widgets.example.com", "check": "existingFieldRemoval", "version": "v1",
+			"path": "^.spec.color", "objects": 1, "reason": "colors retired", "expires": "2099-12-31"}}}
+	resp = review(t, accept, newDoc, selfWaiver...)
+	require.True(t, resp.Allowed, "%v", resp.Result)
+}
+
 // TestHandlerWithholdsStoredValues: a review posted to the handler by any
 // client that reaches it (a made-up review of a real CRD with a tightened
 // pattern) gets a denial that names the stored object but not the value

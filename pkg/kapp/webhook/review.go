@@ -55,9 +55,28 @@ type Reviewer struct {
 // own validation of the object: a request that reaches the webhook is
 // already one the apiserver accepts, and its warnings go to the client
 // from the apiserver itself.
+//
+// It also sets what the waiver annotations may waive when the settings do
+// not say (annotationWaivers): nothing (annotationWaiversOf).
 func WebhookSettings(cfg config.Settings) config.Settings {
 	cfg.Checks.CRD.ApiserverRejects.Enabled = false
-	return cfg
+	return *annotationWaiversOf(&cfg)
+}
+
+// annotationWaiversOf is cfg where its annotationWaivers key says which
+// checks a CRD's waiver annotations may waive, and otherwise cfg with
+// none: in the webhook the annotation is written by the very writer the
+// webhook guards, so by default it waives nothing; a cluster admin lets it
+// waive the checks named in annotationWaivers.checks (never a loss of
+// stored data: config.JudgeWaivers). Every review judges with it, however
+// the Reviewer was made.
+func annotationWaiversOf(cfg *config.Settings) *config.Settings {
+	if cfg.AnnotationWaivers != nil {
+		return cfg
+	}
+	out := *cfg
+	out.AnnotationWaivers = &config.AnnotationWaivers{Checks: []string{}}
+	return &out
 }
 
 var crdResource = metav1.GroupVersionResource{Group: apiextv1.GroupName, Version: "v1", Resource: "customresourcedefinitions"}
@@ -297,7 +316,7 @@ func (r *Reviewer) judgeDelete(ctx context.Context, req *admissionv1.AdmissionRe
 // run evaluates the plan of one request (evaluation.Run), with the live
 // checks on whenever the reviewer has a cluster.
 func (r *Reviewer) run(ctx context.Context, plan evaluation.Plan) (evaluation.Result, error) {
-	req := evaluation.Request{Plan: plan, Settings: r.Settings, AlwaysLive: true}
+	req := evaluation.Request{Plan: plan, Settings: annotationWaiversOf(r.Settings), AlwaysLive: true}
 	if r.Cluster != nil {
 		req.Cluster = func() (evaluation.Cluster, error) { return r.Cluster, nil }
 	}

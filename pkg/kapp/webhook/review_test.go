@@ -131,8 +131,17 @@ func TestReviewUpdate(t *testing.T) {
 		require.Contains(t, resp.Result.Message, "1 error finding:\n  crd widgets.example.com version v1 field ^.spec.size: [minimum]")
 		require.Equal(t, []string{`CRDUpgradeSafety: version v1 field ^.spec.color: [enum] enum values removed: ["blue"]: no stored Widgets to affect (exempted: PR 7) [fp:ed63ac23ebcd]`}, resp.Warnings)
 	})
-	t.Run("the waiver annotations apply", func(t *testing.T) {
-		r, logged := reviewer(t, nil, &evaluationtest.Cluster{})
+	t.Run("by default the waiver annotations waive nothing in the webhook", func(t *testing.T) {
+		r, _ := reviewer(t, nil, &evaluationtest.Cluster{})
+		resp := r.Review(context.Background(), request(t, admissionv1.Update, testcrd.UnsafeCRD, testcrd.OldCRD,
+			config.WaiveAnnotation, "enum,minimum", config.WaiveReasonAnnotation, "reviewed in PR 9"))
+		require.False(t, resp.Allowed)
+		require.Contains(t, resp.Result.Message, "2 error findings")
+		require.Contains(t, resp.Result.Message, "(not exempted: the settings' annotationWaivers do not let a waiver annotation waive this check")
+		require.Equal(t, "enum,minimum", resp.AuditAnnotations["waived"], "the annotation the writer sent is audited all the same")
+	})
+	t.Run("the waiver annotations apply for the checks the admin allows", func(t *testing.T) {
+		r, logged := reviewer(t, map[string]any{"annotationWaivers": map[string]any{"checks": []any{"enum", "minimum"}}}, &evaluationtest.Cluster{})
 		resp := r.Review(context.Background(), request(t, admissionv1.Update, testcrd.UnsafeCRD, testcrd.OldCRD,
 			config.WaiveAnnotation, "enum,minimum", config.WaiveReasonAnnotation, "reviewed in PR 9"))
 		require.True(t, resp.Allowed)
@@ -158,7 +167,7 @@ func TestReviewUpdate(t *testing.T) {
 		}, resp.Warnings)
 	})
 	t.Run("waived by fingerprint annotation: audited", func(t *testing.T) {
-		r, logged := reviewer(t, nil, &evaluationtest.Cluster{})
+		r, logged := reviewer(t, map[string]any{"annotationWaivers": map[string]any{"checks": []any{"enum", "minimum"}}}, &evaluationtest.Cluster{})
 		resp := r.Review(context.Background(), request(t, admissionv1.Update, testcrd.UnsafeCRD, testcrd.OldCRD,
 			config.WaiveFingerprintsAnnotation, "ed63ac23ebcd,c25b6326ccb9", config.WaiveReasonAnnotation, "reviewed in PR 9"))
 		require.True(t, resp.Allowed)
@@ -238,13 +247,32 @@ func TestReviewDelete(t *testing.T) {
 		r, _ := reviewer(t, nil, &evaluationtest.Cluster{})
 		require.True(t, r.Review(context.Background(), deleteRequest(t, testcrd.OldCRD)).Allowed)
 	})
-	t.Run("waived on the CRD: allowed with a warning", func(t *testing.T) {
-		r, _ := reviewer(t, nil, &evaluationtest.Cluster{Count: 3})
-		resp := r.Review(context.Background(), deleteRequest(t, testcrd.OldCRD,
-			config.WaiveAnnotation, "crdDeletion", config.WaiveReasonAnnotation, "moved to gadgets"))
+	t.Run("waived on the CRD: denied, even where the admin lets annotations waive crdDeletion", func(t *testing.T) {
+		for _, raw := range []map[string]any{nil, {"annotationWaivers": map[string]any{"checks": []any{"crdDeletion"}}}} {
+			r, _ := reviewer(t, raw, &evaluationtest.Cluster{Count: 3})
+			resp := r.Review(context.Background(), deleteRequest(t, testcrd.OldCRD,
+				config.WaiveAnnotation, "crdDeletion", config.WaiveReasonAnnotation, "moved to gadgets"))
+			require.False(t, resp.Allowed)
+			require.Contains(t, resp.Result.Message, "[crdDeletion] data loss: deleting the CRD would delete its 3 existing custom resources (not exempted: a waiver annotation")
+			require.Contains(t, resp.Result.Message, "or keep the CRD; or, once losing this data is reviewed, accept exactly this loss in the settings: "+
+				"acceptDataLoss: [{crd: widgets.example.com, check: crdDeletion, objects: 3, reason: ..., expires: YYYY-MM-DD}]")
+		}
+	})
+	t.Run("accepted in the settings for as many objects: allowed with a warning; for fewer: denied", func(t *testing.T) {
+		accept := func(objects int) map[string]any {
+			return map[string]any{"acceptDataLoss": []any{map[string]any{"crd": "widgets.example.com", "check": "crdDeletion",
+				"objects": objects, "reason": "moved to gadgets", "expires": "2099-12-31"}}}
+		}
+		r, _ := reviewer(t, accept(3), &evaluationtest.Cluster{Count: 3})
+		resp := r.Review(context.Background(), deleteRequest(t, testcrd.OldCRD))
 		require.True(t, resp.Allowed)
-		require.Equal(t, []string{"CRDUpgradeSafety: [crdDeletion] data loss: deleting the CRD would delete its 3 existing custom resources (exempted: waive annotation: moved to gadgets) [fp:7abd660cb35a]"},
+		require.Equal(t, []string{"CRDUpgradeSafety: [crdDeletion] data loss: deleting the CRD would delete its 3 existing custom resources (data loss accepted: moved to gadgets; at most 3 objects; until 2099-12-31) [fp:7abd660cb35a]"},
 			resp.Warnings)
+
+		r, _ = reviewer(t, accept(2), &evaluationtest.Cluster{Count: 3})
+		resp = r.Review(context.Background(), deleteRequest(t, testcrd.OldCRD))
+		require.False(t, resp.Allowed)
+		require.Contains(t, resp.Result.Message, "not accepted: the loss affects 3 objects, more than the 2 accepted")
 	})
 	t.Run("without oldObject the live CRD is read", func(t *testing.T) {
 		cluster := &evaluationtest.Cluster{Count: 1, CRDs: map[string]*apiextv1.CustomResourceDefinition{

@@ -1,0 +1,114 @@
+package config
+
+import (
+	"strings"
+	"time"
+)
+
+// acceptances decodes the acceptDataLoss list into p. Every entry names
+// the loss (crd, check, and where the loss has them version and path),
+// how many objects at most (objects), why (reason) and until when
+// (expires): all but version, path and owner are required.
+func acceptances(p *[]Acceptance) fieldFunc {
+	known := map[string]bool{}
+	for _, id := range exemptableCheckIDs() {
+		known[id] = true
+	}
+	return func(d *decoder, l loc, v any) {
+		d.list(l, v, func(d *decoder, l loc, v any) {
+			m, ok := asMap(v)
+			if !ok {
+				d.fail(l, ErrInvalidType, "must be a map, got %s", typeName(v))
+				return
+			}
+			var a Acceptance
+			before := len(d.errs)
+			d.object(l, m, fields{
+				"crd": str(&a.CRD),
+				"check": leaf(func(d *decoder, l loc, v any) (string, bool) {
+					id, ok := parseString(d, l, v)
+					if ok && !known[id] {
+						d.fail(l, ErrInvalidValue, "unknown check ID %q (allowed: %s)", id, strings.Join(exemptableCheckIDs(), ", "))
+						return "", false
+					}
+					return id, ok
+				}, func(s string) { a.Check = s }),
+				"version": str(&a.Version),
+				"path": leaf(func(d *decoder, l loc, v any) (string, bool) {
+					s, ok := parseString(d, l, v)
+					if ok && !strings.HasPrefix(s, "^") {
+						d.fail(l, ErrInvalidValue, "%q is not a schema path: it starts with ^ as outputs print it (^.spec.color), and names one field exactly", s)
+						return "", false
+					}
+					return s, ok
+				}, func(s string) { a.Path = s }),
+				"objects": nonNegativeInt(&a.Objects),
+				"reason":  str(&a.Reason),
+				"owner":   str(&a.Owner),
+				"expires": leaf(func(d *decoder, l loc, v any) (time.Time, bool) {
+					s, ok := parseString(d, l, v)
+					if !ok {
+						return time.Time{}, false
+					}
+					t, err := parseDate(s)
+					if err != nil {
+						d.fail(l, ErrInvalidValue, "%v", err)
+						return time.Time{}, false
+					}
+					return t, true
+				}, func(t time.Time) { a.Expires = t }),
+			})
+			required := []struct{ key, why string }{
+				{"crd", "the CRD whose data is lost, its metadata.name (widgets.example.com)"},
+				{"check", "the check ID of the loss, as outputs print it (existingFieldRemoval, crdDeletion, ...)"},
+				{"objects", "the most objects the loss may affect, as the run counts them (0 or more)"},
+				{"reason", "say why losing this data is acceptable"},
+				{"expires", "the last day the acceptance applies, YYYY-MM-DD (UTC): an accepted loss is a decision for one change, not a standing license"},
+			}
+			for _, r := range required {
+				s, isStr := m[r.key].(string)
+				if m[r.key] == nil || isStr && strings.TrimSpace(s) == "" {
+					d.fail(l.key(r.key), ErrMissingKey, "required: %s", r.why)
+				}
+			}
+			if len(d.errs) == before {
+				a.Reason, a.Owner = strings.TrimSpace(a.Reason), strings.TrimSpace(a.Owner)
+				*p = append(*p, a)
+			}
+		})
+	}
+}
+
+// annotationWaivers decodes the annotationWaivers key: {checks: [...]},
+// the check IDs a CRD's waiver annotations may waive (an empty list:
+// none).
+func annotationWaivers(p **AnnotationWaivers) fieldFunc {
+	known := map[string]bool{}
+	for _, id := range exemptableCheckIDs() {
+		known[id] = true
+	}
+	return func(d *decoder, l loc, v any) {
+		if v == nil {
+			return
+		}
+		aw := &AnnotationWaivers{Checks: []string{}}
+		before := len(d.errs)
+		d.object(l, v, fields{
+			"checks": func(d *decoder, l loc, v any) {
+				d.list(l, v, func(d *decoder, l loc, v any) {
+					id, ok := parseString(d, l, v)
+					switch {
+					case !ok:
+					case !known[id]:
+						d.fail(l, ErrInvalidValue, "unknown check ID %q (allowed: %s)", id, strings.Join(exemptableCheckIDs(), ", "))
+					default:
+						aw.Checks = append(aw.Checks, id)
+					}
+				})
+			},
+		})
+		if len(d.errs) == before {
+			*p = aw
+		}
+	}
+}
