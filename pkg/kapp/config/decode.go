@@ -239,6 +239,35 @@ func str(p *string) fieldFunc {
 	return leaf(parseString, func(s string) { *p = s })
 }
 
+// date decodes an expiry date (YYYY-MM-DD, a day, UTC) into p.
+func date(p *time.Time) fieldFunc {
+	return leaf(func(d *decoder, l loc, v any) (time.Time, bool) {
+		s, ok := parseString(d, l, v)
+		if !ok {
+			return time.Time{}, false
+		}
+		t, err := parseDate(s)
+		if err != nil {
+			d.fail(l, ErrInvalidValue, "%v", err)
+			return time.Time{}, false
+		}
+		return t, true
+	}, func(t time.Time) { *p = t })
+}
+
+// schemaPath decodes a schema path as outputs print it (it starts with
+// ^) into p; example says what one looks like in the key's error.
+func schemaPath(p *string, example string) fieldFunc {
+	return leaf(func(d *decoder, l loc, v any) (string, bool) {
+		s, ok := parseString(d, l, v)
+		if ok && !strings.HasPrefix(s, "^") {
+			d.fail(l, ErrInvalidValue, "%q is not a schema path: it starts with ^ as outputs print it (%s)", s, example)
+			return "", false
+		}
+		return s, ok
+	}, func(s string) { *p = s })
+}
+
 func parseString(d *decoder, l loc, v any) (string, bool) {
 	s, ok := v.(string)
 	if !ok {
@@ -523,28 +552,10 @@ func waivers(p *[]Waiver, reasonRequired bool) fieldFunc {
 					}
 					return s, ok
 				}, func(s string) { w.Fingerprint = s }),
-				"path": leaf(func(d *decoder, l loc, v any) (string, bool) {
-					s, ok := parseString(d, l, v)
-					if ok && !strings.HasPrefix(s, "^") {
-						d.fail(l, ErrInvalidValue, "%q is not a schema path: it starts with ^ as outputs print it (^.spec.size; * matches any characters: ^.spec.*)", s)
-						return "", false
-					}
-					return s, ok
-				}, func(s string) { w.Path = s }),
-				"reason": str(&w.Reason),
-				"owner":  str(&w.Owner),
-				"expires": leaf(func(d *decoder, l loc, v any) (time.Time, bool) {
-					s, ok := parseString(d, l, v)
-					if !ok {
-						return time.Time{}, false
-					}
-					t, err := parseDate(s)
-					if err != nil {
-						d.fail(l, ErrInvalidValue, "%v", err)
-						return time.Time{}, false
-					}
-					return t, true
-				}, func(t time.Time) { w.Expires = t }),
+				"path":    schemaPath(&w.Path, "^.spec.size; * matches any characters: ^.spec.*"),
+				"reason":  str(&w.Reason),
+				"owner":   str(&w.Owner),
+				"expires": date(&w.Expires),
 				"checks": func(d *decoder, l loc, v any) {
 					d.list(l, v, func(d *decoder, l loc, v any) {
 						id, ok := parseString(d, l, v)

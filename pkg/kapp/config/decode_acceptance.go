@@ -2,7 +2,6 @@ package config
 
 import (
 	"strings"
-	"time"
 )
 
 // acceptances decodes the acceptDataLoss list into p. Every entry names
@@ -34,29 +33,11 @@ func acceptances(p *[]Acceptance) fieldFunc {
 					return id, ok
 				}, func(s string) { a.Check = s }),
 				"version": str(&a.Version),
-				"path": leaf(func(d *decoder, l loc, v any) (string, bool) {
-					s, ok := parseString(d, l, v)
-					if ok && !strings.HasPrefix(s, "^") {
-						d.fail(l, ErrInvalidValue, "%q is not a schema path: it starts with ^ as outputs print it (^.spec.color), and names one field exactly", s)
-						return "", false
-					}
-					return s, ok
-				}, func(s string) { a.Path = s }),
+				"path":    schemaPath(&a.Path, "^.spec.color, and names one field exactly"),
 				"objects": nonNegativeInt(&a.Objects),
 				"reason":  str(&a.Reason),
 				"owner":   str(&a.Owner),
-				"expires": leaf(func(d *decoder, l loc, v any) (time.Time, bool) {
-					s, ok := parseString(d, l, v)
-					if !ok {
-						return time.Time{}, false
-					}
-					t, err := parseDate(s)
-					if err != nil {
-						d.fail(l, ErrInvalidValue, "%v", err)
-						return time.Time{}, false
-					}
-					return t, true
-				}, func(t time.Time) { a.Expires = t }),
+				"expires": date(&a.Expires),
 			})
 			required := []struct{ key, why string }{
 				{"crd", "the CRD whose data is lost, its metadata.name (widgets.example.com)"},
