@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 )
 
 // TestAPIServerRejectsOneOfSeveral: a deploy updates two CRDs; the
@@ -108,11 +109,20 @@ func (e *env) freezeCRD(t *testing.T, n names) {
 // with denied false, accepted) by the policy.
 func (e *env) waitForPolicy(t *testing.T, n names, denied bool) {
 	t.Helper()
+	waitForDryRunUpdate(t, e.dyn.Resource(crdGVR), n.CRD, denied)
+}
+
+// waitForDryRunUpdate waits until a dry-run update of the object name of
+// ri, as it is, is denied as invalid (or, with denied false, accepted): an
+// admission policy just bound (or deleted) takes a moment to be enforced
+// (or not).
+func waitForDryRunUpdate(t *testing.T, ri dynamic.ResourceInterface, name string, denied bool) {
+	t.Helper()
 	deadline := time.Now().Add(45 * time.Second)
 	for {
-		crd := e.getCRD(t, n)
-		require.NotNil(t, crd)
-		_, err := e.dyn.Resource(crdGVR).Update(tctx(t), crd, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+		obj, err := ri.Get(tctx(t), name, metav1.GetOptions{})
+		require.NoError(t, err)
+		_, err = ri.Update(tctx(t), obj, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
 		switch {
 		case denied && apierrors.IsInvalid(err):
 			return

@@ -3,7 +3,6 @@ package e2e
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -93,34 +92,11 @@ func (e *env) freezeObject(t *testing.T, n names, ns, name string) (unfreeze fun
 		done = true
 		_ = e.dyn.Resource(bindingGVR).Delete(tctx(t), policyName, metav1.DeleteOptions{})
 		_ = e.dyn.Resource(policyGVR).Delete(tctx(t), policyName, metav1.DeleteOptions{})
-		e.waitForObjectPolicy(t, n, ns, name, false)
+		waitForDryRunUpdate(t, e.dyn.Resource(n.gvr("v1")).Namespace(ns), name, false)
 	}
 	t.Cleanup(unfreeze)
-	e.waitForObjectPolicy(t, n, ns, name, true)
+	waitForDryRunUpdate(t, e.dyn.Resource(n.gvr("v1")).Namespace(ns), name, true)
 	return unfreeze
-}
-
-// waitForObjectPolicy waits until a dry-run update of the object is denied
-// (or, with denied false, accepted).
-func (e *env) waitForObjectPolicy(t *testing.T, n names, ns, name string, denied bool) {
-	t.Helper()
-	ri := e.dyn.Resource(n.gvr("v1")).Namespace(ns)
-	deadline := time.Now().Add(45 * time.Second)
-	for {
-		obj, err := ri.Get(tctx(t), name, metav1.GetOptions{})
-		require.NoError(t, err)
-		_, err = ri.Update(tctx(t), obj, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
-		switch {
-		case denied && apierrors.IsInvalid(err):
-			return
-		case !denied && err == nil:
-			return
-		case err != nil && !apierrors.IsInvalid(err) && !apierrors.IsConflict(err):
-			require.NoError(t, err)
-		}
-		require.Truef(t, time.Now().Before(deadline), "the policy is not (or still) enforced after 45s (denied=%v, last error %v)", denied, err)
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 // TestMigrateStorageFailedMigrationKeepsStoredVersions (issue 37): a
