@@ -91,7 +91,9 @@ func TestNoDecisionReadsText(t *testing.T) {
 // TestNoDecisionReadsTextCanFail: the check finds each form of a decision
 // by text it forbids (testdata/textdecisions/caught, one form a file, the
 // count of violations in its first line: "// want N"), and none in the
-// forms that decide by facts (testdata/textdecisions/benign).
+// forms that decide by facts (testdata/textdecisions/benign). The forms
+// are Go files named .go.txt, so that no search of the tree for decisions
+// by text mistakes these specimens for code.
 func TestNoDecisionReadsTextCanFail(t *testing.T) {
 	lookup := exportLookup(t, "errors", "fmt", "strings", "bytes", "regexp", "sort", "slices", "strconv",
 		"k8s.io/apimachinery/pkg/util/validation/field", "io/fs", "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1")
@@ -118,8 +120,8 @@ func TestNoDecisionReadsTextCanFail(t *testing.T) {
 		a.add("x", fset, f, info, true)
 		return a.run(), want
 	}
-	caught, _ := filepath.Glob("testdata/textdecisions/caught/*.go")
-	benign, _ := filepath.Glob("testdata/textdecisions/benign/*.go")
+	caught, _ := filepath.Glob("testdata/textdecisions/caught/*.go.txt")
+	benign, _ := filepath.Glob("testdata/textdecisions/benign/*.go.txt")
 	if len(caught) < 13 || len(benign) < 3 {
 		t.Fatalf("want 13 forms caught and some benign ones, got %d and %d", len(caught), len(benign))
 	}
