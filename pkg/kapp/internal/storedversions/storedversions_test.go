@@ -59,10 +59,10 @@ func trimmedBy(manager string) func(*apiextv1.CustomResourceDefinition) {
 	return func(crd *apiextv1.CustomResourceDefinition) {
 		crd.ManagedFields = append(crd.ManagedFields, metav1.ManagedFieldsEntry{
 			Manager: "kubectl-client-side-apply", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:versions":{}}}`)},
+			FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:versions":{}}}`),
 		}, metav1.ManagedFieldsEntry{
 			Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", Time: &trimTime,
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:storedVersions":{}}}`)},
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:storedVersions":{}}}`),
 		})
 	}
 }
