@@ -157,7 +157,6 @@ func TestStaleRecordDoesNotHideHandTrim(t *testing.T) {
 		r := e.kapp(t, "", "tools", "crd-upgrade-safety", "--file2", removal)
 		require.Equalf(t, 3, r.exitCode, "output:\n%s", r.out)
 		requireFinding(t, r.out, "storedVersionRemoval", n.CRD, "v3", "trimmed by kubectl-patch")
-		t.Logf("$ kapp tools crd-upgrade-safety --file2 6-v3-removed.yaml\n%s", indent(r.out))
 	})
 
 	t.Run("a deploy with the preflight is blocked and changes nothing", func(t *testing.T) {
