@@ -341,7 +341,11 @@ func Table(plans []*Plan) uitable.Table {
 		case !p.Pending():
 			objects = "-" // nothing to rewrite
 		case p.Done():
-			objects = fmt.Sprintf("%d (managedFields of %d to move)", p.Objects, p.StaleManagedFields)
+			verb := "move"
+			if len(p.fields.droppedVersions()) > 0 {
+				verb = "move or drop" // entries at versions whose fields differ are dropped
+			}
+			objects = fmt.Sprintf("%d (managedFields of %d to %s)", p.Objects, p.StaleManagedFields, verb)
 		}
 		table.Rows = append(table.Rows, []uitable.Value{
 			uitable.NewValueString(p.Name),
