@@ -50,7 +50,7 @@ func TestDecodeAcceptDataLoss(t *testing.T) {
 		{"a negative count", entry("objects", -1), config.ErrInvalidValue, "acceptDataLoss[0].objects: must be an integer >= 0, got -1"},
 		{"a count that is no number", entry("objects", "all"), config.ErrInvalidType, "acceptDataLoss[0].objects: must be an integer, got string"},
 		{"an unknown check", entry("check", "fieldRemoval"), config.ErrInvalidValue, `acceptDataLoss[0].check: unknown check ID "fieldRemoval"`},
-		{"apiserverRejects", entry("check", "apiserverRejects"), config.ErrInvalidValue, `acceptDataLoss[0].check: unknown check ID "apiserverRejects"`},
+		{"apiserverRejects", entry("check", "apiserverRejects"), config.ErrInvalidValue, `acceptDataLoss[0].check: apiserverRejects cannot be waived`},
 		{"a path without ^", entry("path", ".spec.color"), config.ErrInvalidValue, `acceptDataLoss[0].path: ".spec.color" is not a schema path`},
 		{"an unknown key", entry("fingerprint", "1a2b3c4d5e6f"), config.ErrUnknownKey,
 			"acceptDataLoss[0].fingerprint: unknown key (allowed: check, crd, expires, objects, owner, path, reason, version)"},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -523,13 +524,39 @@ func exemptableCheckIDs() []string {
 	return ids
 }
 
+// parseWaivableCheck parses a check ID that a waiver, an acceptance or
+// annotationWaivers may name: one of exemptableCheckIDs.
+func parseWaivableCheck(d *decoder, l loc, v any) (string, bool) {
+	id, ok := parseString(d, l, v)
+	switch {
+	case !ok:
+		return "", false
+	case id == CheckAPIServerRejects:
+		d.fail(l, ErrInvalidValue, "%s cannot be waived: the apiserver refuses the change whatever the config says "+
+			"(to stop checking, set checks.crd.%s.enabled: false)", id, id)
+		return "", false
+	case !slices.Contains(exemptableCheckIDs(), id):
+		d.fail(l, ErrInvalidValue, "unknown check ID %q (allowed: %s)", id, strings.Join(exemptableCheckIDs(), ", "))
+		return "", false
+	}
+	return id, true
+}
+
+// waivableChecks decodes a list of waivable check IDs (parseWaivableCheck)
+// into p, in the order given.
+func waivableChecks(p *[]string) fieldFunc {
+	return func(d *decoder, l loc, v any) {
+		d.list(l, v, func(d *decoder, l loc, v any) {
+			if id, ok := parseWaivableCheck(d, l, v); ok {
+				*p = append(*p, id)
+			}
+		})
+	}
+}
+
 // waivers decodes a list of waivers (the key waivers, or its older
 // spelling exemptions, where the reason may be left out) into p.
 func waivers(p *[]Waiver, reasonRequired bool) fieldFunc {
-	known := map[string]bool{}
-	for _, id := range exemptableCheckIDs() {
-		known[id] = true
-	}
 	return func(d *decoder, l loc, v any) {
 		d.list(l, v, func(d *decoder, l loc, v any) {
 			m, ok := asMap(v)
@@ -556,21 +583,7 @@ func waivers(p *[]Waiver, reasonRequired bool) fieldFunc {
 				"reason":  str(&w.Reason),
 				"owner":   str(&w.Owner),
 				"expires": date(&w.Expires),
-				"checks": func(d *decoder, l loc, v any) {
-					d.list(l, v, func(d *decoder, l loc, v any) {
-						id, ok := parseString(d, l, v)
-						switch {
-						case !ok:
-						case id == CheckAPIServerRejects:
-							d.fail(l, ErrInvalidValue, "%s cannot be waived: the apiserver refuses the change whatever the config says "+
-								"(to stop checking, set checks.crd.%s.enabled: false)", id, id)
-						case !known[id]:
-							d.fail(l, ErrInvalidValue, "unknown check ID %q (allowed: %s)", id, strings.Join(exemptableCheckIDs(), ", "))
-						default:
-							w.Checks = append(w.Checks, id)
-						}
-					})
-				},
+				"checks":  waivableChecks(&w.Checks),
 			})
 			switch {
 			case m["crd"] == nil && m["fingerprint"] == nil:

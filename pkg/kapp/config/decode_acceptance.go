@@ -9,10 +9,6 @@ import (
 // how many objects at most (objects), why (reason) and until when
 // (expires): all but version, path and owner are required.
 func acceptances(p *[]Acceptance) fieldFunc {
-	known := map[string]bool{}
-	for _, id := range exemptableCheckIDs() {
-		known[id] = true
-	}
 	return func(d *decoder, l loc, v any) {
 		d.list(l, v, func(d *decoder, l loc, v any) {
 			m, ok := asMap(v)
@@ -23,15 +19,8 @@ func acceptances(p *[]Acceptance) fieldFunc {
 			var a Acceptance
 			before := len(d.errs)
 			d.object(l, m, fields{
-				"crd": str(&a.CRD),
-				"check": leaf(func(d *decoder, l loc, v any) (string, bool) {
-					id, ok := parseString(d, l, v)
-					if ok && !known[id] {
-						d.fail(l, ErrInvalidValue, "unknown check ID %q (allowed: %s)", id, strings.Join(exemptableCheckIDs(), ", "))
-						return "", false
-					}
-					return id, ok
-				}, func(s string) { a.Check = s }),
+				"crd":     str(&a.CRD),
+				"check":   leaf(parseWaivableCheck, func(s string) { a.Check = s }),
 				"version": str(&a.Version),
 				"path":    schemaPath(&a.Path, "^.spec.color, and names one field exactly"),
 				"objects": nonNegativeInt(&a.Objects),
@@ -64,10 +53,6 @@ func acceptances(p *[]Acceptance) fieldFunc {
 // the check IDs a CRD's waiver annotations may waive (an empty list:
 // none).
 func annotationWaivers(p **AnnotationWaivers) fieldFunc {
-	known := map[string]bool{}
-	for _, id := range exemptableCheckIDs() {
-		known[id] = true
-	}
 	return func(d *decoder, l loc, v any) {
 		if v == nil {
 			return
@@ -75,18 +60,7 @@ func annotationWaivers(p **AnnotationWaivers) fieldFunc {
 		aw := &AnnotationWaivers{Checks: []string{}}
 		before := len(d.errs)
 		d.object(l, v, fields{
-			"checks": func(d *decoder, l loc, v any) {
-				d.list(l, v, func(d *decoder, l loc, v any) {
-					id, ok := parseString(d, l, v)
-					switch {
-					case !ok:
-					case !known[id]:
-						d.fail(l, ErrInvalidValue, "unknown check ID %q (allowed: %s)", id, strings.Join(exemptableCheckIDs(), ", "))
-					default:
-						aw.Checks = append(aw.Checks, id)
-					}
-				})
-			},
+			"checks": waivableChecks(&aw.Checks),
 		})
 		if len(d.errs) == before {
 			*p = aw
