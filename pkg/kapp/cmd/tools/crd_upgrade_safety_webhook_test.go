@@ -22,6 +22,7 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
 	"github.com/crdsafety/kapp/pkg/kapp/webhook/webhooktest"
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 )
@@ -45,14 +46,8 @@ func TestWebhookCommand(t *testing.T) {
 	cmd := NewCRDUpgradeSafetyWebhookCmd(o, cmdcore.FlagsFactory{})
 	cmd.SetArgs([]string{"--bind-address", "127.0.0.1", "--secure-port", "0", "--tls-cert-file", cert.CertFile,
 		"--tls-private-key-file", cert.KeyFile, "--config", settings})
-	done := make(chan error, 1)
-	go func() { done <- cmd.Execute() }()
-	var addr net.Addr
-	select {
-	case addr = <-listening:
-	case err := <-done:
-		t.Fatalf("the command ended: %v", err)
-	}
+	done, addrs := executeUntilListening(t, cmd, listening)
+	addr := addrs[0]
 
 	oldCRD, newCRD := testcrd.MustCRD(t, testcrd.OldCRD), testcrd.MustCRD(t, testcrd.UnsafeCRD)
 	req, err := webhooktest.Request(admissionv1.Update, newCRD, oldCRD)
@@ -94,17 +89,8 @@ func TestWebhookCommandMetricsAndJSONLogs(t *testing.T) {
 	cmd := NewCRDUpgradeSafetyWebhookCmd(o, cmdcore.FlagsFactory{})
 	cmd.SetArgs([]string{"--bind-address", "127.0.0.1", "--secure-port", "0", "--tls-cert-file", cert.CertFile,
 		"--tls-private-key-file", cert.KeyFile, "--metrics-bind-address", "127.0.0.1:0", "--log-format", "json"})
-	done := make(chan error, 1)
-	go func() { done <- cmd.Execute() }()
-	var addr, maddr net.Addr
-	for addr == nil || maddr == nil {
-		select {
-		case addr = <-listening:
-		case maddr = <-metricsListening:
-		case err := <-done:
-			t.Fatalf("the command ended: %v", err)
-		}
-	}
+	done, addrs := executeUntilListening(t, cmd, listening, metricsListening)
+	addr, maddr := addrs[0], addrs[1]
 
 	req, err := webhooktest.Request(admissionv1.Update, testcrd.MustCRD(t, testcrd.UnsafeCRD), testcrd.MustCRD(t, testcrd.OldCRD))
 	require.NoError(t, err)
@@ -213,17 +199,8 @@ func TestWebhookCommandClientCA(t *testing.T) {
 	cmd.SetArgs([]string{"--bind-address", "127.0.0.1", "--secure-port", "0", "--tls-cert-file", cert.CertFile,
 		"--tls-private-key-file", cert.KeyFile, "--client-ca-file", apiserver.CertFile,
 		"--client-allowed-names", "kube-apiserver", "--health-probe-bind-address", "127.0.0.1:0"})
-	done := make(chan error, 1)
-	go func() { done <- cmd.Execute() }()
-	var addr, healthAddr net.Addr
-	for addr == nil || healthAddr == nil {
-		select {
-		case addr = <-listening:
-		case healthAddr = <-health:
-		case err := <-done:
-			t.Fatalf("the command ended: %v", err)
-		}
-	}
+	done, addrs := executeUntilListening(t, cmd, listening, health)
+	addr, healthAddr := addrs[0], addrs[1]
 	req, err := webhooktest.Request(admissionv1.Update, testcrd.MustCRD(t, testcrd.UnsafeCRD), testcrd.MustCRD(t, testcrd.OldCRD))
 	require.NoError(t, err)
 	body, err := webhooktest.Review(req)
@@ -272,4 +249,22 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+// executeUntilListening runs cmd in the background until each of its
+// listeners has said its address (in the order of listeners); done
+// receives what cmd.Execute returns. A command that ends first fails t.
+func executeUntilListening(t *testing.T, cmd *cobra.Command, listeners ...chan net.Addr) (chan error, []net.Addr) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Execute() }()
+	addrs := make([]net.Addr, len(listeners))
+	for i, l := range listeners {
+		select {
+		case addrs[i] = <-l:
+		case err := <-done:
+			t.Fatalf("the command ended: %v", err)
+		}
+	}
+	return done, addrs
 }
