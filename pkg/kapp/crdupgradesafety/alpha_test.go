@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
@@ -18,7 +19,7 @@ func TestIsAlphaVersion(t *testing.T) {
 		"v1Alpha1": false, "": false, "vAlpha1": false, "v1alpha1beta1": false,
 		"v99999999999999999999alpha1": false, // the major does not fit an int
 	} {
-		require.Equal(t, want, IsAlphaVersion(name), name)
+		require.Equal(t, want, finding.IsAlphaVersion(name), name)
 	}
 }
 
@@ -133,7 +134,7 @@ func TestAlphaVersionEnforcementDataLoss(t *testing.T) {
 
 	fs, lines = readImpactWith(t, `{type: object, properties: {x: {type: integer}}}`, `{type: object, properties: {x: {type: integer, maximum: 5}}}`, removed(int64(9)), &cfg, alpha)
 	require.Len(t, lines, 1)
-	require.Equal(t, SeverityWarning, fs[0].Severity, lines[0])
+	require.Equal(t, finding.SeverityWarning, fs[0].Severity, lines[0])
 	require.True(t, fs[0].AlphaLenient, lines[0])
 	require.Contains(t, lines[0], "1 of 1 stored Widget rejected")
 

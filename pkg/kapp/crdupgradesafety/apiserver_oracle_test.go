@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
@@ -238,7 +239,7 @@ func TestFindingsAgainstApiserver(t *testing.T) {
 			fs := Compare(old, new, nil)
 			var gotErrs, gotWarned []string
 			for _, f := range fs {
-				if f.Severity == SeverityError {
+				if f.Severity == finding.SeverityError {
 					gotErrs = append(gotErrs, f.Check)
 				} else {
 					gotWarned = append(gotWarned, f.Check)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -236,21 +237,21 @@ func V1FieldPath(path string) string {
 // every mode and cannot be exempted: the apiserver refuses the change
 // whatever the configuration says, and going on would apply the rest of the
 // change set and then fail half way.
-func Rejected(crdName, verb string, rs []Rejection, cfg *config.Settings) []Finding {
-	if len(rs) == 0 || !newPolicy(cfg, crdName).cfg.Checks.CRD.ApiserverRejects.Enabled {
+func Rejected(crdName, verb string, rs []Rejection, cfg *config.Settings) []finding.Finding {
+	if len(rs) == 0 || !finding.NewPolicy(cfg, crdName).Settings.Checks.CRD.ApiserverRejects.Enabled {
 		return nil
 	}
-	findings := make([]Finding, len(rs))
+	findings := make([]finding.Finding, len(rs))
 	for i, r := range rs {
-		findings[i] = Finding{
-			CRD: crdName, CRDField: V1FieldPath(r.Field), Check: config.CheckAPIServerRejects, Severity: SeverityError,
-			Change:     Change{Kind: "rejected", New: boundText(r.Message, maxMessageBytes)},
-			ChangeText: boundText(fmt.Sprintf("the apiserver refuses the %s: %s", verb, r.Message), maxMessageBytes),
-			Remedy:     &Remedy{Action: RemedyApiserverReason, Detail: boundText(r.Message, maxMessageBytes)},
+		findings[i] = finding.Finding{
+			CRD: crdName, CRDField: V1FieldPath(r.Field), Check: config.CheckAPIServerRejects, Severity: finding.SeverityError,
+			Change:     finding.Change{Kind: "rejected", New: finding.BoundText(r.Message, finding.MaxMessageBytes)},
+			ChangeText: finding.BoundText(fmt.Sprintf("the apiserver refuses the %s: %s", verb, r.Message), finding.MaxMessageBytes),
+			Remedy:     &finding.Remedy{Action: finding.RemedyApiserverReason, Detail: finding.BoundText(r.Message, finding.MaxMessageBytes)},
 		}
 	}
-	keyFindings(findings)
-	SortFindings(findings)
+	finding.KeyFindings(findings)
+	finding.SortFindings(findings)
 	return findings
 }
 
@@ -258,21 +259,21 @@ func Rejected(crdName, verb string, rs []Rejection, cfg *config.Settings) []Find
 // gives with an accepted request (verb as for Rejected) about the named
 // CRD; nil when the check is disabled. The apiserver applies the change;
 // the warning names what will not work as its author may expect.
-func Warned(crdName, verb string, warnings []string, cfg *config.Settings) []Finding {
-	if len(warnings) == 0 || !newPolicy(cfg, crdName).cfg.Checks.CRD.ApiserverRejects.Enabled {
+func Warned(crdName, verb string, warnings []string, cfg *config.Settings) []finding.Finding {
+	if len(warnings) == 0 || !finding.NewPolicy(cfg, crdName).Settings.Checks.CRD.ApiserverRejects.Enabled {
 		return nil
 	}
-	findings := make([]Finding, len(warnings))
+	findings := make([]finding.Finding, len(warnings))
 	for i, w := range warnings {
-		findings[i] = Finding{
-			CRD: crdName, Check: config.CheckAPIServerRejects, Severity: SeverityWarning,
-			Change:     Change{Kind: "warned", New: boundText(w, maxMessageBytes)},
-			ChangeText: boundText(fmt.Sprintf("the apiserver warns on the %s: %s", verb, w), maxMessageBytes),
-			Remedy:     &Remedy{Action: RemedyApiserverReason, Detail: boundText(w, maxMessageBytes)},
+		findings[i] = finding.Finding{
+			CRD: crdName, Check: config.CheckAPIServerRejects, Severity: finding.SeverityWarning,
+			Change:     finding.Change{Kind: "warned", New: finding.BoundText(w, finding.MaxMessageBytes)},
+			ChangeText: finding.BoundText(fmt.Sprintf("the apiserver warns on the %s: %s", verb, w), finding.MaxMessageBytes),
+			Remedy:     &finding.Remedy{Action: finding.RemedyApiserverReason, Detail: finding.BoundText(w, finding.MaxMessageBytes)},
 		}
 	}
-	keyFindings(findings)
-	SortFindings(findings)
+	finding.KeyFindings(findings)
+	finding.SortFindings(findings)
 	return findings
 }
 
@@ -280,32 +281,18 @@ func Warned(crdName, verb string, warnings []string, cfg *config.Settings) []Fin
 // a file) that the apiserver would itself refuse to create: the comparison
 // still runs, but its old side may not be what a cluster holds. nil when
 // errs is empty or the check is disabled.
-func InvalidOld(crdName string, errs field.ErrorList, cfg *config.Settings) []Finding {
-	if len(errs) == 0 || !newPolicy(cfg, crdName).cfg.Checks.CRD.ApiserverRejects.Enabled {
+func InvalidOld(crdName string, errs field.ErrorList, cfg *config.Settings) []finding.Finding {
+	if len(errs) == 0 || !finding.NewPolicy(cfg, crdName).Settings.Checks.CRD.ApiserverRejects.Enabled {
 		return nil
 	}
-	fs := []Finding{{
-		CRD: crdName, Check: config.CheckAPIServerRejects, Severity: SeverityWarning,
-		Change:     Change{Kind: "oldInvalid", New: boundText(summarize(v1Paths(errs)), maxMessageBytes)},
-		ChangeText: boundText("the old CRD is itself invalid, the apiserver would refuse to create it: "+summarize(v1Paths(errs)), maxMessageBytes),
-		Remedy:     &Remedy{Action: RemedyApiserverReason, Detail: boundText(summarize(v1Paths(errs)), maxMessageBytes)},
+	fs := []finding.Finding{{
+		CRD: crdName, Check: config.CheckAPIServerRejects, Severity: finding.SeverityWarning,
+		Change:     finding.Change{Kind: "oldInvalid", New: finding.BoundText(summarize(v1Paths(errs)), finding.MaxMessageBytes)},
+		ChangeText: finding.BoundText("the old CRD is itself invalid, the apiserver would refuse to create it: "+summarize(v1Paths(errs)), finding.MaxMessageBytes),
+		Remedy:     &finding.Remedy{Action: finding.RemedyApiserverReason, Detail: finding.BoundText(summarize(v1Paths(errs)), finding.MaxMessageBytes)},
 	}}
-	keyFindings(fs)
+	finding.KeyFindings(fs)
 	return fs
-}
-
-// keyFindings sets the keys and fingerprints of findings made together
-// outside a policy.
-func keyFindings(fs []Finding) {
-	ordinals, fps := map[string]int{}, map[string]int{}
-	for i := range fs {
-		fp := fingerprint(&fs[i], 0)
-		fs[i].Fingerprint = fingerprint(&fs[i], fps[fp])
-		fps[fp]++
-		base := findingKey(&fs[i], 0)
-		fs[i].key = findingKey(&fs[i], ordinals[base])
-		ordinals[base]++
-	}
 }
 
 func v1Paths(errs field.ErrorList) field.ErrorList {

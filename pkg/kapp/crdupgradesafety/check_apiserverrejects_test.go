@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -256,7 +257,7 @@ func TestRejectedMessageIsBounded(t *testing.T) {
 		t.Fatalf("got %d findings", len(fs))
 	}
 	msg := fs[0].ChangeText
-	if len(msg) > maxMessageBytes || !strings.Contains(msg, " bytes)...") {
+	if len(msg) > finding.MaxMessageBytes || !strings.Contains(msg, " bytes)...") {
 		t.Fatalf("message not bounded: %d bytes, ends %q", len(msg), msg[len(msg)-30:])
 	}
 	if !strings.HasPrefix(msg, "the apiserver refuses the create: éé") {

@@ -1,6 +1,9 @@
 package crdupgradesafety
 
-import "github.com/crdsafety/kapp/pkg/kapp/config"
+import (
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+)
 
 // checkBounds covers the eight min/max keywords with one generic rule: a
 // bound added where none was, a minimum raised or a maximum lowered rejects
@@ -41,9 +44,9 @@ func bound[T int64 | float64](n *node, id string, enabled bool, addition, tighte
 	}
 	switch {
 	case oldV == nil:
-		n.reportAt(addition, id, Change{Kind: "added", New: renderPtr(newV)}, "%s added: (none) -> %s", id, renderPtr(newV))
+		n.reportAt(addition, id, finding.Change{Kind: "added", New: finding.RenderPtr(newV)}, "%s added: (none) -> %s", id, finding.RenderPtr(newV))
 	case tighter(*oldV, *newV):
-		n.reportAt(tightening, id, Change{Kind: verb, Old: renderPtr(oldV), New: renderPtr(newV)}, "%s %s: %s -> %s", id, verb, renderPtr(oldV), renderPtr(newV))
+		n.reportAt(tightening, id, finding.Change{Kind: verb, Old: finding.RenderPtr(oldV), New: finding.RenderPtr(newV)}, "%s %s: %s -> %s", id, verb, finding.RenderPtr(oldV), finding.RenderPtr(newV))
 	}
 }
 
@@ -60,6 +63,6 @@ func turnedOn(n *node, id string, o, nw *bool, message string) {
 	oldV, newV := *o, *nw
 	*o, *nw = false, false
 	if !oldV && newV && n.run.vc.ToggleEnabled(id) {
-		n.report(id, Change{Kind: "set", Old: "false", New: "true"}, "%s", message)
+		n.report(id, finding.Change{Kind: "set", Old: "false", New: "true"}, "%s", message)
 	}
 }

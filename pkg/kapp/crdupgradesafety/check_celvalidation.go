@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -24,7 +25,7 @@ func checkCELValidation(n *node) {
 	}
 	for _, r := range nw {
 		if _, ok := had[celKey(r)]; !ok {
-			n.report(config.CheckCELValidation, Change{Kind: "rule", New: r.Rule}, "validation rule added or changed: %s", boundText(strconv.Quote(r.Rule), maxValueBytes))
+			n.report(config.CheckCELValidation, finding.Change{Kind: "rule", New: r.Rule}, "validation rule added or changed: %s", finding.BoundText(strconv.Quote(r.Rule), finding.MaxValueBytes))
 		}
 	}
 }

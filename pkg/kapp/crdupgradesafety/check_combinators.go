@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -56,7 +57,7 @@ func (r *pairRun) walkAllOf(n *node, o, nw []apiextv1.JSONSchemaProps) {
 		if k < len(spare) {
 			r.walk(n.branch(config.CheckAllOf, j), &o[spare[k]], &nw[j])
 		} else if n.run.vc.ToggleEnabled(config.CheckAllOf) {
-			n.reportAtField(branchPath(n.path, config.CheckAllOf, j), config.CheckAllOf, Change{Kind: "branchAdded", New: factSchema(&nw[j])},
+			n.reportAtField(branchPath(n.path, config.CheckAllOf, j), config.CheckAllOf, finding.Change{Kind: "branchAdded", New: finding.FactSchema(&nw[j])},
 				"allOf branch added: every value must match it too")
 		}
 	}
@@ -87,7 +88,7 @@ func (r *pairRun) walkAnyOf(n *node, o, nw []apiextv1.JSONSchemaProps) {
 		if k < len(spare) {
 			r.walk(n.branch(config.CheckAnyOf, spare[k]), &o[i], &nw[spare[k]])
 		} else if n.run.vc.ToggleEnabled(config.CheckAnyOf) {
-			n.report(config.CheckAnyOf, Change{Kind: "branchRemoved", Old: strconv.Itoa(i) + " " + factSchema(&o[i])}, "anyOf branch %d removed: values only it accepted are rejected", i)
+			n.report(config.CheckAnyOf, finding.Change{Kind: "branchRemoved", Old: strconv.Itoa(i) + " " + finding.FactSchema(&o[i])}, "anyOf branch %d removed: values only it accepted are rejected", i)
 		}
 	}
 }
@@ -111,7 +112,7 @@ func (r *pairRun) walkOneOf(n *node, o, nw []apiextv1.JSONSchemaProps) {
 		r.walk(pos, &o[i], &nw[j])
 		if enabled {
 			if loosened := r.probe(pos, &nw[j], &o[i]); len(loosened) > 0 {
-				n.reportAtField(pos.path, config.CheckOneOf, Change{Kind: "branchLoosened", Old: factSchema(&o[i]), New: factJSON(loosened) + " " + factSchema(&nw[j])},
+				n.reportAtField(pos.path, config.CheckOneOf, finding.Change{Kind: "branchLoosened", Old: finding.FactSchema(&o[i]), New: finding.FactJSON(loosened) + " " + finding.FactSchema(&nw[j])},
 					"oneOf branch loosened (%s): an object that matched only another branch may now match this one too, and oneOf rejects it",
 					idList(loosened))
 			}
@@ -121,11 +122,11 @@ func (r *pairRun) walkOneOf(n *node, o, nw []apiextv1.JSONSchemaProps) {
 		return
 	}
 	for _, j := range newLeft[paired:] {
-		n.reportAtField(branchPath(n.path, config.CheckOneOf, j), config.CheckOneOf, Change{Kind: "branchAdded", New: factSchema(&nw[j])},
+		n.reportAtField(branchPath(n.path, config.CheckOneOf, j), config.CheckOneOf, finding.Change{Kind: "branchAdded", New: finding.FactSchema(&nw[j])},
 			"oneOf branch added: an object that matched one branch may now match two, and oneOf rejects it")
 	}
 	for _, i := range oldLeft[paired:] {
-		n.report(config.CheckOneOf, Change{Kind: "branchRemoved", Old: strconv.Itoa(i) + " " + factSchema(&o[i])}, "oneOf branch %d removed: objects that matched only it match none", i)
+		n.report(config.CheckOneOf, finding.Change{Kind: "branchRemoved", Old: strconv.Itoa(i) + " " + finding.FactSchema(&o[i])}, "oneOf branch %d removed: objects that matched only it match none", i)
 	}
 }
 
@@ -139,7 +140,7 @@ func (r *pairRun) walkNot(n *node, o, nw *apiextv1.JSONSchemaProps) {
 		return // removed (or never there): relaxes
 	}
 	if o == nil {
-		n.report(config.CheckNot, Change{Kind: "added", New: factSchema(nw)}, "not added")
+		n.report(config.CheckNot, finding.Change{Kind: "added", New: finding.FactSchema(nw)}, "not added")
 		return
 	}
 	if sameSchema(o, nw) {
@@ -148,7 +149,7 @@ func (r *pairRun) walkNot(n *node, o, nw *apiextv1.JSONSchemaProps) {
 	pos := n.child(n.path.Not())
 	pos.combinator = config.CheckNot
 	if loosened := r.probe(pos, nw, o); len(loosened) > 0 {
-		n.report(config.CheckNot, Change{Kind: "loosened", Old: factSchema(o), New: factJSON(loosened) + " " + factSchema(nw)}, "schema inside not loosened (%s): values it now matches are rejected", idList(loosened))
+		n.report(config.CheckNot, finding.Change{Kind: "loosened", Old: finding.FactSchema(o), New: finding.FactJSON(loosened) + " " + finding.FactSchema(nw)}, "schema inside not loosened (%s): values it now matches are rejected", idList(loosened))
 	}
 }
 
@@ -162,7 +163,7 @@ func (r *pairRun) combinatorChanged(n *node, id string, o, nw []apiextv1.JSONSch
 		return false
 	case len(o) == 0:
 		if n.run.vc.ToggleEnabled(id) {
-			n.report(id, Change{Kind: "added", New: factSchemas(nw)}, "%s added with %s", id, plural.Count(len(nw), "sub-schema", "sub-schemas"))
+			n.report(id, finding.Change{Kind: "added", New: finding.FactSchemas(nw)}, "%s added with %s", id, plural.Count(len(nw), "sub-schema", "sub-schemas"))
 		}
 		return false
 	}
@@ -279,7 +280,7 @@ func (r *pairRun) probe(pos position, old, new *apiextv1.JSONSchemaProps) []stri
 	}
 	sink, vc, failMode := r.sink, r.vc, r.failMode
 	var ids []string
-	r.sink = func(c change) { ids = append(ids, c.check) }
+	r.sink = func(c finding.Draft) { ids = append(ids, c.Check) }
 	r.vc, r.failMode = &probeChecks, config.FailModeClosed
 	r.probing++
 	r.walk(pos, old, new)

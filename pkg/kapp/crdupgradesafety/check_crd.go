@@ -5,16 +5,17 @@ import (
 	"time"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/storedversions"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
 // checkScope: the scope may not change between Namespaced and Cluster.
-func checkScope(p *policy, old, new *apiextv1.CustomResourceDefinition) {
-	if !p.cfg.Checks.CRD.Scope.Enabled || old.Spec.Scope == new.Spec.Scope {
+func checkScope(p *finding.Policy, old, new *apiextv1.CustomResourceDefinition) {
+	if !p.Settings.Checks.CRD.Scope.Enabled || old.Spec.Scope == new.Spec.Scope {
 		return
 	}
-	p.crdLevel(config.EnforcementStrict, "", config.CheckScope, Change{Kind: "changed", Old: string(old.Spec.Scope), New: string(new.Spec.Scope)}, "scope changed: %s -> %s", old.Spec.Scope, new.Spec.Scope)
+	p.CRDLevel(config.EnforcementStrict, "", config.CheckScope, finding.Change{Kind: "changed", Old: string(old.Spec.Scope), New: string(new.Spec.Scope)}, "scope changed: %s -> %s", old.Spec.Scope, new.Spec.Scope)
 }
 
 // storedVersions are the versions objects may be stored in: the live
@@ -47,25 +48,25 @@ func migrateCommand(crd string, new *apiextv1.CustomResourceDefinition) string {
 // longer lists counts as stored when storedVersions was trimmed without
 // evidence (storedversions.UnprovenTrim: by hand, not by the migrate
 // command or the cluster's migrator).
-func checkStoredVersionRemoval(p *policy, old, new *apiextv1.CustomResourceDefinition) {
-	if !p.cfg.Checks.CRD.StoredVersionRemoval.Enabled {
+func checkStoredVersionRemoval(p *finding.Policy, old, new *apiextv1.CustomResourceDefinition) {
+	if !p.Settings.Checks.CRD.StoredVersionRemoval.Enabled {
 		return
 	}
 	newVersions := versionsByName(new)
 	stored := storedVersions(old)
 	for _, name := range stored {
 		if _, ok := newVersions[name]; !ok {
-			command := migrateCommand(p.crd, new)
+			command := migrateCommand(p.CRD, new)
 			if running := migrationRunning(old); running != "" {
 				// The cluster's migrator is at work: it trims the stored
 				// versions itself when it is done.
-				p.crdLevelWith(config.EnforcementStrict, name, config.CheckStoredVersionRemoval,
-					&Remedy{Action: RemedyWaitForMigration, Version: name, Detail: running}, Change{Kind: "removedWhileMigrating"},
+				p.CRDLevelWith(config.EnforcementStrict, name, config.CheckStoredVersionRemoval,
+					&finding.Remedy{Action: finding.RemedyWaitForMigration, Version: name, Detail: running}, finding.Change{Kind: "removedWhileMigrating"},
 					"stored version %q removed while a storage version migration is running (%s)", name, running)
 				continue
 			}
-			p.crdLevelWith(config.EnforcementStrict, name, config.CheckStoredVersionRemoval,
-				&Remedy{Action: RemedyMigrateStorage, Version: name, Command: command}, Change{Kind: "removed"},
+			p.CRDLevelWith(config.EnforcementStrict, name, config.CheckStoredVersionRemoval,
+				&finding.Remedy{Action: finding.RemedyMigrateStorage, Version: name, Command: command}, finding.Change{Kind: "removed"},
 				"stored version %q removed: objects stored in it must be migrated first", name)
 		}
 	}
@@ -80,8 +81,8 @@ func checkStoredVersionRemoval(p *policy, old, new *apiextv1.CustomResourceDefin
 		if _, ok := newVersions[v.Name]; ok || slices.Contains(stored, v.Name) {
 			continue
 		}
-		p.crdLevelWith(config.EnforcementStrict, v.Name, config.CheckStoredVersionRemoval,
-			&Remedy{Action: RemedyProveMigration, Version: v.Name, Command: migrateCommand(p.crd, old), Detail: trimDetail(trim)}, Change{Kind: "removedAfterUnprovenTrim"},
+		p.CRDLevelWith(config.EnforcementStrict, v.Name, config.CheckStoredVersionRemoval,
+			&finding.Remedy{Action: finding.RemedyProveMigration, Version: v.Name, Command: migrateCommand(p.CRD, old), Detail: trimDetail(trim)}, finding.Change{Kind: "removedAfterUnprovenTrim"},
 			"version %q removed after status.storedVersions was trimmed %s with no completed migration on record: objects may still be stored in it",
 			v.Name, trimDetail(trim))
 	}
@@ -101,24 +102,24 @@ func trimDetail(t *storedversions.Trim) string {
 // status.storedVersions, when the caller found no evidence for it
 // (storedversions): one storedVersionRemoval finding per dropped version,
 // an error (a warning under failMode open or mode warn).
-func CompareStatus(old, new *apiextv1.CustomResourceDefinition, cfg *config.Settings) []Finding {
-	p := newPolicy(cfg, new.Name)
-	if !p.cfg.Checks.CRD.StoredVersionRemoval.Enabled {
+func CompareStatus(old, new *apiextv1.CustomResourceDefinition, cfg *config.Settings) []finding.Finding {
+	p := finding.NewPolicy(cfg, new.Name)
+	if !p.Settings.Checks.CRD.StoredVersionRemoval.Enabled {
 		return nil
 	}
 	// Under failMode open, a drop no evidence the webhook can see backs
 	// (another migration tool's) passes with a warning.
 	level := config.EnforcementStrict
-	if p.cfg.FailMode == config.FailModeOpen {
+	if p.Settings.FailMode == config.FailModeOpen {
 		level = config.EnforcementWarn
 	}
 	for _, v := range storedversions.Removed(old.Status.StoredVersions, new.Status.StoredVersions) {
-		p.crdLevelWith(level, v, config.CheckStoredVersionRemoval,
-			&Remedy{Action: RemedyMigrateBeforeTrim, Version: v, Command: migrateCommand(p.crd, old)}, Change{Kind: "trimmed"},
+		p.CRDLevelWith(level, v, config.CheckStoredVersionRemoval,
+			&finding.Remedy{Action: finding.RemedyMigrateBeforeTrim, Version: v, Command: migrateCommand(p.CRD, old)}, finding.Change{Kind: "trimmed"},
 			"status.storedVersions trimmed: %q dropped with no completed migration on record: objects stored in it become unreadable once the version is removed", v)
 	}
-	SortFindings(p.findings)
-	return p.findings
+	finding.SortFindings(p.Findings)
+	return p.Findings
 }
 
 // migrationRunning returns the message of the CRD's StorageMigrating
@@ -141,8 +142,8 @@ func migrationRunning(crd *apiextv1.CustomResourceDefinition) string {
 // A version that stays but is no longer served is that documented first
 // step, yet its clients get 404: reported at unservedEnforcement (Warn by
 // default).
-func checkServedVersionRemoval(p *policy, old, new *apiextv1.CustomResourceDefinition) {
-	c := p.cfg.Checks.CRD.ServedVersionRemoval
+func checkServedVersionRemoval(p *finding.Policy, old, new *apiextv1.CustomResourceDefinition) {
+	c := p.Settings.Checks.CRD.ServedVersionRemoval
 	if !c.Enabled {
 		return
 	}
@@ -154,10 +155,10 @@ func checkServedVersionRemoval(p *policy, old, new *apiextv1.CustomResourceDefin
 		nv, ok := newVersions[v.Name]
 		switch {
 		case !ok:
-			p.crdLevel(config.EnforcementStrict, v.Name, config.CheckServedVersionRemoval, Change{Kind: "removed"},
+			p.CRDLevel(config.EnforcementStrict, v.Name, config.CheckServedVersionRemoval, finding.Change{Kind: "removed"},
 				"served version %q removed without first being set served: false", v.Name)
 		case !nv.Served:
-			p.crdLevel(c.UnservedEnforcement, v.Name, config.CheckServedVersionRemoval, Change{Kind: "unserved", Old: "true", New: "false"},
+			p.CRDLevel(c.UnservedEnforcement, v.Name, config.CheckServedVersionRemoval, finding.Change{Kind: "unserved", Old: "true", New: "false"},
 				"version %q no longer served (served: true -> false): its clients get 404 Not Found", v.Name)
 		}
 	}

@@ -2,6 +2,7 @@ package crdupgradesafety
 
 import (
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 )
 
@@ -10,46 +11,46 @@ import (
 // change set deletes, or why kapp replaces it (deletes and creates it
 // again) instead of updating it, e.g. "update strategy always-replace".
 // None when count is 0 or the check is disabled.
-func Deletion(crdName string, count int, replaceCause string, cfg *config.Settings) []Finding {
-	p := newPolicy(cfg, crdName)
-	if count <= 0 || !p.cfg.Checks.CRD.CRDDeletion.Enabled {
+func Deletion(crdName string, count int, replaceCause string, cfg *config.Settings) []finding.Finding {
+	p := finding.NewPolicy(cfg, crdName)
+	if count <= 0 || !p.Settings.Checks.CRD.CRDDeletion.Enabled {
 		return nil
 	}
 	noun := plural.Of(count, "custom resource", "custom resources")
 	if replaceCause == "" {
-		p.crdLevelWith(config.EnforcementStrict, "", config.CheckCRDDeletion, backupRemedy(crdName), Change{Kind: "deleted"},
+		p.CRDLevelWith(config.EnforcementStrict, "", config.CheckCRDDeletion, backupRemedy(crdName), finding.Change{Kind: "deleted"},
 			"deleting the CRD would delete its %d existing %s", count, noun)
 	} else {
-		p.crdLevelWith(config.EnforcementStrict, "", config.CheckCRDDeletion, &Remedy{Action: RemedyUpdateInPlace, Detail: replaceCause}, Change{Kind: "replaced"},
+		p.CRDLevelWith(config.EnforcementStrict, "", config.CheckCRDDeletion, &finding.Remedy{Action: finding.RemedyUpdateInPlace, Detail: replaceCause}, finding.Change{Kind: "replaced"},
 			"%s: kapp would delete and recreate the CRD, deleting its %d existing %s", replaceCause, count, noun)
 	}
-	for i := range p.findings {
-		p.findings[i].Impact = &Impact{Source: SourceCluster, Objects: count, Affected: count, VersionAffected: count,
-			Effects: []EffectCount{{Effect: EffectDeleted, Objects: count, Examples: []ObjectEffect{}}}}
+	for i := range p.Findings {
+		p.Findings[i].Impact = &finding.Impact{Source: finding.SourceCluster, Objects: count, Affected: count, VersionAffected: count,
+			Effects: []finding.EffectCount{{Effect: finding.EffectDeleted, Objects: count, Examples: []finding.ObjectEffect{}}}}
 		// Judged again with the objects counted (acceptDataLoss).
-		p.findings[i].rejudge()
-		judgeFinal(p.cfg, &p.findings[i])
+		p.Findings[i].Rejudge()
+		finding.JudgeFinal(p.Settings, &p.Findings[i])
 	}
-	return p.findings
+	return p.Findings
 }
 
 // Dropped returns the crdDeletion finding for a CRD that the old inputs
 // hold and the new ones lack, when no cluster is at hand to count its
 // custom resources: deploying the new inputs with kapp deletes the CRD, and
 // with it every custom resource it has (none when the check is disabled).
-func Dropped(crdName string, cfg *config.Settings) []Finding {
-	p := newPolicy(cfg, crdName)
-	if !p.cfg.Checks.CRD.CRDDeletion.Enabled {
+func Dropped(crdName string, cfg *config.Settings) []finding.Finding {
+	p := finding.NewPolicy(cfg, crdName)
+	if !p.Settings.Checks.CRD.CRDDeletion.Enabled {
 		return nil
 	}
-	p.crdLevelWith(config.EnforcementStrict, "", config.CheckCRDDeletion, backupRemedy(crdName), Change{Kind: "missingFromInputs"},
+	p.CRDLevelWith(config.EnforcementStrict, "", config.CheckCRDDeletion, backupRemedy(crdName), finding.Change{Kind: "missingFromInputs"},
 		"missing from the new inputs: kapp would delete the CRD with all its custom resources")
-	return p.findings
+	return p.Findings
 }
 
 // backupRemedy is the way forward from deleting a CRD with objects: back
 // them up, and delete them explicitly first.
-func backupRemedy(crdName string) *Remedy {
-	return &Remedy{Action: RemedyBackupObjects,
+func backupRemedy(crdName string) *finding.Remedy {
+	return &finding.Remedy{Action: finding.RemedyBackupObjects,
 		Command: "kubectl get " + crdName + " --all-namespaces -o yaml > " + crdName + ".backup.yaml"}
 }

@@ -1,6 +1,9 @@
 package crdupgradesafety
 
-import "github.com/crdsafety/kapp/pkg/kapp/config"
+import (
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+)
 
 // checkEmbeddedResource: x-kubernetes-embedded-resource makes an object a
 // resource of its own. The apiserver then requires apiVersion and kind
@@ -25,7 +28,7 @@ func checkEmbeddedResource(n *node) {
 		return
 	}
 	if nw {
-		n.report(config.CheckEmbeddedResource, Change{Kind: "added", Old: "false", New: "true"},
+		n.report(config.CheckEmbeddedResource, finding.Change{Kind: "added", Old: "false", New: "true"},
 			"x-kubernetes-embedded-resource added: stored objects without apiVersion or kind, or with invalid metadata, become invalid")
 		return
 	}
@@ -35,6 +38,6 @@ func checkEmbeddedResource(n *node) {
 	if isTrue(n.new.XPreserveUnknownFields) && !apiVersion && !kind && !metadata {
 		return
 	}
-	n.report(config.CheckEmbeddedResource, Change{Kind: "removed", Old: "true", New: "false"},
+	n.report(config.CheckEmbeddedResource, finding.Change{Kind: "removed", Old: "true", New: "false"},
 		"x-kubernetes-embedded-resource removed: apiVersion, kind and metadata of stored objects are no longer kept as they are (pruned, or held to the declared schemas)")
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -23,19 +24,19 @@ func checkEnum(n *node) {
 	}
 	if len(o) == 0 {
 		if c.AdditionEnforcement != config.EnforcementNone {
-			n.report(config.CheckEnum, Change{Kind: "constraintAdded", New: factList(enumValues(nw))}, "enum constraint added: %s", valueList(enumValues(nw)))
+			n.report(config.CheckEnum, finding.Change{Kind: "constraintAdded", New: finding.FactList(enumValues(nw))}, "enum constraint added: %s", finding.ValueList(enumValues(nw)))
 		}
 		return
 	}
 	oldSet, newSet := enumSet(o), enumSet(nw)
 	if c.RemovalEnforcement.Reports() {
 		if removed := missingFrom(enumValues(o), newSet); len(removed) > 0 {
-			n.reportAt(c.RemovalEnforcement, config.CheckEnum, Change{Kind: "valuesRemoved", Old: factList(removed)}, "enum values removed: %s", valueList(removed))
+			n.reportAt(c.RemovalEnforcement, config.CheckEnum, finding.Change{Kind: "valuesRemoved", Old: finding.FactList(removed)}, "enum values removed: %s", finding.ValueList(removed))
 		}
 	}
 	if c.AdditionEnforcement == config.EnforcementStrict {
 		if added := missingFrom(enumValues(nw), oldSet); len(added) > 0 {
-			n.report(config.CheckEnum, Change{Kind: "valuesAdded", New: factList(added)}, "enum values added: %s", valueList(added))
+			n.report(config.CheckEnum, finding.Change{Kind: "valuesAdded", New: finding.FactList(added)}, "enum values added: %s", finding.ValueList(added))
 		}
 	}
 }
@@ -43,7 +44,7 @@ func checkEnum(n *node) {
 func enumValues(vals []apiextv1.JSON) []string {
 	out := make([]string, len(vals))
 	for i := range vals {
-		out[i] = canonicalJSON(vals[i].Raw)
+		out[i] = finding.CanonicalJSON(vals[i].Raw)
 	}
 	return out
 }

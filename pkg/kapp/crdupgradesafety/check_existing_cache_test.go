@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
@@ -75,8 +76,8 @@ func TestValidatorsCache(t *testing.T) {
 				}
 				objs = append(objs, obj)
 			}
-			read := func(cache *Validators) VersionImpact {
-				reader, err := NewObjectReader(old, new, version, SourceCluster, nil, &cfg)
+			read := func(cache *Validators) finding.VersionImpact {
+				reader, err := NewObjectReader(old, new, version, finding.SourceCluster, nil, &cfg)
 				require.NoError(t, err, gc.name)
 				reader.UseValidators(cache)
 				reader.Read(objs[:5])

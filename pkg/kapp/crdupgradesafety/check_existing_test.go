@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -20,7 +21,7 @@ func widget(version, namespace, name string, spec map[string]any) map[string]any
 // with no finding to join them to, after an old CRD that accepts any spec
 // (loose): every object the schema rejects is an existingResources finding
 // of its own (a rejection no finding explains).
-func validateExisting(crd *apiextv1.CustomResourceDefinition, objs []map[string]any, cfg *config.Settings) ([]Finding, error) {
+func validateExisting(crd *apiextv1.CustomResourceDefinition, objs []map[string]any, cfg *config.Settings) ([]finding.Finding, error) {
 	return validateExistingAfter(loose(crd), crd, objs, cfg)
 }
 
@@ -37,26 +38,26 @@ func loose(crd *apiextv1.CustomResourceDefinition) *apiextv1.CustomResourceDefin
 }
 
 // validateExistingAfter is validateExisting after the old CRD old.
-func validateExistingAfter(old, crd *apiextv1.CustomResourceDefinition, objs []map[string]any, cfg *config.Settings) ([]Finding, error) {
+func validateExistingAfter(old, crd *apiextv1.CustomResourceDefinition, objs []map[string]any, cfg *config.Settings) ([]finding.Finding, error) {
 	byVersion := map[string][]map[string]any{}
 	for _, o := range objs {
 		apiVersion, _ := o["apiVersion"].(string)
 		v := apiVersion[strings.LastIndex(apiVersion, "/")+1:]
 		byVersion[v] = append(byVersion[v], o)
 	}
-	var impacts []VersionImpact
+	var impacts []finding.VersionImpact
 	for _, v := range crd.Spec.Versions {
 		if len(byVersion[v.Name]) == 0 || v.Schema == nil {
 			continue
 		}
-		r, err := NewObjectReader(old, crd, v.Name, SourceCluster, nil, cfg)
+		r, err := NewObjectReader(old, crd, v.Name, finding.SourceCluster, nil, cfg)
 		if err != nil {
 			return nil, err
 		}
 		r.Read(byVersion[v.Name])
 		impacts = append(impacts, r.Result())
 	}
-	return ApplyImpacts(nil, impacts, cfg), nil
+	return finding.ApplyImpacts(nil, impacts, cfg), nil
 }
 
 func TestValidateExisting(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 )
 
 // checkFormat: a format added or changed is unsafe only when the
@@ -39,7 +40,7 @@ func checkFormat(n *node) {
 	if o != "" && !validatedFormats[normalizeFormat(o)] {
 		note = " (the old format is not validated by the apiserver)"
 	}
-	n.report(config.CheckFormat, Change{Kind: addedOrChanged(o), Old: o, New: nw}, "format %s: %s -> %s%s", addedOrChanged(o), renderString(o), renderString(nw), note)
+	n.report(config.CheckFormat, finding.Change{Kind: addedOrChanged(o), Old: o, New: nw}, "format %s: %s -> %s%s", addedOrChanged(o), finding.RenderString(o), finding.RenderString(nw), note)
 }
 
 // checkNumericFormat judges a numeric format (the only formats the
@@ -61,11 +62,11 @@ func checkNumericFormat(n *node, oldType, old, newType, new string) {
 	if nr == nil || numericRangeIncludes(numericRange(oldType, old), nr) {
 		return
 	}
-	n.emit(change{field: n.path, level: config.EnforcementStrict, check: config.CheckFormat,
-		fact: Change{Kind: "numericRange", Old: oldType + "/" + old, New: newType + "/" + new},
-		message: fmt.Sprintf("format %s: %s -> %s (values beyond %s are rejected)",
-			addedOrChanged(old), renderString(old), renderString(new), nr.text),
-		since: config.KubeVersionEnforcingNumericFormats})
+	n.emit(finding.Draft{Field: n.path, Level: config.EnforcementStrict, Check: config.CheckFormat,
+		Fact: finding.Change{Kind: "numericRange", Old: oldType + "/" + old, New: newType + "/" + new},
+		Message: fmt.Sprintf("format %s: %s -> %s (values beyond %s are rejected)",
+			addedOrChanged(old), finding.RenderString(old), finding.RenderString(new), nr.text),
+		Since: config.KubeVersionEnforcingNumericFormats})
 }
 
 // numericBound is the range a numeric format holds values to.

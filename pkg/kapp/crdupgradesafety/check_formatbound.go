@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/kube-openapi/pkg/validation/validate"
 )
@@ -60,7 +61,7 @@ func (v numberValidation) fits(bound float64) bool {
 func integerConflict(id string, bound float64) string {
 	switch {
 	case id == config.CheckMultipleOf && bound > 0 && bound < 1:
-		return "an integer value is checked against multipleOf " + formatFloat(bound) + " truncated to 0"
+		return "an integer value is checked against multipleOf " + finding.FormatFloat(bound) + " truncated to 0"
 	case id == config.CheckMaximum && bound >= 1<<63:
 		return "an integer value is checked against the maximum converted to int64, out of its range (on amd64: the smallest int64)"
 	}
@@ -95,11 +96,11 @@ func formatBound(n *node, id string, enabled bool, old, new *float64) {
 		if old != nil && !n.oldNumber.fits(*old) {
 			return // every value was already rejected
 		}
-		n.emit(change{field: n.path, level: config.EnforcementStrict, check: id,
-			fact: Change{Kind: "outsideFormat", Old: renderPtr(old), New: formatFloat(*new) + " " + nv.String()},
-			message: fmt.Sprintf("%s %s -> %s: not a value of %s, so the apiserver rejects every value of the field",
-				id, renderPtr(old), formatFloat(*new), nv),
-			since: config.KubeVersionEnforcingNumericFormats})
+		n.emit(finding.Draft{Field: n.path, Level: config.EnforcementStrict, Check: id,
+			Fact: finding.Change{Kind: "outsideFormat", Old: finding.RenderPtr(old), New: finding.FormatFloat(*new) + " " + nv.String()},
+			Message: fmt.Sprintf("%s %s -> %s: not a value of %s, so the apiserver rejects every value of the field",
+				id, finding.RenderPtr(old), finding.FormatFloat(*new), nv),
+			Since: config.KubeVersionEnforcingNumericFormats})
 		return
 	}
 	why := integerConflict(id, *new)
@@ -110,7 +111,7 @@ func formatBound(n *node, id string, enabled bool, old, new *float64) {
 	if nv.typ == "integer" {
 		which = "every value of the field"
 	}
-	n.emit(change{field: n.path, level: config.EnforcementStrict, check: id,
-		fact:    Change{Kind: "integersRejected", Old: renderPtr(old), New: formatFloat(*new) + " " + nv.String()},
-		message: fmt.Sprintf("%s %s -> %s: the apiserver rejects %s (%s)", id, renderPtr(old), formatFloat(*new), which, why)})
+	n.emit(finding.Draft{Field: n.path, Level: config.EnforcementStrict, Check: id,
+		Fact:    finding.Change{Kind: "integersRejected", Old: finding.RenderPtr(old), New: finding.FormatFloat(*new) + " " + nv.String()},
+		Message: fmt.Sprintf("%s %s -> %s: the apiserver rejects %s (%s)", id, finding.RenderPtr(old), finding.FormatFloat(*new), which, why)})
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 )
 
@@ -119,15 +120,15 @@ func TestFormatBoundsAgreeWithAPIServer(t *testing.T) {
 					case "outsideFormat":
 						outside = true
 						if f.KubeVersionSince != "1.37" {
-							t.Errorf("want a finding from 1.37 on, got %q (since %q)", render([]Finding{f}), f.KubeVersionSince)
+							t.Errorf("want a finding from 1.37 on, got %q (since %q)", render([]finding.Finding{f}), f.KubeVersionSince)
 						}
 					case "integersRejected":
 					default:
 						continue
 					}
-					found = append(found, strings.Join(render([]Finding{f}), ""))
-					if f.Severity != SeverityError {
-						t.Errorf("want an error, got %q", render([]Finding{f}))
+					found = append(found, strings.Join(render([]finding.Finding{f}), ""))
+					if f.Severity != finding.SeverityError {
+						t.Errorf("want an error, got %q", render([]finding.Finding{f}))
 					}
 				}
 				switch {

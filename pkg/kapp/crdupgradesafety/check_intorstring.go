@@ -1,6 +1,9 @@
 package crdupgradesafety
 
-import "github.com/crdsafety/kapp/pkg/kapp/config"
+import (
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+)
 
 // checkIntOrString: removing x-kubernetes-int-or-string rejects the values
 // of the kind no longer allowed. Adding it to an integer or string field
@@ -12,7 +15,7 @@ func checkIntOrString(n *node) {
 	switch {
 	case o && !nw:
 		if n.run.vc.ToggleEnabled(config.CheckIntOrString) {
-			n.report(config.CheckIntOrString, Change{Kind: "removed", Old: "int-or-string", New: describeType(n.new)}, "x-kubernetes-int-or-string removed: int-or-string -> %s", describeType(n.new))
+			n.report(config.CheckIntOrString, finding.Change{Kind: "removed", Old: "int-or-string", New: describeType(n.new)}, "x-kubernetes-int-or-string removed: int-or-string -> %s", describeType(n.new))
 		}
 		n.old.Type, n.new.Type = "", ""
 	case !o && nw:
@@ -20,7 +23,7 @@ func checkIntOrString(n *node) {
 		// from an untyped value) it rejects the values stored so far.
 		if t := n.old.Type; t != "integer" && t != "string" {
 			if c := n.run.vc.Type; c.Enabled {
-				n.reportAt(c.ChangeEnforcement, config.CheckType, Change{Kind: "changed", Old: t, New: "int-or-string"}, "type changed: %s -> int-or-string", renderString(t))
+				n.reportAt(c.ChangeEnforcement, config.CheckType, finding.Change{Kind: "changed", Old: t, New: "int-or-string"}, "type changed: %s -> int-or-string", finding.RenderString(t))
 			}
 		}
 		n.old.Type, n.new.Type = "", ""

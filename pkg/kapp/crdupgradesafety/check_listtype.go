@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 )
 
 // checkListType: x-kubernetes-list-type and x-kubernetes-list-map-keys
@@ -27,17 +28,17 @@ func checkListType(n *node) {
 	switch {
 	case o == nw && (nw != "map" || sameSet(ok, nk)):
 	case o == nw:
-		mergeKeysChanged(n, c.UniquenessEnforcement, Change{Kind: "mapKeys", Old: factSet(ok), New: factSet(nk)}, fmt.Sprintf(
+		mergeKeysChanged(n, c.UniquenessEnforcement, finding.Change{Kind: "mapKeys", Old: finding.FactSet(ok), New: finding.FactSet(nk)}, fmt.Sprintf(
 			"x-kubernetes-list-map-keys changed: [%s] -> [%s]: stored lists may hold items that are not unique by the new keys",
 			strings.Join(ok, ", "), strings.Join(nk, ", ")))
 	case nw == "atomic" || o == "map" && nw == "set":
-		n.reportAt(c.CoarseningEnforcement, config.CheckListType, Change{Kind: "listType", Old: o, New: nw},
+		n.reportAt(c.CoarseningEnforcement, config.CheckListType, finding.Change{Kind: "listType", Old: o, New: nw},
 			"x-kubernetes-list-type changed: %s -> %s: no stored list becomes invalid, only server-side apply ownership becomes coarser", o, nw)
 	case nw == "map":
-		mergeKeysChanged(n, c.UniquenessEnforcement, Change{Kind: "listType", Old: o, New: nw + factSet(nk)}, fmt.Sprintf(
+		mergeKeysChanged(n, c.UniquenessEnforcement, finding.Change{Kind: "listType", Old: o, New: nw + finding.FactSet(nk)}, fmt.Sprintf(
 			"x-kubernetes-list-type changed: %s -> %s: stored lists with duplicate items become invalid", o, nw))
 	default:
-		n.reportAt(c.UniquenessEnforcement, config.CheckListType, Change{Kind: "listType", Old: o, New: nw},
+		n.reportAt(c.UniquenessEnforcement, config.CheckListType, finding.Change{Kind: "listType", Old: o, New: nw},
 			"x-kubernetes-list-type changed: %s -> %s: stored lists with duplicate items become invalid", o, nw)
 	}
 }
@@ -45,10 +46,10 @@ func checkListType(n *node) {
 // mergeKeysChanged reports a change of the keys server-side apply merges
 // a list by (the list-map-keys, or a list that becomes a map): its
 // clients break whatever the stored objects hold.
-func mergeKeysChanged(n *node, level config.Enforcement, fact Change, msg string) {
+func mergeKeysChanged(n *node, level config.Enforcement, fact finding.Change, msg string) {
 	if level.Reports() {
-		n.emit(change{field: n.path, level: level, check: config.CheckListType, fact: fact, message: msg, clientFacing: true,
-			remedy: &Remedy{Action: RemedyKeepClientFacing}})
+		n.emit(finding.Draft{Field: n.path, Level: level, Check: config.CheckListType, Fact: fact, Message: msg, ClientFacing: true,
+			Remedy: &finding.Remedy{Action: finding.RemedyKeepClientFacing}})
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -13,7 +14,7 @@ import (
 // managedFields entry names a version the CRD no longer has, which the
 // apiserver cannot convert the object to ("request to convert CR to an
 // invalid group/version").
-const EffectSSARefused Effect = "server-side apply refused"
+const EffectSSARefused finding.Effect = "server-side apply refused"
 
 // ManagedFieldsReader is the managedFields live check: it reads the stored
 // objects of an updated CRD (any version: managedFields do not change with
@@ -35,7 +36,7 @@ type ManagedFieldsReader struct {
 type mfAcc struct {
 	objects  int
 	managers map[string]bool
-	examples []ObjectEffect // the smallest names, sorted
+	examples []finding.ObjectEffect // the smallest names, sorted
 }
 
 // NewManagedFieldsReader returns the reader for an update of old to new,
@@ -108,22 +109,22 @@ func (r *ManagedFieldsReader) add(version, name string, managers []string) {
 	}
 	slices.Sort(managers)
 	i := sort.Search(len(a.examples), func(i int) bool { return a.examples[i].Object >= name })
-	if i >= maxExamples {
+	if i >= finding.MaxExamples {
 		return
 	}
-	a.examples = slices.Insert(a.examples, i, ObjectEffect{Object: name, Field: "metadata.managedFields",
+	a.examples = slices.Insert(a.examples, i, finding.ObjectEffect{Object: name, Field: "metadata.managedFields",
 		Value: "managers " + strings.Join(managers, ", ")})
-	if len(a.examples) > maxExamples {
-		a.examples = a.examples[:maxExamples]
+	if len(a.examples) > finding.MaxExamples {
+		a.examples = a.examples[:finding.MaxExamples]
 	}
 }
 
 // Findings are the managedFields findings of the objects read: one per
 // watched version that entries name, with its impact (how many objects,
 // which managers, the first names).
-func (r *ManagedFieldsReader) Findings(cfg *config.Settings) []Finding {
-	p := newPolicy(cfg, r.crd)
-	c := p.cfg.Checks.CRD.ManagedFields
+func (r *ManagedFieldsReader) Findings(cfg *config.Settings) []finding.Finding {
+	p := finding.NewPolicy(cfg, r.crd)
+	c := p.Settings.Checks.CRD.ManagedFields
 	if !c.Enabled {
 		return nil
 	}
@@ -143,25 +144,25 @@ func (r *ManagedFieldsReader) Findings(cfg *config.Settings) []Finding {
 		if r.storage != "" {
 			command += " --to " + r.storage
 		}
-		remedy := &Remedy{Action: RemedyMigrateManagedFields, Version: v, Command: command}
-		before := len(p.findings)
+		remedy := &finding.Remedy{Action: finding.RemedyMigrateManagedFields, Version: v, Command: command}
+		before := len(p.Findings)
 		if r.versions[v] {
-			p.crdLevelWith(config.EnforcementStrict, v, config.CheckManagedFields, remedy, Change{Kind: "removed"},
+			p.CRDLevelWith(config.EnforcementStrict, v, config.CheckManagedFields, remedy, finding.Change{Kind: "removed"},
 				"version %q removed while managedFields of stored objects name it (managers %s): every server-side apply of them fails "+
 					"(request to convert CR to an invalid group/version) until their managedFields are migrated",
 				v, strings.Join(managers, ", "))
 		} else {
-			p.crdLevelWith(c.UnservedEnforcement, v, config.CheckManagedFields, remedy, Change{Kind: "unserved"},
+			p.CRDLevelWith(c.UnservedEnforcement, v, config.CheckManagedFields, remedy, finding.Change{Kind: "unserved"},
 				"version %q no longer served while managedFields of stored objects name it (managers %s): server-side apply still works, "+
 					"but fails once the version is removed, until their managedFields are migrated",
 				v, strings.Join(managers, ", "))
 		}
-		for i := before; i < len(p.findings); i++ {
-			imp := &Impact{Source: SourceCluster, Kind: r.kind, Objects: r.objects, Affected: a.objects, VersionAffected: a.objects,
-				Effects: []EffectCount{{Effect: EffectSSARefused, Objects: a.objects, Examples: a.examples}}}
-			p.findings[i].Impact = imp
-			p.findings[i].Remedy = p.findings[i].Remedy.withObjects(imp)
+		for i := before; i < len(p.Findings); i++ {
+			imp := &finding.Impact{Source: finding.SourceCluster, Kind: r.kind, Objects: r.objects, Affected: a.objects, VersionAffected: a.objects,
+				Effects: []finding.EffectCount{{Effect: EffectSSARefused, Objects: a.objects, Examples: a.examples}}}
+			p.Findings[i].Impact = imp
+			p.Findings[i].Remedy = p.Findings[i].Remedy.WithObjects(imp)
 		}
 	}
-	return p.findings
+	return p.Findings
 }

@@ -2,6 +2,7 @@ package crdupgradesafety
 
 import (
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 )
 
 // checkMapType: x-kubernetes-map-type decides server-side apply ownership
@@ -12,7 +13,7 @@ func checkMapType(n *node) {
 	o, nw := orDefault(n.old.XMapType, "granular"), orDefault(n.new.XMapType, "granular")
 	n.old.XMapType, n.new.XMapType = nil, nil
 	if c := n.run.vc.MapType; o != nw && c.Enabled {
-		n.reportAt(c.ChangeEnforcement, config.CheckMapType, Change{Kind: "changed", Old: o, New: nw},
+		n.reportAt(c.ChangeEnforcement, config.CheckMapType, finding.Change{Kind: "changed", Old: o, New: nw},
 			"x-kubernetes-map-type changed: %s -> %s: no stored object becomes invalid, only server-side apply ownership changes", o, nw)
 	}
 }

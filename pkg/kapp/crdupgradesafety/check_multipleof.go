@@ -4,6 +4,7 @@ import (
 	"math/big"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 )
 
 // checkMultipleOf: a multipleOf added, or changed to a value that does not
@@ -16,7 +17,7 @@ func checkMultipleOf(n *node) {
 	}
 	formatBound(n, config.CheckMultipleOf, true, o, nw)
 	if o == nil {
-		n.report(config.CheckMultipleOf, Change{Kind: "added", New: formatFloat(*nw)}, "multipleOf added: (none) -> %s", formatFloat(*nw))
+		n.report(config.CheckMultipleOf, finding.Change{Kind: "added", New: finding.FormatFloat(*nw)}, "multipleOf added: (none) -> %s", finding.FormatFloat(*nw))
 		return
 	}
 	if *o == *nw {
@@ -25,7 +26,7 @@ func checkMultipleOf(n *node) {
 	if divides(*nw, *o) {
 		return // every multiple of the old value is a multiple of the new one
 	}
-	n.report(config.CheckMultipleOf, Change{Kind: "changed", Old: formatFloat(*o), New: formatFloat(*nw)}, "multipleOf changed: %s -> %s", formatFloat(*o), formatFloat(*nw))
+	n.report(config.CheckMultipleOf, finding.Change{Kind: "changed", Old: finding.FormatFloat(*o), New: finding.FormatFloat(*nw)}, "multipleOf changed: %s -> %s", finding.FormatFloat(*o), finding.FormatFloat(*nw))
 }
 
 // divides reports whether old is an integer multiple of d. Both are taken as
@@ -33,8 +34,8 @@ func checkMultipleOf(n *node) {
 // it), so that 0.1 divides 0.3 although 0.3/0.1 is 2.9999999999999996 in
 // floating point.
 func divides(d, old float64) bool {
-	dr, ok1 := new(big.Rat).SetString(formatFloat(d))
-	or, ok2 := new(big.Rat).SetString(formatFloat(old))
+	dr, ok1 := new(big.Rat).SetString(finding.FormatFloat(d))
+	or, ok2 := new(big.Rat).SetString(finding.FormatFloat(old))
 	if !ok1 || !ok2 || dr.Sign() == 0 {
 		return false
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
@@ -14,7 +15,7 @@ import (
 // EffectGCStopped: the object names the removed version in an
 // ownerReference; the garbage collector can no longer resolve its owner, so
 // it is no longer deleted with it (kubernetes/kubernetes#102641).
-const EffectGCStopped Effect = "garbage collection stopped"
+const EffectGCStopped finding.Effect = "garbage collection stopped"
 
 // DependentsRBACCommand regenerates the webhook's role with list on every
 // resource, where dependents live, and applies it (docs/webhook.md,
@@ -91,12 +92,12 @@ func (r *OwnerReferencesReader) Add(ownerAPIVersion, resource, name string) {
 	a.managers[resource] = true
 	object := resource + " " + name
 	i := sort.Search(len(a.examples), func(i int) bool { return a.examples[i].Object >= object })
-	if i >= maxExamples {
+	if i >= finding.MaxExamples {
 		return
 	}
-	a.examples = slices.Insert(a.examples, i, ObjectEffect{Object: object, Field: "metadata.ownerReferences", Value: ownerAPIVersion})
-	if len(a.examples) > maxExamples {
-		a.examples = a.examples[:maxExamples]
+	a.examples = slices.Insert(a.examples, i, finding.ObjectEffect{Object: object, Field: "metadata.ownerReferences", Value: ownerAPIVersion})
+	if len(a.examples) > finding.MaxExamples {
+		a.examples = a.examples[:finding.MaxExamples]
 	}
 }
 
@@ -113,9 +114,9 @@ func (r *OwnerReferencesReader) Done(read int, unreadable []UnreadableResource) 
 // closed, a warning under open. Its remedy names the resources the
 // reader's identity may not list (the webhook's role grants them with
 // `kapp tools crd-upgrade-safety-webhook rbac --dependents`).
-func (r *OwnerReferencesReader) Findings(cfg *config.Settings) []Finding {
-	p := newPolicy(cfg, r.crd)
-	if !p.cfg.Checks.CRD.OwnerReferences.Enabled {
+func (r *OwnerReferencesReader) Findings(cfg *config.Settings) []finding.Finding {
+	p := finding.NewPolicy(cfg, r.crd)
+	if !p.Settings.Checks.CRD.OwnerReferences.Enabled {
 		return nil
 	}
 	for _, v := range r.removed {
@@ -128,21 +129,21 @@ func (r *OwnerReferencesReader) Findings(cfg *config.Settings) []Finding {
 			resources = append(resources, res)
 		}
 		slices.Sort(resources)
-		before := len(p.findings)
-		p.crdLevelWith(config.EnforcementStrict, v, config.CheckOwnerReferences,
-			&Remedy{Action: RemedyRepointOwners, Version: v}, Change{Kind: "removed"},
+		before := len(p.Findings)
+		p.CRDLevelWith(config.EnforcementStrict, v, config.CheckOwnerReferences,
+			&finding.Remedy{Action: finding.RemedyRepointOwners, Version: v}, finding.Change{Kind: "removed"},
 			"version %q removed while ownerReferences of other objects name it (%s): the garbage collector can no longer "+
 				"resolve their owner, so they are no longer deleted with it", v, strings.Join(resources, ", "))
-		for i := before; i < len(p.findings); i++ {
-			imp := &Impact{Source: SourceCluster, Kind: "object", Objects: r.read, Affected: a.objects, VersionAffected: a.objects,
-				Effects: []EffectCount{{Effect: EffectGCStopped, Objects: a.objects, Examples: a.examples}}}
-			p.findings[i].Impact = imp
-			p.findings[i].Remedy = p.findings[i].Remedy.withObjects(imp)
+		for i := before; i < len(p.Findings); i++ {
+			imp := &finding.Impact{Source: finding.SourceCluster, Kind: "object", Objects: r.read, Affected: a.objects, VersionAffected: a.objects,
+				Effects: []finding.EffectCount{{Effect: EffectGCStopped, Objects: a.objects, Examples: a.examples}}}
+			p.Findings[i].Impact = imp
+			p.Findings[i].Remedy = p.Findings[i].Remedy.WithObjects(imp)
 		}
 	}
 	if len(r.unreadable) > 0 {
 		level := config.EnforcementStrict
-		if p.cfg.FailMode == config.FailModeOpen {
+		if p.Settings.FailMode == config.FailModeOpen {
 			level = config.EnforcementWarn
 		}
 		var names, why, forbidden []string
@@ -157,14 +158,14 @@ func (r *OwnerReferencesReader) Findings(cfg *config.Settings) []Finding {
 		}
 		slices.Sort(names)
 		slices.Sort(forbidden)
-		remedy := &Remedy{Action: RemedyReadDependents, Resources: forbidden}
+		remedy := &finding.Remedy{Action: finding.RemedyReadDependents, Resources: forbidden}
 		if len(forbidden) > 0 {
 			remedy.Command = DependentsRBACCommand
 		}
-		p.crdLevelWith(level, "", config.CheckOwnerReferences, remedy, Change{Kind: "unreadable", New: strings.Join(names, ",")},
+		p.CRDLevelWith(level, "", config.CheckOwnerReferences, remedy, finding.Change{Kind: "unreadable", New: strings.Join(names, ",")},
 			"the ownerReferences of %d %s could not be read, so dependents of the removed %s there are unknown (failMode %s): %s",
 			len(r.unreadable), plural.Of(len(r.unreadable), "resource", "resources"), plural.Of(len(r.removed), "version", "versions"),
-			p.cfg.FailMode, summarizeList(why))
+			p.Settings.FailMode, summarizeList(why))
 	}
-	return p.findings
+	return p.Findings
 }

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/relang"
 )
 
@@ -21,8 +22,8 @@ func checkPattern(n *node) {
 	if !ok {
 		return
 	}
-	change := fmt.Sprintf("pattern %s: %s -> %s", addedOrChanged(o), renderString(o), renderString(nw))
-	fact := Change{Kind: addedOrChanged(o), Old: o, New: nw}
+	change := fmt.Sprintf("pattern %s: %s -> %s", addedOrChanged(o), finding.RenderString(o), finding.RenderString(nw))
+	fact := finding.Change{Kind: addedOrChanged(o), Old: o, New: nw}
 	res, err := comparePatterns(o, nw)
 	switch {
 	case err != nil:

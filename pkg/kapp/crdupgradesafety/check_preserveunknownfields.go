@@ -2,6 +2,7 @@ package crdupgradesafety
 
 import (
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
@@ -16,7 +17,7 @@ func checkPreserveUnknownFields(n *node) {
 	n.old.XPreserveUnknownFields, n.new.XPreserveUnknownFields = nil, nil
 	holdsObjects := (n.new.Type == "" || n.new.Type == "object") && !n.new.XIntOrString
 	if isTrue(o) && !isTrue(nw) && holdsObjects && n.run.vc.ToggleEnabled(config.CheckPreserveUnknownFields) {
-		n.report(config.CheckPreserveUnknownFields, Change{Kind: "removed", Old: "true"}, "x-kubernetes-preserve-unknown-fields: true removed: unknown fields of existing objects would be pruned")
+		n.report(config.CheckPreserveUnknownFields, finding.Change{Kind: "removed", Old: "true"}, "x-kubernetes-preserve-unknown-fields: true removed: unknown fields of existing objects would be pruned")
 	}
 }
 
@@ -26,15 +27,15 @@ func checkPreserveUnknownFields(n *node) {
 // from stored objects. Reported once per CRD at field ^, under the
 // preserveUnknownFields ID, switched by
 // checks.sameVersion.preserveUnknownFields like the keyword.
-func checkCRDPreserveUnknownFields(p *policy, old, new *apiextv1.CustomResourceDefinition) {
-	vc := &p.cfg.Checks.SameVersion
+func checkCRDPreserveUnknownFields(p *finding.Policy, old, new *apiextv1.CustomResourceDefinition) {
+	vc := &p.Settings.Checks.SameVersion
 	if !old.Spec.PreserveUnknownFields || new.Spec.PreserveUnknownFields || !vc.Enabled ||
 		!vc.ToggleEnabled(config.CheckPreserveUnknownFields) {
 		return
 	}
-	p.add(change{field: schemapath.Root, check: config.CheckPreserveUnknownFields, level: config.EnforcementStrict,
-		fact:    Change{Kind: "specPreserveUnknownFields", Old: "true", New: "false"},
-		message: "spec.preserveUnknownFields: true -> false: pruning starts, unknown fields of existing objects would be dropped"})
+	p.Add(finding.Draft{Field: schemapath.Root, Check: config.CheckPreserveUnknownFields, Level: config.EnforcementStrict,
+		Fact:    finding.Change{Kind: "specPreserveUnknownFields", Old: "true", New: "false"},
+		Message: "spec.preserveUnknownFields: true -> false: pruning starts, unknown fields of existing objects would be dropped"})
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }

@@ -6,6 +6,7 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 )
 
 // checkRequired: a field newly required on an object that already existed
@@ -35,7 +36,7 @@ func checkRequired(n *node) {
 		return
 	}
 	sort.Strings(added)
-	n.reportAt(c.NewEnforcement, config.CheckRequired, Change{Kind: "added", New: factJSON(added)}, "new required fields: %s", quoteList(added))
+	n.reportAt(c.NewEnforcement, config.CheckRequired, finding.Change{Kind: "added", New: finding.FactJSON(added)}, "new required fields: %s", finding.QuoteList(added))
 }
 
 // propertiesWithSameDefault returns the properties named in required that
@@ -45,7 +46,7 @@ func propertiesWithSameDefault(required []string, old, new *apiextv1.JSONSchemaP
 	for _, name := range required {
 		o, okOld := old.Properties[name]
 		nw, okNew := new.Properties[name]
-		if okOld && okNew && o.Default != nil && nw.Default != nil && sameJSON(o.Default, nw.Default) {
+		if okOld && okNew && o.Default != nil && nw.Default != nil && finding.SameJSON(o.Default, nw.Default) {
 			if out == nil {
 				out = map[string]bool{}
 			}

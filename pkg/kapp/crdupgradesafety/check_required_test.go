@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -64,7 +65,7 @@ func TestRequiredWithSameDefaultAgreesWithAPIServer(t *testing.T) {
 	withDefault := newCRD(t, testVersion{"v1", true, true, `{type: object, required: [size], properties: {size: {type: string, default: M}}}`})
 	assert.Empty(t, Compare(oldCRD, withDefault, nil))
 
-	r, err := NewObjectReader(oldCRD, withDefault, "v1", SourceSamples, nil, nil)
+	r, err := NewObjectReader(oldCRD, withDefault, "v1", finding.SourceSamples, nil, nil)
 	require.NoError(t, err)
 	r.Read([]map[string]any{
 		widget("v1", "ns", "absent", map[string]any{}),
@@ -73,13 +74,13 @@ func TestRequiredWithSameDefaultAgreesWithAPIServer(t *testing.T) {
 	})
 	res := r.Result()
 	assert.Equal(t, 3, res.Objects())
-	assert.Zero(t, res.affected, "objects affected")
-	assert.Empty(t, res.residual)
+	assert.Zero(t, res.Affected, "objects affected")
+	assert.Empty(t, res.Residual)
 
 	// Without the default, the same objects are refused: the test can fail.
 	noDefault := newCRD(t, testVersion{"v1", true, true, `{type: object, required: [size], properties: {size: {type: string}}}`})
-	r, err = NewObjectReader(oldCRD, noDefault, "v1", SourceSamples, nil, nil)
+	r, err = NewObjectReader(oldCRD, noDefault, "v1", finding.SourceSamples, nil, nil)
 	require.NoError(t, err)
 	r.Read([]map[string]any{widget("v1", "ns", "absent", map[string]any{})})
-	assert.Equal(t, 1, r.Result().affected)
+	assert.Equal(t, 1, r.Result().Affected)
 }

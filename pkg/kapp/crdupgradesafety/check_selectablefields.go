@@ -2,14 +2,15 @@ package crdupgradesafety
 
 import (
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
 // checkSelectableFields: for every version in both CRDs, a selectable
 // field (spec.versions[].selectableFields[].jsonPath) removed makes the
 // field selectors of its clients fail. Adding one is not reported.
-func checkSelectableFields(p *policy, old, new *apiextv1.CustomResourceDefinition) {
-	if !p.cfg.Checks.CRD.SelectableFields.Enabled {
+func checkSelectableFields(p *finding.Policy, old, new *apiextv1.CustomResourceDefinition) {
+	if !p.Settings.Checks.CRD.SelectableFields.Enabled {
 		return
 	}
 	forVersionsInBoth(old, new, func(ov, nv *apiextv1.CustomResourceDefinitionVersion) {
@@ -22,8 +23,8 @@ func checkSelectableFields(p *policy, old, new *apiextv1.CustomResourceDefinitio
 		}
 		for _, f := range ov.SelectableFields {
 			if _, ok := kept[f.JSONPath]; !ok {
-				p.crdLevel(config.EnforcementStrict, ov.Name, config.CheckSelectableFields, Change{Kind: "removed", Old: f.JSONPath},
-					"selectable field %s removed: field selectors on it are rejected", renderString(f.JSONPath))
+				p.CRDLevel(config.EnforcementStrict, ov.Name, config.CheckSelectableFields, finding.Change{Kind: "removed", Old: f.JSONPath},
+					"selectable field %s removed: field selectors on it are rejected", finding.RenderString(f.JSONPath))
 			}
 		}
 	})

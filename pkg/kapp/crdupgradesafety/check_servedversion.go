@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/version"
@@ -21,8 +22,8 @@ import (
 // equal schemas are compatible. For a pair with a schema the old CRD did
 // not serve, the findings the old CRD had for the same pair of version
 // names are left out.
-func checkServedVersions(p *policy, old, new *apiextv1.CustomResourceDefinition) {
-	sv := &p.cfg.Checks.ServedVersion
+func checkServedVersions(p *finding.Policy, old, new *apiextv1.CustomResourceDefinition) {
+	sv := &p.Settings.Checks.ServedVersion
 	if !sv.Enabled || (sv.IgnoreConversion && hasWebhookConversion(new)) {
 		return
 	}
@@ -52,13 +53,13 @@ func checkServedVersions(p *policy, old, new *apiextv1.CustomResourceDefinition)
 			if ci == cj || oldHad[ci] && oldHad[cj] {
 				continue
 			}
-			changes := servedPairChanges(p.cfg, sv, new, newServed[i], newServed[j])
+			changes := servedPairChanges(p.Settings, sv, new, newServed[i], newServed[j])
 			if len(changes) > 0 && already == nil {
 				already = map[pairFacts]struct{}{}
 				if !bridged {
 					for a := range oldServed {
 						for b := a + 1; b < len(oldServed); b++ {
-							for _, c := range servedPairChanges(p.cfg, sv, old, oldServed[a], oldServed[b]) {
+							for _, c := range servedPairChanges(p.Settings, sv, old, oldServed[a], oldServed[b]) {
 								already[pairFactsOf(c)] = struct{}{}
 							}
 						}
@@ -69,10 +70,10 @@ func checkServedVersions(p *policy, old, new *apiextv1.CustomResourceDefinition)
 				if _, ok := already[pairFactsOf(c)]; ok {
 					continue
 				}
-				c.message = "[" + c.check + "] " + c.message
-				c.fact.Kind = c.check + "/" + c.fact.Kind
-				c.check = config.CheckServedVersion
-				p.add(c)
+				c.Message = "[" + c.Check + "] " + c.Message
+				c.Fact.Kind = c.Check + "/" + c.Fact.Kind
+				c.Check = config.CheckServedVersion
+				p.Add(c)
 			}
 		}
 	}
@@ -86,11 +87,11 @@ type pairFacts struct {
 	version, pairVersion string
 	field                schemapath.Path
 	check                string
-	fact                 Change
+	fact                 finding.Change
 }
 
-func pairFactsOf(c change) pairFacts {
-	return pairFacts{version: c.version, pairVersion: c.pairVersion, field: c.field, check: c.check, fact: c.fact}
+func pairFactsOf(c finding.Draft) pairFacts {
+	return pairFacts{version: c.Version, pairVersion: c.PairVersion, field: c.Field, check: c.Check, fact: c.Fact}
 }
 
 // servedByPriority returns the served versions of crd ordered by Kubernetes
@@ -114,9 +115,9 @@ func servedByPriority(crd *apiextv1.CustomResourceDefinition) []*apiextv1.Custom
 // a -> b of crd, each named by the pair ("v1beta1 -> v1") and the property
 // check that found it.
 func servedPairChanges(cfg *config.Settings, sv *config.ServedVersionChecks, crd *apiextv1.CustomResourceDefinition,
-	a, b *apiextv1.CustomResourceDefinitionVersion) []change {
+	a, b *apiextv1.CustomResourceDefinitionVersion) []finding.Draft {
 
-	var out []change
+	var out []finding.Draft
 	pr := &pairRun{
 		vc: &sv.VersionChecks, version: a.Name, pairVersion: b.Name,
 		fieldRemoval: true,
@@ -124,7 +125,7 @@ func servedPairChanges(cfg *config.Settings, sv *config.ServedVersionChecks, crd
 		oldKeepsAll:  crd.Spec.PreserveUnknownFields,
 		newKeepsAll:  crd.Spec.PreserveUnknownFields,
 		kubeVersion:  cfg.KubeVersion,
-		sink:         func(c change) { out = append(out, c) },
+		sink:         func(c finding.Draft) { out = append(out, c) },
 	}
 	pr.compareSchemas(versionSchema(a), versionSchema(b))
 	return out

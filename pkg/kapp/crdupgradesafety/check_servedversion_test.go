@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -144,20 +145,20 @@ func TestServedVersion(t *testing.T) {
 // old one (the same message, another change) is news, and the same change
 // worded otherwise is not.
 func TestServedVersionAlreadyByFacts(t *testing.T) {
-	old := change{version: "v1", pairVersion: "v2", field: "^.spec.a", check: config.CheckEnum,
-		message: "enum values removed", fact: Change{Kind: "enumRemoved", Old: `["a","b"]`, New: `["a"]`}}
+	old := finding.Draft{Version: "v1", PairVersion: "v2", Field: "^.spec.a", Check: config.CheckEnum,
+		Message: "enum values removed", Fact: finding.Change{Kind: "enumRemoved", Old: `["a","b"]`, New: `["a"]`}}
 	for _, tc := range []struct {
 		name   string
-		edit   func(c *change)
+		edit   func(c *finding.Draft)
 		wantIs bool
 	}{
-		{"the same change", func(*change) {}, true},
-		{"the same change, other words", func(c *change) { c.message = "enum narrowed" }, true},
-		{"another change, the same words", func(c *change) { c.fact.Old = `["a","c"]` }, false},
-		{"another change kind, the same words", func(c *change) { c.fact.Kind = "enumAdded" }, false},
-		{"another field", func(c *change) { c.field = "^.spec.b" }, false},
-		{"another pair", func(c *change) { c.pairVersion = "v3" }, false},
-		{"another check", func(c *change) { c.check = config.CheckDefault }, false},
+		{"the same change", func(*finding.Draft) {}, true},
+		{"the same change, other words", func(c *finding.Draft) { c.Message = "enum narrowed" }, true},
+		{"another change, the same words", func(c *finding.Draft) { c.Fact.Old = `["a","c"]` }, false},
+		{"another change kind, the same words", func(c *finding.Draft) { c.Fact.Kind = "enumAdded" }, false},
+		{"another field", func(c *finding.Draft) { c.Field = "^.spec.b" }, false},
+		{"another pair", func(c *finding.Draft) { c.PairVersion = "v3" }, false},
+		{"another check", func(c *finding.Draft) { c.Check = config.CheckDefault }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := old

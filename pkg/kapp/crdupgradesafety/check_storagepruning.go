@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
@@ -29,8 +30,8 @@ import (
 // update's doing. Skipped under a
 // conversion webhook (which may carry any field across) and for a CRD that
 // sets spec.preserveUnknownFields (nothing is pruned).
-func checkStoragePruning(p *policy, old, new *apiextv1.CustomResourceDefinition) {
-	c := p.cfg.Checks.CRD.StoragePruning
+func checkStoragePruning(p *finding.Policy, old, new *apiextv1.CustomResourceDefinition) {
+	c := p.Settings.Checks.CRD.StoragePruning
 	if !c.Enabled {
 		return
 	}
@@ -43,18 +44,18 @@ func checkStoragePruning(p *policy, old, new *apiextv1.CustomResourceDefinition)
 			continue
 		}
 		if l.written {
-			p.add(change{version: l.version, field: l.field, check: config.CheckStoragePruning, level: config.EnforcementStrict,
-				dataLoss: true, remedy: &Remedy{Action: RemedyStoreEveryField, Version: l.storage},
-				fact: Change{Kind: "prunedOnWrite", Old: l.storage},
-				message: "pruned from every write through " + l.version + ": the storage version " + l.storage +
+			p.Add(finding.Draft{Version: l.version, Field: l.field, Check: config.CheckStoragePruning, Level: config.EnforcementStrict,
+				DataLoss: true, Remedy: &finding.Remedy{Action: finding.RemedyStoreEveryField, Version: l.storage},
+				Fact: finding.Change{Kind: "prunedOnWrite", Old: l.storage},
+				Message: "pruned from every write through " + l.version + ": the storage version " + l.storage +
 					" does not declare it (conversion None)"})
 			continue
 		}
 		if c.ReadModifyWriteEnforcement.Reports() {
-			p.add(change{version: l.version, field: l.field, check: config.CheckStoragePruning, level: c.ReadModifyWriteEnforcement,
-				dataLoss: true, remedy: &Remedy{Action: RemedyStoreEveryField, Version: l.storage},
-				fact: Change{Kind: "missingFromView", Old: l.storage},
-				message: "missing from " + l.version + "'s view: the storage version " + l.storage +
+			p.Add(finding.Draft{Version: l.version, Field: l.field, Check: config.CheckStoragePruning, Level: c.ReadModifyWriteEnforcement,
+				DataLoss: true, Remedy: &finding.Remedy{Action: finding.RemedyStoreEveryField, Version: l.storage},
+				Fact: finding.Change{Kind: "missingFromView", Old: l.storage},
+				Message: "missing from " + l.version + "'s view: the storage version " + l.storage +
 					" holds it, a read-modify-write through " + l.version + " drops it (conversion None)"})
 		}
 	}

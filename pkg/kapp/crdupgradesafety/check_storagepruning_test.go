@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -217,7 +218,7 @@ func TestStoragePruning(t *testing.T) {
 			var got []string
 			for _, f := range Compare(tc.old, tc.new, &cfg) {
 				if f.Check == config.CheckStoragePruning {
-					got = append(got, strings.Join(render([]Finding{f}), ""))
+					got = append(got, strings.Join(render([]finding.Finding{f}), ""))
 				}
 			}
 			if got == nil {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -16,8 +17,8 @@ import (
 // stored objects and their clients use. Adding the status subresource is
 // not reported; adding the scale subresource is when stored objects may
 // hold values its validation rejects (scaleAdded).
-func checkSubresources(p *policy, old, new *apiextv1.CustomResourceDefinition) {
-	if !p.cfg.Checks.CRD.Subresources.Enabled {
+func checkSubresources(p *finding.Policy, old, new *apiextv1.CustomResourceDefinition) {
+	if !p.Settings.Checks.CRD.Subresources.Enabled {
 		return
 	}
 	none := &apiextv1.CustomResourceSubresources{}
@@ -30,7 +31,7 @@ func checkSubresources(p *policy, old, new *apiextv1.CustomResourceDefinition) {
 			ns = none
 		}
 		if os.Status != nil && ns.Status == nil {
-			p.crdLevel(config.EnforcementStrict, ov.Name, config.CheckSubresources, Change{Kind: "statusRemoved"},
+			p.CRDLevel(config.EnforcementStrict, ov.Name, config.CheckSubresources, finding.Change{Kind: "statusRemoved"},
 				"status subresource removed: status writes (.../status) get 404 Not Found")
 		}
 		switch o, n := os.Scale, ns.Scale; {
@@ -38,7 +39,7 @@ func checkSubresources(p *policy, old, new *apiextv1.CustomResourceDefinition) {
 		case o == nil:
 			scaleAdded(p, nv, n, new.Spec.PreserveUnknownFields)
 		case n == nil:
-			p.crdLevel(config.EnforcementStrict, ov.Name, config.CheckSubresources, Change{Kind: "scaleRemoved"},
+			p.CRDLevel(config.EnforcementStrict, ov.Name, config.CheckSubresources, finding.Change{Kind: "scaleRemoved"},
 				"scale subresource removed: .../scale (kubectl scale, autoscalers) gets 404 Not Found")
 		default:
 			scalePath(p, ov.Name, "specReplicasPath", o.SpecReplicasPath, n.SpecReplicasPath)
@@ -48,10 +49,10 @@ func checkSubresources(p *policy, old, new *apiextv1.CustomResourceDefinition) {
 	})
 }
 
-func scalePath(p *policy, version, name, o, n string) {
+func scalePath(p *finding.Policy, version, name, o, n string) {
 	if o != n {
-		p.crdLevel(config.EnforcementStrict, version, config.CheckSubresources, Change{Kind: name, Old: o, New: n},
-			"scale subresource %s changed: %s -> %s", name, renderString(o), renderString(n))
+		p.CRDLevel(config.EnforcementStrict, version, config.CheckSubresources, finding.Change{Kind: name, Old: o, New: n},
+			"scale subresource %s changed: %s -> %s", name, finding.RenderString(o), finding.RenderString(n))
 	}
 }
 
@@ -61,17 +62,17 @@ func scalePath(p *policy, version, name, o, n string) {
 // (customResourceValidator.ValidateScaleSpec and ValidateScaleStatus).
 // Stored objects may hold other values there unless the new schema allows
 // only such values (or no value can be stored at the path).
-func scaleAdded(p *policy, v *apiextv1.CustomResourceDefinitionVersion, sc *apiextv1.CustomResourceSubresourceScale, keepsAll bool) {
+func scaleAdded(p *finding.Policy, v *apiextv1.CustomResourceDefinitionVersion, sc *apiextv1.CustomResourceSubresourceScale, keepsAll bool) {
 	root := versionSchema(v)
 	for _, path := range []string{sc.SpecReplicasPath, sc.StatusReplicasPath} {
 		if s, storable := schemaAtPath(root, path, keepsAll); storable && !onlyReplicas(s) {
-			p.crdLevel(config.EnforcementStrict, v.Name, config.CheckSubresources, Change{Kind: "scaleAdded", New: path},
+			p.CRDLevel(config.EnforcementStrict, v.Name, config.CheckSubresources, finding.Change{Kind: "scaleAdded", New: path},
 				"scale subresource added: objects whose %s is not an integer from 0 to 2147483647 can no longer be written", path)
 		}
 	}
 	if path := deref(sc.LabelSelectorPath); path != "" {
 		if s, storable := schemaAtPath(root, path, keepsAll); storable && (s == nil || s.Type != "string" || s.Nullable) {
-			p.crdLevel(config.EnforcementStrict, v.Name, config.CheckSubresources, Change{Kind: "scaleAdded", New: path},
+			p.CRDLevel(config.EnforcementStrict, v.Name, config.CheckSubresources, finding.Change{Kind: "scaleAdded", New: path},
 				"scale subresource added: objects whose %s is not a string can no longer be written", path)
 		}
 	}

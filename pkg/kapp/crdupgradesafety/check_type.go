@@ -1,6 +1,9 @@
 package crdupgradesafety
 
-import "github.com/crdsafety/kapp/pkg/kapp/config"
+import (
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+)
 
 // checkType: a property's type may not change, nor be set where the old
 // schema had none (an untyped, preserve-unknown-fields value accepted any).
@@ -18,5 +21,5 @@ func checkType(n *node) {
 	if c.ChangeEnforcement.Reports() {
 		n.old.Nullable, n.new.Nullable = false, false
 	}
-	n.reportAt(c.ChangeEnforcement, config.CheckType, Change{Kind: "changed", Old: o, New: nw}, "type changed: %s -> %s", renderString(o), renderString(nw))
+	n.reportAt(c.ChangeEnforcement, config.CheckType, finding.Change{Kind: "changed", Old: o, New: nw}, "type changed: %s -> %s", finding.RenderString(o), finding.RenderString(nw))
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -23,7 +24,7 @@ func checkUnhandled(n *node) {
 		if reflect.DeepEqual(of, nf) {
 			continue
 		}
-		n.report(config.CheckUnhandled, Change{Kind: jsonName(schemaFields[i]), Old: factJSON(of), New: factJSON(nf)}, "unable to determine if the change to %s is safe: %s -> %s",
+		n.report(config.CheckUnhandled, finding.Change{Kind: jsonName(schemaFields[i]), Old: finding.FactJSON(of), New: finding.FactJSON(nf)}, "unable to determine if the change to %s is safe: %s -> %s",
 			jsonName(schemaFields[i]), renderAny(ov.Field(i)), renderAny(nv.Field(i)))
 	}
 }

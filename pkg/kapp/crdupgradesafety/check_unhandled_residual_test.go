@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -25,7 +26,7 @@ func TestResidualKeywords(t *testing.T) {
 
 	cfg := config.Default()
 	r := &pairRun{vc: &cfg.Checks.SameVersion, failMode: config.FailModeClosed,
-		sink: func(change) {}}
+		sink: func(finding.Draft) {}}
 	n := &node{run: r, position: position{path: "^", root: true}, old: full, new: full}
 	r.compareNode(n)
 

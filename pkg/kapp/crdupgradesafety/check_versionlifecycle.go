@@ -2,6 +2,7 @@ package crdupgradesafety
 
 import (
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -18,8 +19,8 @@ import (
 // an earlier update. servedVersionRemoval reports the same versions for
 // another reason (removed without first being unserved, or unserved at
 // all): a finding of its own, unchanged by this one.
-func checkVersionLifecycle(p *policy, old, new *apiextv1.CustomResourceDefinition) {
-	c := p.cfg.Checks.CRD.VersionLifecycle
+func checkVersionLifecycle(p *finding.Policy, old, new *apiextv1.CustomResourceDefinition) {
+	c := p.Settings.Checks.CRD.VersionLifecycle
 	if !c.Enabled || !c.NotDeprecatedEnforcement.Reports() {
 		return
 	}
@@ -31,10 +32,10 @@ func checkVersionLifecycle(p *policy, old, new *apiextv1.CustomResourceDefinitio
 		nv, ok := newVersions[v.Name]
 		switch {
 		case !ok:
-			p.crdLevel(c.NotDeprecatedEnforcement, v.Name, config.CheckVersionLifecycle, Change{Kind: "removed"},
+			p.CRDLevel(c.NotDeprecatedEnforcement, v.Name, config.CheckVersionLifecycle, finding.Change{Kind: "removed"},
 				"served version %q removed without a release that marked it deprecated: true", v.Name)
 		case !nv.Served:
-			p.crdLevel(c.NotDeprecatedEnforcement, v.Name, config.CheckVersionLifecycle, Change{Kind: "unserved"},
+			p.CRDLevel(c.NotDeprecatedEnforcement, v.Name, config.CheckVersionLifecycle, finding.Change{Kind: "unserved"},
 				"version %q no longer served without a release that marked it deprecated: true: its clients had no deprecation warning", v.Name)
 		}
 	}

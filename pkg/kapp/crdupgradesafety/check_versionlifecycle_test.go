@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -104,8 +105,8 @@ func TestVersionLifecycleRemedy(t *testing.T) {
 		if f.Check != config.CheckVersionLifecycle {
 			continue
 		}
-		if f.Remedy == nil || f.Remedy.Action != RemedyDeprecateFirst || f.Remedy.Version != "v1beta1" {
-			t.Fatalf("remedy %+v, want %s of v1beta1", f.Remedy, RemedyDeprecateFirst)
+		if f.Remedy == nil || f.Remedy.Action != finding.RemedyDeprecateFirst || f.Remedy.Version != "v1beta1" {
+			t.Fatalf("remedy %+v, want %s of v1beta1", f.Remedy, finding.RemedyDeprecateFirst)
 		}
 		return
 	}

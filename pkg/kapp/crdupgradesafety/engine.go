@@ -2,6 +2,7 @@ package crdupgradesafety
 
 import (
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -13,8 +14,8 @@ import (
 // It runs the CRD-level checks, then the property checks over every version
 // present in both CRDs (sameVersion) and over the served versions of the
 // new CRD (servedVersion).
-func Compare(old, new *apiextv1.CustomResourceDefinition, cfg *config.Settings) []Finding {
-	p := newPolicy(cfg, new.Name)
+func Compare(old, new *apiextv1.CustomResourceDefinition, cfg *config.Settings) []finding.Finding {
+	p := finding.NewPolicy(cfg, new.Name)
 	checkScope(p, old, new)
 	checkStoredVersionRemoval(p, old, new)
 	checkServedVersionRemoval(p, old, new)
@@ -25,24 +26,24 @@ func Compare(old, new *apiextv1.CustomResourceDefinition, cfg *config.Settings) 
 	checkSameVersions(p, old, new)
 	checkServedVersions(p, old, new)
 	checkStoragePruning(p, old, new)
-	SortFindings(p.findings)
-	return p.findings
+	finding.SortFindings(p.Findings)
+	return p.Findings
 }
 
 // checkSameVersions compares each version present in both CRDs with itself.
 // existingFieldRemoval is a CRD-level check (checks.crd): it still runs when
 // the sameVersion property checks are disabled.
-func checkSameVersions(p *policy, old, new *apiextv1.CustomResourceDefinition) {
-	vc := &p.cfg.Checks.SameVersion
-	fieldRemoval := p.cfg.Checks.CRD.ExistingFieldRemoval.Enabled
+func checkSameVersions(p *finding.Policy, old, new *apiextv1.CustomResourceDefinition) {
+	vc := &p.Settings.Checks.SameVersion
+	fieldRemoval := p.Settings.Checks.CRD.ExistingFieldRemoval.Enabled
 	if !vc.Enabled && !fieldRemoval {
 		return
 	}
-	sink := p.add
+	sink := p.Add
 	if !vc.Enabled {
-		sink = func(c change) {
-			if c.check == config.CheckExistingFieldRemoval {
-				p.add(c)
+		sink = func(c finding.Draft) {
+			if c.Check == config.CheckExistingFieldRemoval {
+				p.Add(c)
 			}
 		}
 	}
@@ -52,10 +53,10 @@ func checkSameVersions(p *policy, old, new *apiextv1.CustomResourceDefinition) {
 		pr := &pairRun{
 			vc: vc, version: ov.Name,
 			fieldRemoval: fieldRemoval,
-			failMode:     effectiveFailMode(p.cfg, vc),
+			failMode:     effectiveFailMode(p.Settings, vc),
 			oldKeepsAll:  old.Spec.PreserveUnknownFields,
 			newKeepsAll:  new.Spec.PreserveUnknownFields,
-			kubeVersion:  p.cfg.KubeVersion,
+			kubeVersion:  p.Settings.KubeVersion,
 			sink:         sink,
 		}
 		pr.compareSchemas(versionSchema(ov), versionSchema(nv))

@@ -4,20 +4,21 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 )
 
 // For the external tests (package crdupgradesafety_test), which read
 // findings through pkg/kapp/report.
 
 // ReadImpact is readImpact's findings.
-func ReadImpact(t *testing.T, oldSpec, newSpec string, objs []map[string]any, cfg *config.Settings) []Finding {
+func ReadImpact(t *testing.T, oldSpec, newSpec string, objs []map[string]any, cfg *config.Settings) []finding.Finding {
 	t.Helper()
 	out, _ := readImpact(t, oldSpec, newSpec, objs, cfg)
 	return out
 }
 
 // ReadImpactWith is readImpactWith's findings.
-func ReadImpactWith(t *testing.T, oldSpec, newSpec string, objs []map[string]any, cfg *config.Settings, opts ImpactOptions) []Finding {
+func ReadImpactWith(t *testing.T, oldSpec, newSpec string, objs []map[string]any, cfg *config.Settings, opts ImpactOptions) []finding.Finding {
 	t.Helper()
 	out, _ := readImpactWith(t, oldSpec, newSpec, objs, cfg, opts)
 	return out
@@ -31,4 +32,4 @@ const TestCRDName = testCRDName
 
 // SetRenderMessage sets how this package's tests compose a finding's
 // message (report.Message).
-func SetRenderMessage(f func(Finding) string) { renderMessage = f }
+func SetRenderMessage(f func(finding.Finding) string) { renderMessage = f }

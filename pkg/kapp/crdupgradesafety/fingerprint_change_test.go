@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -15,13 +16,13 @@ import (
 // findings of change variant 0 or 1 under cfg.
 type fpChangeCase struct {
 	check string
-	run   func(t *testing.T, variant int, cfg *config.Settings) []Finding
+	run   func(t *testing.T, variant int, cfg *config.Settings) []finding.Finding
 }
 
 // fpField is a case of a property check: ^.spec.x goes from old to
 // news[variant] (schemas as YAML).
 func fpField(check, old string, news ...string) fpChangeCase {
-	return fpChangeCase{check: check, run: func(t *testing.T, variant int, cfg *config.Settings) []Finding {
+	return fpChangeCase{check: check, run: func(t *testing.T, variant int, cfg *config.Settings) []finding.Finding {
 		return Compare(crdWithField(t, old), crdWithField(t, news[variant]), cfg)
 	}}
 }
@@ -29,7 +30,7 @@ func fpField(check, old string, news ...string) fpChangeCase {
 // fpPair is a case of a CRD-level check: the CRDs of variant come from
 // build.
 func fpPair(check string, build func(t *testing.T, variant int) (old, new *apiextv1.CustomResourceDefinition)) fpChangeCase {
-	return fpChangeCase{check: check, run: func(t *testing.T, variant int, cfg *config.Settings) []Finding {
+	return fpChangeCase{check: check, run: func(t *testing.T, variant int, cfg *config.Settings) []finding.Finding {
 		old, new := build(t, variant)
 		return Compare(old, new, cfg)
 	}}
@@ -141,7 +142,7 @@ func TestFingerprintCoversTheChange(t *testing.T) {
 			old.Spec.Versions[0].SelectableFields = []apiextv1.SelectableField{{JSONPath: []string{".spec.x", ".metadata.name"}[variant]}}
 			return old, new
 		}),
-		{check: config.CheckCRDDeletion, run: func(t *testing.T, variant int, cfg *config.Settings) []Finding {
+		{check: config.CheckCRDDeletion, run: func(t *testing.T, variant int, cfg *config.Settings) []finding.Finding {
 			return Deletion(testCRDName, 2, []string{"", "update strategy always-replace"}[variant], cfg)
 		}},
 	}
@@ -150,9 +151,9 @@ func TestFingerprintCoversTheChange(t *testing.T) {
 	for _, tc := range cases {
 		covered[tc.check] = true
 		t.Run(tc.check, func(t *testing.T) {
-			find := func(fs []Finding) *Finding {
+			find := func(fs []finding.Finding) *finding.Finding {
 				t.Helper()
-				var out *Finding
+				var out *finding.Finding
 				for i := range fs {
 					if fs[i].Check == tc.check {
 						if out != nil {
@@ -168,8 +169,8 @@ func TestFingerprintCoversTheChange(t *testing.T) {
 			}
 			cfg := config.Default()
 			a, b := find(tc.run(t, 0, &cfg)), find(tc.run(t, 1, &cfg))
-			if WaiverSubject(a).Path != WaiverSubject(b).Path || a.Version != b.Version || a.PairVersion != b.PairVersion {
-				t.Fatalf("not the same place: %s %s %s; %s %s %s", a.Version, a.PairVersion, WaiverSubject(a).Path, b.Version, b.PairVersion, WaiverSubject(b).Path)
+			if finding.WaiverSubject(a).Path != finding.WaiverSubject(b).Path || a.Version != b.Version || a.PairVersion != b.PairVersion {
+				t.Fatalf("not the same place: %s %s %s; %s %s %s", a.Version, a.PairVersion, finding.WaiverSubject(a).Path, b.Version, b.PairVersion, finding.WaiverSubject(b).Path)
 			}
 			if a.Fingerprint == b.Fingerprint {
 				t.Fatalf("one fingerprint %s for two changes:\n  %s (%+v)\n  %s (%+v)", a.Fingerprint, a.ChangeText, a.Change, b.ChangeText, b.Change)
@@ -221,8 +222,8 @@ func TestFingerprintHashesWholeValues(t *testing.T) {
 			if a[0].Fingerprint == b[0].Fingerprint {
 				t.Fatalf("one fingerprint %s for two values that differ beyond the display bound", a[0].Fingerprint)
 			}
-			for _, f := range []Finding{a[0], b[0]} {
-				if len(f.Change.Old) > maxMessageBytes || len(f.Change.New) > maxMessageBytes {
+			for _, f := range []finding.Finding{a[0], b[0]} {
+				if len(f.Change.Old) > finding.MaxMessageBytes || len(f.Change.New) > finding.MaxMessageBytes {
 					t.Fatalf("the displayed change is not bounded: %d, %d bytes", len(f.Change.Old), len(f.Change.New))
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
@@ -63,7 +64,7 @@ func parseFP(t *testing.T, s string) *apiextv1.CustomResourceDefinition {
 }
 
 // fingerprints maps "check field" to the fingerprint of each finding.
-func fingerprints(fs []Finding) map[string]string {
+func fingerprints(fs []finding.Finding) map[string]string {
 	out := map[string]string{}
 	for _, f := range fs {
 		out[f.Check+" "+string(f.Field)] = f.Fingerprint
@@ -102,7 +103,7 @@ func TestFingerprintStable(t *testing.T) {
 
 	before := render(base)
 	defer SetRenderMessage(renderMessage)
-	SetRenderMessage(func(f Finding) string { return strings.ToUpper(f.Check) + " IS UNHAPPY" })
+	SetRenderMessage(func(f finding.Finding) string { return strings.ToUpper(f.Check) + " IS UNHAPPY" })
 	reworded := Compare(old, parseFP(t, fpNew), nil)
 	if render(reworded)[0] == before[0] {
 		t.Fatal("the renderer was not swapped")
@@ -193,7 +194,7 @@ func TestStaleWaivers(t *testing.T) {
 		{CRD: testCRDName, Path: "^.spec.replicas", Reason: "expired", Expires: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
 	}
 	fs := Compare(old, new, &cfg)
-	stale := StaleWaivers(&cfg, []string{testCRDName}, fs)
+	stale := finding.StaleWaivers(&cfg, []string{testCRDName}, fs)
 	want := []string{
 		"warning staleWaiver  : stale waiver: it matches no finding of this CRD (checks type), gone; owner team-widgets",
 		"warning staleWaiver  : stale waiver: it matches no finding of this CRD (fingerprint 0123456789ab), stale by fingerprint",
@@ -202,11 +203,11 @@ func TestStaleWaivers(t *testing.T) {
 		t.Fatalf("stale waivers differ\n got: %q\nwant: %q", got, want)
 	}
 	for _, f := range stale {
-		if f.Remedy == nil || f.Remedy.Action != RemedyRemoveWaiver || len(f.Fingerprint) != config.FingerprintLen || f.CRD != testCRDName {
+		if f.Remedy == nil || f.Remedy.Action != finding.RemedyRemoveWaiver || len(f.Fingerprint) != config.FingerprintLen || f.CRD != testCRDName {
 			t.Errorf("stale finding %+v", f)
 		}
 	}
-	if got := StaleWaivers(&cfg, nil, fs); len(got) != 0 {
+	if got := finding.StaleWaivers(&cfg, nil, fs); len(got) != 0 {
 		t.Errorf("no CRD evaluated, nothing judged: %q", render(got))
 	}
 }

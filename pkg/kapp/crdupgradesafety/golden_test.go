@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
@@ -108,7 +109,7 @@ func caseConfig(tb testing.TB, c goldenCase) *config.Settings {
 //	<severity> <check> <version> <field>: <message>
 //
 // with "-" for the version and field of CRD-level findings.
-func goldenLine(f Finding) string {
+func goldenLine(f finding.Finding) string {
 	version, field := testVersionText(f), string(f.Field)+f.CRDField
 	if version == "" {
 		version = "-"
@@ -117,13 +118,13 @@ func goldenLine(f Finding) string {
 		field = "-"
 	}
 	line := string(f.Severity) + " " + f.Check + " " + version + " " + field + ": " + testMessage(f)
-	if f.Severity == SeverityError && f.Remedy == nil {
+	if f.Severity == finding.SeverityError && f.Remedy == nil {
 		line += " (no remedy)"
 	}
 	return line + " [fp:" + f.Fingerprint + "]"
 }
 
-func goldenText(fs []Finding) string {
+func goldenText(fs []finding.Finding) string {
 	var b strings.Builder
 	for _, f := range fs {
 		b.WriteString(goldenLine(f))
@@ -177,7 +178,7 @@ func TestGolden(t *testing.T) {
 // checkFindingInvariants holds for every Compare result: each finding names
 // the CRD, a known check and a message, carries a severity, and the list is
 // sorted by CRD, version, field, check and message.
-func checkFindingInvariants(tb testing.TB, crdName string, fs []Finding) {
+func checkFindingInvariants(tb testing.TB, crdName string, fs []finding.Finding) {
 	tb.Helper()
 	for i, f := range fs {
 		if f.CRD != crdName {
@@ -189,7 +190,7 @@ func checkFindingInvariants(tb testing.TB, crdName string, fs []Finding) {
 		if !knownCheckIDs[f.Check] {
 			tb.Errorf("finding %d: unknown check ID %q", i, f.Check)
 		}
-		if f.Severity != SeverityError && f.Severity != SeverityWarning {
+		if f.Severity != finding.SeverityError && f.Severity != finding.SeverityWarning {
 			tb.Errorf("finding %d: unknown severity %q", i, f.Severity)
 		}
 		if len(f.Fingerprint) != config.FingerprintLen {
@@ -220,7 +221,7 @@ var knownCheckIDs = func() map[string]bool {
 
 // findingLess is the documented order of findings, written out here rather
 // than borrowed from the engine so that the tests check it independently.
-func findingLess(a, b Finding) bool {
+func findingLess(a, b finding.Finding) bool {
 	if a.DataLoss != b.DataLoss {
 		return a.DataLoss // data loss first
 	}

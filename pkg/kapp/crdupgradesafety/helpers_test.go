@@ -1,8 +1,10 @@
 package crdupgradesafety
 
 import (
-	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 	"testing"
+
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -50,7 +52,7 @@ func crdWithField(t *testing.T, fieldYAML string) *apiextv1.CustomResourceDefini
 }
 
 // render turns findings into "severity check version field: message" lines.
-func render(fs []Finding) []string {
+func render(fs []finding.Finding) []string {
 	out := []string{}
 	for _, f := range fs {
 		line := string(f.Severity) + " " + f.Check + " " + testVersionText(f) + " " + string(f.Field) + f.CRDField + ": " + testMessage(f)
@@ -101,10 +103,10 @@ func specX(x string) string {
 // renderMessage composes a finding's message as the outputs do: set by
 // render_test.go (package crdupgradesafety_test) to pkg/kapp/report's
 // Message, which this package's own tests cannot import.
-var renderMessage func(Finding) string
+var renderMessage func(finding.Finding) string
 
 // testMessage is a finding's message as the outputs print it.
-func testMessage(f Finding) string {
+func testMessage(f finding.Finding) string {
 	if renderMessage == nil {
 		panic("renderMessage is not set: render_test.go sets it")
 	}
@@ -112,7 +114,7 @@ func testMessage(f Finding) string {
 }
 
 // testVersionText is the version of a finding, "v1 -> v2" for a pair.
-func testVersionText(f Finding) string {
+func testVersionText(f finding.Finding) string {
 	if f.PairVersion != "" {
 		return f.Version + " -> " + f.PairVersion
 	}

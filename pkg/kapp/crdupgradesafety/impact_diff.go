@@ -2,9 +2,11 @@ package crdupgradesafety
 
 import (
 	"fmt"
-	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 	"strconv"
 	"strings"
+
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 )
@@ -38,14 +40,14 @@ func (d differ) object(path []string, sp schemapath.Path, a, b, raw any, oldS, n
 		if newS != nil && newS.Default.Object != nil {
 			to = renderValue(newS.Default.Object)
 		}
-		d.emit(EffectDefaulted, path, sp, fmt.Sprintf("%s, the old default -> %s where it is not stored", renderValue(a), to))
+		d.emit(finding.EffectDefaulted, path, sp, fmt.Sprintf("%s, the old default -> %s where it is not stored", renderValue(a), to))
 		return
 	}
 	switch av := a.(type) {
 	case map[string]any:
 		bv, ok := b.(map[string]any)
 		if !ok {
-			d.emit(EffectDefaulted, path, sp, renderValue(a)+" -> "+renderValue(b))
+			d.emit(finding.EffectDefaulted, path, sp, renderValue(a)+" -> "+renderValue(b))
 			return
 		}
 		rawMap, _ := raw.(map[string]any)
@@ -64,9 +66,9 @@ func (d differ) object(path []string, sp schemapath.Path, a, b, raw any, oldS, n
 				// The sample never set the field (or set it null): only
 				// the old CRD's default gave it a value, which the new
 				// CRD no longer gives. Nothing the sample holds is lost.
-				d.emit(EffectDefaulted, cpath, csp, renderValue(x)+", the old default -> absent")
+				d.emit(finding.EffectDefaulted, cpath, csp, renderValue(x)+", the old default -> absent")
 			default:
-				d.emit(EffectPruned, cpath, csp, renderValue(x))
+				d.emit(finding.EffectPruned, cpath, csp, renderValue(x))
 			}
 		}
 		for k, y := range bv {
@@ -79,12 +81,12 @@ func (d differ) object(path []string, sp schemapath.Path, a, b, raw any, oldS, n
 				continue
 			}
 			csp, _, _ := childSchema(sp, k, oldS, newS)
-			d.emit(EffectDefaulted, append(path[:len(path):len(path)], fieldSegment(k, len(path) == 0)), csp, "absent -> "+renderValue(y))
+			d.emit(finding.EffectDefaulted, append(path[:len(path):len(path)], fieldSegment(k, len(path) == 0)), csp, "absent -> "+renderValue(y))
 		}
 	case []any:
 		bv, ok := b.([]any)
 		if !ok {
-			d.emit(EffectDefaulted, path, sp, renderValue(a)+" -> "+renderValue(b))
+			d.emit(finding.EffectDefaulted, path, sp, renderValue(a)+" -> "+renderValue(b))
 			return
 		}
 		var co, cn *structuralschema.Structural
@@ -103,21 +105,21 @@ func (d differ) object(path []string, sp schemapath.Path, a, b, raw any, oldS, n
 			}
 			switch {
 			case i >= len(bv):
-				d.emit(EffectPruned, cpath, sp.Items(), renderValue(av[i]))
+				d.emit(finding.EffectPruned, cpath, sp.Items(), renderValue(av[i]))
 			case i >= len(av):
-				d.emit(EffectDefaulted, cpath, sp.Items(), "absent -> "+renderValue(bv[i]))
+				d.emit(finding.EffectDefaulted, cpath, sp.Items(), "absent -> "+renderValue(bv[i]))
 			default:
 				d.object(cpath, sp.Items(), av[i], bv[i], rx, co, cn, false)
 			}
 		}
 	default:
 		if !sameValue(a, b) {
-			d.emit(EffectDefaulted, path, sp, renderValue(a)+" -> "+renderValue(b))
+			d.emit(finding.EffectDefaulted, path, sp, renderValue(a)+" -> "+renderValue(b))
 		}
 	}
 }
 
-func (d differ) emit(effect Effect, path []string, sp schemapath.Path, value string) {
+func (d differ) emit(effect finding.Effect, path []string, sp schemapath.Path, value string) {
 	*d.out = append(*d.out, objectEffect{effect: effect, field: strings.Join(path, ""), schemaPath: sp, value: value})
 }
 
@@ -246,9 +248,9 @@ func renderValue(v any) string {
 		return "null"
 	}
 	if s, ok := v.(string); ok {
-		return boundText(strconv.Quote(s), 64)
+		return finding.BoundText(strconv.Quote(s), 64)
 	}
-	return boundText(canonicalValue(v), 64)
+	return finding.BoundText(finding.CanonicalValue(v), 64)
 }
 
 // sameDefault tells whether two schemas have the same default.
@@ -284,7 +286,7 @@ func sameValue(a, b any) bool {
 	if b == nil {
 		return false
 	}
-	return canonicalValue(a) == canonicalValue(b)
+	return finding.CanonicalValue(a) == finding.CanonicalValue(b)
 }
 
 // deepCopyJSON copies a decoded JSON or YAML value: maps and lists are

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -106,7 +107,7 @@ func TestRejectionFactsComposeTheErrorBody(t *testing.T) {
 		field.NotFound(p, "gone"), field.InternalError(p, context.Canceled))
 	require.Greater(t, len(errs), 20)
 	for _, e := range errs {
-		ef := objectEffect{effect: EffectRejected, errType: e.Type, detail: e.Detail, value: badValueText(e)}.public("w")
+		ef := objectEffect{effect: finding.EffectRejected, errType: e.Type, detail: e.Detail, value: badValueText(e)}.public("w")
 		composed := ef.Type
 		if ef.Value != "" {
 			composed += ": " + ef.Value

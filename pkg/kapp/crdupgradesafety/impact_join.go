@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 )
 
 // Joining the effects of an object to the findings that cause them, and
@@ -35,16 +36,16 @@ func (r *ObjectReader) attribute(e objectEffect) []int {
 // causes tells whether a finding of check can cause the effect e.
 func causes(check string, e objectEffect) bool {
 	switch e.effect {
-	case EffectPruned:
+	case finding.EffectPruned:
 		switch check {
 		case config.CheckExistingFieldRemoval, config.CheckPreserveUnknownFields, config.CheckAdditionalProperties,
 			config.CheckNullable, config.CheckType, config.CheckIntOrString, config.CheckEmbeddedResource, config.CheckUnhandled:
 			return true
 		}
 		return false
-	case EffectDefaulted:
+	case finding.EffectDefaulted:
 		return check == config.CheckDefault
-	case EffectRejected, EffectStatusRejected:
+	case finding.EffectRejected, finding.EffectStatusRejected:
 		if e.required {
 			return check == config.CheckRequired
 		}
@@ -74,13 +75,13 @@ type impactAcc struct {
 	// EffectStatusRejected.
 	statusRatcheted int
 	statusRejected  bool
-	effects         map[Effect]*effectAcc
+	effects         map[finding.Effect]*effectAcc
 }
 
 type effectAcc struct {
 	lastObject int
 	objects    int
-	examples   []ObjectEffect // the smallest names, sorted
+	examples   []finding.ObjectEffect // the smallest names, sorted
 }
 
 func (a *impactAcc) add(objectNo int, name string, e objectEffect, ratchets bool) {
@@ -88,13 +89,13 @@ func (a *impactAcc) add(objectNo int, name string, e objectEffect, ratchets bool
 		a.lastObject, a.rejected, a.statusRejected, a.objRatchets, a.objRefused = objectNo, false, false, false, false
 		a.affected++
 	}
-	if e.effect == EffectStatusRejected && !a.statusRejected {
+	if e.effect == finding.EffectStatusRejected && !a.statusRejected {
 		a.statusRejected = true
 		if ratchets {
 			a.statusRatcheted++
 		}
 	}
-	if e.effect == EffectRejected {
+	if e.effect == finding.EffectRejected {
 		// An object ratchets for the finding when each of its rejections
 		// does; one that a transition rule refuses on every update does
 		// not, whichever of its rejections comes first.
@@ -114,7 +115,7 @@ func (a *impactAcc) add(objectNo int, name string, e objectEffect, ratchets bool
 		}
 	}
 	if a.effects == nil {
-		a.effects = map[Effect]*effectAcc{}
+		a.effects = map[finding.Effect]*effectAcc{}
 	}
 	ea := a.effects[e.effect]
 	if ea == nil {
@@ -127,11 +128,11 @@ func (a *impactAcc) add(objectNo int, name string, e objectEffect, ratchets bool
 	ea.lastObject = objectNo
 	ea.objects++
 	i := sort.Search(len(ea.examples), func(i int) bool { return ea.examples[i].Object >= name })
-	if i >= maxExamples {
+	if i >= finding.MaxExamples {
 		return
 	}
 	ea.examples = slices.Insert(ea.examples, i, e.public(name))
-	if len(ea.examples) > maxExamples {
-		ea.examples = ea.examples[:maxExamples]
+	if len(ea.examples) > finding.MaxExamples {
+		ea.examples = ea.examples[:finding.MaxExamples]
 	}
 }

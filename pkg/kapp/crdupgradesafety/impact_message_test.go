@@ -6,6 +6,7 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/report"
 	"github.com/stretchr/testify/assert"
 )
@@ -51,7 +52,7 @@ func TestImpact(t *testing.T) {
 				crdupgradesafety.Widget("v1", "ns", "null", map[string]any{"size": nil}),
 				crdupgradesafety.Widget("v1", "ns", "set", map[string]any{"size": "small"}),
 			},
-			opts: crdupgradesafety.ImpactOptions{Source: crdupgradesafety.SourceSamples},
+			opts: crdupgradesafety.ImpactOptions{Source: finding.SourceSamples},
 			want: []string{
 				`error default ^.spec.size: default removed: "small" -> (none): 2 of 3 sample Widgets read differently: ns/null ("small", the old default -> absent), ns/unset ("small", the old default -> absent)`,
 			}},
@@ -72,7 +73,7 @@ func TestImpact(t *testing.T) {
 				crdupgradesafety.Widget("v1", "ns", "unset", map[string]any{"color": "red"}),
 				crdupgradesafety.Widget("v1", "ns", "set", map[string]any{"size": "large"}),
 			},
-			opts: crdupgradesafety.ImpactOptions{Source: crdupgradesafety.SourceSamples},
+			opts: crdupgradesafety.ImpactOptions{Source: finding.SourceSamples},
 			want: []string{
 				`error existingFieldRemoval ^.spec.size: data loss: existing field removed (was string): 1 of 2 sample Widgets holds data here, pruned when applied: ns/set ("large"); 1 of 2 sample Widgets reads differently: ns/unset ("small", the old default -> absent)`,
 			}},
@@ -184,7 +185,7 @@ func TestImpact(t *testing.T) {
 			old:  `{type: object, required: [size], properties: {size: {type: string}, color: {type: string}}}`,
 			new:  `{type: object, required: [size], properties: {size: {type: string}, color: {type: string, maxLength: 3}}}`,
 			objs: []map[string]any{crdupgradesafety.Widget("v1", "ns", "sample", map[string]any{"color": "red"})},
-			opts: crdupgradesafety.ImpactOptions{Source: crdupgradesafety.SourceSamples},
+			opts: crdupgradesafety.ImpactOptions{Source: finding.SourceSamples},
 			want: []string{
 				"warning existingResources : sample Widget ns/sample is already invalid under the old CRD and still is, which the update does not change: spec.size: Required value",
 				"error maxLength ^.spec.color: maxLength added: (none) -> 3: none of 1 sample Widget affected",
@@ -208,7 +209,7 @@ func TestImpact(t *testing.T) {
 			objs: []map[string]any{
 				withStatus(crdupgradesafety.Widget("v1", "ns", "old-phase", map[string]any{"size": "S"}), map[string]any{"phase": "Pending"}),
 			},
-			opts: crdupgradesafety.ImpactOptions{StatusSubresource: true, Source: crdupgradesafety.SourceSamples,
+			opts: crdupgradesafety.ImpactOptions{StatusSubresource: true, Source: finding.SourceSamples,
 				OldStatus: `{type: object, properties: {phase: {type: string}}}`,
 				NewStatus: `{type: object, properties: {phase: {type: string, enum: [Ready, Failed]}}}`},
 			want: []string{

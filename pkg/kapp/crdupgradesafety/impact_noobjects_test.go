@@ -1,9 +1,11 @@
 package crdupgradesafety
 
 import (
-	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
 	"reflect"
 	"testing"
+
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -20,19 +22,19 @@ func TestNoObjectsRead(t *testing.T) {
 		dir, oldCRD, newCRD := pair.Dir, pair.Old, pair.New
 		findings := Compare(oldCRD, newCRD, &cfg)
 		for _, v := range VersionsToRead(oldCRD, newCRD) {
-			r, err := NewObjectReader(oldCRD, newCRD, v, SourceCluster, findings, &cfg)
+			r, err := NewObjectReader(oldCRD, newCRD, v, finding.SourceCluster, findings, &cfg)
 			if err != nil {
 				continue // a schema the apiserver refuses: NoObjectsRead is not asked
 			}
 			want := r.Result()
-			got, err := NoObjectsRead(newCRD, v, SourceCluster, findings, &cfg)
+			got, err := NoObjectsRead(newCRD, v, finding.SourceCluster, findings, &cfg)
 			if err != nil {
 				t.Fatalf("%s %s: %v", dir, v, err)
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("%s %s: NoObjectsRead %+v, a reader that read nothing %+v", dir, v, got, want)
 			}
-			if a, b := ApplyImpacts(findings, []VersionImpact{got}, &cfg), ApplyImpacts(findings, []VersionImpact{want}, &cfg); !reflect.DeepEqual(a, b) {
+			if a, b := finding.ApplyImpacts(findings, []finding.VersionImpact{got}, &cfg), finding.ApplyImpacts(findings, []finding.VersionImpact{want}, &cfg); !reflect.DeepEqual(a, b) {
 				t.Errorf("%s %s: findings joined differently", dir, v)
 			}
 			n++
@@ -41,7 +43,7 @@ func TestNoObjectsRead(t *testing.T) {
 	if n < 50 {
 		t.Fatalf("only %d versions compared", n)
 	}
-	if _, err := NoObjectsRead(&apiextv1.CustomResourceDefinition{}, "v9", SourceCluster, nil, &cfg); err == nil {
+	if _, err := NoObjectsRead(&apiextv1.CustomResourceDefinition{}, "v9", finding.SourceCluster, nil, &cfg); err == nil {
 		t.Error("no error for a version the CRD lacks")
 	}
 }

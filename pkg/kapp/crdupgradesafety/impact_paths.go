@@ -1,8 +1,10 @@
 package crdupgradesafety
 
 import (
-	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 	"strings"
+
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -81,9 +83,9 @@ func schemaPathOf(s *structuralschema.Structural, fieldPath string) schemapath.P
 			seg, rest = rest[:end], rest[end:]
 		}
 		switch {
-		case (bracket || allDigits(seg)) && cur != nil && cur.Items != nil:
+		case (bracket || finding.AllDigits(seg)) && cur != nil && cur.Items != nil:
 			out, cur = out.Items(), cur.Items
-		case bracket && allDigits(seg):
+		case bracket && finding.AllDigits(seg):
 			out, cur = out.Items(), nil
 		case cur != nil && !bracket && hasProperty(cur, seg):
 			p := cur.Properties[seg]

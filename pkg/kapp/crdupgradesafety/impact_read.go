@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 	"maps"
 	goruntime "runtime"
 	"slices"
@@ -13,6 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
@@ -78,14 +80,14 @@ type ObjectReader struct {
 	// validators, when set, keeps the validators of batches (UseValidators).
 	validators *Validators
 
-	findings []Finding                 // the pair's findings
+	findings []finding.Finding         // the pair's findings
 	byField  map[schemapath.Path][]int // schema path -> indexes of findings of this version at it
 	crdLevel []int                     // indexes of the findings about the whole CRD or version
 	acc      map[int]*impactAcc
 	objects  int // objects read
 	affected int // objects with an effect
-	residual *policy
-	notes    *policy // objects already invalid under the old CRD
+	residual *finding.Policy
+	notes    *finding.Policy // objects already invalid under the old CRD
 }
 
 // objectValidator is the apiserver's custom resource strategy
@@ -99,7 +101,7 @@ type objectValidator interface {
 // CRDs have) of an updated CRD; findings are the findings of the
 // comparison of the pair, source is SourceCluster or SourceSamples.
 func NewObjectReader(oldCRD, newCRD *apiextv1.CustomResourceDefinition, version, source string,
-	findings []Finding, cfg *config.Settings) (r *ObjectReader, err error) {
+	findings []finding.Finding, cfg *config.Settings) (r *ObjectReader, err error) {
 
 	r = newReaderBase(newCRD, oldCRD.Spec.PreserveUnknownFields, version, source, findings, cfg)
 	defer func() {
@@ -148,10 +150,10 @@ func NewObjectReader(oldCRD, newCRD *apiextv1.CustomResourceDefinition, version,
 // schema is not (apiserverRejects offline), and with no object to read
 // nothing depends on it.
 func NoObjectsRead(newCRD *apiextv1.CustomResourceDefinition, version, source string,
-	findings []Finding, cfg *config.Settings) (VersionImpact, error) {
+	findings []finding.Finding, cfg *config.Settings) (finding.VersionImpact, error) {
 
 	if versionsByName(newCRD)[version] == nil {
-		return VersionImpact{}, fmt.Errorf("crd %s has no version %s", newCRD.Name, version)
+		return finding.VersionImpact{}, fmt.Errorf("crd %s has no version %s", newCRD.Name, version)
 	}
 	return newReaderBase(newCRD, false, version, source, findings, cfg).Result(), nil
 }
@@ -159,13 +161,13 @@ func NoObjectsRead(newCRD *apiextv1.CustomResourceDefinition, version, source st
 // newReaderBase is an ObjectReader without its schemas: its findings
 // indexed by field.
 func newReaderBase(newCRD *apiextv1.CustomResourceDefinition, oldPreserves bool, version, source string,
-	findings []Finding, cfg *config.Settings) *ObjectReader {
+	findings []finding.Finding, cfg *config.Settings) *ObjectReader {
 
-	p := newPolicy(cfg, newCRD.Name)
-	r := &ObjectReader{source: source, kind: newCRD.Spec.Names.Kind, version: version, cfg: p.cfg, newCRD: newCRD,
+	p := finding.NewPolicy(cfg, newCRD.Name)
+	r := &ObjectReader{source: source, kind: newCRD.Spec.Names.Kind, version: version, cfg: p.Settings, newCRD: newCRD,
 		oldPrunes: !oldPreserves, newPrunes: !newCRD.Spec.PreserveUnknownFields,
 		findings: findings, byField: map[schemapath.Path][]int{}, acc: map[int]*impactAcc{}, residual: p,
-		notes: newPolicy(cfg, newCRD.Name)}
+		notes: finding.NewPolicy(cfg, newCRD.Name)}
 	for i, f := range findings {
 		switch {
 		case f.Check == config.CheckExistingResources || f.Version != version && f.Version != "":
@@ -298,7 +300,7 @@ func inChunks(n int, fn func(lo, hi int)) {
 
 // objectEffect is one effect on one object.
 type objectEffect struct {
-	effect     Effect
+	effect     finding.Effect
 	field      string          // concrete: spec.items[2].name
 	schemaPath schemapath.Path // ^.spec.items[*].name
 	// errType, detail: of a rejection, the apiserver's error type and
@@ -325,20 +327,20 @@ type objectRead struct {
 // that already (the apiserver prunes and defaults what it reads from
 // etcd), a sample is read under the old CRD first.
 func (r *ObjectReader) readObject(obj map[string]any) objectRead {
-	if r.source == SourceCluster && !r.readChanges {
+	if r.source == finding.SourceCluster && !r.readChanges {
 		return objectRead{name: objectName(obj), base: obj, next: obj}
 	}
 	// A copy: the caller's object stays as it is, and typed nils (which
 	// the apiserver's code does not expect) become untyped.
 	next, _ := deepCopyJSON(obj).(map[string]any)
 	base := obj
-	if r.source != SourceCluster && r.oldS != nil {
+	if r.source != finding.SourceCluster && r.oldS != nil {
 		base, _ = deepCopyJSON(next).(map[string]any)
 		readAs(base, r.oldS, r.oldPrunes)
 	}
 	readAs(next, r.newS, r.newPrunes)
 	read := objectRead{name: objectName(obj), base: base, next: next}
-	d := differ{out: &read.effects, stored: r.source == SourceCluster, samples: r.source != SourceCluster}
+	d := differ{out: &read.effects, stored: r.source == finding.SourceCluster, samples: r.source != finding.SourceCluster}
 	d.object(nil, schemapath.Root, base, next, obj, r.oldS, r.newS, true)
 	return read
 }
@@ -369,13 +371,13 @@ func (r *ObjectReader) account(read *objectRead, j judgement) {
 				continue // the CEL rules skipped for the other errors: not an effect of its own
 			}
 			f := errorField(e)
-			effect := EffectRejected
+			effect := finding.EffectRejected
 			if r.newView.status && inStatus(f, e.Type) {
-				effect = EffectStatusRejected
+				effect = finding.EffectStatusRejected
 			}
 			effects = append(effects, objectEffect{effect: effect, field: f,
-				schemaPath: schemaPathOf(r.newS, f), errType: e.Type, detail: boundText(e.Detail, 200),
-				value: boundText(badValueText(e), 200), required: e.Type == field.ErrorTypeRequired, noRatchet: noRatchet})
+				schemaPath: schemaPathOf(r.newS, f), errType: e.Type, detail: finding.BoundText(e.Detail, 200),
+				value: finding.BoundText(badValueText(e), 200), required: e.Type == field.ErrorTypeRequired, noRatchet: noRatchet})
 		}
 	}
 	addRejected(j.errs, false)
@@ -392,13 +394,13 @@ func (r *ObjectReader) account(read *objectRead, j judgement) {
 	// minProperties that a pruned field no longer meets).
 	var readFindings []int
 	for _, e := range effects {
-		if !e.effect.rejects() {
+		if !e.effect.Rejects() {
 			readFindings = append(readFindings, r.attribute(e)...)
 		}
 	}
 	for _, e := range effects {
 		idxs := r.attribute(e)
-		if len(idxs) == 0 && e.effect.rejects() {
+		if len(idxs) == 0 && e.effect.Rejects() {
 			idxs = slices.Compact(slices.Sorted(slices.Values(readFindings)))
 		}
 		if len(idxs) == 0 {
@@ -587,22 +589,22 @@ func (r *ObjectReader) addResidual(name string, effects []objectEffect, ratchets
 	if len(effects) == 0 || !r.cfg.Checks.CRD.ExistingResources.Enabled {
 		return
 	}
-	byEffect := map[Effect][]ObjectEffect{}
-	noRatchet := map[Effect]bool{}
+	byEffect := map[finding.Effect][]finding.ObjectEffect{}
+	noRatchet := map[finding.Effect]bool{}
 	for _, e := range effects {
 		byEffect[e.effect] = append(byEffect[e.effect], e.public(name))
 		noRatchet[e.effect] = noRatchet[e.effect] || e.noRatchet
 	}
-	for _, effect := range effectOrder {
+	for _, effect := range finding.EffectOrder {
 		list := sortedEffects(byEffect[effect])
 		if len(list) == 0 {
 			continue
 		}
-		of := &ObjectFinding{Source: r.source, Kind: r.kind, Name: name, Effect: effect,
-			Fields: list[:min(len(list), maxExamples)], MoreFields: max(len(list)-maxExamples, 0),
-			Ratchets: effect.rejects() && ratchets && !noRatchet[effect] && r.source == SourceCluster}
-		r.residual.add(change{version: r.version, check: config.CheckExistingResources, level: config.EnforcementStrict, object: of,
-			dataLoss: effect == EffectPruned, remedy: &Remedy{Action: RemedyFixObjects, Version: r.version, Objects: []string{name}}})
+		of := &finding.ObjectFinding{Source: r.source, Kind: r.kind, Name: name, Effect: effect,
+			Fields: list[:min(len(list), finding.MaxExamples)], MoreFields: max(len(list)-finding.MaxExamples, 0),
+			Ratchets: effect.Rejects() && ratchets && !noRatchet[effect] && r.source == finding.SourceCluster}
+		r.residual.Add(finding.Draft{Version: r.version, Check: config.CheckExistingResources, Level: config.EnforcementStrict, Object: of,
+			DataLoss: effect == finding.EffectPruned, Remedy: &finding.Remedy{Action: finding.RemedyFixObjects, Version: r.version, Objects: []string{name}}})
 	}
 }
 
@@ -613,30 +615,30 @@ func (r *ObjectReader) addNote(name string, errs field.ErrorList) {
 	if len(errs) == 0 || !r.cfg.Checks.CRD.ExistingResources.Enabled {
 		return
 	}
-	var list []ObjectEffect
+	var list []finding.ObjectEffect
 	for _, e := range errs {
 		if skippedRules(e) {
 			continue
 		}
 		f := errorField(e)
-		list = append(list, objectEffect{effect: EffectRejected, field: f, schemaPath: schemaPathOf(r.newS, f),
-			errType: e.Type, detail: boundText(e.Detail, 200), value: boundText(badValueText(e), 200)}.public(name))
+		list = append(list, objectEffect{effect: finding.EffectRejected, field: f, schemaPath: schemaPathOf(r.newS, f),
+			errType: e.Type, detail: finding.BoundText(e.Detail, 200), value: finding.BoundText(badValueText(e), 200)}.public(name))
 	}
 	list = sortedEffects(list)
 	if len(list) == 0 {
 		return
 	}
-	r.notes.add(change{version: r.version, check: config.CheckExistingResources, level: config.EnforcementWarn,
-		remedy: &Remedy{Action: RemedyFixObjects, Version: r.version, Objects: []string{name}},
-		object: &ObjectFinding{Source: r.source, Kind: r.kind, Name: name,
-			Effect: EffectRejected, AlreadyInvalid: true,
-			Fields: list[:min(len(list), maxExamples)], MoreFields: max(len(list)-maxExamples, 0)}})
+	r.notes.Add(finding.Draft{Version: r.version, Check: config.CheckExistingResources, Level: config.EnforcementWarn,
+		Remedy: &finding.Remedy{Action: finding.RemedyFixObjects, Version: r.version, Objects: []string{name}},
+		Object: &finding.ObjectFinding{Source: r.source, Kind: r.kind, Name: name,
+			Effect: finding.EffectRejected, AlreadyInvalid: true,
+			Fields: list[:min(len(list), finding.MaxExamples)], MoreFields: max(len(list)-finding.MaxExamples, 0)}})
 }
 
 // public is the effect as findings carry it, on the object name.
-func (e objectEffect) public(name string) ObjectEffect {
-	out := ObjectEffect{Object: name, Field: e.field, Value: e.value, SchemaPath: e.schemaPath}
-	if e.effect.rejects() {
+func (e objectEffect) public(name string) finding.ObjectEffect {
+	out := finding.ObjectEffect{Object: name, Field: e.field, Value: e.value, SchemaPath: e.schemaPath}
+	if e.effect.Rejects() {
 		out.Type, out.Detail = e.errType.String(), e.detail
 	}
 	return out
@@ -645,12 +647,12 @@ func (e objectEffect) public(name string) ObjectEffect {
 // sortedEffects sorts the effects of one object by field, type, value and
 // detail, and drops repeats of an effect at the same field, of the same
 // type and value (one line per failure).
-func sortedEffects(list []ObjectEffect) []ObjectEffect {
-	slices.SortFunc(list, func(a, b ObjectEffect) int {
+func sortedEffects(list []finding.ObjectEffect) []finding.ObjectEffect {
+	slices.SortFunc(list, func(a, b finding.ObjectEffect) int {
 		return cmp.Or(strings.Compare(a.Field, b.Field), strings.Compare(a.Type, b.Type),
 			strings.Compare(a.Value, b.Value), strings.Compare(a.Detail, b.Detail))
 	})
-	return slices.CompactFunc(list, func(a, b ObjectEffect) bool {
+	return slices.CompactFunc(list, func(a, b finding.ObjectEffect) bool {
 		return a.Field == b.Field && a.Type == b.Type && a.Value == b.Value
 	})
 }
@@ -772,4 +774,64 @@ func (t *transitionRules) validate(obj map[string]any, update bool) field.ErrorL
 	}
 	errs, _ := t.v.Validate(context.Background(), nil, t.s, obj, old, celconfig.RuntimeCELCostBudget, opts...)
 	return errs
+}
+
+// Result is the impact of the objects read so far.
+func (r *ObjectReader) Result() finding.VersionImpact {
+	v := finding.VersionImpact{Version: r.version, Source: r.source, Kind: r.kind, Read: r.objects,
+		Affected: r.affected, Impacts: map[string]*finding.Impact{}, Residual: r.residual.Findings, Notes: r.notes.Findings}
+	for i, acc := range r.acc {
+		imp := &finding.Impact{Source: r.source, Kind: r.kind, Objects: r.objects, Affected: acc.affected,
+			Ratcheted: acc.ratcheted, StatusRatcheted: acc.statusRatcheted, UpdatesRefused: acc.updatesRefused}
+		for _, effect := range finding.EffectOrder {
+			if ea := acc.effects[effect]; ea != nil {
+				imp.Effects = append(imp.Effects, finding.EffectCount{Effect: effect, Objects: ea.objects, Examples: ea.examples})
+			}
+		}
+		v.Impacts[r.findings[i].Key()] = imp
+	}
+	return v
+}
+
+// VersionsToRead returns the versions at which the stored objects of an
+// updated CRD must be read to see what the update does to them: the
+// versions the old CRD serves and the new one still has, whose schema
+// changed in more than documentation. Reading at any other version would
+// only cost conversions (through the CRD's conversion webhook, if it has
+// one) without showing anything: validation, pruning and defaulting of
+// those versions stay as they are.
+func VersionsToRead(oldCRD, newCRD *apiextv1.CustomResourceDefinition) []string {
+	newVersions := versionsByName(newCRD)
+	var out []string
+	for i := range oldCRD.Spec.Versions {
+		ov := &oldCRD.Spec.Versions[i]
+		nv, ok := newVersions[ov.Name]
+		if !ov.Served || !ok {
+			continue
+		}
+		if !sameSchema(versionSchema(ov), versionSchema(nv)) {
+			out = append(out, ov.Name)
+		}
+	}
+	return out
+}
+
+// Unreadable is the existingResources finding for a version of a CRD whose
+// stored objects could not be read through its conversion webhook (webhook
+// names it, err says why): what the update does to them is unknown. The
+// failMode decides, as for any live check that cannot run: an error under
+// closed, a warning under open.
+func Unreadable(crdName, version, webhook string, err error, cfg *config.Settings) []finding.Finding {
+	p := finding.NewPolicy(cfg, crdName)
+	level := config.EnforcementStrict
+	if p.Settings.FailMode == config.FailModeOpen {
+		level = config.EnforcementWarn
+	}
+	p.CRDLevel(level, version, config.CheckExistingResources, finding.Change{Kind: "unreadable", New: webhook},
+		"stored objects could not be read at version %s through the conversion webhook (%s), so what the update does to them is unknown (failMode %s)",
+		version, webhook, p.Settings.FailMode)
+	for i := range p.Findings {
+		p.Findings[i].ReadError = finding.BoundText(err.Error(), finding.MaxMessageBytes)
+	}
+	return p.Findings
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
@@ -29,13 +30,13 @@ type ImpactOptions struct {
 // readImpact compares two versions v1 of the widget CRD (spec schemas old
 // and new), reads objs under them as stored objects, and returns the
 // findings with their impact as "severity check field: message" lines.
-func readImpact(t *testing.T, oldSpec, newSpec string, objs []map[string]any, cfg *config.Settings) ([]Finding, []string) {
+func readImpact(t *testing.T, oldSpec, newSpec string, objs []map[string]any, cfg *config.Settings) ([]finding.Finding, []string) {
 	t.Helper()
 	return readImpactWith(t, oldSpec, newSpec, objs, cfg, ImpactOptions{})
 }
 
 // readImpactWith is readImpact with options.
-func readImpactWith(t *testing.T, oldSpec, newSpec string, objs []map[string]any, cfg *config.Settings, opts ImpactOptions) ([]Finding, []string) {
+func readImpactWith(t *testing.T, oldSpec, newSpec string, objs []map[string]any, cfg *config.Settings, opts ImpactOptions) ([]finding.Finding, []string) {
 	t.Helper()
 	version := opts.Version
 	if version == "" {
@@ -46,20 +47,20 @@ func readImpactWith(t *testing.T, oldSpec, newSpec string, objs []map[string]any
 	findings := Compare(oldCRD, newCRD, cfg)
 	source := opts.Source
 	if source == "" {
-		source = SourceCluster
+		source = finding.SourceCluster
 	}
-	var impacts []VersionImpact
+	var impacts []finding.VersionImpact
 	for _, v := range VersionsToRead(oldCRD, newCRD) {
 		r, err := NewObjectReader(oldCRD, newCRD, v, source, findings, cfg)
 		require.NoError(t, err)
-		if source == SourceCluster {
+		if source == finding.SourceCluster {
 			r.Read(listed(t, oldCRD, v, objs))
 		} else {
 			r.Read(objs)
 		}
 		impacts = append(impacts, r.Result())
 	}
-	out := ApplyImpacts(findings, impacts, cfg)
+	out := finding.ApplyImpacts(findings, impacts, cfg)
 	lines := make([]string, len(out))
 	for i, f := range out {
 		lines[i] = fmt.Sprintf("%s %s %s: %s", f.Severity, f.Check, f.Field, testMessage(f))

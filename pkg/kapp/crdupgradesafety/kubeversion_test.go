@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 )
@@ -36,10 +37,10 @@ func TestValidatedAt(t *testing.T) {
 		cfg := config.Default()
 		cfg.KubeVersion = tc.v
 		findings := Compare(oldCRD, newCRD, &cfg)
-		r, err := NewObjectReader(ValidatedAt(oldCRD, tc.v), ValidatedAt(newCRD, tc.v), "v1", SourceCluster, findings, &cfg)
+		r, err := NewObjectReader(ValidatedAt(oldCRD, tc.v), ValidatedAt(newCRD, tc.v), "v1", finding.SourceCluster, findings, &cfg)
 		require.NoError(t, err)
 		r.Read(listed(t, oldCRD, "v1", objs))
-		out := ApplyImpacts(findings, []VersionImpact{r.Result()}, &cfg)
+		out := finding.ApplyImpacts(findings, []finding.VersionImpact{r.Result()}, &cfg)
 		require.Len(t, out, tc.want, "at %s: %q", tc.v, render(out))
 		if tc.want == 1 {
 			require.Equal(t, config.CheckFormat, out[0].Check)

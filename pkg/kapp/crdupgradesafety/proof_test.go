@@ -40,6 +40,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -94,7 +95,7 @@ type proofRun struct {
 	maxMisses int
 	// compare overrides Compare under the default policy (to test the
 	// harness).
-	compare func(old, new *apiextv1.CustomResourceDefinition) []Finding
+	compare func(old, new *apiextv1.CustomResourceDefinition) []finding.Finding
 	// version, when set, is the only version proven (the one a mutation
 	// changed).
 	version string
@@ -164,8 +165,8 @@ func (p *proofRun) run() {
 	}
 }
 
-func impactsText(v VersionImpact) string {
-	b, _ := json.Marshal(v.impacts)
+func impactsText(v finding.VersionImpact) string {
+	b, _ := json.Marshal(v.Impacts)
 	return string(b)
 }
 
@@ -174,9 +175,9 @@ func impactsText(v VersionImpact) string {
 // finding of Compare, none left for existingResources. The objects were
 // valid when stored, so an effect joined to no finding is the update's,
 // unexplained.
-func (p *proofRun) readStored(findings []Finding, version string, objs []map[string]any) {
+func (p *proofRun) readStored(findings []finding.Finding, version string, objs []map[string]any) {
 	cfg := proofPolicy()
-	r, err := NewObjectReader(p.old, p.new, version, SourceCluster, findings, &cfg)
+	r, err := NewObjectReader(p.old, p.new, version, finding.SourceCluster, findings, &cfg)
 	if err != nil {
 		p.tb.Fatalf("%s: version %s: %v", p.name, version, err)
 	}
@@ -186,25 +187,25 @@ func (p *proofRun) readStored(findings []Finding, version string, objs []map[str
 	// (readsDiffer false: objects only validated) finds what the full read
 	// finds.
 	if !r.readChanges {
-		full, err := NewObjectReader(p.old, p.new, version, SourceCluster, findings, &cfg)
+		full, err := NewObjectReader(p.old, p.new, version, finding.SourceCluster, findings, &cfg)
 		if err != nil {
 			p.tb.Fatalf("%s: version %s: %v", p.name, version, err)
 		}
 		full.readChanges = true
 		full.Read(objs)
-		if fr := full.Result(); fr.affected != res.affected || !reflect.DeepEqual(fr.impacts, res.impacts) {
+		if fr := full.Result(); fr.Affected != res.Affected || !reflect.DeepEqual(fr.Impacts, res.Impacts) {
 			p.tb.Errorf("%s: version %s: readsDiffer is false, but reading the objects finds %d affected, not %d:\n%s\n%s",
-				p.name, version, fr.affected, res.affected, impactsText(fr), impactsText(res))
+				p.name, version, fr.Affected, res.Affected, impactsText(fr), impactsText(res))
 		}
 	}
 	// The objects were valid under the old CRD: none is noted as already
 	// invalid (the old CRD's judgement agrees with the proof's).
-	for i, f := range res.notes {
+	for i, f := range res.Notes {
 		if i < p.maxMisses {
 			p.tb.Errorf("%s: version %s: an object valid when stored is noted as invalid under the old CRD: %s", p.name, version, testMessage(f))
 		}
 	}
-	for _, f := range res.residual {
+	for _, f := range res.Residual {
 		p.stats.residual++
 		if p.stats.residual <= p.maxMisses {
 			p.tb.Errorf("%s: version %s: the object reader joined an effect to no finding: %s\n  findings:\n%s",
@@ -418,7 +419,7 @@ func compactJSON(v any) string {
 // a CRD-level finding, a finding at field or an ancestor (inside a
 // combinator branch, the field the branch constrains), or a finding inside
 // a combinator of field itself.
-func covered(findings []Finding, version, field string) bool {
+func covered(findings []finding.Finding, version, field string) bool {
 	for _, f := range findings {
 		if f.Version != version && f.Version != "" {
 			continue
@@ -443,7 +444,7 @@ func proofPolicy() config.Settings {
 	return cfg
 }
 
-func proofCompare(old, new *apiextv1.CustomResourceDefinition) []Finding {
+func proofCompare(old, new *apiextv1.CustomResourceDefinition) []finding.Finding {
 	cfg := proofPolicy()
 	return Compare(old, new, &cfg)
 }
@@ -496,7 +497,7 @@ func TestProofHarness(t *testing.T) {
 	p := &proofRun{tb: rec, name: c.name, old: old, new: new, r: r, objects: 40, maxMisses: 1}
 	cfg := proofPolicy()
 	cfg.Checks.SameVersion.MaxLength.Enabled = false
-	p.compare = func(old, new *apiextv1.CustomResourceDefinition) []Finding { return Compare(old, new, &cfg) }
+	p.compare = func(old, new *apiextv1.CustomResourceDefinition) []finding.Finding { return Compare(old, new, &cfg) }
 	p.run()
 	if p.stats.misses == 0 || len(rec.errors) == 0 {
 		t.Fatalf("with the maxLength check disabled, the proof found no uncovered change: %s", p.stats)
@@ -558,14 +559,14 @@ func TestProofDetectsMissingFindings(t *testing.T) {
 			}
 			rec := &recordingTB{TB: t}
 			p := &proofRun{tb: rec, name: c.name + " without " + check, old: old, new: new, r: r, objects: 80, maxMisses: 1,
-				compare: func(_, _ *apiextv1.CustomResourceDefinition) []Finding {
-					var kept []Finding
+				compare: func(_, _ *apiextv1.CustomResourceDefinition) []finding.Finding {
+					var kept []finding.Finding
 					for _, f := range all {
 						if f.Check != check {
 							kept = append(kept, f)
 						}
 					}
-					return append(kept, Finding{Version: "none"}) // never nil: no fallback to Compare
+					return append(kept, finding.Finding{Version: "none"}) // never nil: no fallback to Compare
 				}}
 			p.run()
 			if p.stats.misses > 0 {

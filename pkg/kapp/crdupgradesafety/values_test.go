@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -43,7 +44,7 @@ func TestCanonicalJSON(t *testing.T) {
 		{`1e99999999999999999999`, `1e99999999999999999999`},
 	}
 	for _, tc := range cases {
-		if got := canonicalJSON([]byte(tc.in)); got != tc.want {
+		if got := finding.CanonicalJSON([]byte(tc.in)); got != tc.want {
 			t.Errorf("canonicalJSON(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
@@ -51,12 +52,12 @@ func TestCanonicalJSON(t *testing.T) {
 
 func TestBoundText(t *testing.T) {
 	for _, s := range []string{strings.Repeat("a", 5000), strings.Repeat("é", 3000), strings.Repeat("日本", 1000) + "end"} {
-		got := boundText(s, 300)
+		got := finding.BoundText(s, 300)
 		if len(got) > 300 || !utf8.ValidString(got) || !strings.Contains(got, " bytes)...") {
 			t.Errorf("boundText of %d bytes: %d bytes, valid UTF-8 %v: %q", len(s), len(got), utf8.ValidString(got), got)
 		}
 	}
-	if got := boundText("short", 300); got != "short" {
+	if got := finding.BoundText("short", 300); got != "short" {
 		t.Errorf("boundText(short) = %q", got)
 	}
 }
@@ -119,8 +120,8 @@ func TestBoundedOutput(t *testing.T) {
 			if len(fs) != 1 {
 				t.Fatalf("want one finding, got %d:\n%.2000s", len(fs), goldenText(fs))
 			}
-			if m := fs[0].ChangeText; len(m) > maxMessageBytes || !strings.Contains(m, tc.want) {
-				t.Fatalf("message of %d bytes (bound %d) without %q:\n%.3000s", len(m), maxMessageBytes, tc.want, m)
+			if m := fs[0].ChangeText; len(m) > finding.MaxMessageBytes || !strings.Contains(m, tc.want) {
+				t.Fatalf("message of %d bytes (bound %d) without %q:\n%.3000s", len(m), finding.MaxMessageBytes, tc.want, m)
 			}
 		})
 	}
@@ -136,10 +137,10 @@ func TestBoundedOutput(t *testing.T) {
 			t.Fatalf("want one finding, got %d", len(fs))
 		}
 		f := fs[0]
-		if len(f.Field) > maxFieldBytes || !strings.HasPrefix(string(f.Field), "^.spec.x.ppp") {
-			t.Errorf("field of %d bytes (bound %d): %.100s", len(f.Field), maxFieldBytes, f.Field)
+		if len(f.Field) > finding.MaxFieldBytes || !strings.HasPrefix(string(f.Field), "^.spec.x.ppp") {
+			t.Errorf("field of %d bytes (bound %d): %.100s", len(f.Field), finding.MaxFieldBytes, f.Field)
 		}
-		if m := testMessage(f); len(m) > 2*maxMessageBytes+len(" (exempted: )")+len("data loss: ") {
+		if m := testMessage(f); len(m) > 2*finding.MaxMessageBytes+len(" (exempted: )")+len("data loss: ") {
 			t.Errorf("message of %d bytes", len(testMessage(f)))
 		}
 	})

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
@@ -30,7 +31,7 @@ type pairRun struct {
 	// apiserver's validation differs by version (Settings.KubeVersion).
 	kubeVersion config.KubeVersion
 	// sink receives every change of this pair.
-	sink func(change)
+	sink func(finding.Draft)
 	// nodes is a stack of reusable nodes, one per depth: the walk allocates
 	// none per schema position.
 	nodes []*node
@@ -83,13 +84,13 @@ type node struct {
 
 // report emits a change at this node under Strict enforcement: as facts
 // (fact, what the fingerprint hashes) and as the check words it.
-func (n *node) report(check string, fact Change, format string, args ...any) {
+func (n *node) report(check string, fact finding.Change, format string, args ...any) {
 	n.reportAt(config.EnforcementStrict, check, fact, format, args...)
 }
 
 // reportAt emits a change at this node under the given enforcement: Strict
 // and Warn report (as an error or a warning finding), None does not.
-func (n *node) reportAt(level config.Enforcement, check string, fact Change, format string, args ...any) {
+func (n *node) reportAt(level config.Enforcement, check string, fact finding.Change, format string, args ...any) {
 	if level.Reports() {
 		n.emitAt(n.path, level, check, fact, fmt.Sprintf(format, args...))
 	}
@@ -97,26 +98,26 @@ func (n *node) reportAt(level config.Enforcement, check string, fact Change, for
 
 // reportAtField emits a Strict change at another field than n's: a
 // combinator branch that has no node of its own.
-func (n *node) reportAtField(field schemapath.Path, check string, fact Change, format string, args ...any) {
+func (n *node) reportAtField(field schemapath.Path, check string, fact finding.Change, format string, args ...any) {
 	n.emitAt(field, config.EnforcementStrict, check, fact, fmt.Sprintf(format, args...))
 }
 
 // reportLoss emits a Strict change at this node that loses whatever data
 // is stored there (map entries pruned).
-func (n *node) reportLoss(check string, fact Change, format string, args ...any) {
-	n.emit(change{field: n.path, level: config.EnforcementStrict, check: check, fact: fact, message: fmt.Sprintf(format, args...), dataLoss: true})
+func (n *node) reportLoss(check string, fact finding.Change, format string, args ...any) {
+	n.emit(finding.Draft{Field: n.path, Level: config.EnforcementStrict, Check: check, Fact: fact, Message: fmt.Sprintf(format, args...), DataLoss: true})
 }
 
-func (n *node) emitAt(field schemapath.Path, level config.Enforcement, check string, fact Change, msg string) {
-	n.emit(change{field: field, level: level, check: check, fact: fact, message: msg})
+func (n *node) emitAt(field schemapath.Path, level config.Enforcement, check string, fact finding.Change, msg string) {
+	n.emit(finding.Draft{Field: field, Level: level, Check: check, Fact: fact, Message: msg})
 }
 
 // emit sends c, at this node's version, to the run's sink.
-func (n *node) emit(c change) {
+func (n *node) emit(c finding.Draft) {
 	if n.note != "" {
-		c.message += " (" + n.note + ")"
+		c.Message += " (" + n.note + ")"
 	}
-	c.version, c.pairVersion = n.run.version, n.run.pairVersion
+	c.Version, c.PairVersion = n.run.version, n.run.pairVersion
 	n.run.sink(c)
 }
 
@@ -166,8 +167,8 @@ var walkCheckIDs = []string{
 func (r *pairRun) compareSchemas(old, new *apiextv1.JSONSchemaProps) {
 	if old == nil || new == nil {
 		if old != nil && new == nil && r.fieldRemoval {
-			r.sink(change{version: r.version, pairVersion: r.pairVersion, field: schemapath.Root, check: config.CheckExistingFieldRemoval,
-				fact: Change{Kind: "schemaRemoved"}, message: "schema removed", level: config.EnforcementStrict})
+			r.sink(finding.Draft{Version: r.version, PairVersion: r.pairVersion, Field: schemapath.Root, Check: config.CheckExistingFieldRemoval,
+				Fact: finding.Change{Kind: "schemaRemoved"}, Message: "schema removed", Level: config.EnforcementStrict})
 		}
 		return
 	}
@@ -278,9 +279,9 @@ func (r *pairRun) walkProperties(n *node) {
 	}
 	sort.Strings(removed)
 	for _, name := range removed {
-		r.sink(change{version: r.version, pairVersion: r.pairVersion, field: n.path.Child(name), check: config.CheckExistingFieldRemoval,
-			fact:    Change{Kind: "removed", Old: describeType(oldProps[name])},
-			message: fmt.Sprintf("existing field removed (was %s)", describeType(oldProps[name])), level: config.EnforcementStrict})
+		r.sink(finding.Draft{Version: r.version, PairVersion: r.pairVersion, Field: n.path.Child(name), Check: config.CheckExistingFieldRemoval,
+			Fact:    finding.Change{Kind: "removed", Old: describeType(oldProps[name])},
+			Message: fmt.Sprintf("existing field removed (was %s)", describeType(oldProps[name])), Level: config.EnforcementStrict})
 	}
 }
 
@@ -299,7 +300,7 @@ func (r *pairRun) walkBranchProperties(n *node, oldProps, newProps map[string]ap
 	}
 	if len(added) > 0 && n.run.vc.ToggleEnabled(n.combinator) {
 		sort.Strings(added)
-		n.report(n.combinator, Change{Kind: "propertiesConstrained", New: factJSON(added)}, "%s branch constrains more properties: %s", n.combinator, quoteList(added))
+		n.report(n.combinator, finding.Change{Kind: "propertiesConstrained", New: finding.FactJSON(added)}, "%s branch constrains more properties: %s", n.combinator, finding.QuoteList(added))
 	}
 }
 
@@ -419,15 +420,15 @@ func (r *pairRun) walkAdditionalProperties(n *node) {
 		r.walk(pos, &anySchema, nw.Schema)
 	case o != nil && o.Schema != nil && !allows(nw):
 		if enabled {
-			n.reportLoss(config.CheckAdditionalProperties, Change{Kind: "valueSchemaRemoved", Old: factSchema(o.Schema)}, "map value schema removed: existing map entries would be pruned")
+			n.reportLoss(config.CheckAdditionalProperties, finding.Change{Kind: "valueSchemaRemoved", Old: finding.FactSchema(o.Schema)}, "map value schema removed: existing map entries would be pruned")
 		}
 	case allows(o) && o.Schema == nil && nw != nil && nw.Schema != nil:
 		if enabled {
-			n.report(config.CheckAdditionalProperties, Change{Kind: "valuesRestricted", Old: "true", New: factSchema(nw.Schema)}, "map values restricted: additionalProperties true -> a value schema of %s", describeType(*nw.Schema))
+			n.report(config.CheckAdditionalProperties, finding.Change{Kind: "valuesRestricted", Old: "true", New: finding.FactSchema(nw.Schema)}, "map values restricted: additionalProperties true -> a value schema of %s", describeType(*nw.Schema))
 		}
 	case allows(o) && o.Schema == nil && !allows(nw):
 		if enabled {
-			n.reportLoss(config.CheckAdditionalProperties, Change{Kind: "trueRemoved", Old: "true"}, "additionalProperties true removed: existing map entries would be pruned")
+			n.reportLoss(config.CheckAdditionalProperties, finding.Change{Kind: "trueRemoved", Old: "true"}, "additionalProperties true removed: existing map entries would be pruned")
 		}
 	}
 	// Everything else (none -> some where nothing was kept, false ->

@@ -9,6 +9,7 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -72,7 +73,7 @@ func newOfflineValidation(ctx context.Context, p Pair, oldFromFiles bool, cfg *c
 // it is the new document too (then that validation is the only one), or to
 // explain a refusal. An update the apiserver accepts needs no other
 // validation: on 300 real CRDs that halved the offline command's work.
-func (v *offlineValidation) finish(live bool) (rejected bool, replace string, findings []crdupgradesafety.Finding) {
+func (v *offlineValidation) finish(live bool) (rejected bool, replace string, findings []finding.Finding) {
 	p, cfg, ctx := v.p, v.cfg, v.ctx
 	dryRunValidates := live && p.Send != nil && (p.Old == nil || p.Strategy == StrategyUpdate)
 	// The old CRD's own validation, once, when it is needed.
@@ -165,7 +166,7 @@ func describe(rs []crdupgradesafety.Rejection) string {
 // returned replace says why. Any other error (the apiserver did not answer,
 // a conflict, 5xx) is returned, naming the CRD.
 func dryRunFindings(ctx context.Context, p Pair, cfg *config.Settings,
-	cluster Cluster) (findings []crdupgradesafety.Finding, rejected bool, replace string, err error) {
+	cluster Cluster) (findings []finding.Finding, rejected bool, replace string, err error) {
 
 	verb := VerbUpdate
 	switch {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/lru"
 )
 
@@ -34,7 +35,7 @@ type Comparisons struct {
 	// validators keeps the validators of the batches of stored objects
 	// read under the new CRDs of the runs (crdupgradesafety.Validators).
 	validators *crdupgradesafety.Validators
-	cache      *lru.Cache[string, []crdupgradesafety.Finding]
+	cache      *lru.Cache[string, []finding.Finding]
 }
 
 // DefaultComparisons and DefaultComparisonsBytes bound the webhook's
@@ -72,7 +73,7 @@ func NewComparisons(max int) *Comparisons {
 // NewComparisonsWithin returns a cache of at most max comparisons and
 // maxBytes of findings (findingsMemory).
 func NewComparisonsWithin(max int, maxBytes int64) *Comparisons {
-	return &Comparisons{cache: lru.New[string, []crdupgradesafety.Finding](max, maxBytes),
+	return &Comparisons{cache: lru.New[string, []finding.Finding](max, maxBytes),
 		validators: crdupgradesafety.NewValidators(DefaultValidators)}
 }
 
@@ -82,7 +83,7 @@ func (c *Comparisons) Stats() lru.Stats { return c.cache.Stats() }
 // compare returns crdupgradesafety.Compare(p.Old, p.New, cfg), from the
 // cache when p has a Key and a comparison of the same key is there. The
 // findings returned are the caller's (a copy of those kept).
-func (c *Comparisons) compare(p Pair, cfg *config.Settings) []crdupgradesafety.Finding {
+func (c *Comparisons) compare(p Pair, cfg *config.Settings) []finding.Finding {
 	if c == nil || p.Key == "" {
 		return crdupgradesafety.Compare(p.Old, p.New, cfg)
 	}
@@ -101,13 +102,13 @@ func (c *Comparisons) compare(p Pair, cfg *config.Settings) []crdupgradesafety.F
 
 // findingMemory is the memory of a Finding's struct, without what it
 // points to.
-const findingMemory = int64(unsafe.Sizeof(crdupgradesafety.Finding{}))
+const findingMemory = int64(unsafe.Sizeof(finding.Finding{}))
 
 // findingsMemory estimates the memory findings hold: their structs and
 // the length of their JSON, which holds each string they reach once and
 // more than the structs they point to (TestFindingsSizeEstimate). A
 // result that does not encode is not kept (the largest estimate).
-func findingsMemory(findings []crdupgradesafety.Finding) int64 {
+func findingsMemory(findings []finding.Finding) int64 {
 	data, err := json.Marshal(findings)
 	if err != nil {
 		return math.MaxInt64
@@ -144,6 +145,6 @@ func comparisonKey(pairKey string, cfg *config.Settings) (string, error) {
 
 // cloneFindings copies findings deeply enough that the caller may change
 // the copy (ApplyImpacts sets each finding's impact and level).
-func cloneFindings(findings []crdupgradesafety.Finding) []crdupgradesafety.Finding {
+func cloneFindings(findings []finding.Finding) []finding.Finding {
 	return slices.Clone(findings)
 }

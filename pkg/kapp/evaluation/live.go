@@ -7,6 +7,7 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/kube"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
@@ -25,10 +26,10 @@ var readBatch = (*crdupgradesafety.ObjectReader).Read
 // replace deletes or the read of the stored ones (their impact, joined to
 // the findings by the caller).
 func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.Settings,
-	cluster Cluster, tracker *liveTracker) ([]crdupgradesafety.Finding, []crdupgradesafety.VersionImpact, error) {
+	cluster Cluster, tracker *liveTracker) ([]finding.Finding, []finding.VersionImpact, error) {
 
-	var findings []crdupgradesafety.Finding
-	var impacts []crdupgradesafety.VersionImpact
+	var findings []finding.Finding
+	var impacts []finding.VersionImpact
 	crd := &cfg.Checks.CRD
 	// A fallback-on-replace update the validation already refused needs no
 	// dry run: the apiserver stops at the same validation.
@@ -63,7 +64,7 @@ func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.Se
 			findings = append(findings, crdupgradesafety.Deletion(p.New.Name, count-p.AlsoDeleted, o.replace, cfg)...)
 		}
 	case crd.ExistingResources.Enabled && !o.rejected:
-		var fs []crdupgradesafety.Finding
+		var fs []finding.Finding
 		var err error
 		impacts, fs, err = readStoredObjects(ctx, p, o.findings, cfg, cluster, tracker, o.validators)
 		if err != nil {
@@ -93,7 +94,7 @@ func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.Se
 // objects of every kind, once, for ownerReferences naming the CRD's kind at
 // a removed version. A Cluster that cannot list dependents
 // (ErrNotSupported: a test's) skips it.
-func readOwnerReferences(ctx context.Context, pair Pair, cfg *config.Settings, lister DependentsLister) ([]crdupgradesafety.Finding, error) {
+func readOwnerReferences(ctx context.Context, pair Pair, cfg *config.Settings, lister DependentsLister) ([]finding.Finding, error) {
 	reader := crdupgradesafety.NewOwnerReferencesReader(pair.Old, pair.New)
 	if reader == nil {
 		return nil, nil
@@ -124,7 +125,7 @@ func readOwnerReferences(ctx context.Context, pair Pair, cfg *config.Settings, l
 // the stored objects, at a version the live CRD serves (managedFields are
 // the same at every version).
 func readManagedFields(ctx context.Context, pair Pair, cfg *config.Settings, cluster Cluster,
-	tracker *liveTracker) ([]crdupgradesafety.Finding, error) {
+	tracker *liveTracker) ([]finding.Finding, error) {
 
 	reader := crdupgradesafety.NewManagedFieldsReader(pair.Old, pair.New)
 	if reader == nil {
@@ -165,11 +166,11 @@ func readManagedFields(ctx context.Context, pair Pair, cfg *config.Settings, clu
 // conversion webhook if it has one, so no version is read that need not
 // be. A read that fails through the conversion webhook is a finding
 // (unreadableFinding) rather than an error.
-func readStoredObjects(ctx context.Context, pair Pair, pairFindings []crdupgradesafety.Finding, cfg *config.Settings,
-	cluster Cluster, tracker *liveTracker, validators *crdupgradesafety.Validators) ([]crdupgradesafety.VersionImpact, []crdupgradesafety.Finding, error) {
+func readStoredObjects(ctx context.Context, pair Pair, pairFindings []finding.Finding, cfg *config.Settings,
+	cluster Cluster, tracker *liveTracker, validators *crdupgradesafety.Validators) ([]finding.VersionImpact, []finding.Finding, error) {
 
-	var impacts []crdupgradesafety.VersionImpact
-	var findings []crdupgradesafety.Finding
+	var impacts []finding.VersionImpact
+	var findings []finding.Finding
 	for _, version := range crdupgradesafety.VersionsToRead(pair.Old, pair.New) {
 		// The reader is built for the first object: a version without
 		// objects needs none of its schemas (crdupgradesafety.NoObjectsRead).
@@ -177,7 +178,7 @@ func readStoredObjects(ctx context.Context, pair Pair, pairFindings []crdupgrade
 		newReader := func() (err error) {
 			// Read as the cluster's apiserver validates (its version's).
 			reader, err = crdupgradesafety.NewObjectReader(crdupgradesafety.ValidatedAt(pair.Old, cfg.KubeVersion),
-				crdupgradesafety.ValidatedAt(pair.New, cfg.KubeVersion), version, crdupgradesafety.SourceCluster, pairFindings, cfg)
+				crdupgradesafety.ValidatedAt(pair.New, cfg.KubeVersion), version, finding.SourceCluster, pairFindings, cfg)
 			if err != nil {
 				return fmt.Errorf("reading custom resources of CRD %s: %w", pair.New.Name, err)
 			}
@@ -228,7 +229,7 @@ func readStoredObjects(ctx context.Context, pair Pair, pairFindings []crdupgrade
 			}
 		}
 		if reader == nil {
-			impact, err := crdupgradesafety.NoObjectsRead(pair.New, version, crdupgradesafety.SourceCluster, pairFindings, cfg)
+			impact, err := crdupgradesafety.NoObjectsRead(pair.New, version, finding.SourceCluster, pairFindings, cfg)
 			if err != nil {
 				return nil, nil, fmt.Errorf("reading custom resources of CRD %s: %w", pair.New.Name, err)
 			}
@@ -265,7 +266,7 @@ func conversionService(crd *apiextv1.CustomResourceDefinition) string {
 }
 
 func removalFindings(ctx context.Context, r Removal, cfg *config.Settings,
-	cluster Cluster) ([]crdupgradesafety.Finding, error) {
+	cluster Cluster) ([]finding.Finding, error) {
 
 	n, err := cluster.CountCustomResources(ctx, r.CRD)
 	if de := deadlineError(ctx, err, ""); de != nil {

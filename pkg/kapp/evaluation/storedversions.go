@@ -7,6 +7,7 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/storedversions"
 	"github.com/crdsafety/kapp/pkg/kapp/kube"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -32,7 +33,7 @@ type StoredVersionsVerdict struct {
 	Evidence string
 	// Findings: one storedVersionRemoval finding per dropped version when
 	// no evidence backs the drop (crdupgradesafety.CompareStatus).
-	Findings []crdupgradesafety.Finding
+	Findings []finding.Finding
 }
 
 // JudgeStoredVersions judges a write of the status of a CRD (old: the

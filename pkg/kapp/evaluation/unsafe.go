@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 	"github.com/crdsafety/kapp/pkg/kapp/report"
 )
@@ -21,7 +21,7 @@ var ErrUnsafeUpgrade = errors.New("unsafe CRD upgrade")
 // the deploy's error.
 type UnsafeUpgradeError struct {
 	// Findings are all error findings, sorted.
-	Findings []crdupgradesafety.Finding
+	Findings []finding.Finding
 	// Warnings is how many warning findings the run had besides.
 	Warnings int
 	// Lines, when set, are the rendered error findings kept by the per-CRD
@@ -47,10 +47,10 @@ func (e *UnsafeUpgradeError) Unwrap() error { return ErrUnsafeUpgrade }
 
 // newUnsafeUpgradeError returns the error of findings, nil when none is an
 // error.
-func newUnsafeUpgradeError(findings []crdupgradesafety.Finding) *UnsafeUpgradeError {
+func newUnsafeUpgradeError(findings []finding.Finding) *UnsafeUpgradeError {
 	e := &UnsafeUpgradeError{}
 	for _, f := range findings {
-		if f.Severity == crdupgradesafety.SeverityError {
+		if f.Severity == finding.SeverityError {
 			e.Findings = append(e.Findings, f)
 		} else {
 			e.Warnings++
@@ -64,10 +64,10 @@ func newUnsafeUpgradeError(findings []crdupgradesafety.Finding) *UnsafeUpgradeEr
 
 // listBounded sets Lines: the error findings among those of all that the
 // per-CRD bound maxPerCRD keeps, then the bound's notes.
-func (e *UnsafeUpgradeError) listBounded(all []crdupgradesafety.Finding, maxPerCRD int) {
-	kept, omitted := crdupgradesafety.Bound(all, maxPerCRD)
+func (e *UnsafeUpgradeError) listBounded(all []finding.Finding, maxPerCRD int) {
+	kept, omitted := finding.Bound(all, maxPerCRD)
 	for _, f := range kept {
-		if f.Severity == crdupgradesafety.SeverityError {
+		if f.Severity == finding.SeverityError {
 			e.Lines = append(e.Lines, report.ErrorLine(f))
 		}
 	}

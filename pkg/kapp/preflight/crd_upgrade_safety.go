@@ -13,7 +13,7 @@ import (
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
 	"github.com/cppforlife/go-cli-ui/ui"
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
 	"github.com/crdsafety/kapp/pkg/kapp/report"
@@ -107,10 +107,10 @@ func (c *CRDUpgradeSafety) Run(ctx context.Context, changeGraph *ctldgraph.Chang
 // printWarnings prints the warning findings kept by the per-CRD bound and,
 // when no finding is an error (the error lists them otherwise), the
 // bound's notes.
-func (c *CRDUpgradeSafety) printWarnings(findings []crdupgradesafety.Finding) {
-	kept, omitted := crdupgradesafety.Bound(findings, c.cfg.MaxFindingsPerCRD)
+func (c *CRDUpgradeSafety) printWarnings(findings []finding.Finding) {
+	kept, omitted := finding.Bound(findings, c.cfg.MaxFindingsPerCRD)
 	for _, f := range kept {
-		if f.Severity == crdupgradesafety.SeverityError {
+		if f.Severity == finding.SeverityError {
 			continue
 		}
 		c.ui.PrintLinef("Warning: %s: %s", config.CheckName, report.FindingLine(f))

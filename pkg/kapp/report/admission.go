@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 )
 
@@ -32,10 +32,10 @@ const (
 // at most MaxDenialLines, then "... and N more error findings"), and
 // warnings, every other finding (at most MaxWarnings, each at most
 // MaxWarningRunes characters: the start and the end of a long one).
-func Admission(findings []crdupgradesafety.Finding) (denial, warnings []string) {
-	var errs, warns []crdupgradesafety.Finding
+func Admission(findings []finding.Finding) (denial, warnings []string) {
+	var errs, warns []finding.Finding
 	for _, f := range findings {
-		if f.Severity == crdupgradesafety.SeverityError {
+		if f.Severity == finding.SeverityError {
 			errs = append(errs, f)
 		} else {
 			warns = append(warns, f)
@@ -68,7 +68,7 @@ func Admission(findings []crdupgradesafety.Finding) (denial, warnings []string) 
 // WarningText renders a finding for an admission warning: FindingLine
 // without the CRD, which the request names already, e.g.
 // "version v1 field ^.spec.size: [mapType] ...".
-func WarningText(f crdupgradesafety.Finding) string {
+func WarningText(f finding.Finding) string {
 	subject := strings.TrimSpace(strings.TrimPrefix(FindingSubject("", VersionText(f), FieldText(f)), "crd "))
 	if subject == "" {
 		return "[" + f.Check + "] " + Message(f) + FingerprintSuffix(f.Fingerprint)

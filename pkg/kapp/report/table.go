@@ -8,7 +8,7 @@ import (
 	"unicode"
 
 	uitable "github.com/cppforlife/go-cli-ui/ui/table"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 )
 
@@ -21,7 +21,7 @@ import (
 //	crd widgets.example.com version v1 field ^.spec.size: [minimum] minimum increased: 1 -> 5
 //
 // CRD-level findings leave out the version and field parts they lack.
-func FindingLine(f crdupgradesafety.Finding) string {
+func FindingLine(f finding.Finding) string {
 	return FindingSubject(f.CRD, VersionText(f), FieldText(f)) + ": [" + f.Check + "] " + Message(f) + FingerprintSuffix(f.Fingerprint)
 }
 
@@ -29,7 +29,7 @@ func FindingLine(f crdupgradesafety.Finding) string {
 // FindingLine in kapp's error and the webhook's denial ("" for none):
 //
 //	way forward: keep "v1alpha1", deploy the new storage version, run '...', then remove "v1alpha1"
-func RemedyLine(f crdupgradesafety.Finding) string {
+func RemedyLine(f finding.Finding) string {
 	if text := RemedyText(f); text != "" {
 		return "way forward: " + text
 	}
@@ -38,7 +38,7 @@ func RemedyLine(f crdupgradesafety.Finding) string {
 
 // ErrorLine renders an error finding for kapp's error: its FindingLine,
 // then, indented on the next line, its RemedyLine.
-func ErrorLine(f crdupgradesafety.Finding) string {
+func ErrorLine(f finding.Finding) string {
 	if r := RemedyLine(f); r != "" {
 		return FindingLine(f) + "\n    " + r
 	}
@@ -63,7 +63,7 @@ func FindingSubject(crd, version, field string) string {
 	return b.String()
 }
 
-// OmittedLines renders the counts left out by crdupgradesafety.Bound, one
+// OmittedLines renders the counts left out by finding.Bound, one
 // line per CRD, sorted by CRD name.
 func OmittedLines(omitted map[string]int) []string {
 	names := make([]string, 0, len(omitted))
@@ -80,14 +80,14 @@ func OmittedLines(omitted map[string]int) []string {
 	return lines
 }
 
-// OmittedLine renders how many findings of a CRD crdupgradesafety.Bound
+// OmittedLine renders how many findings of a CRD finding.Bound
 // left out: "... and 3 more findings for CRD widgets.example.com".
 func OmittedLine(crd string, n int) string {
 	return fmt.Sprintf("... and %d more %s for CRD %s", n, plural.Of(n, "finding", "findings"), crd)
 }
 
 // Table keys double as the JSON keys of the rows under the global --json
-// flag; they match the json tags of crdupgradesafety.Finding.
+// flag; they match the json tags of finding.Finding.
 var findingsHeader = []uitable.Header{
 	{Key: "crd", Title: "CRD"},
 	{Key: "version", Title: "Version"},
@@ -118,13 +118,13 @@ type TableOptions struct {
 
 // FindingsTable renders (already bounded) findings as a kapp table; the
 // omitted counts become table notes.
-func FindingsTable(findings []crdupgradesafety.Finding, omitted map[string]int, opts TableOptions) uitable.Table {
+func FindingsTable(findings []finding.Finding, omitted map[string]int, opts TableOptions) uitable.Table {
 	table := uitable.Table{
 		Title:   "CRD upgrade safety findings",
 		Content: "findings",
 		Header:  append([]uitable.Header(nil), findingsHeader...),
 		// No SortBy: the rows keep the order of the findings
-		// (crdupgradesafety.SortFindings: data loss first), which no
+		// (finding.SortFindings: data loss first), which no
 		// column sort gives.
 		FillFirstColumn: true,
 		Notes:           OmittedLines(omitted),
@@ -152,7 +152,7 @@ func FindingsTable(findings []crdupgradesafety.Finding, omitted map[string]int, 
 			uitable.NewValueString(f.Check),
 			uitable.ValueFmt{
 				V:     uitable.NewValueString(string(f.Severity)),
-				Error: f.Severity == crdupgradesafety.SeverityError,
+				Error: f.Severity == finding.SeverityError,
 			},
 			uitable.NewValueString(msg),
 			uitable.NewValueString(remedy),
@@ -224,9 +224,9 @@ func oneLine(msg string) string {
 }
 
 // Count returns the number of error and warning findings.
-func Count(findings []crdupgradesafety.Finding) (errs, warns int) {
+func Count(findings []finding.Finding) (errs, warns int) {
 	for _, f := range findings {
-		if f.Severity == crdupgradesafety.SeverityError {
+		if f.Severity == finding.SeverityError {
 			errs++
 		} else {
 			warns++

@@ -16,7 +16,7 @@ import (
 	"github.com/cppforlife/go-cli-ui/ui"
 	uitable "github.com/cppforlife/go-cli-ui/ui/table"
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/inputs"
 	"github.com/crdsafety/kapp/pkg/kapp/preflight"
@@ -368,7 +368,7 @@ func (o *CRDUpgradeSafetyOptions) Run() error {
 
 	// Each old side (the --file inputs, each --git-ref baseline, or the
 	// cluster) is compared with the new CRDs in turn.
-	var findings []crdupgradesafety.Finding
+	var findings []finding.Finding
 	var checked []string
 	seen := map[string]bool{}
 	check := func(name string) {
@@ -421,7 +421,7 @@ func (o *CRDUpgradeSafetyOptions) Run() error {
 	}
 	// Each side's findings come sorted; the sort is stable, so findings
 	// alike from several baselines keep the baselines' order.
-	crdupgradesafety.SortFindings(findings)
+	finding.SortFindings(findings)
 
 	if err := o.printReports(files, checked, findings, cfg.MaxFindingsPerCRD, newSet.CRDs, sides); err != nil {
 		return err
@@ -463,7 +463,7 @@ func pairFiles(plan *evaluation.Plan, old []inputs.CRD) {
 // empty, baseline nil) the cluster.
 type oldSide struct {
 	set      inputs.Set
-	baseline *crdupgradesafety.Baseline
+	baseline *finding.Baseline
 }
 
 // load reads the new and the old inputs (one side per --git-ref; one with
@@ -507,7 +507,7 @@ func (o *CRDUpgradeSafetyOptions) load() (newSet inputs.Set, sides []oldSide, er
 			continue
 		}
 		read[b.Commit] = ref
-		sides = append(sides, oldSide{set: oldSet, baseline: &crdupgradesafety.Baseline{Ref: b.Ref, Commit: b.Commit, MergeBase: b.MergeBase}})
+		sides = append(sides, oldSide{set: oldSet, baseline: &finding.Baseline{Ref: b.Ref, Commit: b.Commit, MergeBase: b.MergeBase}})
 	}
 	return newSet, sides, nil
 }

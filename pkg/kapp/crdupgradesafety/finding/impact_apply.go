@@ -1,4 +1,4 @@
-package crdupgradesafety
+package finding
 
 import (
 	"fmt"
@@ -12,17 +12,17 @@ import (
 // version: ApplyImpacts joins it to the findings.
 type VersionImpact struct {
 	Version  string
-	source   string
-	kind     string
-	objects  int
-	affected int
-	impacts  map[string]*Impact // by Finding.key
-	residual []Finding
-	notes    []Finding // objects already invalid under the old CRD
+	Source   string
+	Kind     string
+	Read     int
+	Affected int
+	Impacts  map[string]*Impact // by Finding.key
+	Residual []Finding
+	Notes    []Finding // objects already invalid under the old CRD
 }
 
 // Objects is how many objects were read.
-func (v VersionImpact) Objects() int { return v.objects }
+func (v VersionImpact) Objects() int { return v.Read }
 
 // findingKey identifies a finding by what it is about: its CRD, version
 // (and pair), field, check, and its ordinal among the findings of the same
@@ -31,23 +31,6 @@ func (v VersionImpact) Objects() int { return v.objects }
 // whatever happens to the finding's words in between.
 func findingKey(f *Finding, ordinal int) string {
 	return strings.Join([]string{f.CRD, f.Version, f.PairVersion, string(f.Field), f.CRDField, f.Check, strconv.Itoa(ordinal)}, "\x00")
-}
-
-// Result is the impact of the objects read so far.
-func (r *ObjectReader) Result() VersionImpact {
-	v := VersionImpact{Version: r.version, source: r.source, kind: r.kind, objects: r.objects,
-		affected: r.affected, impacts: map[string]*Impact{}, residual: r.residual.findings, notes: r.notes.findings}
-	for i, acc := range r.acc {
-		imp := &Impact{Source: r.source, Kind: r.kind, Objects: r.objects, Affected: acc.affected,
-			Ratcheted: acc.ratcheted, StatusRatcheted: acc.statusRatcheted, UpdatesRefused: acc.updatesRefused}
-		for _, effect := range effectOrder {
-			if ea := acc.effects[effect]; ea != nil {
-				imp.Effects = append(imp.Effects, EffectCount{Effect: effect, Objects: ea.objects, Examples: ea.examples})
-			}
-		}
-		v.impacts[r.findings[i].key] = imp
-	}
-	return v
 }
 
 // ApplyImpacts joins what the objects' reads found (impacts, one per
@@ -68,22 +51,22 @@ func (r *ObjectReader) Result() VersionImpact {
 //     without keeps the DataLoss its check gave it. Data loss sorts first
 //     (SortFindings).
 func ApplyImpacts(findings []Finding, impacts []VersionImpact, cfg *config.Settings) []Finding {
-	cfg = newPolicy(cfg, "").cfg
+	cfg = NewPolicy(cfg, "").Settings
 	byVersion := map[string]*VersionImpact{}
 	for i := range impacts {
 		byVersion[impacts[i].Version] = &impacts[i]
 	}
 	out := make([]Finding, 0, len(findings))
 	for _, f := range findings {
-		f.rejudge()
+		f.Rejudge()
 		if vi := byVersion[f.Version]; vi != nil && f.Field != "" && f.PairVersion == "" {
-			imp := vi.impacts[f.key]
+			imp := vi.Impacts[f.key]
 			if imp == nil {
-				imp = &Impact{Source: vi.source, Kind: vi.kind, Objects: vi.objects}
+				imp = &Impact{Source: vi.Source, Kind: vi.Kind, Objects: vi.Read}
 			}
-			imp.VersionAffected = vi.affected
+			imp.VersionAffected = vi.Affected
 			f.Impact = imp
-			f.Remedy = f.Remedy.withObjects(imp)
+			f.Remedy = f.Remedy.WithObjects(imp)
 			if f.AlphaLenient && imp.has(EffectPruned) {
 				// Stored objects are real data, alpha or not.
 				f.Severity, f.AlphaLenient = SeverityError, false
@@ -94,27 +77,27 @@ func ApplyImpacts(findings []Finding, impacts []VersionImpact, cfg *config.Setti
 			}
 			f.DataLoss = lossByCheck(f.Check) && f.Check != config.CheckExistingFieldRemoval && f.Check != config.CheckPreserveUnknownFields ||
 				imp.has(EffectPruned)
-			judgeFinal(cfg, &f)
+			JudgeFinal(cfg, &f)
 			if f.Waiver != nil || f.Acceptance != nil {
 				// What passed it is the reviewed waiver or acceptance.
 				f.Unaffected = false
 			}
 			out = append(out, exemptedButAffecting(f, cfg)...)
 		} else {
-			judgeFinal(cfg, &f)
+			JudgeFinal(cfg, &f)
 		}
 		out = append(out, f)
 	}
 	for _, vi := range impacts {
-		for _, f := range vi.residual {
+		for _, f := range vi.Residual {
 			if f.Impact != nil {
-				f.Impact.VersionAffected = vi.affected
+				f.Impact.VersionAffected = vi.Affected
 			}
-			f.rejudge()
-			judgeFinal(cfg, &f)
+			f.Rejudge()
+			JudgeFinal(cfg, &f)
 			out = append(out, f)
 		}
-		out = append(out, vi.notes...)
+		out = append(out, vi.Notes...)
 	}
 	SortFindings(out)
 	return out
@@ -138,16 +121,16 @@ func exemptedButAffecting(f Finding, cfg *config.Settings) []Finding {
 	if f.Impact.Affected == 0 || f.Waiver == nil {
 		return nil
 	}
-	p := newPolicy(cfg, f.CRD)
-	p.add(change{version: f.Version, check: config.CheckExistingResources, level: config.EnforcementStrict,
-		cause:   &Cause{Check: f.Check, Field: f.Field, Fingerprint: f.Fingerprint},
-		message: fmt.Sprintf("the exempted %s change at %s affects %s objects", f.Check, f.Field, sourceNoun(f.Impact.Source))})
-	for i := range p.findings {
-		p.findings[i].Impact = f.Impact
-		p.findings[i].DataLoss = f.DataLoss
-		p.findings[i].Remedy = p.findings[i].Remedy.withObjects(f.Impact)
-		p.findings[i].rejudge()
-		judgeFinal(cfg, &p.findings[i])
+	p := NewPolicy(cfg, f.CRD)
+	p.Add(Draft{Version: f.Version, Check: config.CheckExistingResources, Level: config.EnforcementStrict,
+		Cause:   &Cause{Check: f.Check, Field: f.Field, Fingerprint: f.Fingerprint},
+		Message: fmt.Sprintf("the exempted %s change at %s affects %s objects", f.Check, f.Field, SourceNoun(f.Impact.Source))})
+	for i := range p.Findings {
+		p.Findings[i].Impact = f.Impact
+		p.Findings[i].DataLoss = f.DataLoss
+		p.Findings[i].Remedy = p.Findings[i].Remedy.WithObjects(f.Impact)
+		p.Findings[i].Rejudge()
+		JudgeFinal(cfg, &p.Findings[i])
 	}
-	return p.findings
+	return p.Findings
 }

@@ -1,4 +1,4 @@
-package crdupgradesafety
+package finding
 
 import (
 	"github.com/crdsafety/kapp/pkg/kapp/config"
@@ -29,14 +29,14 @@ func IsAlphaVersion(name string) bool {
 // (existingResources, crdDeletion, managedFields, ownerReferences). A
 // lenient finding whose read of the stored objects finds data pruned is an
 // error again (ApplyImpacts).
-func alphaLenient(cfg *config.Settings, c change) bool {
-	if cfg.AlphaVersionEnforcement != config.EnforcementWarn || c.version == "" {
+func alphaLenient(cfg *config.Settings, c Draft) bool {
+	if cfg.AlphaVersionEnforcement != config.EnforcementWarn || c.Version == "" {
 		return false
 	}
-	switch c.check {
+	switch c.Check {
 	case config.CheckAPIServerRejects, config.CheckStoredVersionRemoval, config.CheckStoragePruning,
 		config.CheckExistingResources, config.CheckCRDDeletion, config.CheckManagedFields, config.CheckOwnerReferences:
 		return false
 	}
-	return IsAlphaVersion(c.version) && (c.pairVersion == "" || IsAlphaVersion(c.pairVersion))
+	return IsAlphaVersion(c.Version) && (c.PairVersion == "" || IsAlphaVersion(c.PairVersion))
 }

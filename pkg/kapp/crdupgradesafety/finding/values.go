@@ -1,4 +1,4 @@
-package crdupgradesafety
+package finding
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 // cluster compare equal when they mean the same. Empty bytes are null (how
 // apiextensions stores a null enum value); bytes that do not parse are
 // returned as they are.
-func canonicalJSON(raw []byte) string {
+func CanonicalJSON(raw []byte) string {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
 		return "null"
@@ -77,7 +77,7 @@ func canonicalNumber(s string) string {
 		mant, expText, hasExp = strings.Cut(t, "E")
 	}
 	intPart, fracPart, _ := strings.Cut(mant, ".")
-	if intPart == "" || !allDigits(intPart) || !allDigits(fracPart) {
+	if intPart == "" || !AllDigits(intPart) || !AllDigits(fracPart) {
 		return s
 	}
 	var exp int64
@@ -120,7 +120,7 @@ func canonicalNumber(s string) string {
 	return out + "e" + strconv.FormatInt(exp+n-1, 10)
 }
 
-func allDigits(s string) bool {
+func AllDigits(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
 			return false
@@ -131,11 +131,11 @@ func allDigits(s string) bool {
 
 // sameJSON reports whether two JSON values are equal, without parsing when
 // the bytes already are.
-func sameJSON(a, b *apiextv1.JSON) bool {
+func SameJSON(a, b *apiextv1.JSON) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return bytes.Equal(a.Raw, b.Raw) || canonicalJSON(a.Raw) == canonicalJSON(b.Raw)
+	return bytes.Equal(a.Raw, b.Raw) || CanonicalJSON(a.Raw) == CanonicalJSON(b.Raw)
 }
 
 // Output bounds. A finding's message and field stay short whatever the
@@ -143,12 +143,12 @@ func sameJSON(a, b *apiextv1.JSON) bool {
 // middle with a count of what was left out.
 const (
 	// maxMessageBytes bounds a whole message (policy.add).
-	maxMessageBytes = 2048
+	MaxMessageBytes = 2048
 	// maxFieldBytes bounds a field path and a version name (policy.add).
-	maxFieldBytes = 512
+	MaxFieldBytes = 512
 	// maxValueBytes bounds one rendered value: a default, a pattern, a
 	// CEL rule, one enum value.
-	maxValueBytes = 512
+	MaxValueBytes = 512
 	// maxListItems is how many items of a list a message names; the rest
 	// are counted.
 	maxListItems = 10
@@ -156,7 +156,7 @@ const (
 
 // boundText returns s when it fits max bytes, otherwise its head and tail
 // around a note of how many bytes were left out, cut at UTF-8 boundaries.
-func boundText(s string, max int) string {
+func BoundText(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
@@ -172,30 +172,30 @@ func boundText(s string, max int) string {
 	return s[:head] + "...(" + strconv.Itoa(start-head) + " bytes)..." + s[start:]
 }
 
-func renderJSON(v *apiextv1.JSON) string {
+func RenderJSON(v *apiextv1.JSON) string {
 	if v == nil {
 		return "(none)"
 	}
-	return boundText(canonicalJSON(v.Raw), maxValueBytes)
+	return BoundText(CanonicalJSON(v.Raw), MaxValueBytes)
 }
 
 // quoteList renders names as ["a", "b"], at most maxListItems of them.
-func quoteList(items []string) string {
+func QuoteList(items []string) string {
 	n := min(len(items), maxListItems)
 	q := make([]string, n)
 	for i, s := range items[:n] {
-		q[i] = boundText(strconv.Quote(s), maxValueBytes)
+		q[i] = BoundText(strconv.Quote(s), MaxValueBytes)
 	}
 	return listOf(q, len(items))
 }
 
 // valueList renders canonical JSON values as [a, b], at most maxListItems
 // of them.
-func valueList(items []string) string {
+func ValueList(items []string) string {
 	n := min(len(items), maxListItems)
 	q := make([]string, n)
 	for i, s := range items[:n] {
-		q[i] = boundText(s, maxValueBytes)
+		q[i] = BoundText(s, MaxValueBytes)
 	}
 	return listOf(q, len(items))
 }
@@ -209,29 +209,29 @@ func listOf(shown []string, total int) string {
 	return "[" + strings.Join(shown, ", ") + "]"
 }
 
-func formatFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+func FormatFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
-func renderPtr[T int64 | float64](p *T) string {
+func RenderPtr[T int64 | float64](p *T) string {
 	if p == nil {
 		return "(none)"
 	}
-	return formatFloat(float64(*p))
+	return FormatFloat(float64(*p))
 }
 
-func renderString(s string) string {
+func RenderString(s string) string {
 	if s == "" {
 		return "(none)"
 	}
-	return boundText(strconv.Quote(s), maxValueBytes)
+	return BoundText(strconv.Quote(s), MaxValueBytes)
 }
 
 // canonicalValue renders a decoded value (from JSON, YAML or the apiserver:
 // numbers as int64, float64 or json.Number) as canonical JSON: 1.0 and 1
 // render alike.
-func canonicalValue(v any) string {
+func CanonicalValue(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Sprint(v)
 	}
-	return canonicalJSON(b)
+	return CanonicalJSON(b)
 }

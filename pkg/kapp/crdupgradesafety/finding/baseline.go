@@ -1,4 +1,4 @@
-package crdupgradesafety
+package finding
 
 // Baseline is the git commit whose CRDs a finding's old side was read from
 // (`kapp tools crd-upgrade-safety --git-ref`, which may name several): set

@@ -1,4 +1,4 @@
-package crdupgradesafety
+package finding
 
 import (
 	"crypto/sha256"
@@ -37,7 +37,7 @@ const fingerprintVersion = "crdUpgradeSafety/v1"
 // rewording, and a waiver by fingerprint keeps applying to it. ordinal
 // tells apart findings whose facts are all alike (the policy counts them;
 // 0 for the first).
-func fingerprint(f *Finding, ordinal int) string {
+func Fingerprint(f *Finding, ordinal int) string {
 	parts := []string{fingerprintVersion, f.CRD, f.Version, f.PairVersion, f.Field.String(), f.CRDField, f.Check,
 		f.Change.Kind, f.Change.Old, f.Change.New}
 	if f.Object != nil {
@@ -60,7 +60,7 @@ func fingerprint(f *Finding, ordinal int) string {
 
 // factJSON renders a value as compact JSON for a Change (strings quoted,
 // lists in the order given): a fact, not words.
-func factJSON(v any) string {
+func FactJSON(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return ""
@@ -70,36 +70,36 @@ func factJSON(v any) string {
 
 // factList renders canonical JSON values (enum values) as a JSON list,
 // sorted: reordering a list that means a set changes no fact.
-func factList(values []string) string {
+func FactList(values []string) string {
 	return "[" + strings.Join(slices.Sorted(slices.Values(values)), ",") + "]"
 }
 
 // factSet renders names (list map keys) as a sorted JSON list.
-func factSet(names []string) string {
-	return factJSON(slices.Sorted(slices.Values(names)))
+func FactSet(names []string) string {
+	return FactJSON(slices.Sorted(slices.Values(names)))
 }
 
 // factValue renders a schema value (a default) as canonical JSON, "" for
 // none.
-func factValue(v *apiextv1.JSON) string {
+func FactValue(v *apiextv1.JSON) string {
 	if v == nil {
 		return ""
 	}
-	return canonicalJSON(v.Raw)
+	return CanonicalJSON(v.Raw)
 }
 
 // factSchema renders a schema (a combinator branch, a map's value schema)
 // as JSON for a Change: the whole content of what a check judged, so that
 // another branch or value schema at the same place is another change; ""
 // for none.
-func factSchema(s *apiextv1.JSONSchemaProps) string {
+func FactSchema(s *apiextv1.JSONSchemaProps) string {
 	if s == nil {
 		return ""
 	}
-	return factJSON(s)
+	return FactJSON(s)
 }
 
 // factSchemas renders a list of schemas (a combinator's branches) as JSON.
-func factSchemas(s []apiextv1.JSONSchemaProps) string {
-	return factJSON(s)
+func FactSchemas(s []apiextv1.JSONSchemaProps) string {
+	return FactJSON(s)
 }

@@ -1,4 +1,4 @@
-package crdupgradesafety
+package finding
 
 import (
 	"fmt"
@@ -12,30 +12,30 @@ import (
 // configuration gives it (Strict or Warn; None is never emitted). Every
 // check of the engine, the pair walks and the servedVersion pairs hand
 // their changes to the policy in this one form.
-type change struct {
-	version     string
-	pairVersion string // servedVersion pairs: the second version
-	field       schemapath.Path
-	check       string
-	message     string // the check's statement of the change (Finding.ChangeText)
+type Draft struct {
+	Version     string
+	PairVersion string // servedVersion pairs: the second version
+	Field       schemapath.Path
+	Check       string
+	Message     string // the check's statement of the change (Finding.ChangeText)
 	// fact is the change as facts (Finding.Change): what the fingerprint
 	// hashes, where message words it.
-	fact  Change
-	level config.Enforcement
+	Fact  Change
+	Level config.Enforcement
 	// dataLoss: the change loses whatever data is stored where it is
 	// (a field removed, unknown fields no longer kept).
-	dataLoss bool
+	DataLoss bool
 	// clientFacing: the change breaks clients whatever stored objects hold.
-	clientFacing bool
+	ClientFacing bool
 	// remedy, when the check knows more than its generic remedy.
-	remedy *Remedy
+	Remedy *Remedy
 	// since: the change is a finding only from this Kubernetes version on
 	// (Finding.KubeVersionSince); zero when on every version.
-	since config.KubeVersion
+	Since config.KubeVersion
 	// object and cause: for an existingResources finding, the stored
 	// object it is about, or the waived change it stands for.
-	object *ObjectFinding
-	cause  *Cause
+	Object *ObjectFinding
+	Cause  *Cause
 }
 
 // policy turns changes into findings: it applies the change's enforcement,
@@ -43,10 +43,10 @@ type change struct {
 // prints. Checks decide themselves whether they are enabled and which
 // enforcement applies; unhandled changes are filtered by failMode in the
 // pair run before they reach here.
-type policy struct {
-	cfg      *config.Settings
-	crd      string
-	findings []Finding
+type Policy struct {
+	Settings *config.Settings
+	CRD      string
+	Findings []Finding
 	ordinals map[string]int // findings made per findingKey(f, 0)
 	// fingerprints counts the findings made per fingerprint(f, 0).
 	fingerprints map[string]int
@@ -57,11 +57,11 @@ var defaultSettings = config.Default()
 
 // newPolicy is the policy of cfg for the named CRD. It is the one place
 // that reads a nil cfg as the defaults.
-func newPolicy(cfg *config.Settings, crd string) *policy {
+func NewPolicy(cfg *config.Settings, crd string) *Policy {
 	if cfg == nil {
 		cfg = &defaultSettings
 	}
-	return &policy{cfg: cfg, crd: crd}
+	return &Policy{Settings: cfg, CRD: crd}
 }
 
 // add records a change as a finding. Its severity is error only for a
@@ -70,32 +70,32 @@ func newPolicy(cfg *config.Settings, crd string) *policy {
 // (alphaLenient); Warn changes are warnings whatever the mode. Its
 // fingerprint is computed here, from its facts, before the waivers are
 // matched against it.
-func (p *policy) add(c change) {
+func (p *Policy) Add(c Draft) {
 	sev := SeverityError
-	if p.cfg.Mode == config.ModeWarn || c.level == config.EnforcementWarn {
+	if p.Settings.Mode == config.ModeWarn || c.Level == config.EnforcementWarn {
 		sev = SeverityWarning
 	}
-	alpha := sev == SeverityError && alphaLenient(p.cfg, c)
+	alpha := sev == SeverityError && alphaLenient(p.Settings, c)
 	if alpha {
 		sev = SeverityWarning
 	}
-	remedy := c.remedy
+	remedy := c.Remedy
 	if remedy == nil {
-		remedy = defaultRemedy(c.check, c.version)
+		remedy = DefaultRemedy(c.Check, c.Version)
 	}
 	f := Finding{
-		CRD: p.crd, Version: c.version, PairVersion: c.pairVersion, Field: c.field,
-		Check: c.check, Severity: sev, ChangeText: boundText(c.message, maxMessageBytes), Change: c.fact,
-		DataLoss: c.dataLoss || lossByCheck(c.check), ClientFacing: c.clientFacing, Remedy: remedy,
-		Object: c.object, Cause: c.cause, AlphaLenient: alpha,
+		CRD: p.CRD, Version: c.Version, PairVersion: c.PairVersion, Field: c.Field,
+		Check: c.Check, Severity: sev, ChangeText: BoundText(c.Message, MaxMessageBytes), Change: c.Fact,
+		DataLoss: c.DataLoss || lossByCheck(c.Check), ClientFacing: c.ClientFacing, Remedy: remedy,
+		Object: c.Object, Cause: c.Cause, AlphaLenient: alpha,
 	}
-	if c.since != (config.KubeVersion{}) {
-		f.KubeVersionSince = c.since.String()
-		f.KubeVersion = p.cfg.KubeVersion.String()
+	if c.Since != (config.KubeVersion{}) {
+		f.KubeVersionSince = c.Since.String()
+		f.KubeVersion = p.Settings.KubeVersion.String()
 	}
 	// The fingerprint hashes the whole facts; only what the finding
 	// carries for display is bounded, after.
-	f.Fingerprint = fingerprint(&f, 0)
+	f.Fingerprint = Fingerprint(&f, 0)
 	if p.fingerprints == nil {
 		p.fingerprints = map[string]int{}
 	}
@@ -103,16 +103,16 @@ func (p *policy) add(c change) {
 		// Facts alike (a CEL rule given twice): the next one in the
 		// order the checks make them.
 		p.fingerprints[f.Fingerprint]++
-		f.Fingerprint = fingerprint(&f, n)
+		f.Fingerprint = Fingerprint(&f, n)
 	} else {
 		p.fingerprints[f.Fingerprint] = 1
 	}
-	f.Version, f.PairVersion = boundText(c.version, maxFieldBytes), boundText(c.pairVersion, maxFieldBytes)
-	f.Field = schemapath.Path(boundText(string(c.field), maxFieldBytes))
-	f.Change = Change{Kind: c.fact.Kind, Old: boundText(c.fact.Old, maxMessageBytes), New: boundText(c.fact.New, maxMessageBytes)}
-	p.findings = append(p.findings, f)
-	fp := &p.findings[len(p.findings)-1]
-	judge(p.cfg, fp)
+	f.Version, f.PairVersion = BoundText(c.Version, MaxFieldBytes), BoundText(c.PairVersion, MaxFieldBytes)
+	f.Field = schemapath.Path(BoundText(string(c.Field), MaxFieldBytes))
+	f.Change = Change{Kind: c.Fact.Kind, Old: BoundText(c.Fact.Old, MaxMessageBytes), New: BoundText(c.Fact.New, MaxMessageBytes)}
+	p.Findings = append(p.Findings, f)
+	fp := &p.Findings[len(p.Findings)-1]
+	judge(p.Settings, fp)
 	if p.ordinals == nil {
 		p.ordinals = map[string]int{}
 	}
@@ -143,7 +143,7 @@ func judgeWaivers(cfg *config.Settings, f *Finding) {
 // rejudge undoes what waivers and acceptances did to f, so that they are
 // judged again from its final facts (ApplyImpacts). A finding not made by
 // a policy (unwaived unset) is left as it is.
-func (f *Finding) rejudge() {
+func (f *Finding) Rejudge() {
 	if f.unwaived == "" {
 		return
 	}
@@ -163,7 +163,7 @@ func (f *Finding) rejudge() {
 // warning; a loss that stays an error although a waiver or an acceptance
 // named it gets the acceptDataLoss entry that would cover it in its
 // remedy.
-func judgeFinal(cfg *config.Settings, f *Finding) {
+func JudgeFinal(cfg *config.Settings, f *Finding) {
 	if f.unwaived == "" {
 		return
 	}
@@ -231,17 +231,17 @@ func WaiverSubject(f *Finding) config.WaiverSubject {
 // crdLevel adds a finding that concerns the whole CRD or one version of
 // it, at the given enforcement (Strict or Warn; None adds nothing), with
 // the change as facts (fact) and as the check words it (format, args).
-func (p *policy) crdLevel(level config.Enforcement, version, check string, fact Change, format string, args ...any) {
-	p.crdLevelWith(level, version, check, nil, fact, format, args...)
+func (p *Policy) CRDLevel(level config.Enforcement, version, check string, fact Change, format string, args ...any) {
+	p.CRDLevelWith(level, version, check, nil, fact, format, args...)
 }
 
 // crdLevelWith is crdLevel with a remedy more specific than the check's
 // generic one.
-func (p *policy) crdLevelWith(level config.Enforcement, version, check string, remedy *Remedy, fact Change, format string, args ...any) {
+func (p *Policy) CRDLevelWith(level config.Enforcement, version, check string, remedy *Remedy, fact Change, format string, args ...any) {
 	if !level.Reports() {
 		return
 	}
-	p.add(change{version: version, check: check, message: fmt.Sprintf(format, args...), fact: fact, level: level, remedy: remedy})
+	p.Add(Draft{Version: version, Check: check, Message: fmt.Sprintf(format, args...), Fact: fact, Level: level, Remedy: remedy})
 }
 
 // lossByCheck tells whether every finding of check loses stored data:
@@ -259,10 +259,24 @@ func lossByCheck(check string) bool {
 // boundWaiver is w, or a copy of it whose reason and owner are bounded as
 // a message is.
 func boundWaiver(w *config.Waiver) *config.Waiver {
-	if len(w.Reason) <= maxMessageBytes && len(w.Owner) <= maxFieldBytes {
+	if len(w.Reason) <= MaxMessageBytes && len(w.Owner) <= MaxFieldBytes {
 		return w
 	}
 	c := *w
-	c.Reason, c.Owner = boundText(c.Reason, maxMessageBytes), boundText(c.Owner, maxFieldBytes)
+	c.Reason, c.Owner = BoundText(c.Reason, MaxMessageBytes), BoundText(c.Owner, MaxFieldBytes)
 	return &c
+}
+
+// keyFindings sets the keys and fingerprints of findings made together
+// outside a policy.
+func KeyFindings(fs []Finding) {
+	ordinals, fps := map[string]int{}, map[string]int{}
+	for i := range fs {
+		fp := Fingerprint(&fs[i], 0)
+		fs[i].Fingerprint = Fingerprint(&fs[i], fps[fp])
+		fps[fp]++
+		base := findingKey(&fs[i], 0)
+		fs[i].key = findingKey(&fs[i], ordinals[base])
+		ordinals[base]++
+	}
 }

@@ -1,4 +1,4 @@
-package crdupgradesafety
+package finding
 
 import (
 	"slices"
@@ -6,7 +6,6 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
 // Effect is what the new CRD does to a stored object at one field.
@@ -34,10 +33,10 @@ const (
 )
 
 // effectOrder is the order of the effects of a read in an Impact.
-var effectOrder = []Effect{EffectPruned, EffectDefaulted, EffectRejected, EffectStatusRejected}
+var EffectOrder = []Effect{EffectPruned, EffectDefaulted, EffectRejected, EffectStatusRejected}
 
 // rejects tells whether the effect is a refusal of writes by validation.
-func (e Effect) rejects() bool { return e == EffectRejected || e == EffectStatusRejected }
+func (e Effect) Rejects() bool { return e == EffectRejected || e == EffectStatusRejected }
 
 // Impact is what one finding does to the stored custom resources of its
 // version (or, for crdDeletion, of its CRD): how many were read, how many
@@ -110,10 +109,10 @@ type ObjectEffect struct {
 }
 
 // maxExamples is how many objects an effect names.
-const maxExamples = 3
+const MaxExamples = 3
 
 // sourceNoun is how an impact message names objects of a source.
-func sourceNoun(source string) string {
+func SourceNoun(source string) string {
 	if source == SourceSamples {
 		return "sample"
 	}
@@ -125,29 +124,6 @@ const (
 	SourceCluster = "cluster"
 	SourceSamples = "samples"
 )
-
-// VersionsToRead returns the versions at which the stored objects of an
-// updated CRD must be read to see what the update does to them: the
-// versions the old CRD serves and the new one still has, whose schema
-// changed in more than documentation. Reading at any other version would
-// only cost conversions (through the CRD's conversion webhook, if it has
-// one) without showing anything: validation, pruning and defaulting of
-// those versions stay as they are.
-func VersionsToRead(oldCRD, newCRD *apiextv1.CustomResourceDefinition) []string {
-	newVersions := versionsByName(newCRD)
-	var out []string
-	for i := range oldCRD.Spec.Versions {
-		ov := &oldCRD.Spec.Versions[i]
-		nv, ok := newVersions[ov.Name]
-		if !ov.Served || !ok {
-			continue
-		}
-		if !sameSchema(versionSchema(ov), versionSchema(nv)) {
-			out = append(out, ov.Name)
-		}
-	}
-	return out
-}
 
 // unaffectedApplies tells whether unaffectedEnforcement may turn a finding
 // that affects no stored object into a warning: only where the read of the
@@ -173,26 +149,6 @@ func unaffectedApplies(f Finding) bool {
 		return !f.ClientFacing
 	}
 	return false
-}
-
-// Unreadable is the existingResources finding for a version of a CRD whose
-// stored objects could not be read through its conversion webhook (webhook
-// names it, err says why): what the update does to them is unknown. The
-// failMode decides, as for any live check that cannot run: an error under
-// closed, a warning under open.
-func Unreadable(crdName, version, webhook string, err error, cfg *config.Settings) []Finding {
-	p := newPolicy(cfg, crdName)
-	level := config.EnforcementStrict
-	if p.cfg.FailMode == config.FailModeOpen {
-		level = config.EnforcementWarn
-	}
-	p.crdLevel(level, version, config.CheckExistingResources, Change{Kind: "unreadable", New: webhook},
-		"stored objects could not be read at version %s through the conversion webhook (%s), so what the update does to them is unknown (failMode %s)",
-		version, webhook, p.cfg.FailMode)
-	for i := range p.findings {
-		p.findings[i].ReadError = boundText(err.Error(), maxMessageBytes)
-	}
-	return p.findings
 }
 
 // WithoutStoredValues returns findings as an output whose reader may not

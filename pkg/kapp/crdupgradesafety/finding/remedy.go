@@ -1,4 +1,4 @@
-package crdupgradesafety
+package finding
 
 import (
 	"github.com/crdsafety/kapp/pkg/kapp/config"
@@ -180,7 +180,7 @@ func RemedyActionOf(check string) RemedyAction { return remedyActions[check] }
 
 // defaultRemedy is the remedy of a finding of check that its check did not
 // make more specific; nil for a check without one.
-func defaultRemedy(check, version string) *Remedy {
+func DefaultRemedy(check, version string) *Remedy {
 	a, ok := remedyActions[check]
 	if !ok {
 		return nil
@@ -190,7 +190,7 @@ func defaultRemedy(check, version string) *Remedy {
 
 // withObjects returns a copy of r naming the objects an impact affects: the
 // examples of its effects, deduplicated, in order.
-func (r *Remedy) withObjects(imp *Impact) *Remedy {
+func (r *Remedy) WithObjects(imp *Impact) *Remedy {
 	if r == nil || imp == nil || imp.Affected == 0 {
 		return r
 	}
@@ -199,7 +199,7 @@ func (r *Remedy) withObjects(imp *Impact) *Remedy {
 	seen := map[string]bool{}
 	for _, e := range imp.Effects {
 		for _, ex := range e.Examples {
-			if !seen[ex.Object] && len(out.Objects) < maxExamples {
+			if !seen[ex.Object] && len(out.Objects) < MaxExamples {
 				seen[ex.Object] = true
 				out.Objects = append(out.Objects, ex.Object)
 			}

@@ -9,7 +9,7 @@
 // apiserverRejects), and the findings with SortFindings, Bound and
 // HasErrors. Every function that takes a *config.Settings reads nil as
 // config.Default().
-package crdupgradesafety
+package finding
 
 import (
 	"slices"
@@ -270,8 +270,8 @@ func SortFindings(fs []Finding) {
 // fingerprint alone, cannot be judged: the run does not know its CRD's
 // findings. findings are all the run's findings.
 func StaleWaivers(cfg *config.Settings, crds []string, findings []Finding) []Finding {
-	p := newPolicy(cfg, "")
-	if len(p.cfg.Waivers) == 0 {
+	p := NewPolicy(cfg, "")
+	if len(p.Settings.Waivers) == 0 {
 		return nil
 	}
 	evaluated := make(map[string]bool, len(crds))
@@ -280,8 +280,8 @@ func StaleWaivers(cfg *config.Settings, crds []string, findings []Finding) []Fin
 	}
 	var out []Finding
 	fps := map[string]int{}
-	for i := range p.cfg.Waivers {
-		w := &p.cfg.Waivers[i]
+	for i := range p.Settings.Waivers {
+		w := &p.Settings.Waivers[i]
 		// apiserverRejects findings are never waived: a waiver naming one
 		// waives nothing, and is stale.
 		if !evaluated[w.CRD] || slices.ContainsFunc(findings, func(f Finding) bool {
@@ -291,11 +291,15 @@ func StaleWaivers(cfg *config.Settings, crds []string, findings []Finding) []Fin
 		}
 		f := Finding{CRD: w.CRD, Check: config.CheckStaleWaiver, Severity: SeverityWarning, StaleWaiver: w,
 			Change: Change{Kind: string(w.Source), Old: w.Fingerprint, New: strings.Join(w.Checks, ",") + " " + w.Path},
-			Remedy: defaultRemedy(config.CheckStaleWaiver, "")}
-		fp := fingerprint(&f, 0)
-		f.Fingerprint = fingerprint(&f, fps[fp])
+			Remedy: DefaultRemedy(config.CheckStaleWaiver, "")}
+		fp := Fingerprint(&f, 0)
+		f.Fingerprint = Fingerprint(&f, fps[fp])
 		fps[fp]++
 		out = append(out, f)
 	}
 	return out
 }
+
+// Key identifies f by what it is about, set where it is made: what the
+// impact of the stored objects read is joined back to it by (VersionImpact).
+func (f *Finding) Key() string { return f.key }
