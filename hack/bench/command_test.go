@@ -96,7 +96,7 @@ func BenchmarkCommand(b *testing.B) {
 			// validation-floor: the apiserver's own validation of the update
 			// of the old CRD to the new one, alone (apiextensions-apiserver's
 			// ValidateCustomResourceDefinitionUpdate through
-			// crdupgradesafety.ValidateCRD, on CRDs already decoded): work the
+			// apivalidation.ValidateCRD, on CRDs already decoded): work the
 			// whole command cannot skip while apiserverRejects is enabled, so
 			// a lower bound of "ours" (one call of the apiserver's library,
 			// which runs on one core).

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 )
 
 func TestBounds(t *testing.T) {
@@ -144,7 +145,7 @@ func TestExclusiveBounds(t *testing.T) {
 			want: []string{"error exclusiveMinimum v1 ^.spec.x: exclusiveMinimum set: the minimum itself is no longer allowed"}},
 		{name: "exclusiveMinimum unset relaxes", old: `{type: number, minimum: 0, exclusiveMinimum: true}`, new: `{type: number, minimum: 0}`, want: []string{}},
 		{name: "exclusiveMinimum toggle off", old: `{type: number, minimum: 0}`, new: `{type: number, minimum: 0, exclusiveMinimum: true}`,
-			config: toggleOff(config.CheckExclusiveMinimum), want: []string{}},
+			config: enginetest.ToggleOff(config.CheckExclusiveMinimum), want: []string{}},
 		{name: "exclusiveMaximum set", old: `{type: number, maximum: 9}`, new: `{type: number, maximum: 9, exclusiveMaximum: true}`,
 			want: []string{"error exclusiveMaximum v1 ^.spec.x: exclusiveMaximum set: the maximum itself is no longer allowed"}},
 		{name: "exclusiveMaximum added with a new maximum", old: `{type: number}`, new: `{type: number, maximum: 9, exclusiveMaximum: true}`,
@@ -153,6 +154,6 @@ func TestExclusiveBounds(t *testing.T) {
 				"error maximum v1 ^.spec.x: maximum added: (none) -> 9",
 			}},
 		{name: "exclusiveMaximum toggle off", old: `{type: number, maximum: 9}`, new: `{type: number, maximum: 9, exclusiveMaximum: true}`,
-			config: toggleOff(config.CheckExclusiveMaximum), want: []string{}},
+			config: enginetest.ToggleOff(config.CheckExclusiveMaximum), want: []string{}},
 	})
 }

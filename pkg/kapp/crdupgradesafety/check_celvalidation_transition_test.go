@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -58,7 +59,7 @@ func TestTransitionRulesAreNotRatcheted(t *testing.T) {
 	  x-kubernetes-validations: [{rule: "self.mode != 'Legacy'", message: "Legacy is no longer allowed"}]}`
 	ctx := context.Background()
 	object := func(mode string, labels map[string]any) *unstructured.Unstructured {
-		o := widget("v1", "default", "w", map[string]any{"mode": mode})
+		o := enginetest.Widget("v1", "default", "w", map[string]any{"mode": mode})
 		o["metadata"].(map[string]any)["resourceVersion"] = "1"
 		if labels != nil {
 			o["metadata"].(map[string]any)["labels"] = labels
@@ -77,7 +78,7 @@ func TestTransitionRulesAreNotRatcheted(t *testing.T) {
 	}
 
 	t.Run("transition rule", func(t *testing.T) {
-		s := widgetStrategy(t, newCRD(t, testVersion{"v1", true, true, transition}))
+		s := widgetStrategy(t, enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true, Spec: transition}))
 		require.Empty(t, s.Validate(ctx, stored), "a create does not run transition rules")
 		require.Equal(t, []string{"spec: Legacy is no longer allowed"}, ruleErrors(s.ValidateUpdate(ctx, stored, stored)),
 			"an update that leaves the object as it is: not ratcheted")
@@ -86,7 +87,7 @@ func TestTransitionRulesAreNotRatcheted(t *testing.T) {
 		require.Empty(t, s.ValidateUpdate(ctx, migrated, stored), "an update that makes the rule hold passes")
 	})
 	t.Run("rule without oldSelf", func(t *testing.T) {
-		s := widgetStrategy(t, newCRD(t, testVersion{"v1", true, true, plain}))
+		s := widgetStrategy(t, enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true, Spec: plain}))
 		require.Equal(t, []string{"spec: Legacy is no longer allowed"}, ruleErrors(s.Validate(ctx, stored)), "a create runs the rule")
 		require.Empty(t, s.ValidateUpdate(ctx, stored, stored), "an update that leaves the object as it is: ratcheted")
 		require.Empty(t, s.ValidateUpdate(ctx, relabeled, stored), "an update of the labels only: ratcheted")

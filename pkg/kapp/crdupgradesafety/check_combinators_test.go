@@ -6,11 +6,8 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 )
-
-func toggleOff(id string) func(*config.Settings) {
-	return func(c *config.Settings) { c.Checks.SameVersion.Toggles[id] = false }
-}
 
 func TestAllOf(t *testing.T) {
 	runSchemaCases(t, []schemaCase{
@@ -52,15 +49,15 @@ func TestAllOf(t *testing.T) {
 			new:  `{type: object, properties: {a: {type: integer}, b: {type: string}}, allOf: [{properties: {a: {minimum: 1}}}]}`,
 			want: []string{}},
 		{name: "allOf toggle off", old: `{type: integer, allOf: [{minimum: 1}]}`, new: `{type: integer, allOf: [{minimum: 1}, {maximum: 9}]}`,
-			config: toggleOff(config.CheckAllOf), want: []string{}},
+			config: enginetest.ToggleOff(config.CheckAllOf), want: []string{}},
 		{name: "allOf toggle off leaves the keyword checks inside branches on", old: `{type: integer, allOf: [{minimum: 1}]}`, new: `{type: integer, allOf: [{minimum: 2}]}`,
-			config: toggleOff(config.CheckAllOf), want: []string{"error minimum v1 ^.spec.x.allOf[0]: minimum increased: 1 -> 2"}},
+			config: enginetest.ToggleOff(config.CheckAllOf), want: []string{"error minimum v1 ^.spec.x.allOf[0]: minimum increased: 1 -> 2"}},
 		{name: "allOf toggle off: added", old: `{type: integer}`, new: `{type: integer, allOf: [{minimum: 1}]}`,
-			config: toggleOff(config.CheckAllOf), want: []string{}},
+			config: enginetest.ToggleOff(config.CheckAllOf), want: []string{}},
 		{name: "allOf toggle off: property constrained by a branch",
 			old:    `{type: object, properties: {a: {type: integer}}, allOf: [{properties: {}}]}`,
 			new:    `{type: object, properties: {a: {type: integer}}, allOf: [{properties: {a: {minimum: 1}}}]}`,
-			config: toggleOff(config.CheckAllOf), want: []string{}},
+			config: enginetest.ToggleOff(config.CheckAllOf), want: []string{}},
 	})
 }
 
@@ -102,7 +99,7 @@ func TestAnyOf(t *testing.T) {
 		{name: "int-or-string anyOf as controller-gen emits it, reordered", old: controllerGenIntOrString,
 			new: `{x-kubernetes-int-or-string: true, anyOf: [{type: string}, {type: integer}]}`, want: []string{}},
 		{name: "anyOf toggle off", old: `{type: integer, anyOf: [{minimum: 5}, {maximum: 0}]}`, new: `{type: integer, anyOf: [{minimum: 5}]}`,
-			config: toggleOff(config.CheckAnyOf), want: []string{}},
+			config: enginetest.ToggleOff(config.CheckAnyOf), want: []string{}},
 	})
 }
 
@@ -138,9 +135,9 @@ func TestOneOf(t *testing.T) {
 		{name: "enum value removed inside a branch", old: `{type: string, oneOf: [{enum: [a, b]}, {pattern: "^z"}]}`, new: `{type: string, oneOf: [{enum: [a]}, {pattern: "^z"}]}`,
 			want: []string{`error enum v1 ^.spec.x.oneOf[0]: enum values removed: ["b"]`}},
 		{name: "oneOf toggle off", old: `{type: object}`, new: `{type: object, oneOf: [{required: [a]}, {required: [b]}]}`,
-			config: toggleOff(config.CheckOneOf), want: []string{}},
+			config: enginetest.ToggleOff(config.CheckOneOf), want: []string{}},
 		{name: "oneOf toggle off: branch loosened", old: `{type: integer, oneOf: [{maximum: 5}, {minimum: 8}]}`, new: `{type: integer, oneOf: [{maximum: 10}, {minimum: 8}]}`,
-			config: toggleOff(config.CheckOneOf), want: []string{}},
+			config: enginetest.ToggleOff(config.CheckOneOf), want: []string{}},
 	})
 }
 
@@ -171,7 +168,7 @@ func TestNot(t *testing.T) {
 		{name: "documentation edit inside", old: `{type: string, not: {enum: [x], description: "not x"}}`, new: `{type: string, not: {enum: [x], description: "anything but x", title: X}}`,
 			want: []string{}},
 		{name: "not toggle off", old: `{type: string}`, new: `{type: string, not: {enum: [x]}}`,
-			config: toggleOff(config.CheckNot), want: []string{}},
+			config: enginetest.ToggleOff(config.CheckNot), want: []string{}},
 	})
 }
 
@@ -196,15 +193,15 @@ func TestProbeBudget(t *testing.T) {
 	// each level probes every pair, 16^8 probes without a budget.
 	old := `{type: integer, allOf: [` + nestedAllOf(8, 4, 100) + `]}`
 	new := `{type: integer, allOf: [` + nestedAllOf(8, 4, 10) + `]}`
-	fs := Compare(crdWithField(t, old), crdWithField(t, new), nil)
+	fs := Compare(enginetest.CRDWithField(t, old), enginetest.CRDWithField(t, new), nil)
 	if len(fs) == 0 {
 		t.Fatal("want findings: every bound was lowered inside allOf")
 	}
 	// Within the budget the same shape is decided exactly: raising every
 	// bound inside allOf relaxes.
-	small := Compare(crdWithField(t, `{type: integer, allOf: [`+nestedAllOf(3, 3, 10)+`]}`),
-		crdWithField(t, `{type: integer, allOf: [`+nestedAllOf(3, 3, 100)+`]}`), nil)
+	small := Compare(enginetest.CRDWithField(t, `{type: integer, allOf: [`+nestedAllOf(3, 3, 10)+`]}`),
+		enginetest.CRDWithField(t, `{type: integer, allOf: [`+nestedAllOf(3, 3, 100)+`]}`), nil)
 	if len(small) != 0 {
-		t.Fatalf("want no findings, got:\n%s", goldenText(small))
+		t.Fatalf("want no findings, got:\n%s", enginetest.GoldenText(small))
 	}
 }

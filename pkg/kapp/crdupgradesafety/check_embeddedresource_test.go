@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 )
 
 func TestEmbeddedResource(t *testing.T) {
@@ -28,9 +29,9 @@ func TestEmbeddedResource(t *testing.T) {
 		{name: "embedded metadata constrained", old: embedded,
 			new:  `{type: object, x-kubernetes-preserve-unknown-fields: true, x-kubernetes-embedded-resource: true, properties: {metadata: {type: object, properties: {name: {type: string, maxLength: 5}}}}}`,
 			want: []string{"error maxLength v1 ^.spec.x.metadata.name: maxLength added: (none) -> 5 (declared where stored objects may already hold data: every object has metadata)"}},
-		{name: "embeddedResource toggle off", old: open, new: embedded, config: toggleOff(config.CheckEmbeddedResource), want: []string{}},
+		{name: "embeddedResource toggle off", old: open, new: embedded, config: enginetest.ToggleOff(config.CheckEmbeddedResource), want: []string{}},
 		{name: "embeddedResource toggle off: removed", old: `{type: object, x-kubernetes-embedded-resource: true, properties: {spec: {type: object}}}`,
-			new: `{type: object, properties: {spec: {type: object}}}`, config: toggleOff(config.CheckEmbeddedResource), want: []string{}},
+			new: `{type: object, properties: {spec: {type: object}}}`, config: enginetest.ToggleOff(config.CheckEmbeddedResource), want: []string{}},
 		{name: "failMode open does not hide it", old: open, new: embedded,
 			config: func(c *config.Settings) { c.FailMode = config.FailModeOpen }, want: []string{added}},
 	})

@@ -3,8 +3,6 @@ package crdupgradesafety
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
@@ -98,24 +96,4 @@ func objectName(obj map[string]any) string {
 		return ns + "/" + name
 	}
 	return name
-}
-
-// summarize renders validation errors sorted, the first few in full.
-func summarize(errs field.ErrorList) string {
-	msgs := make([]string, len(errs))
-	for i, e := range errs {
-		msgs[i] = e.Error()
-	}
-	return summarizeList(msgs)
-}
-
-// summarizeList renders items sorted, the first few in full.
-func summarizeList(items []string) string {
-	slices.Sort(items)
-	items = slices.Compact(items)
-	const max = 3
-	if len(items) > max {
-		return strings.Join(items[:max], "; ") + fmt.Sprintf("; and %d more", len(items)-max)
-	}
-	return strings.Join(items, "; ")
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
@@ -60,8 +61,8 @@ func TestValidatorsCache(t *testing.T) {
 	c := NewValidators(64)
 	cases := 0
 	for _, gc := range goldenCases(t) {
-		old := parseCRDStrict(t, gc.dir+"/old.yaml", gc.old)
-		new := parseCRDStrict(t, gc.dir+"/new.yaml", gc.new)
+		old := enginetest.ParseCRDStrict(t, gc.dir+"/old.yaml", gc.old)
+		new := enginetest.ParseCRDStrict(t, gc.dir+"/new.yaml", gc.new)
 		for _, version := range VersionsToRead(old, new) {
 			mo, err := newServedSchema(old, version)
 			if err != nil {
@@ -98,7 +99,7 @@ func TestValidatorsCache(t *testing.T) {
 
 	// Another CRD (a copy of the same content), version or shape: built anew.
 	gc := goldenCases(t)[0]
-	crd := parseCRDStrict(t, gc.dir+"/new.yaml", gc.new)
+	crd := enginetest.ParseCRDStrict(t, gc.dir+"/new.yaml", gc.new)
 	version := crd.Spec.Versions[0].Name
 	batch := []any{map[string]any{"spec": map[string]any{}}}
 	a, err := c.get(crd, version, batch)
@@ -115,7 +116,7 @@ func TestValidatorsCache(t *testing.T) {
 // recently used validators, whatever room its entry bound leaves.
 func TestValidatorsEvictByBytes(t *testing.T) {
 	gc := goldenCases(t)[0]
-	crd := parseCRDStrict(t, gc.dir+"/new.yaml", gc.new)
+	crd := enginetest.ParseCRDStrict(t, gc.dir+"/new.yaml", gc.new)
 	version := crd.Spec.Versions[0].Name
 	one := validatorMemory(crd, version)
 	batch := func(key string) []any { return []any{map[string]any{"spec": map[string]any{key: 1}}} }

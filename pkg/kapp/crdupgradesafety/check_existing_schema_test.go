@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -26,14 +27,14 @@ func TestPrunedValidatorsAgreeWithFull(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	var stats pruneStats
 	for _, c := range goldenCases(t) {
-		old := parseCRDStrict(t, c.dir+"/old.yaml", c.old)
-		new := parseCRDStrict(t, c.dir+"/new.yaml", c.new)
+		old := enginetest.ParseCRDStrict(t, c.dir+"/old.yaml", c.old)
+		new := enginetest.ParseCRDStrict(t, c.dir+"/new.yaml", c.new)
 		stats.add(checkPrunedAgree(t, c.name, old, new, r, 24))
 		stats.add(checkPrunedAgree(t, c.name+" (reversed)", new, old, r, 24))
 	}
-	if dir, ok := realCRDDirIfPresent(t); ok {
-		for _, f := range realCRDFilesIn(t, dir) {
-			_, crd := readRealCRD(t, f)
+	if dir, ok := enginetest.RealCRDDirIfPresent(t); ok {
+		for _, f := range enginetest.RealCRDFilesIn(t, dir) {
+			_, crd := enginetest.ReadRealCRD(t, f)
 			stats.add(checkPrunedAgree(t, f, crd, crd, r, 16))
 			if mutated, version, _, _, _ := mutateCRD(r, crd); mutated != nil {
 				stats.add(checkPrunedAgree(t, f+" (mutated)", singleVersion(crd, version), singleVersion(mutated, version), r, 16))
@@ -287,9 +288,9 @@ properties:
 //
 //	go test -run '^$' -bench ValidateExisting ./pkg/kapp/crdupgradesafety/
 func BenchmarkValidateExisting(b *testing.B) {
-	for _, f := range []string{prometheusesCRD, "gateway-api/experimental/gateway.networking.k8s.io_httproutes.yaml",
+	for _, f := range []string{enginetest.PrometheusesCRD, "gateway-api/experimental/gateway.networking.k8s.io_httproutes.yaml",
 		"cluster-api/new/cluster.x-k8s.io_clusters.yaml"} {
-		_, crd := readRealCRD(b, f)
+		_, crd := enginetest.ReadRealCRD(b, f)
 		var version string
 		for _, v := range crd.Spec.Versions {
 			if v.Storage {

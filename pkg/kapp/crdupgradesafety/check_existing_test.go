@@ -6,35 +6,16 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
-
-func widget(version, namespace, name string, spec map[string]any) map[string]any {
-	meta := map[string]any{"name": name}
-	if namespace != "" {
-		meta["namespace"] = namespace
-	}
-	return map[string]any{"apiVersion": "example.com/" + version, "kind": "Widget", "metadata": meta, "spec": spec}
-}
 
 // validateExisting reads objs (of any version) under crd as the new CRD,
 // with no finding to join them to, after an old CRD that accepts any spec
 // (loose): every object the schema rejects is an existingResources finding
 // of its own (a rejection no finding explains).
 func validateExisting(crd *apiextv1.CustomResourceDefinition, objs []map[string]any, cfg *config.Settings) ([]finding.Finding, error) {
-	return validateExistingAfter(loose(crd), crd, objs, cfg)
-}
-
-// loose is crd with every version's spec schema replaced by one that
-// accepts any spec.
-func loose(crd *apiextv1.CustomResourceDefinition) *apiextv1.CustomResourceDefinition {
-	out := crd.DeepCopy()
-	for _, v := range out.Spec.Versions {
-		if v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
-			v.Schema.OpenAPIV3Schema.Properties["spec"] = apiextv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptrTo(true)}
-		}
-	}
-	return out
+	return validateExistingAfter(enginetest.Loose(crd), crd, objs, cfg)
 }
 
 // validateExistingAfter is validateExisting after the old CRD old.
@@ -64,8 +45,8 @@ func TestValidateExisting(t *testing.T) {
 	const schema = `{type: object, properties: {replicas: {type: integer, maximum: 5}, name: {type: string, maxLength: 3},
 		tags: {type: array, maxItems: 1, items: {type: string, enum: [a]}}},
 		x-kubernetes-validations: [{rule: "!has(self.replicas) || self.replicas >= 1", message: "at least one replica"}]}`
-	crd := newCRD(t, testVersion{"v1", true, true, schema}, testVersion{"v2", true, false, `{type: object, properties: {replicas: {type: string}}}`})
-	noSchema := newCRD(t, testVersion{"v1", true, true, ""})
+	crd := enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true, Spec: schema}, enginetest.TestVersion{Name: "v2", Served: true, Storage: false, Spec: `{type: object, properties: {replicas: {type: string}}}`})
+	noSchema := enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true, Spec: ""})
 	noSchema.Spec.Versions[0].Schema = nil
 
 	cases := []struct {
@@ -75,45 +56,45 @@ func TestValidateExisting(t *testing.T) {
 		want   []string
 	}{
 		{name: "valid objects", objs: []map[string]any{
-			widget("v1", "default", "a", map[string]any{"replicas": int64(3), "name": "abc"}),
-			widget("v1", "", "b", map[string]any{}),
-			widget("v2", "default", "c", map[string]any{"replicas": "three"}),
+			enginetest.Widget("v1", "default", "a", map[string]any{"replicas": int64(3), "name": "abc"}),
+			enginetest.Widget("v1", "", "b", map[string]any{}),
+			enginetest.Widget("v2", "default", "c", map[string]any{"replicas": "three"}),
 		}, want: []string{}},
 		{name: "invalid under the OpenAPI schema", objs: []map[string]any{
-			widget("v1", "default", "a", map[string]any{"replicas": int64(10)}),
+			enginetest.Widget("v1", "default", "a", map[string]any{"replicas": int64(10)}),
 		}, want: []string{"error existingResources v1 : existing Widget default/a would be invalid: spec.replicas: Invalid value: 10: spec.replicas in body should be less than or equal to 5; updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused"}},
 		{name: "invalid under a CEL rule", objs: []map[string]any{
-			widget("v1", "default", "a", map[string]any{"replicas": int64(0)}),
+			enginetest.Widget("v1", "default", "a", map[string]any{"replicas": int64(0)}),
 		}, want: []string{"error existingResources v1 : existing Widget default/a would be invalid: spec: Invalid value: at least one replica; updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused"}},
 		{name: "invalid under the schema of its own version only", objs: []map[string]any{
-			widget("v1", "", "a", map[string]any{"replicas": "three"}),
-			widget("v2", "", "b", map[string]any{"replicas": int64(3)}),
+			enginetest.Widget("v1", "", "a", map[string]any{"replicas": "three"}),
+			enginetest.Widget("v2", "", "b", map[string]any{"replicas": int64(3)}),
 		}, want: []string{
 			// A type error keeps the apiserver from running the CEL rules.
 			`error existingResources v1 : existing Widget a would be invalid: spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string"; every write to it is refused, updates included`,
 			`error existingResources v2 : existing Widget b would be invalid: spec.replicas: Invalid value: "integer": spec.replicas in body must be of type string: "integer"` + "; updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
 		}},
 		{name: "many errors are summarized", objs: []map[string]any{
-			widget("v1", "ns", "a", map[string]any{"replicas": int64(9), "name": "abcd", "tags": []any{"b", "c"}}),
+			enginetest.Widget("v1", "ns", "a", map[string]any{"replicas": int64(9), "name": "abcd", "tags": []any{"b", "c"}}),
 		}, want: []string{
 			`error existingResources v1 : existing Widget ns/a would be invalid: spec.name: Too long: may not be more than 3 bytes; spec.replicas: Invalid value: 9: spec.replicas in body should be less than or equal to 5; spec.tags: Too many: 2: must have at most 1 item; and 2 more; updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused`,
 		}},
 		{name: "findings sorted, one per invalid object", objs: []map[string]any{
-			widget("v1", "ns", "z", map[string]any{"replicas": int64(6)}),
-			widget("v1", "ns", "ok", map[string]any{"replicas": int64(1)}),
-			widget("v1", "ns", "m", map[string]any{"replicas": int64(7)}),
+			enginetest.Widget("v1", "ns", "z", map[string]any{"replicas": int64(6)}),
+			enginetest.Widget("v1", "ns", "ok", map[string]any{"replicas": int64(1)}),
+			enginetest.Widget("v1", "ns", "m", map[string]any{"replicas": int64(7)}),
 		}, want: []string{
 			"error existingResources v1 : existing Widget ns/m would be invalid: spec.replicas: Invalid value: 7: spec.replicas in body should be less than or equal to 5; updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
 			"error existingResources v1 : existing Widget ns/z would be invalid: spec.replicas: Invalid value: 6: spec.replicas in body should be less than or equal to 5; updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
 		}},
 		{name: "version missing from the new CRD is skipped", objs: []map[string]any{
-			widget("v1beta1", "default", "a", map[string]any{"replicas": int64(10)}),
+			enginetest.Widget("v1beta1", "default", "a", map[string]any{"replicas": int64(10)}),
 		}, want: []string{}},
 		{name: "existingResources disabled", objs: []map[string]any{
-			widget("v1", "default", "a", map[string]any{"replicas": int64(10)}),
+			enginetest.Widget("v1", "default", "a", map[string]any{"replicas": int64(10)}),
 		}, config: func(c *config.Settings) { c.Checks.CRD.ExistingResources.Enabled = false }, want: []string{}},
 		{name: "warn mode", objs: []map[string]any{
-			widget("v1", "default", "a", map[string]any{"replicas": int64(10)}),
+			enginetest.Widget("v1", "default", "a", map[string]any{"replicas": int64(10)}),
 		}, config: func(c *config.Settings) { c.Mode = config.ModeWarn },
 			want: []string{"warning existingResources v1 : existing Widget default/a would be invalid: spec.replicas: Invalid value: 10: spec.replicas in body should be less than or equal to 5; updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused"}},
 		{name: "no objects", objs: nil, want: []string{}},
@@ -128,12 +109,12 @@ func TestValidateExisting(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ValidateExisting: %v", err)
 			}
-			if got := render(fs); !equalLines(got, tc.want) {
+			if got := enginetest.Render(fs); !enginetest.EqualLines(got, tc.want) {
 				t.Fatalf("findings differ\n got: %q\nwant: %q", got, tc.want)
 			}
 			for _, f := range fs {
-				if f.CRD != testCRDName {
-					t.Errorf("finding names CRD %q, want %q", f.CRD, testCRDName)
+				if f.CRD != enginetest.TestCRDName {
+					t.Errorf("finding names CRD %q, want %q", f.CRD, enginetest.TestCRDName)
 				}
 			}
 		})
@@ -143,12 +124,12 @@ func TestValidateExisting(t *testing.T) {
 	// a warning, whatever unaffectedEnforcement, not a rejection.
 	t.Run("already invalid under the old CRD: a note", func(t *testing.T) {
 		fs, err := validateExistingAfter(crd, crd, []map[string]any{
-			widget("v1", "default", "a", map[string]any{"replicas": int64(10)}),
-			widget("v1", "default", "b", map[string]any{"replicas": int64(3)}),
+			enginetest.Widget("v1", "default", "a", map[string]any{"replicas": int64(10)}),
+			enginetest.Widget("v1", "default", "b", map[string]any{"replicas": int64(3)}),
 		}, nil)
 		want := []string{"warning existingResources v1 : existing Widget default/a is already invalid under the old CRD and still is, which the update does not change: spec.replicas: Invalid value: 10: spec.replicas in body should be less than or equal to 5"}
-		if err != nil || !equalLines(render(fs), want) {
-			t.Fatalf("got %q, %v; want %q", render(fs), err, want)
+		if err != nil || !enginetest.EqualLines(enginetest.Render(fs), want) {
+			t.Fatalf("got %q, %v; want %q", enginetest.Render(fs), err, want)
 		}
 		if fs[0].Object == nil || !fs[0].Object.AlreadyInvalid || fs[0].Impact != nil || fs[0].DataLoss {
 			t.Fatalf("the note's facts: %+v", fs[0])
@@ -157,27 +138,27 @@ func TestValidateExisting(t *testing.T) {
 	// A status the schema rejects, where the version has the status
 	// subresource: only status writes are refused, told as such.
 	t.Run("status rejected with the status subresource", func(t *testing.T) {
-		withSub := withStatus(t, newCRD(t, testVersion{"v1", true, true, ""}), `{type: object, properties: {phase: {type: string, enum: [Ready]}}}`, true)
-		old := withStatus(t, newCRD(t, testVersion{"v1", true, true, ""}), `{type: object, properties: {phase: {type: string}}}`, true)
-		obj := widget("v1", "default", "a", map[string]any{})
+		withSub := enginetest.WithStatus(t, enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true, Spec: ""}), `{type: object, properties: {phase: {type: string, enum: [Ready]}}}`, true)
+		old := enginetest.WithStatus(t, enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true, Spec: ""}), `{type: object, properties: {phase: {type: string}}}`, true)
+		obj := enginetest.Widget("v1", "default", "a", map[string]any{})
 		obj["status"] = map[string]any{"phase": "Pending"}
 		fs, err := validateExistingAfter(old, withSub, []map[string]any{obj}, nil)
 		want := []string{`error existingResources v1 : existing Widget default/a would have its status writes refused: status.phase: Unsupported value: "Pending": supported values: "Ready"; only writes of the status (its controller's) are refused: a create drops status and an update of the object keeps the stored one; status writes that leave these fields alone still pass (validation ratcheting)`}
-		if err != nil || !equalLines(render(fs), want) {
-			t.Fatalf("got %q, %v; want %q", render(fs), err, want)
+		if err != nil || !enginetest.EqualLines(enginetest.Render(fs), want) {
+			t.Fatalf("got %q, %v; want %q", enginetest.Render(fs), err, want)
 		}
 	})
 	t.Run("version without a schema is skipped", func(t *testing.T) {
-		fs, err := validateExisting(noSchema, []map[string]any{widget("v1", "", "a", map[string]any{"x": int64(1)})}, nil)
+		fs, err := validateExisting(noSchema, []map[string]any{enginetest.Widget("v1", "", "a", map[string]any{"x": int64(1)})}, nil)
 		if err != nil || len(fs) != 0 {
-			t.Fatalf("got %q, %v; want no findings", render(fs), err)
+			t.Fatalf("got %q, %v; want no findings", enginetest.Render(fs), err)
 		}
 	})
 	t.Run("nil config uses the defaults", func(t *testing.T) {
-		fs, err := validateExisting(crd, []map[string]any{widget("v1", "", "a", map[string]any{"replicas": int64(10)})}, nil)
+		fs, err := validateExisting(crd, []map[string]any{enginetest.Widget("v1", "", "a", map[string]any{"replicas": int64(10)})}, nil)
 		want := []string{"error existingResources v1 : existing Widget a would be invalid: spec.replicas: Invalid value: 10: spec.replicas in body should be less than or equal to 5; updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused"}
-		if err != nil || !equalLines(render(fs), want) {
-			t.Fatalf("got %q, %v; want %q", render(fs), err, want)
+		if err != nil || !enginetest.EqualLines(enginetest.Render(fs), want) {
+			t.Fatalf("got %q, %v; want %q", enginetest.Render(fs), err, want)
 		}
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/relang"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
@@ -95,20 +96,20 @@ func TestNumericFormat(t *testing.T) {
 				if v != "default" {
 					cfg = at(v)
 				}
-				assertFindings(t, crdWithField(t, tc.pair.old), crdWithField(t, tc.pair.new), cfg, want)
+				assertFindings(t, enginetest.CRDWithField(t, tc.pair.old), enginetest.CRDWithField(t, tc.pair.new), cfg, want)
 			})
 		}
 	}
 	t.Run("toggle off", func(t *testing.T) {
-		assertFindings(t, crdWithField(t, `{type: integer}`), crdWithField(t, `{type: integer, format: int32}`),
+		assertFindings(t, enginetest.CRDWithField(t, `{type: integer}`), enginetest.CRDWithField(t, `{type: integer, format: int32}`),
 			func(c *config.Settings) { c.Checks.SameVersion.Toggles[config.CheckFormat] = false }, []string{})
 	})
 	t.Run("the fact fields", func(t *testing.T) {
-		fs := Compare(crdWithField(t, `{type: integer}`), crdWithField(t, `{type: integer, format: int32}`), nil)
+		fs := Compare(enginetest.CRDWithField(t, `{type: integer}`), enginetest.CRDWithField(t, `{type: integer, format: int32}`), nil)
 		if len(fs) != 1 || fs[0].KubeVersionSince != "1.37" || fs[0].KubeVersion != "1.37" {
 			t.Fatalf("findings %#v", fs)
 		}
-		fs = Compare(crdWithField(t, `{type: string}`), crdWithField(t, `{type: string, format: email}`), nil)
+		fs = Compare(enginetest.CRDWithField(t, `{type: string}`), enginetest.CRDWithField(t, `{type: string, format: email}`), nil)
 		if len(fs) != 1 || fs[0].KubeVersionSince != "" || fs[0].KubeVersion != "" {
 			t.Fatalf("a string format's verdict depends on no version: %#v", fs)
 		}
@@ -149,7 +150,7 @@ func TestNumericFormatsAgreeWithAPIServer(t *testing.T) {
 			if ver == "1.35" {
 				format = "" // 1.35's number validator sees no format
 			}
-			return schemaValidator(t, schema(typ, format))
+			return enginetest.SchemaValidator(t, schema(typ, format))
 		}
 		for typ, fs := range formats {
 			for _, of := range fs {
@@ -170,12 +171,12 @@ func TestNumericFormatsAgreeWithAPIServer(t *testing.T) {
 						}
 						cfg := config.Default()
 						cfg.KubeVersion = kv
-						findings := Compare(crdWithField(t, schema(typ, of)), crdWithField(t, schema(typ, nf)), &cfg)
+						findings := Compare(enginetest.CRDWithField(t, schema(typ, of)), enginetest.CRDWithField(t, schema(typ, nf)), &cfg)
 						switch {
 						case len(findings) == 0 && len(rejected) > 0:
 							t.Errorf("no finding, but the apiserver rejects %s", strings.Join(rejected, "; "))
 						case len(findings) > 0 && len(rejected) == 0:
-							t.Errorf("findings %q, but the apiserver rejects no sample value", render(findings))
+							t.Errorf("findings %q, but the apiserver rejects no sample value", enginetest.Render(findings))
 						}
 					})
 				}
@@ -199,7 +200,7 @@ func TestNumericFormatImpact(t *testing.T) {
 	want := []string{`error format ^.spec.amount: format changed: "int64" -> "int32" (values beyond the int32 range -2147483648..2147483647 are rejected) (Kubernetes 1.37 and later; judged for 1.37): ` +
 		`1 of 2 stored Widgets rejected: default/big (Invalid value: "": Checked value must be of type integer with format int32 in spec.amount); ` +
 		`updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused`}
-	if !equalLines(lines, want) {
+	if !enginetest.EqualLines(lines, want) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
 }
@@ -360,13 +361,13 @@ func TestFormatRelaxedToUnrecognizedAgreesWithAPIServer(t *testing.T) {
 					}
 					return `{type: string, format: "` + f + `"}`
 				}
-				if got := render(Compare(crdWithField(t, same(name)), crdWithField(t, same(g)), ptr(config.Default()))); len(got) > 0 {
+				if got := enginetest.Render(Compare(enginetest.CRDWithField(t, same(name)), enginetest.CRDWithField(t, same(g)), enginetest.Ptr(config.Default()))); len(got) > 0 {
 					t.Errorf("%s -> %q relaxes, but the engine reports %q", name, g, got)
 				}
 				if g == "" || g == "password" {
 					return // no format added, or one that accepts every string
 				}
-				if got := render(Compare(crdWithField(t, same(g)), crdWithField(t, same(name)), ptr(config.Default()))); len(got) != 1 {
+				if got := enginetest.Render(Compare(enginetest.CRDWithField(t, same(g)), enginetest.CRDWithField(t, same(name)), enginetest.Ptr(config.Default()))); len(got) != 1 {
 					t.Errorf("%q -> %s tightens, but the engine reports %q", g, name, got)
 				}
 			})

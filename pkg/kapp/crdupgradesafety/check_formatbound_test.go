@@ -8,6 +8,7 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 )
 
@@ -81,7 +82,7 @@ func TestFormatBoundsAgreeWithAPIServer(t *testing.T) {
 				}
 				schema = strings.NewReplacer("{type: integer}", "{}", "{type: number}", "{}").Replace(schema)
 			}
-			return schemaValidator(t, schema)
+			return enginetest.SchemaValidator(t, schema)
 		}
 		for _, tc := range cases {
 			t.Run(ver+"/"+tc.old+"->"+tc.new, func(t *testing.T) {
@@ -115,20 +116,20 @@ func TestFormatBoundsAgreeWithAPIServer(t *testing.T) {
 				cfg.KubeVersion = kv
 				var found []string
 				outside := false
-				for _, f := range Compare(crdWithField(t, tc.old), crdWithField(t, tc.new), &cfg) {
+				for _, f := range Compare(enginetest.CRDWithField(t, tc.old), enginetest.CRDWithField(t, tc.new), &cfg) {
 					switch f.Change.Kind {
 					case "outsideFormat":
 						outside = true
 						if f.KubeVersionSince != "1.37" {
-							t.Errorf("want a finding from 1.37 on, got %q (since %q)", render([]finding.Finding{f}), f.KubeVersionSince)
+							t.Errorf("want a finding from 1.37 on, got %q (since %q)", enginetest.Render([]finding.Finding{f}), f.KubeVersionSince)
 						}
 					case "integersRejected":
 					default:
 						continue
 					}
-					found = append(found, strings.Join(render([]finding.Finding{f}), ""))
+					found = append(found, strings.Join(enginetest.Render([]finding.Finding{f}), ""))
 					if f.Severity != finding.SeverityError {
-						t.Errorf("want an error, got %q", render([]finding.Finding{f}))
+						t.Errorf("want an error, got %q", enginetest.Render([]finding.Finding{f}))
 					}
 				}
 				switch {
@@ -147,21 +148,21 @@ func TestFormatBoundsAgreeWithAPIServer(t *testing.T) {
 // TestFormatBoundFinding: the finding of the issue's example, as the
 // outputs print it, under the maximum check's ID and configuration.
 func TestFormatBoundFinding(t *testing.T) {
-	old := crdWithField(t, `{type: integer, format: int32, maximum: 10}`)
-	new := crdWithField(t, `{type: integer, format: int32, maximum: 3000000000}`)
+	old := enginetest.CRDWithField(t, `{type: integer, format: int32, maximum: 10}`)
+	new := enginetest.CRDWithField(t, `{type: integer, format: int32, maximum: 3000000000}`)
 	cfg := config.Default()
-	got := render(Compare(old, new, &cfg))
+	got := enginetest.Render(Compare(old, new, &cfg))
 	want := []string{`error maximum v1 ^.spec.x: maximum 10 -> 3e+09: not a value of integer with format int32, so the apiserver rejects every value of the field (Kubernetes 1.37 and later; judged for 1.37)`}
-	if !equalLines(got, want) {
+	if !enginetest.EqualLines(got, want) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	cfg.Checks.SameVersion.Maximum.Enabled = false
-	if got := render(Compare(old, new, &cfg)); len(got) != 0 {
+	if got := enginetest.Render(Compare(old, new, &cfg)); len(got) != 0 {
 		t.Errorf("maximum disabled: got %q", got)
 	}
 	cfg = config.Default()
 	cfg.KubeVersion = config.SupportedKubeVersions[0]
-	if got := render(Compare(old, new, &cfg)); len(got) != 0 {
+	if got := enginetest.Render(Compare(old, new, &cfg)); len(got) != 0 {
 		t.Errorf("judged for 1.35: got %q", got)
 	}
 }
@@ -181,7 +182,7 @@ func TestFormatBoundImpact(t *testing.T) {
 	want := []string{`error maximum ^.spec.amount: maximum 10 -> 3e+09: not a value of integer with format int32, so the apiserver rejects every value of the field (Kubernetes 1.37 and later; judged for 1.37): ` +
 		`1 of 2 stored Widgets rejected: default/seven (Invalid value: "": Maximum boundary value must be of type integer with format int32 in spec.amount); ` +
 		`updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused`}
-	if !equalLines(lines, want) {
+	if !enginetest.EqualLines(lines, want) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -7,10 +7,9 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
-	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/apivalidation"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
-	"sigs.k8s.io/yaml"
 )
 
 func TestIgnoredKeywords(t *testing.T) {
@@ -103,10 +102,10 @@ func TestIgnoredKeywordsAgreeWithAPIServer(t *testing.T) {
 			t.Run(typ+"/"+kw, func(t *testing.T) {
 				base := "type: " + typ + items[typ]
 				old, new := "{"+base+"}", "{"+base+", "+kw+"}"
-				if errs := ValidateCRD(context.Background(), nil, crdWithField(t, new)); len(errs) > 0 {
+				if errs := apivalidation.ValidateCRD(context.Background(), nil, enginetest.CRDWithField(t, new)); len(errs) > 0 {
 					t.Fatalf("the apiserver refuses %s: %v", new, errs)
 				}
-				without, with := schemaValidator(t, old), schemaValidator(t, new)
+				without, with := enginetest.SchemaValidator(t, old), enginetest.SchemaValidator(t, new)
 				var rejected []string
 				for _, v := range samples[typ] {
 					if len(validation.ValidateCustomResource(nil, v, without)) > 0 {
@@ -116,41 +115,14 @@ func TestIgnoredKeywordsAgreeWithAPIServer(t *testing.T) {
 						rejected = append(rejected, fmt.Sprintf("%#v: %v", v, errs.ToAggregate()))
 					}
 				}
-				findings := Compare(crdWithField(t, old), crdWithField(t, new), ptr(config.Default()))
+				findings := Compare(enginetest.CRDWithField(t, old), enginetest.CRDWithField(t, new), enginetest.Ptr(config.Default()))
 				switch {
 				case len(findings) == 0 && len(rejected) > 0:
 					t.Errorf("no finding, but the apiserver rejects %s", strings.Join(rejected, "; "))
 				case len(findings) > 0 && len(rejected) == 0:
-					t.Errorf("findings %q, but the apiserver rejects no sample value", render(findings))
+					t.Errorf("findings %q, but the apiserver rejects no sample value", enginetest.Render(findings))
 				}
 			})
 		}
 	}
-}
-
-func ptr[T any](v T) *T { return &v }
-
-// schemaValidator is the apiserver's OpenAPI schema validator of a schema
-// (YAML), as it validates custom resources.
-func schemaValidator(t *testing.T, schemaYAML string) validation.SchemaValidator {
-	t.Helper()
-	var v1 apiextv1.JSONSchemaProps
-	if err := yaml.UnmarshalStrict([]byte(schemaYAML), &v1); err != nil {
-		t.Fatal(err)
-	}
-	return schemaValidatorOf(t, &v1)
-}
-
-// schemaValidatorOf is the apiserver's validator of a v1 schema.
-func schemaValidatorOf(t *testing.T, v1 *apiextv1.JSONSchemaProps) validation.SchemaValidator {
-	t.Helper()
-	internal := &apiextensions.JSONSchemaProps{}
-	if err := apiextv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v1, internal, nil); err != nil {
-		t.Fatal(err)
-	}
-	v, _, err := validation.NewSchemaValidator(internal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
 }

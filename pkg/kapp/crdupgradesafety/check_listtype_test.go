@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 )
 
 func TestListType(t *testing.T) {
@@ -78,7 +79,7 @@ func TestListType(t *testing.T) {
 			want:   []string{}},
 		{name: "exemption of a warning keeps it a warning", old: `{type: array, x-kubernetes-list-type: set, items: {type: string}}`, new: `{type: array, items: {type: string}}`,
 			config: func(c *config.Settings) {
-				c.Waivers = []config.Waiver{{CRD: testCRDName, Reason: "ok"}}
+				c.Waivers = []config.Waiver{{CRD: enginetest.TestCRDName, Reason: "ok"}}
 			},
 			want: []string{"warning listType v1 ^.spec.x: " + setToAtomic + " (exempted: ok)"}},
 	})

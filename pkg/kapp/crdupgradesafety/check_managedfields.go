@@ -10,12 +10,6 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
-// EffectSSARefused: every server-side apply of the object is refused: a
-// managedFields entry names a version the CRD no longer has, which the
-// apiserver cannot convert the object to ("request to convert CR to an
-// invalid group/version").
-const EffectSSARefused finding.Effect = "server-side apply refused"
-
 // ManagedFieldsReader is the managedFields live check: it reads the stored
 // objects of an updated CRD (any version: managedFields do not change with
 // the version read) and counts those whose metadata.managedFields entries
@@ -159,7 +153,7 @@ func (r *ManagedFieldsReader) Findings(cfg *config.Settings) []finding.Finding {
 		}
 		for i := before; i < len(p.Findings); i++ {
 			imp := &finding.Impact{Source: finding.SourceCluster, Kind: r.kind, Objects: r.objects, Affected: a.objects, VersionAffected: a.objects,
-				Effects: []finding.EffectCount{{Effect: EffectSSARefused, Objects: a.objects, Examples: a.examples}}}
+				Effects: []finding.EffectCount{{Effect: finding.EffectSSARefused, Objects: a.objects, Examples: a.examples}}}
 			p.Findings[i].Impact = imp
 			p.Findings[i].Remedy = p.Findings[i].Remedy.WithObjects(imp)
 		}

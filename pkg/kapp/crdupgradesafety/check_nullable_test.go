@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 )
 
 func TestNullable(t *testing.T) {
@@ -14,6 +15,6 @@ func TestNullable(t *testing.T) {
 			want: []string{"error nullable v1 ^.spec.x: nullable removed: null values are no longer allowed"}},
 		{name: "nullable added relaxes", old: `{type: string}`, new: `{type: string, nullable: true}`, want: []string{}},
 		{name: "nullable toggle off", old: `{type: string, nullable: true}`, new: `{type: string}`,
-			config: toggleOff(config.CheckNullable), want: []string{}},
+			config: enginetest.ToggleOff(config.CheckNullable), want: []string{}},
 	})
 }

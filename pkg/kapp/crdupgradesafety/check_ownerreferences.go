@@ -12,16 +12,6 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
-// EffectGCStopped: the object names the removed version in an
-// ownerReference; the garbage collector can no longer resolve its owner, so
-// it is no longer deleted with it (kubernetes/kubernetes#102641).
-const EffectGCStopped finding.Effect = "garbage collection stopped"
-
-// DependentsRBACCommand regenerates the webhook's role with list on every
-// resource, where dependents live, and applies it (docs/webhook.md,
-// "Least privilege").
-const DependentsRBACCommand = "kapp tools crd-upgrade-safety-webhook rbac --dependents | kapp deploy -a crd-upgrade-safety-rbac -f - -y"
-
 // OwnerReferencesReader is the ownerReferences live check: when an update
 // removes versions of a CRD, the objects of any kind whose ownerReferences
 // name the CRD's kind at one of them (read as metadata by the caller) are
@@ -136,7 +126,7 @@ func (r *OwnerReferencesReader) Findings(cfg *config.Settings) []finding.Finding
 				"resolve their owner, so they are no longer deleted with it", v, strings.Join(resources, ", "))
 		for i := before; i < len(p.Findings); i++ {
 			imp := &finding.Impact{Source: finding.SourceCluster, Kind: "object", Objects: r.read, Affected: a.objects, VersionAffected: a.objects,
-				Effects: []finding.EffectCount{{Effect: EffectGCStopped, Objects: a.objects, Examples: a.examples}}}
+				Effects: []finding.EffectCount{{Effect: finding.EffectGCStopped, Objects: a.objects, Examples: a.examples}}}
 			p.Findings[i].Impact = imp
 			p.Findings[i].Remedy = p.Findings[i].Remedy.WithObjects(imp)
 		}
@@ -160,12 +150,12 @@ func (r *OwnerReferencesReader) Findings(cfg *config.Settings) []finding.Finding
 		slices.Sort(forbidden)
 		remedy := &finding.Remedy{Action: finding.RemedyReadDependents, Resources: forbidden}
 		if len(forbidden) > 0 {
-			remedy.Command = DependentsRBACCommand
+			remedy.Command = finding.DependentsRBACCommand
 		}
 		p.CRDLevelWith(level, "", config.CheckOwnerReferences, remedy, finding.Change{Kind: "unreadable", New: strings.Join(names, ",")},
 			"the ownerReferences of %d %s could not be read, so dependents of the removed %s there are unknown (failMode %s): %s",
 			len(r.unreadable), plural.Of(len(r.unreadable), "resource", "resources"), plural.Of(len(r.removed), "version", "versions"),
-			p.Settings.FailMode, summarizeList(why))
+			p.Settings.FailMode, finding.SummarizeList(why))
 	}
 	return p.Findings
 }

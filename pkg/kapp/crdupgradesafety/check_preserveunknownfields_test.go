@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -37,19 +38,19 @@ func TestCRDPreserveUnknownFields(t *testing.T) {
 	keep := func(b bool) func(*apiextv1.CustomResourceDefinition) {
 		return func(c *apiextv1.CustomResourceDefinition) { c.Spec.PreserveUnknownFields = b }
 	}
-	v1 := testVersion{"v1", true, true, ""}
+	v1 := enginetest.TestVersion{Name: "v1", Served: true, Storage: true, Spec: ""}
 	const disabled = "error preserveUnknownFields  ^: data loss: spec.preserveUnknownFields: true -> false: pruning starts, unknown fields of existing objects would be dropped"
 	runCRDCases(t, []crdCase{
-		{name: "true -> false", old: with(newCRD(t, v1), keep(true)), new: newCRD(t, v1), want: []string{disabled}},
-		{name: "false -> true", old: newCRD(t, v1), new: with(newCRD(t, v1), keep(true)), want: []string{}},
-		{name: "true kept", old: with(newCRD(t, v1), keep(true)), new: with(newCRD(t, v1), keep(true)), want: []string{}},
-		{name: "toggle off", old: with(newCRD(t, v1), keep(true)), new: newCRD(t, v1),
+		{name: "true -> false", old: enginetest.With(enginetest.NewCRD(t, v1), keep(true)), new: enginetest.NewCRD(t, v1), want: []string{disabled}},
+		{name: "false -> true", old: enginetest.NewCRD(t, v1), new: enginetest.With(enginetest.NewCRD(t, v1), keep(true)), want: []string{}},
+		{name: "true kept", old: enginetest.With(enginetest.NewCRD(t, v1), keep(true)), new: enginetest.With(enginetest.NewCRD(t, v1), keep(true)), want: []string{}},
+		{name: "toggle off", old: enginetest.With(enginetest.NewCRD(t, v1), keep(true)), new: enginetest.NewCRD(t, v1),
 			config: func(c *config.Settings) {
 				c.Checks.SameVersion.Toggles[config.CheckPreserveUnknownFields] = false
 			}, want: []string{}},
-		{name: "sameVersion off", old: with(newCRD(t, v1), keep(true)), new: newCRD(t, v1),
+		{name: "sameVersion off", old: enginetest.With(enginetest.NewCRD(t, v1), keep(true)), new: enginetest.NewCRD(t, v1),
 			config: func(c *config.Settings) { c.Checks.SameVersion.Enabled = false }, want: []string{}},
-		{name: "warn mode", old: with(newCRD(t, v1), keep(true)), new: newCRD(t, v1),
+		{name: "warn mode", old: enginetest.With(enginetest.NewCRD(t, v1), keep(true)), new: enginetest.NewCRD(t, v1),
 			config: func(c *config.Settings) { c.Mode = config.ModeWarn }, want: []string{"warning" + disabled[len("error"):]}},
 	})
 }

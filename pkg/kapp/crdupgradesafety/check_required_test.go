@@ -5,6 +5,7 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -61,16 +62,16 @@ func TestRequired(t *testing.T) {
 // apiserver's own validation (the reader runs its pruning, defaulting and
 // custom resource strategy).
 func TestRequiredWithSameDefaultAgreesWithAPIServer(t *testing.T) {
-	oldCRD := newCRD(t, testVersion{"v1", true, true, `{type: object, properties: {size: {type: string, default: M}}}`})
-	withDefault := newCRD(t, testVersion{"v1", true, true, `{type: object, required: [size], properties: {size: {type: string, default: M}}}`})
+	oldCRD := enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true, Spec: `{type: object, properties: {size: {type: string, default: M}}}`})
+	withDefault := enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true, Spec: `{type: object, required: [size], properties: {size: {type: string, default: M}}}`})
 	assert.Empty(t, Compare(oldCRD, withDefault, nil))
 
 	r, err := NewObjectReader(oldCRD, withDefault, "v1", finding.SourceSamples, nil, nil)
 	require.NoError(t, err)
 	r.Read([]map[string]any{
-		widget("v1", "ns", "absent", map[string]any{}),
-		widget("v1", "ns", "null", map[string]any{"size": nil}),
-		widget("v1", "ns", "set", map[string]any{"size": "L"}),
+		enginetest.Widget("v1", "ns", "absent", map[string]any{}),
+		enginetest.Widget("v1", "ns", "null", map[string]any{"size": nil}),
+		enginetest.Widget("v1", "ns", "set", map[string]any{"size": "L"}),
 	})
 	res := r.Result()
 	assert.Equal(t, 3, res.Objects())
@@ -78,9 +79,9 @@ func TestRequiredWithSameDefaultAgreesWithAPIServer(t *testing.T) {
 	assert.Empty(t, res.Residual)
 
 	// Without the default, the same objects are refused: the test can fail.
-	noDefault := newCRD(t, testVersion{"v1", true, true, `{type: object, required: [size], properties: {size: {type: string}}}`})
+	noDefault := enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true, Spec: `{type: object, required: [size], properties: {size: {type: string}}}`})
 	r, err = NewObjectReader(oldCRD, noDefault, "v1", finding.SourceSamples, nil, nil)
 	require.NoError(t, err)
-	r.Read([]map[string]any{widget("v1", "ns", "absent", map[string]any{})})
+	r.Read([]map[string]any{enginetest.Widget("v1", "ns", "absent", map[string]any{})})
 	assert.Equal(t, 1, r.Result().Affected)
 }

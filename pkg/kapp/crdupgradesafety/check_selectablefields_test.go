@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -19,20 +20,20 @@ func withSelectableFields(paths ...string) func(*apiextv1.CustomResourceDefiniti
 }
 
 func TestSelectableFields(t *testing.T) {
-	v1 := testVersion{"v1", true, true, `{type: object, properties: {color: {type: string}, size: {type: string}}}`}
+	v1 := enginetest.TestVersion{Name: "v1", Served: true, Storage: true, Spec: `{type: object, properties: {color: {type: string}, size: {type: string}}}`}
 	runCRDCases(t, []crdCase{
-		{name: "unchanged", old: with(newCRD(t, v1), withSelectableFields(".spec.color")), new: with(newCRD(t, v1), withSelectableFields(".spec.color")), want: []string{}},
-		{name: "reordered", old: with(newCRD(t, v1), withSelectableFields(".spec.color", ".spec.size")),
-			new: with(newCRD(t, v1), withSelectableFields(".spec.size", ".spec.color")), want: []string{}},
-		{name: "added", old: with(newCRD(t, v1), withSelectableFields(".spec.color")), new: with(newCRD(t, v1), withSelectableFields(".spec.color", ".spec.size")), want: []string{}},
-		{name: "removed", old: with(newCRD(t, v1), withSelectableFields(".spec.color", ".spec.size")), new: with(newCRD(t, v1), withSelectableFields(".spec.color")),
+		{name: "unchanged", old: enginetest.With(enginetest.NewCRD(t, v1), withSelectableFields(".spec.color")), new: enginetest.With(enginetest.NewCRD(t, v1), withSelectableFields(".spec.color")), want: []string{}},
+		{name: "reordered", old: enginetest.With(enginetest.NewCRD(t, v1), withSelectableFields(".spec.color", ".spec.size")),
+			new: enginetest.With(enginetest.NewCRD(t, v1), withSelectableFields(".spec.size", ".spec.color")), want: []string{}},
+		{name: "added", old: enginetest.With(enginetest.NewCRD(t, v1), withSelectableFields(".spec.color")), new: enginetest.With(enginetest.NewCRD(t, v1), withSelectableFields(".spec.color", ".spec.size")), want: []string{}},
+		{name: "removed", old: enginetest.With(enginetest.NewCRD(t, v1), withSelectableFields(".spec.color", ".spec.size")), new: enginetest.With(enginetest.NewCRD(t, v1), withSelectableFields(".spec.color")),
 			want: []string{`error selectableFields v1 : selectable field ".spec.size" removed: field selectors on it are rejected`}},
-		{name: "all removed", old: with(newCRD(t, v1), withSelectableFields(".spec.color", ".spec.size")), new: newCRD(t, v1),
+		{name: "all removed", old: enginetest.With(enginetest.NewCRD(t, v1), withSelectableFields(".spec.color", ".spec.size")), new: enginetest.NewCRD(t, v1),
 			want: []string{
 				`error selectableFields v1 : selectable field ".spec.color" removed: field selectors on it are rejected`,
 				`error selectableFields v1 : selectable field ".spec.size" removed: field selectors on it are rejected`,
 			}},
-		{name: "selectableFields disabled", old: with(newCRD(t, v1), withSelectableFields(".spec.color")), new: newCRD(t, v1),
+		{name: "selectableFields disabled", old: enginetest.With(enginetest.NewCRD(t, v1), withSelectableFields(".spec.color")), new: enginetest.NewCRD(t, v1),
 			config: func(c *config.Settings) { c.Checks.CRD.SelectableFields.Enabled = false }, want: []string{}},
 	})
 }

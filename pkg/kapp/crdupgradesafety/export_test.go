@@ -23,13 +23,3 @@ func ReadImpactWith(t *testing.T, oldSpec, newSpec string, objs []map[string]any
 	out, _ := readImpactWith(t, oldSpec, newSpec, objs, cfg, opts)
 	return out
 }
-
-// Widget is widget.
-var Widget = widget
-
-// TestCRDName is testCRDName.
-const TestCRDName = testCRDName
-
-// SetRenderMessage sets how this package's tests compose a finding's
-// message (report.Message).
-func SetRenderMessage(f func(finding.Finding) string) { renderMessage = f }

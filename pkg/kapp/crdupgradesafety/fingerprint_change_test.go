@@ -8,6 +8,7 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -23,7 +24,7 @@ type fpChangeCase struct {
 // news[variant] (schemas as YAML).
 func fpField(check, old string, news ...string) fpChangeCase {
 	return fpChangeCase{check: check, run: func(t *testing.T, variant int, cfg *config.Settings) []finding.Finding {
-		return Compare(crdWithField(t, old), crdWithField(t, news[variant]), cfg)
+		return Compare(enginetest.CRDWithField(t, old), enginetest.CRDWithField(t, news[variant]), cfg)
 	}}
 }
 
@@ -62,15 +63,15 @@ var fpFixedContent = map[string]string{
 // waive the other. Every check ID is covered here or in fpFixedContent.
 func TestFingerprintCoversTheChange(t *testing.T) {
 	twoVersions := func(t *testing.T, v2 string) (*apiextv1.CustomResourceDefinition, *apiextv1.CustomResourceDefinition) {
-		old := crdWithField(t, "{type: string, maxLength: 9}")
-		new := crdWithField(t, "{type: string, maxLength: 9}")
-		second := crdWithField(t, v2).Spec.Versions[0]
+		old := enginetest.CRDWithField(t, "{type: string, maxLength: 9}")
+		new := enginetest.CRDWithField(t, "{type: string, maxLength: 9}")
+		second := enginetest.CRDWithField(t, v2).Spec.Versions[0]
 		second.Name, second.Storage = "v2", false
 		new.Spec.Versions = append(new.Spec.Versions, second)
 		return old, new
 	}
 	withVersions := func(t *testing.T, edit func(vs []apiextv1.CustomResourceDefinitionVersion) []apiextv1.CustomResourceDefinitionVersion) *apiextv1.CustomResourceDefinition {
-		crd := crdWithField(t, "{type: string}")
+		crd := enginetest.CRDWithField(t, "{type: string}")
 		alpha := crd.Spec.Versions[0]
 		alpha.Name, alpha.Storage = "v1alpha1", false
 		crd.Spec.Versions = append(crd.Spec.Versions, alpha)
@@ -123,8 +124,8 @@ func TestFingerprintCoversTheChange(t *testing.T) {
 		fpField(config.CheckType, "{type: string}", "{type: integer}", "{type: boolean}"),
 		fpField(config.CheckUnhandled, "{type: string}", "{type: string, items: {type: string}}", "{type: string, items: {type: integer}}"),
 		fpPair(config.CheckExistingFieldRemoval, func(t *testing.T, variant int) (*apiextv1.CustomResourceDefinition, *apiextv1.CustomResourceDefinition) {
-			return oracleCRD(t, `{type: object, properties: {spec: {type: object, properties: {y: {type: string}, x: `+[]string{"{type: string}", "{type: integer}"}[variant]+`}}}}`, false),
-				oracleCRD(t, `{type: object, properties: {spec: {type: object, properties: {y: {type: string}}}}}`, false)
+			return enginetest.OracleCRD(t, `{type: object, properties: {spec: {type: object, properties: {y: {type: string}, x: `+[]string{"{type: string}", "{type: integer}"}[variant]+`}}}}`, false),
+				enginetest.OracleCRD(t, `{type: object, properties: {spec: {type: object, properties: {y: {type: string}}}}}`, false)
 		}),
 		fpPair(config.CheckServedVersion, func(t *testing.T, variant int) (*apiextv1.CustomResourceDefinition, *apiextv1.CustomResourceDefinition) {
 			return twoVersions(t, []string{"{type: string, maxLength: 5}", "{type: string, maxLength: 4}"}[variant])
@@ -132,18 +133,18 @@ func TestFingerprintCoversTheChange(t *testing.T) {
 		fpPair(config.CheckServedVersionRemoval, retire),
 		fpPair(config.CheckVersionLifecycle, retire),
 		fpPair(config.CheckSubresources, func(t *testing.T, variant int) (*apiextv1.CustomResourceDefinition, *apiextv1.CustomResourceDefinition) {
-			old, new := crdWithField(t, "{type: integer}"), crdWithField(t, "{type: integer}")
+			old, new := enginetest.CRDWithField(t, "{type: integer}"), enginetest.CRDWithField(t, "{type: integer}")
 			old.Spec.Versions[0].Subresources = scale(".spec.x")
 			new.Spec.Versions[0].Subresources = scale([]string{".spec.y", ".spec.z"}[variant])
 			return old, new
 		}),
 		fpPair(config.CheckSelectableFields, func(t *testing.T, variant int) (*apiextv1.CustomResourceDefinition, *apiextv1.CustomResourceDefinition) {
-			old, new := crdWithField(t, "{type: string}"), crdWithField(t, "{type: string}")
+			old, new := enginetest.CRDWithField(t, "{type: string}"), enginetest.CRDWithField(t, "{type: string}")
 			old.Spec.Versions[0].SelectableFields = []apiextv1.SelectableField{{JSONPath: []string{".spec.x", ".metadata.name"}[variant]}}
 			return old, new
 		}),
 		{check: config.CheckCRDDeletion, run: func(t *testing.T, variant int, cfg *config.Settings) []finding.Finding {
-			return Deletion(testCRDName, 2, []string{"", "update strategy always-replace"}[variant], cfg)
+			return Deletion(enginetest.TestCRDName, 2, []string{"", "update strategy always-replace"}[variant], cfg)
 		}},
 	}
 
@@ -163,7 +164,7 @@ func TestFingerprintCoversTheChange(t *testing.T) {
 					}
 				}
 				if out == nil {
-					t.Fatalf("no %s finding among %q", tc.check, render(fs))
+					t.Fatalf("no %s finding among %q", tc.check, enginetest.Render(fs))
 				}
 				return out
 			}
@@ -177,13 +178,13 @@ func TestFingerprintCoversTheChange(t *testing.T) {
 			}
 			// A waiver of the first change's fingerprint matches it, and
 			// not the amended one.
-			cfg.Waivers = []config.Waiver{{Fingerprint: a.Fingerprint, CRD: testCRDName, Reason: "reviewed", Source: config.SourceSettings}}
+			cfg.Waivers = []config.Waiver{{Fingerprint: a.Fingerprint, CRD: enginetest.TestCRDName, Reason: "reviewed", Source: config.SourceSettings}}
 			a, b = find(tc.run(t, 0, &cfg)), find(tc.run(t, 1, &cfg))
 			if a.Waiver == nil && a.RefusedWaiver == nil {
 				t.Fatalf("the waiver of %s does not match the change it was reviewed for", a.Fingerprint)
 			}
 			if b.Waiver != nil || b.RefusedWaiver != nil {
-				t.Fatalf("the waiver of %s matches another change: %s", cfg.Waivers[0].Fingerprint, testMessage(*b))
+				t.Fatalf("the waiver of %s matches another change: %s", cfg.Waivers[0].Fingerprint, enginetest.Message(*b))
 			}
 		})
 	}
@@ -214,10 +215,10 @@ func TestFingerprintHashesWholeValues(t *testing.T) {
 			"{type: string, enum: [" + long("2") + ", x]}", "{type: string, enum: [" + long("1") + ", x]}"},
 	} {
 		t.Run(tc.check, func(t *testing.T) {
-			a := Compare(crdWithField(t, tc.old), crdWithField(t, tc.new1), nil)
-			b := Compare(crdWithField(t, tc.old), crdWithField(t, tc.new2), nil)
+			a := Compare(enginetest.CRDWithField(t, tc.old), enginetest.CRDWithField(t, tc.new1), nil)
+			b := Compare(enginetest.CRDWithField(t, tc.old), enginetest.CRDWithField(t, tc.new2), nil)
 			if len(a) != 1 || len(b) != 1 {
-				t.Fatalf("want one finding each, got %q and %q", render(a), render(b))
+				t.Fatalf("want one finding each, got %q and %q", enginetest.Render(a), enginetest.Render(b))
 			}
 			if a[0].Fingerprint == b[0].Fingerprint {
 				t.Fatalf("one fingerprint %s for two values that differ beyond the display bound", a[0].Fingerprint)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -86,7 +87,7 @@ func fuzzCheckCompare(t *testing.T, old, new *apiextv1.CustomResourceDefinition)
 		got := Compare(old, new, cfg)
 		checkFindingInvariants(t, new.Name, got)
 		if again := Compare(old, new, cfg); !reflect.DeepEqual(got, again) {
-			t.Fatalf("config %d: Compare is not deterministic:\n%s---\n%s", i, goldenText(got), goldenText(again))
+			t.Fatalf("config %d: Compare is not deterministic:\n%s---\n%s", i, enginetest.GoldenText(got), enginetest.GoldenText(again))
 		}
 	}
 	if fuzzSnapshot(t, old) != oldBefore || fuzzSnapshot(t, new) != newBefore {
@@ -102,7 +103,7 @@ func fuzzCheckCompare(t *testing.T, old, new *apiextv1.CustomResourceDefinition)
 		for i, cfg := range fuzzConfigs() {
 			if fs := Compare(crd, crd, cfg); len(fs) > 0 {
 				in, _ := json.Marshal(crd)
-				t.Fatalf("config %d: comparing a CRD with itself found:\n%sCRD: %s", i, goldenText(fs), in)
+				t.Fatalf("config %d: comparing a CRD with itself found:\n%sCRD: %s", i, enginetest.GoldenText(fs), in)
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
@@ -47,7 +48,7 @@ func goldenCases(tb testing.TB) []goldenCase {
 			continue
 		}
 		dir := filepath.Join("testdata", e.Name())
-		c := goldenCase{name: e.Name(), dir: dir, old: readFile(tb, dir, "old.yaml"), new: readFile(tb, dir, "new.yaml")}
+		c := goldenCase{name: e.Name(), dir: dir, old: enginetest.ReadFile(tb, dir, "old.yaml"), new: enginetest.ReadFile(tb, dir, "new.yaml")}
 		if b, err := os.ReadFile(filepath.Join(dir, "config.yaml")); err == nil {
 			c.config = b
 		} else if !os.IsNotExist(err) {
@@ -59,30 +60,6 @@ func goldenCases(tb testing.TB) []goldenCase {
 		tb.Fatal("no cases in testdata/")
 	}
 	return cases
-}
-
-func readFile(tb testing.TB, dir, name string) []byte {
-	tb.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		tb.Fatalf("reading case file: %v", err)
-	}
-	return b
-}
-
-// parseCRDStrict parses a CRD file and rejects unknown fields, so that a
-// typo in a case (propertise:, x-kubernetes-int-or-strin:) fails loudly
-// instead of silently testing nothing.
-func parseCRDStrict(tb testing.TB, path string, b []byte) *apiextv1.CustomResourceDefinition {
-	tb.Helper()
-	var crd apiextv1.CustomResourceDefinition
-	if err := yaml.UnmarshalStrict(b, &crd); err != nil {
-		tb.Fatalf("parsing %s: %v", path, err)
-	}
-	if crd.APIVersion != "apiextensions.k8s.io/v1" || crd.Kind != "CustomResourceDefinition" {
-		tb.Fatalf("%s: want an apiextensions.k8s.io/v1 CustomResourceDefinition, got %s %s", path, crd.APIVersion, crd.Kind)
-	}
-	return &crd
 }
 
 // caseConfig decodes config.yaml with config.Decode; no file means the
@@ -104,35 +81,6 @@ func caseConfig(tb testing.TB, c goldenCase) *config.Settings {
 	return &cfg
 }
 
-// goldenLine renders a finding as one line of expected.txt:
-//
-//	<severity> <check> <version> <field>: <message>
-//
-// with "-" for the version and field of CRD-level findings.
-func goldenLine(f finding.Finding) string {
-	version, field := testVersionText(f), string(f.Field)+f.CRDField
-	if version == "" {
-		version = "-"
-	}
-	if field == "" {
-		field = "-"
-	}
-	line := string(f.Severity) + " " + f.Check + " " + version + " " + field + ": " + testMessage(f)
-	if f.Severity == finding.SeverityError && f.Remedy == nil {
-		line += " (no remedy)"
-	}
-	return line + " [fp:" + f.Fingerprint + "]"
-}
-
-func goldenText(fs []finding.Finding) string {
-	var b strings.Builder
-	for _, f := range fs {
-		b.WriteString(goldenLine(f))
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
 // TestGolden runs every testdata case through Compare and compares the
 // findings with expected.txt. It also checks the invariants every case
 // must hold: findings are sorted and name the new CRD, and comparing
@@ -140,8 +88,8 @@ func goldenText(fs []finding.Finding) string {
 func TestGolden(t *testing.T) {
 	for _, c := range goldenCases(t) {
 		t.Run(c.name, func(t *testing.T) {
-			old := parseCRDStrict(t, filepath.Join(c.dir, "old.yaml"), c.old)
-			new := parseCRDStrict(t, filepath.Join(c.dir, "new.yaml"), c.new)
+			old := enginetest.ParseCRDStrict(t, filepath.Join(c.dir, "old.yaml"), c.old)
+			new := enginetest.ParseCRDStrict(t, filepath.Join(c.dir, "new.yaml"), c.new)
 			cfg := caseConfig(t, c)
 
 			got := Compare(old, new, cfg)
@@ -152,12 +100,12 @@ func TestGolden(t *testing.T) {
 				crd  *apiextv1.CustomResourceDefinition
 			}{{"old.yaml", old}, {"new.yaml", new}} {
 				if fs := Compare(self.crd, self.crd, cfg); len(fs) > 0 {
-					t.Errorf("comparing %s with itself: want no findings, got:\n%s", self.file, goldenText(fs))
+					t.Errorf("comparing %s with itself: want no findings, got:\n%s", self.file, enginetest.GoldenText(fs))
 				}
 			}
 
 			expectedPath := filepath.Join(c.dir, "expected.txt")
-			gotText := goldenText(got)
+			gotText := enginetest.GoldenText(got)
 			if *updateGolden {
 				if err := os.WriteFile(expectedPath, []byte(gotText), 0o644); err != nil {
 					t.Fatalf("writing %s: %v", expectedPath, err)
@@ -198,11 +146,11 @@ func checkFindingInvariants(tb testing.TB, crdName string, fs []finding.Finding)
 		}
 		for _, g := range fs[:i] {
 			if g.Fingerprint == f.Fingerprint {
-				tb.Errorf("findings %s and %s share a fingerprint: give them a fact (Change) that tells them apart", goldenLine(g), goldenLine(f))
+				tb.Errorf("findings %s and %s share a fingerprint: give them a fact (Change) that tells them apart", enginetest.GoldenLine(g), enginetest.GoldenLine(f))
 			}
 		}
 		if i > 0 && findingLess(f, fs[i-1]) {
-			tb.Errorf("findings not sorted: %d (%s) before %d (%s)", i-1, goldenLine(fs[i-1]), i, goldenLine(f))
+			tb.Errorf("findings not sorted: %d (%s) before %d (%s)", i-1, enginetest.GoldenLine(fs[i-1]), i, enginetest.GoldenLine(f))
 		}
 	}
 }
@@ -248,7 +196,7 @@ func TestGoldenCRDsAreValid(t *testing.T) {
 					b = c.new
 				}
 				path := filepath.Join(c.dir, file)
-				if errs := validateCRD(t, parseCRDStrict(t, path, b)); len(errs) > 0 {
+				if errs := validateCRD(t, enginetest.ParseCRDStrict(t, path, b)); len(errs) > 0 {
 					t.Errorf("%s is not a valid CRD:\n  %s", path, strings.Join(errs, "\n  "))
 				}
 			}

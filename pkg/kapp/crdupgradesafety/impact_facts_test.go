@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,7 +31,7 @@ func TestErrorFieldOfCombinatorErrors(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			root := `{type: object, properties: {spec: {type: object, properties: {x: ` + schema + `}}}}`
-			errs := validation.ValidateCustomResource(nil, map[string]any{"spec": map[string]any{"x": int64(3)}}, schemaValidator(t, root))
+			errs := validation.ValidateCustomResource(nil, map[string]any{"spec": map[string]any{"x": int64(3)}}, enginetest.SchemaValidator(t, root))
 			combinator := 0
 			for _, e := range errs {
 				require.Equal(t, "spec.x", errorField(e), "%v", e)
@@ -53,9 +54,9 @@ func TestSkippedRulesIsTheStrategysNote(t *testing.T) {
 	  s: {type: string, pattern: "^x"}, o: {type: object, properties: {k: {type: string}},
 	  x-kubernetes-validations: [{rule: "self.k != 'bad'", message: "some validation rules were not checked"}]}},
 	  x-kubernetes-validations: [{rule: "self.n != 2", messageExpression: "'n is ' + string(self.n)"}]}`
-	s := widgetStrategy(t, newCRD(t, testVersion{"v1", true, true, spec}))
+	s := widgetStrategy(t, enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true, Spec: spec}))
 	validate := func(spec map[string]any) field.ErrorList {
-		return s.Validate(context.Background(), &unstructured.Unstructured{Object: widget("v1", "default", "w", spec)})
+		return s.Validate(context.Background(), &unstructured.Unstructured{Object: enginetest.Widget("v1", "default", "w", spec)})
 	}
 	skipped := func(errs field.ErrorList) (n int) {
 		for _, e := range errs {
@@ -90,14 +91,14 @@ func TestRejectionFactsComposeTheErrorBody(t *testing.T) {
 	  set: {type: array, x-kubernetes-list-type: set, items: {type: string}},
 	  o: {type: object, properties: {k: {type: string}}, x-kubernetes-validations: [{rule: "self.k != 'bad'"}]}},
 	  required: [r], x-kubernetes-validations: [{rule: "self.n != 2", messageExpression: "'n is ' + string(self.n)"}]}`
-	s := widgetStrategy(t, newCRD(t, testVersion{"v1", true, true, spec}))
+	s := widgetStrategy(t, enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true, Spec: spec}))
 	objs := []map[string]any{
 		{"mode": "c", "n": int64(7), "s": "yyyyyyy", "f": "one", "t": "soon", "l": []any{"a", "b"}, "m": map[string]any{"a": "1", "b": "2"}},
 		{"mode": "a", "n": int64(2), "s": "x", "set": []any{"a", "a"}, "o": map[string]any{"k": "bad"}, "r": "here"},
 	}
 	var errs field.ErrorList
 	for _, spec := range objs {
-		errs = append(errs, s.Validate(context.Background(), &unstructured.Unstructured{Object: widget("v1", "default", "w", spec)})...)
+		errs = append(errs, s.Validate(context.Background(), &unstructured.Unstructured{Object: enginetest.Widget("v1", "default", "w", spec)})...)
 	}
 	p := field.NewPath("spec", "x")
 	errs = append(errs, field.Invalid(p, map[string]any{"a": int64(1)}, "detail"), field.Invalid(p, nil, "null"),

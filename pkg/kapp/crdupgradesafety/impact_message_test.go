@@ -7,6 +7,7 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	"github.com/crdsafety/kapp/pkg/kapp/report"
 	"github.com/stretchr/testify/assert"
 )
@@ -28,18 +29,18 @@ func TestImpact(t *testing.T) {
 			old: `{type: object, properties: {color: {type: string}, size: {type: string}}}`,
 			new: `{type: object, properties: {size: {type: string}}}`,
 			objs: []map[string]any{
-				crdupgradesafety.Widget("v1", "default", "tiny", map[string]any{"color": "blue"}),
-				crdupgradesafety.Widget("v1", "default", "big", map[string]any{"color": "red", "size": "L"}),
-				crdupgradesafety.Widget("v1", "default", "plain", map[string]any{"size": "S"}),
+				enginetest.Widget("v1", "default", "tiny", map[string]any{"color": "blue"}),
+				enginetest.Widget("v1", "default", "big", map[string]any{"color": "red", "size": "L"}),
+				enginetest.Widget("v1", "default", "plain", map[string]any{"size": "S"}),
 			},
 			want: []string{`error existingFieldRemoval ^.spec.color: data loss: existing field removed (was string): 2 of 3 stored Widgets hold data here, lost on their next write: default/big ("red"), default/tiny ("blue")`}},
 		{name: "default changed: objects without the field read differently",
 			old: `{type: object, properties: {size: {type: string, default: small}}}`,
 			new: `{type: object, properties: {size: {type: string, default: large}}}`,
 			objs: []map[string]any{
-				crdupgradesafety.Widget("v1", "ns", "set", map[string]any{"size": "medium"}),
-				crdupgradesafety.Widget("v1", "ns", "unset", map[string]any{}),
-				crdupgradesafety.Widget("v1", "ns", "nospec", nil),
+				enginetest.Widget("v1", "ns", "set", map[string]any{"size": "medium"}),
+				enginetest.Widget("v1", "ns", "unset", map[string]any{}),
+				enginetest.Widget("v1", "ns", "nospec", nil),
 			},
 			want: []string{
 				"error default ^.spec.size: default changed: \"small\" -> \"large\": 1 of 3 stored Widgets reads differently: ns/unset (\"small\", the old default -> \"large\" where it is not stored)",
@@ -48,9 +49,9 @@ func TestImpact(t *testing.T) {
 			old: `{type: object, properties: {size: {type: string, default: small}, color: {type: string}}}`,
 			new: `{type: object, properties: {size: {type: string}, color: {type: string}}}`,
 			objs: []map[string]any{
-				crdupgradesafety.Widget("v1", "ns", "unset", map[string]any{"color": "red"}),
-				crdupgradesafety.Widget("v1", "ns", "null", map[string]any{"size": nil}),
-				crdupgradesafety.Widget("v1", "ns", "set", map[string]any{"size": "small"}),
+				enginetest.Widget("v1", "ns", "unset", map[string]any{"color": "red"}),
+				enginetest.Widget("v1", "ns", "null", map[string]any{"size": nil}),
+				enginetest.Widget("v1", "ns", "set", map[string]any{"size": "small"}),
 			},
 			opts: crdupgradesafety.ImpactOptions{Source: finding.SourceSamples},
 			want: []string{
@@ -60,8 +61,8 @@ func TestImpact(t *testing.T) {
 			old: `{type: object, properties: {size: {type: string, default: small}, color: {type: string}}}`,
 			new: `{type: object, properties: {size: {type: string}, color: {type: string}}}`,
 			objs: []map[string]any{
-				crdupgradesafety.Widget("v1", "ns", "unset", map[string]any{"color": "red"}),
-				crdupgradesafety.Widget("v1", "ns", "other", map[string]any{"size": "large"}),
+				enginetest.Widget("v1", "ns", "unset", map[string]any{"color": "red"}),
+				enginetest.Widget("v1", "ns", "other", map[string]any{"size": "large"}),
 			},
 			want: []string{
 				`error default ^.spec.size: default removed: "small" -> (none): 1 of 2 stored Widgets reads differently: ns/unset ("small", the old default -> absent where it is not stored)`,
@@ -70,8 +71,8 @@ func TestImpact(t *testing.T) {
 			old: `{type: object, properties: {size: {type: string, default: small}, color: {type: string}}}`,
 			new: `{type: object, properties: {color: {type: string}}}`,
 			objs: []map[string]any{
-				crdupgradesafety.Widget("v1", "ns", "unset", map[string]any{"color": "red"}),
-				crdupgradesafety.Widget("v1", "ns", "set", map[string]any{"size": "large"}),
+				enginetest.Widget("v1", "ns", "unset", map[string]any{"color": "red"}),
+				enginetest.Widget("v1", "ns", "set", map[string]any{"size": "large"}),
 			},
 			opts: crdupgradesafety.ImpactOptions{Source: finding.SourceSamples},
 			want: []string{
@@ -81,8 +82,8 @@ func TestImpact(t *testing.T) {
 			old: `{type: object, x-kubernetes-preserve-unknown-fields: true, properties: {size: {type: string}}}`,
 			new: `{type: object, properties: {size: {type: string}}}`,
 			objs: []map[string]any{
-				crdupgradesafety.Widget("v1", "ns", "extra", map[string]any{"size": "S", "extra": map[string]any{"a": int64(1)}, "note": "hi"}),
-				crdupgradesafety.Widget("v1", "ns", "known", map[string]any{"size": "S"}),
+				enginetest.Widget("v1", "ns", "extra", map[string]any{"size": "S", "extra": map[string]any{"a": int64(1)}, "note": "hi"}),
+				enginetest.Widget("v1", "ns", "known", map[string]any{"size": "S"}),
 			},
 			want: []string{
 				"error preserveUnknownFields ^.spec: data loss: x-kubernetes-preserve-unknown-fields: true removed: unknown fields of existing objects would be pruned: 1 of 2 stored Widgets holds data here, lost on their next write: ns/extra (spec.extra: {\"a\":1})",
@@ -91,9 +92,9 @@ func TestImpact(t *testing.T) {
 			old: `{type: object, properties: {replicas: {type: integer, maximum: 10}}}`,
 			new: `{type: object, properties: {replicas: {type: integer, maximum: 5}}}`,
 			objs: []map[string]any{
-				crdupgradesafety.Widget("v1", "ns", "seven", map[string]any{"replicas": int64(7)}),
-				crdupgradesafety.Widget("v1", "ns", "three", map[string]any{"replicas": int64(3)}),
-				crdupgradesafety.Widget("v1", "ns", "nine", map[string]any{"replicas": int64(9)}),
+				enginetest.Widget("v1", "ns", "seven", map[string]any{"replicas": int64(7)}),
+				enginetest.Widget("v1", "ns", "three", map[string]any{"replicas": int64(3)}),
+				enginetest.Widget("v1", "ns", "nine", map[string]any{"replicas": int64(9)}),
 			},
 			want: []string{
 				"error maximum ^.spec.replicas: maximum decreased: 10 -> 5: 2 of 3 stored Widgets rejected: ns/nine (Invalid value: 9: spec.replicas in body should be less than or equal to 5), ns/seven (Invalid value: 7: spec.replicas in body should be less than or equal to 5); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
@@ -102,8 +103,8 @@ func TestImpact(t *testing.T) {
 			old: `{type: object, properties: {replicas: {type: integer}, size: {type: string, maxLength: 10}}}`,
 			new: `{type: object, required: [replicas], properties: {replicas: {type: integer}, size: {type: string, maxLength: 2}}}`,
 			objs: []map[string]any{
-				crdupgradesafety.Widget("v1", "ns", "a", map[string]any{"size": "M"}),
-				crdupgradesafety.Widget("v1", "ns", "b", map[string]any{"replicas": int64(1), "size": "XXL"}),
+				enginetest.Widget("v1", "ns", "a", map[string]any{"size": "M"}),
+				enginetest.Widget("v1", "ns", "b", map[string]any{"replicas": int64(1), "size": "XXL"}),
 			},
 			want: []string{
 				"error required ^.spec: new required fields: [\"replicas\"]: 1 of 2 stored Widgets rejected: ns/a (spec.replicas: Required value); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
@@ -112,14 +113,14 @@ func TestImpact(t *testing.T) {
 		{name: "unaffected tightening: error by default",
 			old:  `{type: object, properties: {replicas: {type: integer, maximum: 10}}}`,
 			new:  `{type: object, properties: {replicas: {type: integer, maximum: 5}}}`,
-			objs: []map[string]any{crdupgradesafety.Widget("v1", "ns", "three", map[string]any{"replicas": int64(3)})},
+			objs: []map[string]any{enginetest.Widget("v1", "ns", "three", map[string]any{"replicas": int64(3)})},
 			want: []string{
 				"error maximum ^.spec.replicas: maximum decreased: 10 -> 5: none of 1 stored Widget affected",
 			}},
 		{name: "unaffected tightening: a warning under unaffectedEnforcement Warn, an affected one stays an error",
 			old:    `{type: object, properties: {replicas: {type: integer, maximum: 10}, name: {type: string, maxLength: 10}}}`,
 			new:    `{type: object, properties: {replicas: {type: integer, maximum: 5}, name: {type: string, maxLength: 3}}}`,
-			objs:   []map[string]any{crdupgradesafety.Widget("v1", "ns", "three", map[string]any{"replicas": int64(3), "name": "long-name"})},
+			objs:   []map[string]any{enginetest.Widget("v1", "ns", "three", map[string]any{"replicas": int64(3), "name": "long-name"})},
 			config: warnUnaffected,
 			want: []string{
 				"error maxLength ^.spec.name: maxLength decreased: 10 -> 3: 1 of 1 stored Widget rejected: ns/three (Too long: may not be more than 3 bytes); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
@@ -134,14 +135,14 @@ func TestImpact(t *testing.T) {
 		{name: "nullable removed: nulls dropped",
 			old:  `{type: object, properties: {note: {type: string, nullable: true}}}`,
 			new:  `{type: object, properties: {note: {type: string}}}`,
-			objs: []map[string]any{crdupgradesafety.Widget("v1", "ns", "null", map[string]any{"note": nil}), crdupgradesafety.Widget("v1", "ns", "set", map[string]any{"note": "x"})},
+			objs: []map[string]any{enginetest.Widget("v1", "ns", "null", map[string]any{"note": nil}), enginetest.Widget("v1", "ns", "set", map[string]any{"note": "x"})},
 			want: []string{
 				"error nullable ^.spec.note: data loss: nullable removed: null values are no longer allowed: 1 of 2 stored Widgets holds data here, lost on their next write: ns/null (null)",
 			}},
 		{name: "map values and list items: paths with [*] and {*}",
 			old: `{type: object, properties: {labels: {type: object, additionalProperties: {type: string}}, items: {type: array, items: {type: object, properties: {name: {type: string}, port: {type: integer}}}}}}`,
 			new: `{type: object, properties: {labels: {type: object, additionalProperties: {type: string, maxLength: 2}}, items: {type: array, items: {type: object, properties: {name: {type: string}}}}}}`,
-			objs: []map[string]any{crdupgradesafety.Widget("v1", "ns", "a", map[string]any{
+			objs: []map[string]any{enginetest.Widget("v1", "ns", "a", map[string]any{
 				"labels": map[string]any{"k": "long"}, "items": []any{map[string]any{"name": "x", "port": int64(80)}}})},
 			want: []string{
 				"error existingFieldRemoval ^.spec.items[*].port: data loss: existing field removed (was integer): 1 of 1 stored Widget holds data here, lost on their next write: ns/a (80)",
@@ -150,7 +151,7 @@ func TestImpact(t *testing.T) {
 		{name: "an object already invalid before: a note, not a rejection",
 			old:  `{type: object, properties: {replicas: {type: integer, maximum: 5}, size: {type: string}}}`,
 			new:  `{type: object, properties: {replicas: {type: integer, maximum: 5}, size: {type: string, maxLength: 1}}}`,
-			objs: []map[string]any{crdupgradesafety.Widget("v1", "ns", "old", map[string]any{"replicas": int64(9), "size": "S"})},
+			objs: []map[string]any{enginetest.Widget("v1", "ns", "old", map[string]any{"replicas": int64(9), "size": "S"})},
 			want: []string{
 				"warning existingResources : existing Widget ns/old is already invalid under the old CRD and still is, which the update does not change: spec.replicas: Invalid value: 9: spec.replicas in body should be less than or equal to 5",
 				"error maxLength ^.spec.size: maxLength added: (none) -> 1: none of 1 stored Widget affected",
@@ -158,7 +159,7 @@ func TestImpact(t *testing.T) {
 		{name: "an object already invalid before, under unaffectedEnforcement Warn: nothing stays an error",
 			old:    `{type: object, properties: {replicas: {type: integer, maximum: 5}, size: {type: string}}}`,
 			new:    `{type: object, properties: {replicas: {type: integer, maximum: 5}, size: {type: string, maxLength: 1}}}`,
-			objs:   []map[string]any{crdupgradesafety.Widget("v1", "ns", "old", map[string]any{"replicas": int64(9), "size": "S"})},
+			objs:   []map[string]any{enginetest.Widget("v1", "ns", "old", map[string]any{"replicas": int64(9), "size": "S"})},
 			config: warnUnaffected,
 			want: []string{
 				"warning existingResources : existing Widget ns/old is already invalid under the old CRD and still is, which the update does not change: spec.replicas: Invalid value: 9: spec.replicas in body should be less than or equal to 5",
@@ -167,7 +168,7 @@ func TestImpact(t *testing.T) {
 		{name: "a bound tightened where the object is already refused: the field's verdict does not change",
 			old:    `{type: object, properties: {replicas: {type: integer, maximum: 10}}}`,
 			new:    `{type: object, properties: {replicas: {type: integer, maximum: 5}}}`,
-			objs:   []map[string]any{crdupgradesafety.Widget("v1", "ns", "twelve", map[string]any{"replicas": int64(12)})},
+			objs:   []map[string]any{enginetest.Widget("v1", "ns", "twelve", map[string]any{"replicas": int64(12)})},
 			config: warnUnaffected,
 			want: []string{
 				"warning existingResources : existing Widget ns/twelve is already invalid under the old CRD and still is, which the update does not change: spec.replicas: Invalid value: 12: spec.replicas in body should be less than or equal to 5",
@@ -176,7 +177,7 @@ func TestImpact(t *testing.T) {
 		{name: "an object already invalid at one field and newly rejected at another: both told apart",
 			old:  `{type: object, properties: {replicas: {type: integer, maximum: 5}, size: {type: string}}}`,
 			new:  `{type: object, properties: {replicas: {type: integer, maximum: 5}, size: {type: string, maxLength: 1}}}`,
-			objs: []map[string]any{crdupgradesafety.Widget("v1", "ns", "old", map[string]any{"replicas": int64(9), "size": "XL"})},
+			objs: []map[string]any{enginetest.Widget("v1", "ns", "old", map[string]any{"replicas": int64(9), "size": "XL"})},
 			want: []string{
 				"warning existingResources : existing Widget ns/old is already invalid under the old CRD and still is, which the update does not change: spec.replicas: Invalid value: 9: spec.replicas in body should be less than or equal to 5",
 				"error maxLength ^.spec.size: maxLength added: (none) -> 1: 1 of 1 stored Widget rejected: ns/old (Too long: may not be more than 1 byte); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
@@ -184,7 +185,7 @@ func TestImpact(t *testing.T) {
 		{name: "a sample already invalid before: a note",
 			old:  `{type: object, required: [size], properties: {size: {type: string}, color: {type: string}}}`,
 			new:  `{type: object, required: [size], properties: {size: {type: string}, color: {type: string, maxLength: 3}}}`,
-			objs: []map[string]any{crdupgradesafety.Widget("v1", "ns", "sample", map[string]any{"color": "red"})},
+			objs: []map[string]any{enginetest.Widget("v1", "ns", "sample", map[string]any{"color": "red"})},
 			opts: crdupgradesafety.ImpactOptions{Source: finding.SourceSamples},
 			want: []string{
 				"warning existingResources : sample Widget ns/sample is already invalid under the old CRD and still is, which the update does not change: spec.size: Required value",
@@ -194,8 +195,8 @@ func TestImpact(t *testing.T) {
 			old: `{type: object, properties: {size: {type: string}}}`,
 			new: `{type: object, properties: {size: {type: string}}}`,
 			objs: []map[string]any{
-				withStatus(crdupgradesafety.Widget("v1", "ns", "old-phase", map[string]any{"size": "S"}), map[string]any{"phase": "Pending"}),
-				withStatus(crdupgradesafety.Widget("v1", "ns", "ready", map[string]any{"size": "S"}), map[string]any{"phase": "Ready"}),
+				withStatus(enginetest.Widget("v1", "ns", "old-phase", map[string]any{"size": "S"}), map[string]any{"phase": "Pending"}),
+				withStatus(enginetest.Widget("v1", "ns", "ready", map[string]any{"size": "S"}), map[string]any{"phase": "Ready"}),
 			},
 			opts: crdupgradesafety.ImpactOptions{StatusSubresource: true,
 				OldStatus: `{type: object, properties: {phase: {type: string}}}`,
@@ -207,7 +208,7 @@ func TestImpact(t *testing.T) {
 			old: `{type: object, properties: {size: {type: string}}}`,
 			new: `{type: object, properties: {size: {type: string}}}`,
 			objs: []map[string]any{
-				withStatus(crdupgradesafety.Widget("v1", "ns", "old-phase", map[string]any{"size": "S"}), map[string]any{"phase": "Pending"}),
+				withStatus(enginetest.Widget("v1", "ns", "old-phase", map[string]any{"size": "S"}), map[string]any{"phase": "Pending"}),
 			},
 			opts: crdupgradesafety.ImpactOptions{StatusSubresource: true, Source: finding.SourceSamples,
 				OldStatus: `{type: object, properties: {phase: {type: string}}}`,
@@ -219,7 +220,7 @@ func TestImpact(t *testing.T) {
 			old: `{type: object, properties: {size: {type: string}}}`,
 			new: `{type: object, properties: {size: {type: string, maxLength: 1}}}`,
 			objs: []map[string]any{
-				withStatus(crdupgradesafety.Widget("v1", "ns", "both", map[string]any{"size": "XL"}), map[string]any{"phase": "Pending", "replicas": int64(9)}),
+				withStatus(enginetest.Widget("v1", "ns", "both", map[string]any{"size": "XL"}), map[string]any{"phase": "Pending", "replicas": int64(9)}),
 			},
 			opts: crdupgradesafety.ImpactOptions{StatusSubresource: true,
 				OldStatus: `{type: object, properties: {phase: {type: string}, replicas: {type: integer}}}`,
@@ -232,7 +233,7 @@ func TestImpact(t *testing.T) {
 			old: `{type: object, properties: {size: {type: string}}}`,
 			new: `{type: object, properties: {size: {type: string}}}`,
 			objs: []map[string]any{
-				withStatus(crdupgradesafety.Widget("v1", "ns", "old-phase", map[string]any{"size": "S"}), map[string]any{"phase": "Pending"}),
+				withStatus(enginetest.Widget("v1", "ns", "old-phase", map[string]any{"size": "S"}), map[string]any{"phase": "Pending"}),
 			},
 			opts: crdupgradesafety.ImpactOptions{
 				OldStatus: `{type: object, properties: {phase: {type: string}}}`,
@@ -244,7 +245,7 @@ func TestImpact(t *testing.T) {
 			old: `{type: object, properties: {size: {type: string}}}`,
 			new: `{type: object, properties: {size: {type: string, maxLength: 3}}}`,
 			objs: []map[string]any{
-				withStatus(crdupgradesafety.Widget("v1", "ns", "old-phase", map[string]any{"size": "S"}), map[string]any{"phase": "Pending"}),
+				withStatus(enginetest.Widget("v1", "ns", "old-phase", map[string]any{"size": "S"}), map[string]any{"phase": "Pending"}),
 			},
 			opts: crdupgradesafety.ImpactOptions{StatusSubresource: true,
 				OldStatus: `{type: object, properties: {phase: {type: string, enum: [Ready]}}}`,
@@ -256,9 +257,9 @@ func TestImpact(t *testing.T) {
 		{name: "an exempted change that affects stored objects: they stay an existingResources error",
 			old:  `{type: object, properties: {replicas: {type: integer, maximum: 10}}}`,
 			new:  `{type: object, properties: {replicas: {type: integer, maximum: 5}}}`,
-			objs: []map[string]any{crdupgradesafety.Widget("v1", "ns", "eight", map[string]any{"replicas": int64(8)})},
+			objs: []map[string]any{enginetest.Widget("v1", "ns", "eight", map[string]any{"replicas": int64(8)})},
 			config: func(c *config.Settings) {
-				c.Waivers = []config.Waiver{{CRD: crdupgradesafety.TestCRDName, Checks: []string{config.CheckMaximum}, Reason: "no widget has more than 5"}}
+				c.Waivers = []config.Waiver{{CRD: enginetest.TestCRDName, Checks: []string{config.CheckMaximum}, Reason: "no widget has more than 5"}}
 			},
 			want: []string{
 				"error existingResources : the exempted maximum change at ^.spec.replicas affects stored objects: 1 of 1 stored Widget rejected: ns/eight (Invalid value: 8: spec.replicas in body should be less than or equal to 5); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
@@ -267,13 +268,13 @@ func TestImpact(t *testing.T) {
 		{name: "a CEL transition rule added: objects every update of which it refuses, not ratcheted",
 			old: `{type: object, properties: {mode: {type: string}}}`,
 			new: `{type: object, properties: {mode: {type: string}}, x-kubernetes-validations: [{rule: "self.mode != 'Legacy' || oldSelf.mode != 'Legacy'", message: "Legacy is no longer allowed"}]}`,
-			objs: []map[string]any{crdupgradesafety.Widget("v1", "default", "legacy", map[string]any{"mode": "Legacy"}),
-				crdupgradesafety.Widget("v1", "default", "modern", map[string]any{"mode": "Modern"})},
+			objs: []map[string]any{enginetest.Widget("v1", "default", "legacy", map[string]any{"mode": "Legacy"}),
+				enginetest.Widget("v1", "default", "modern", map[string]any{"mode": "Modern"})},
 			want: []string{"error celValidation ^.spec: validation rule added or changed: \"self.mode != 'Legacy' || oldSelf.mode != 'Legacy'\": 1 of 2 stored Widgets rejected: default/legacy (Invalid value: Legacy is no longer allowed); every update is refused by a transition rule (oldSelf), which validation ratcheting does not cover; a create passes"}},
 		{name: "a transition rule beside a tightened bound: the bound ratchets, the rule does not",
 			old:  `{type: object, properties: {mode: {type: string}, replicas: {type: integer, maximum: 10}}}`,
 			new:  `{type: object, properties: {mode: {type: string}, replicas: {type: integer, maximum: 5}}, x-kubernetes-validations: [{rule: "self.mode != 'Legacy' || oldSelf.mode != 'Legacy'", message: "Legacy is no longer allowed"}]}`,
-			objs: []map[string]any{crdupgradesafety.Widget("v1", "default", "legacy", map[string]any{"mode": "Legacy", "replicas": int64(7)})},
+			objs: []map[string]any{enginetest.Widget("v1", "default", "legacy", map[string]any{"mode": "Legacy", "replicas": int64(7)})},
 			want: []string{
 				"error celValidation ^.spec: validation rule added or changed: \"self.mode != 'Legacy' || oldSelf.mode != 'Legacy'\": 1 of 1 stored Widget rejected: default/legacy (Invalid value: Legacy is no longer allowed); every update is refused by a transition rule (oldSelf), which validation ratcheting does not cover; a create passes",
 				"error maximum ^.spec.replicas: maximum decreased: 10 -> 5: 1 of 1 stored Widget rejected: default/legacy (Invalid value: 7: spec.replicas in body should be less than or equal to 5); updates that leave these fields alone still pass (validation ratcheting); a create (a restore, a re-apply elsewhere, a GitOps recreate) or a change of them is refused",
@@ -281,7 +282,7 @@ func TestImpact(t *testing.T) {
 		{name: "a transition rule worded like a plain rule at the same field: told apart by where the error comes from, not by its words",
 			old:  `{type: object, properties: {mode: {type: string}}}`,
 			new:  `{type: object, properties: {mode: {type: string}}, x-kubernetes-validations: [{rule: "self.mode != 'Legacy'", message: "Legacy is not allowed"}, {rule: "self.mode != 'Legacy' || oldSelf.mode != 'Legacy'", message: "Legacy is not allowed"}]}`,
-			objs: []map[string]any{crdupgradesafety.Widget("v1", "default", "legacy", map[string]any{"mode": "Legacy"})},
+			objs: []map[string]any{enginetest.Widget("v1", "default", "legacy", map[string]any{"mode": "Legacy"})},
 			want: []string{
 				"error celValidation ^.spec: validation rule added or changed: \"self.mode != 'Legacy' || oldSelf.mode != 'Legacy'\": 1 of 1 stored Widget rejected: default/legacy (Invalid value: Legacy is not allowed); every update is refused by a transition rule (oldSelf), which validation ratcheting does not cover; a create passes",
 				"error celValidation ^.spec: validation rule added or changed: \"self.mode != 'Legacy'\": 1 of 1 stored Widget rejected: default/legacy (Invalid value: Legacy is not allowed); every update is refused by a transition rule (oldSelf), which validation ratcheting does not cover; a create passes",
@@ -289,7 +290,7 @@ func TestImpact(t *testing.T) {
 		{name: "a field made required with the same default before and after: nothing",
 			old:  `{type: object, properties: {size: {type: string, default: M}}}`,
 			new:  `{type: object, required: [size], properties: {size: {type: string, default: M}}}`,
-			objs: []map[string]any{crdupgradesafety.Widget("v1", "ns", "unset", map[string]any{}), crdupgradesafety.Widget("v1", "ns", "set", map[string]any{"size": "L"})},
+			objs: []map[string]any{enginetest.Widget("v1", "ns", "unset", map[string]any{}), enginetest.Widget("v1", "ns", "set", map[string]any{"size": "L"})},
 			want: []string{}},
 	}
 	for _, tc := range cases {

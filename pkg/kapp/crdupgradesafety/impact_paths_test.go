@@ -3,6 +3,7 @@ package crdupgradesafety
 import (
 	"testing"
 
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -51,7 +52,7 @@ func TestErrorFieldOfRangeErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			root := `{type: object, properties: {spec: {type: object, properties: {x: ` + tc.schema + `}}}}`
-			errs := validation.ValidateCustomResource(nil, map[string]any{"spec": tc.obj}, schemaValidator(t, root))
+			errs := validation.ValidateCustomResource(nil, map[string]any{"spec": tc.obj}, enginetest.SchemaValidator(t, root))
 			require.Len(t, errs, 1, "%v", errs)
 			e := errs[0]
 			require.Equal(t, "<nil>", e.Field, "the range errors name no Field")

@@ -6,10 +6,10 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
-	"sigs.k8s.io/yaml"
 )
 
 // ImpactOptions vary the CRDs and objects of readImpact.
@@ -42,8 +42,8 @@ func readImpactWith(t *testing.T, oldSpec, newSpec string, objs []map[string]any
 	if version == "" {
 		version = "v1"
 	}
-	oldCRD := withStatus(t, newCRD(t, testVersion{version, true, true, oldSpec}), opts.OldStatus, opts.StatusSubresource)
-	newCRD := withStatus(t, newCRD(t, testVersion{version, true, true, newSpec}), opts.NewStatus, opts.StatusSubresource)
+	oldCRD := enginetest.WithStatus(t, enginetest.NewCRD(t, enginetest.TestVersion{Name: version, Served: true, Storage: true, Spec: oldSpec}), opts.OldStatus, opts.StatusSubresource)
+	newCRD := enginetest.WithStatus(t, enginetest.NewCRD(t, enginetest.TestVersion{Name: version, Served: true, Storage: true, Spec: newSpec}), opts.NewStatus, opts.StatusSubresource)
 	findings := Compare(oldCRD, newCRD, cfg)
 	source := opts.Source
 	if source == "" {
@@ -54,7 +54,7 @@ func readImpactWith(t *testing.T, oldSpec, newSpec string, objs []map[string]any
 		r, err := NewObjectReader(oldCRD, newCRD, v, source, findings, cfg)
 		require.NoError(t, err)
 		if source == finding.SourceCluster {
-			r.Read(listed(t, oldCRD, v, objs))
+			r.Read(Listed(t, oldCRD, v, objs))
 		} else {
 			r.Read(objs)
 		}
@@ -63,32 +63,14 @@ func readImpactWith(t *testing.T, oldSpec, newSpec string, objs []map[string]any
 	out := finding.ApplyImpacts(findings, impacts, cfg)
 	lines := make([]string, len(out))
 	for i, f := range out {
-		lines[i] = fmt.Sprintf("%s %s %s: %s", f.Severity, f.Check, f.Field, testMessage(f))
+		lines[i] = fmt.Sprintf("%s %s %s: %s", f.Severity, f.Check, f.Field, enginetest.Message(f))
 	}
 	return out, lines
 }
 
-// withStatus gives every version of crd the .status schema status (YAML;
-// "" adds none) and, with subresource, the status subresource.
-func withStatus(t *testing.T, crd *apiextv1.CustomResourceDefinition, status string, subresource bool) *apiextv1.CustomResourceDefinition {
-	t.Helper()
-	for i := range crd.Spec.Versions {
-		v := &crd.Spec.Versions[i]
-		if status != "" {
-			var s apiextv1.JSONSchemaProps
-			require.NoError(t, yaml.Unmarshal([]byte(status), &s))
-			v.Schema.OpenAPIV3Schema.Properties["status"] = s
-		}
-		if subresource {
-			v.Subresources = &apiextv1.CustomResourceSubresources{Status: &apiextv1.CustomResourceSubresourceStatus{}}
-		}
-	}
-	return crd
-}
-
 // listed returns objs as the apiserver lists them under crd: read from
 // etcd, pruned and defaulted under the CRD's schema of version.
-func listed(t *testing.T, crd *apiextv1.CustomResourceDefinition, version string, objs []map[string]any) []map[string]any {
+func Listed(t *testing.T, crd *apiextv1.CustomResourceDefinition, version string, objs []map[string]any) []map[string]any {
 	t.Helper()
 	internal, err := internalSchemaOf(versionSchema(versionsByName(crd)[version]))
 	require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 )
@@ -15,8 +16,8 @@ import (
 // there is no finding), at 1.37 it is the format finding's impact. The
 // CRD given is never changed.
 func TestValidatedAt(t *testing.T) {
-	oldCRD := newCRD(t, testVersion{"v1", true, true, `{type: object, properties: {amount: {type: integer}}}`})
-	newCRD := newCRD(t, testVersion{"v1", true, true, `{type: object, properties: {amount: {type: integer, format: int32}, list: {type: array, items: {type: number, format: float}}}}`})
+	oldCRD := enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true, Spec: `{type: object, properties: {amount: {type: integer}}}`})
+	newCRD := enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true, Spec: `{type: object, properties: {amount: {type: integer, format: int32}, list: {type: array, items: {type: number, format: float}}}}`})
 	objs := []map[string]any{{"apiVersion": "example.com/v1", "kind": "Widget",
 		"metadata": map[string]any{"name": "big", "namespace": "default"}, "spec": map[string]any{"amount": int64(3_000_000_000)}}}
 
@@ -39,9 +40,9 @@ func TestValidatedAt(t *testing.T) {
 		findings := Compare(oldCRD, newCRD, &cfg)
 		r, err := NewObjectReader(ValidatedAt(oldCRD, tc.v), ValidatedAt(newCRD, tc.v), "v1", finding.SourceCluster, findings, &cfg)
 		require.NoError(t, err)
-		r.Read(listed(t, oldCRD, "v1", objs))
+		r.Read(Listed(t, oldCRD, "v1", objs))
 		out := finding.ApplyImpacts(findings, []finding.VersionImpact{r.Result()}, &cfg)
-		require.Len(t, out, tc.want, "at %s: %q", tc.v, render(out))
+		require.Len(t, out, tc.want, "at %s: %q", tc.v, enginetest.Render(out))
 		if tc.want == 1 {
 			require.Equal(t, config.CheckFormat, out[0].Check)
 			require.NotNil(t, out[0].Impact)
@@ -65,14 +66,14 @@ func TestValidatedAtIntegerBounds(t *testing.T) {
 		`{type: integer, format: int32, maximum: 3000000000}`, `{type: integer, format: int64, maximum: 10.5}`,
 	} {
 		t.Run(field, func(t *testing.T) {
-			at135 := ValidatedAt(crdWithField(t, field), config.SupportedKubeVersions[0])
+			at135 := ValidatedAt(enginetest.CRDWithField(t, field), config.SupportedKubeVersions[0])
 			x := versionSchema(&at135.Spec.Versions[0]).Properties["spec"].Properties["x"]
-			reader := schemaValidatorOf(t, &x)
+			reader := enginetest.SchemaValidatorOf(t, &x)
 			untyped := field
 			for _, kw := range []string{"type: integer, ", "format: int32, ", "format: int64, "} {
 				untyped = strings.ReplaceAll(untyped, kw, "")
 			}
-			v135 := schemaValidator(t, untyped)
+			v135 := enginetest.SchemaValidator(t, untyped)
 			for _, v := range samples {
 				got := len(validation.ValidateCustomResource(nil, v, reader)) == 0
 				want := len(validation.ValidateCustomResource(nil, v, v135)) == 0

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
@@ -14,13 +15,13 @@ import (
 // policyPair returns an old and a new CRD with findings of several checks,
 // at the CRD level and in two versions.
 func policyPair(t *testing.T) (old, new *apiextv1.CustomResourceDefinition) {
-	old = newCRD(t,
-		testVersion{"v1alpha1", true, false, `{type: object, properties: {a: {type: string}}}`},
-		testVersion{"v1", true, true, `{type: object, properties: {a: {type: string}, b: {type: string, maxLength: 9}, c: {type: string}}}`},
+	old = enginetest.NewCRD(t,
+		enginetest.TestVersion{Name: "v1alpha1", Served: true, Storage: false, Spec: `{type: object, properties: {a: {type: string}}}`},
+		enginetest.TestVersion{Name: "v1", Served: true, Storage: true, Spec: `{type: object, properties: {a: {type: string}, b: {type: string, maxLength: 9}, c: {type: string}}}`},
 	)
-	new = with(newCRD(t,
-		testVersion{"v1", true, true, `{type: object, properties: {a: {type: integer}, b: {type: string, maxLength: 3}}}`},
-	), withScope(apiextv1.ClusterScoped))
+	new = enginetest.With(enginetest.NewCRD(t,
+		enginetest.TestVersion{Name: "v1", Served: true, Storage: true, Spec: `{type: object, properties: {a: {type: integer}, b: {type: string, maxLength: 3}}}`},
+	), enginetest.WithScope(apiextv1.ClusterScoped))
 	return old, new
 }
 
@@ -51,7 +52,7 @@ func TestPolicy(t *testing.T) {
 			`warning servedVersionRemoval v1alpha1 : served version "v1alpha1" removed without first being set served: false`,
 			`warning versionLifecycle v1alpha1 : served version "v1alpha1" removed without a release that marked it deprecated: true`,
 		}},
-		{name: "CRD exempted from all checks, with a reason", config: exempt(config.Waiver{CRD: testCRDName, Reason: "reviewed in JIRA-1"}), want: []string{
+		{name: "CRD exempted from all checks, with a reason", config: exempt(config.Waiver{CRD: enginetest.TestCRDName, Reason: "reviewed in JIRA-1"}), want: []string{
 			"error existingFieldRemoval v1 ^.spec.c: data loss: existing field removed (was string) (not exempted: a waiver cannot waive a loss of stored data; only an acceptDataLoss entry of the settings that names the loss accepts it; it read: reviewed in JIRA-1)",
 			"warning scope  : scope changed: Namespaced -> Cluster (exempted: reviewed in JIRA-1)",
 			`warning type v1 ^.spec.a: type changed: "string" -> "integer" (exempted: reviewed in JIRA-1)`,
@@ -59,7 +60,7 @@ func TestPolicy(t *testing.T) {
 			`warning servedVersionRemoval v1alpha1 : served version "v1alpha1" removed without first being set served: false (exempted: reviewed in JIRA-1)`,
 			`warning versionLifecycle v1alpha1 : served version "v1alpha1" removed without a release that marked it deprecated: true (exempted: reviewed in JIRA-1)`,
 		}},
-		{name: "CRD exempted from some checks", config: exempt(config.Waiver{CRD: testCRDName, Checks: []string{config.CheckScope, config.CheckMaxLength}, Reason: "no objects yet"}), want: []string{
+		{name: "CRD exempted from some checks", config: exempt(config.Waiver{CRD: enginetest.TestCRDName, Checks: []string{config.CheckScope, config.CheckMaxLength}, Reason: "no objects yet"}), want: []string{
 			"error existingFieldRemoval v1 ^.spec.c: data loss: existing field removed (was string)",
 			"warning scope  : scope changed: Namespaced -> Cluster (exempted: no objects yet)",
 			`error type v1 ^.spec.a: type changed: "string" -> "integer"`,
@@ -67,7 +68,7 @@ func TestPolicy(t *testing.T) {
 			`error servedVersionRemoval v1alpha1 : served version "v1alpha1" removed without first being set served: false`,
 			`warning versionLifecycle v1alpha1 : served version "v1alpha1" removed without a release that marked it deprecated: true`,
 		}},
-		{name: "exemption without a reason", config: exempt(config.Waiver{CRD: testCRDName, Checks: []string{config.CheckType}}), want: []string{
+		{name: "exemption without a reason", config: exempt(config.Waiver{CRD: enginetest.TestCRDName, Checks: []string{config.CheckType}}), want: []string{
 			"error existingFieldRemoval v1 ^.spec.c: data loss: existing field removed (was string)",
 			"error scope  : scope changed: Namespaced -> Cluster",
 			`warning type v1 ^.spec.a: type changed: "string" -> "integer" (exempted)`,
@@ -78,7 +79,7 @@ func TestPolicy(t *testing.T) {
 		{name: "exemption of another CRD", config: exempt(config.Waiver{CRD: "gadgets.example.com", Reason: "other"}), want: all},
 		{name: "several exemptions of the same CRD", config: exempt(
 			config.Waiver{CRD: "gadgets.example.com"},
-			config.Waiver{CRD: testCRDName, Checks: []string{config.CheckExistingFieldRemoval}, Reason: "field unused"},
+			config.Waiver{CRD: enginetest.TestCRDName, Checks: []string{config.CheckExistingFieldRemoval}, Reason: "field unused"},
 		), want: []string{
 			"error existingFieldRemoval v1 ^.spec.c: data loss: existing field removed (was string) (not exempted: a waiver cannot waive a loss of stored data; only an acceptDataLoss entry of the settings that names the loss accepts it; it read: field unused)",
 			"error scope  : scope changed: Namespaced -> Cluster",
@@ -88,17 +89,17 @@ func TestPolicy(t *testing.T) {
 			`warning versionLifecycle v1alpha1 : served version "v1alpha1" removed without a release that marked it deprecated: true`,
 		}},
 		{name: "an acceptance of the loss, not a waiver, passes it", config: func(c *config.Settings) {
-			c.AcceptDataLoss = []config.Acceptance{{CRD: testCRDName, Check: config.CheckExistingFieldRemoval, Version: "v1", Path: "^.spec.c",
+			c.AcceptDataLoss = []config.Acceptance{{CRD: enginetest.TestCRDName, Check: config.CheckExistingFieldRemoval, Version: "v1", Path: "^.spec.c",
 				Objects: 3, Reason: "c was never read", Owner: "team-a", Expires: farFuture}}
 		}, want: append([]string{
 			"warning existingFieldRemoval v1 ^.spec.c: data loss: existing field removed (was string) (data loss accepted: c was never read; at most 3 objects, not counted in this run (no objects read): the count is enforced where the objects are read; owner team-a; until 2099-12-31)",
 		}, all[1:]...)},
 		{name: "an acceptance names the loss exactly: another path, version or check is not covered", config: func(c *config.Settings) {
 			c.AcceptDataLoss = []config.Acceptance{
-				{CRD: testCRDName, Check: config.CheckExistingFieldRemoval, Version: "v1", Path: "^.spec.*", Objects: 3, Reason: "r", Expires: farFuture},
-				{CRD: testCRDName, Check: config.CheckExistingFieldRemoval, Version: "v2", Path: "^.spec.c", Objects: 3, Reason: "r", Expires: farFuture},
-				{CRD: testCRDName, Check: config.CheckExistingResources, Version: "v1", Path: "^.spec.c", Objects: 3, Reason: "r", Expires: farFuture},
-				{CRD: testCRDName, Check: config.CheckExistingFieldRemoval, Version: "v1", Objects: 3, Reason: "r", Expires: farFuture},
+				{CRD: enginetest.TestCRDName, Check: config.CheckExistingFieldRemoval, Version: "v1", Path: "^.spec.*", Objects: 3, Reason: "r", Expires: farFuture},
+				{CRD: enginetest.TestCRDName, Check: config.CheckExistingFieldRemoval, Version: "v2", Path: "^.spec.c", Objects: 3, Reason: "r", Expires: farFuture},
+				{CRD: enginetest.TestCRDName, Check: config.CheckExistingResources, Version: "v1", Path: "^.spec.c", Objects: 3, Reason: "r", Expires: farFuture},
+				{CRD: enginetest.TestCRDName, Check: config.CheckExistingFieldRemoval, Version: "v1", Objects: 3, Reason: "r", Expires: farFuture},
 			}
 		}, want: all},
 	}
@@ -110,12 +111,12 @@ func TestPolicy(t *testing.T) {
 			}
 			old, new := policyPair(t)
 			fs := Compare(old, new, &cfg)
-			if got := render(fs); !equalLines(got, tc.want) {
+			if got := enginetest.Render(fs); !enginetest.EqualLines(got, tc.want) {
 				t.Fatalf("findings differ\n got: %q\nwant: %q", got, tc.want)
 			}
 			for _, f := range fs {
-				if f.CRD != testCRDName {
-					t.Errorf("finding names CRD %q, want %q", f.CRD, testCRDName)
+				if f.CRD != enginetest.TestCRDName {
+					t.Errorf("finding names CRD %q, want %q", f.CRD, enginetest.TestCRDName)
 				}
 			}
 		})
@@ -123,30 +124,30 @@ func TestPolicy(t *testing.T) {
 
 	t.Run("nil config uses the defaults", func(t *testing.T) {
 		old, new := policyPair(t)
-		if got := render(Compare(old, new, nil)); !equalLines(got, all) {
+		if got := enginetest.Render(Compare(old, new, nil)); !enginetest.EqualLines(got, all) {
 			t.Fatalf("findings differ\n got: %q\nwant: %q", got, all)
 		}
 	})
 	t.Run("exempted unhandled change", func(t *testing.T) {
 		cfg := config.Default()
-		cfg.Waivers = []config.Waiver{{CRD: testCRDName, Checks: []string{config.CheckUnhandled}, Reason: "items are ignored on strings"}}
-		old := newCRD(t, testVersion{"v1", true, true, `{type: object, properties: {e: {type: string}}}`})
-		new := newCRD(t, testVersion{"v1", true, true, `{type: object, properties: {e: {type: string, items: {type: string}}}}`})
+		cfg.Waivers = []config.Waiver{{CRD: enginetest.TestCRDName, Checks: []string{config.CheckUnhandled}, Reason: "items are ignored on strings"}}
+		old := enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true, Spec: `{type: object, properties: {e: {type: string}}}`})
+		new := enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true, Spec: `{type: object, properties: {e: {type: string, items: {type: string}}}}`})
 		want := []string{`warning unhandled v1 ^.spec.e: unable to determine if the change to items is safe: (none) -> {"type":"string"} (exempted: items are ignored on strings)`}
-		if got := render(Compare(old, new, &cfg)); !equalLines(got, want) {
+		if got := enginetest.Render(Compare(old, new, &cfg)); !enginetest.EqualLines(got, want) {
 			t.Fatalf("findings differ\n got: %q\nwant: %q", got, want)
 		}
 	})
 }
 
 func TestFindingsSorted(t *testing.T) {
-	old := newCRD(t,
-		testVersion{"v2", true, true, `{type: object, properties: {b: {type: string}, a: {type: string, enum: [x, z]}}}`},
-		testVersion{"v1", true, false, `{type: object, properties: {b: {type: string}, a: {type: string}}}`},
+	old := enginetest.NewCRD(t,
+		enginetest.TestVersion{Name: "v2", Served: true, Storage: true, Spec: `{type: object, properties: {b: {type: string}, a: {type: string, enum: [x, z]}}}`},
+		enginetest.TestVersion{Name: "v1", Served: true, Storage: false, Spec: `{type: object, properties: {b: {type: string}, a: {type: string}}}`},
 	)
-	new := newCRD(t,
-		testVersion{"v2", true, true, `{type: object, properties: {a: {type: string, enum: [z], pattern: "^z", default: z}}}`},
-		testVersion{"v1", true, false, `{type: object, properties: {a: {type: integer}}}`},
+	new := enginetest.NewCRD(t,
+		enginetest.TestVersion{Name: "v2", Served: true, Storage: true, Spec: `{type: object, properties: {a: {type: string, enum: [z], pattern: "^z", default: z}}}`},
+		enginetest.TestVersion{Name: "v1", Served: true, Storage: false, Spec: `{type: object, properties: {a: {type: integer}}}`},
 	)
 	new.Spec.Conversion = &apiextv1.CustomResourceConversion{Strategy: apiextv1.WebhookConverter}
 	want := []string{
@@ -157,7 +158,7 @@ func TestFindingsSorted(t *testing.T) {
 		`error enum v2 ^.spec.a: enum values removed: ["x"]`,
 		`error pattern v2 ^.spec.a: pattern added: (none) -> "^z": "" no longer accepted`,
 	}
-	if got := render(Compare(old, new, nil)); !equalLines(got, want) {
+	if got := enginetest.Render(Compare(old, new, nil)); !enginetest.EqualLines(got, want) {
 		t.Fatalf("findings differ\n got: %q\nwant: %q", got, want)
 	}
 }
@@ -178,7 +179,7 @@ func TestSortFindings(t *testing.T) {
 		"error default v1 ^.b: x", "warning default v1 ^.b: x", "error default v1 ^.b: y",
 		"error enum v1 ^.b: x", "error enum v2 ^.a: x", "error enum v1 ^.a: x",
 	}
-	if got := render(fs); !equalLines(got, want) {
+	if got := enginetest.Render(fs); !enginetest.EqualLines(got, want) {
 		t.Fatalf("order differs\n got: %q\nwant: %q", got, want)
 	}
 	if fs[5].CRD != "b" {
@@ -386,7 +387,7 @@ func TestEnforcementLevels(t *testing.T) {
 				cfg.Mode = config.ModeError
 				o.set(&cfg.Checks.SameVersion, l.level)
 				var got []finding.Severity
-				for _, f := range Compare(crdWithField(t, o.old), crdWithField(t, o.new), &cfg) {
+				for _, f := range Compare(enginetest.CRDWithField(t, o.old), enginetest.CRDWithField(t, o.new), &cfg) {
 					got = append(got, f.Severity)
 				}
 				if !reflect.DeepEqual(got, l.want) {

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
@@ -285,16 +286,16 @@ func schemaPath(s *structuralschema.Structural, p dataPath) string {
 		key := e.(string)
 		switch {
 		case s == nil:
-			out = childPath(out, key)
+			out = enginetest.ChildPath(out, key)
 		case hasProperty(s, key):
-			out = childPath(out, key)
+			out = enginetest.ChildPath(out, key)
 			prop := s.Properties[key]
 			s = &prop
 		case s.AdditionalProperties != nil:
 			out += "{*}"
 			s = s.AdditionalProperties.Structural
 		default:
-			out = childPath(out, key)
+			out = enginetest.ChildPath(out, key)
 			s = nil
 		}
 	}

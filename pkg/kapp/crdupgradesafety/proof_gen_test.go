@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/relang"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 )
@@ -206,7 +207,7 @@ func (g *objGen) object_(path string, s, hint *structuralschema.Structural, dept
 		if depth == 0 && (name == "apiVersion" || name == "kind" || name == "metadata") {
 			continue
 		}
-		child := childPath(path, name)
+		child := enginetest.ChildPath(path, name)
 		if !required[name] && !g.onFocus(child) && (excluded[name] || g.budget <= 0 || !g.chance(p)) {
 			continue
 		}
@@ -242,7 +243,7 @@ func (g *objGen) object_(path string, s, hint *structuralschema.Structural, dept
 			}
 			h := hintProperty(hint, k)
 			if h != nil && g.chance(0.5) {
-				m[k] = g.value(childPath(path, k), h, nil, depth+1)
+				m[k] = g.value(enginetest.ChildPath(path, k), h, nil, depth+1)
 			} else {
 				m[k] = g.randomJSON(depth + 1)
 			}

@@ -22,6 +22,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/apivalidation"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -29,13 +31,13 @@ import (
 // the real CRDs (hack/fetch-crds.sh), each object aimed at the mutated
 // field. Mutations the apiserver would refuse as a CRD update are skipped.
 func TestNoFalseNegativesMutations(t *testing.T) {
-	files := realCRDFiles(t)
+	files := enginetest.RealCRDFiles(t)
 	r := rand.New(rand.NewPCG(5, 6))
 	var total proofStats
 	kinds := map[string]int{}
 	refused := 0
 	for _, f := range files {
-		raw, crd := readRealCRD(t, f)
+		raw, crd := enginetest.ReadRealCRD(t, f)
 		// The apiserver's CRD validation and CEL compilation dominate the
 		// cost: fewer mutations of the largest CRDs.
 		perFile := 4
@@ -53,12 +55,12 @@ func TestNoFalseNegativesMutations(t *testing.T) {
 			}
 			// Only the mutated version changes: prove it alone.
 			old, new := singleVersion(crd, version), singleVersion(mutated, version)
-			if errs := ValidateCRD(context.Background(), old, new); len(errs) > 0 {
+			if errs := apivalidation.ValidateCRD(context.Background(), old, new); len(errs) > 0 {
 				refused++
 				continue
 			}
 			kinds[kind]++
-			_, focus := splitCombinators(path)
+			_, focus := enginetest.SplitCombinators(path)
 			p := &proofRun{tb: t, name: fmt.Sprintf("%s: %s at %s", f, desc, path), old: old, new: new, r: r,
 				focus: focus, objects: 40, maxMisses: 1, served: served}
 			p.run()
@@ -98,15 +100,15 @@ func FuzzNoFalseNegatives(f *testing.F) {
 	var sources []source
 	for _, c := range goldenCases(f) {
 		sources = append(sources, source{c.name,
-			parseCRDStrict(f, c.dir+"/old.yaml", c.old), parseCRDStrict(f, c.dir+"/new.yaml", c.new)})
+			enginetest.ParseCRDStrict(f, c.dir+"/old.yaml", c.old), enginetest.ParseCRDStrict(f, c.dir+"/new.yaml", c.new)})
 	}
-	if dir, ok := realCRDDirIfPresent(f); ok {
-		for _, rel := range realCRDFilesIn(f, dir) {
+	if dir, ok := enginetest.RealCRDDirIfPresent(f); ok {
+		for _, rel := range enginetest.RealCRDFilesIn(f, dir) {
 			b, err := os.ReadFile(filepath.Join(dir, rel))
 			if err != nil {
 				f.Fatal(err)
 			}
-			crd := parseRealCRD(f, rel, b)
+			crd := enginetest.ParseRealCRD(f, rel, b)
 			sources = append(sources, source{rel, crd, crd})
 		}
 	}
@@ -124,7 +126,7 @@ func FuzzNoFalseNegatives(f *testing.F) {
 				continue
 			}
 			new, version = mutated, v
-			_, focus = splitCombinators(path)
+			_, focus = enginetest.SplitCombinators(path)
 			name += "; " + desc + " at " + v + " " + path
 		}
 		old := src.old
@@ -134,7 +136,7 @@ func FuzzNoFalseNegatives(f *testing.F) {
 				return // a golden case's new version
 			}
 		}
-		if len(ValidateCRD(context.Background(), old, new)) > 0 {
+		if len(apivalidation.ValidateCRD(context.Background(), old, new)) > 0 {
 			return // the apiserver would refuse the update
 		}
 		p := &proofRun{tb: t, name: name, old: old, new: new, r: r, focus: focus, objects: 20, maxMisses: 3}
@@ -167,7 +169,7 @@ func eachSchemaNode(s *apiextv1.JSONSchemaProps, path string, inCombinator bool,
 		if !ok {
 			continue // removed by f
 		}
-		eachSchemaNode(&p, childPath(path, name), inCombinator, f)
+		eachSchemaNode(&p, enginetest.ChildPath(path, name), inCombinator, f)
 		s.Properties[name] = p
 	}
 	if s.Items != nil && s.Items.Schema != nil {

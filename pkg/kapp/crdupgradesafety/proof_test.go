@@ -41,6 +41,7 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -157,7 +158,7 @@ func (p *proofRun) run() {
 				if p.stats.misses <= p.maxMisses {
 					obj, _ := json.Marshal(raw)
 					p.tb.Errorf("%s: version %s: no finding covers %s at %s (%s)\n  object: %s\n  findings:\n%s",
-						p.name, ov.Name, c.reason, c.field, c.path, obj, indent(goldenText(findings)))
+						p.name, ov.Name, c.reason, c.field, c.path, obj, indent(enginetest.GoldenText(findings)))
 				}
 			}
 		}
@@ -202,14 +203,14 @@ func (p *proofRun) readStored(findings []finding.Finding, version string, objs [
 	// invalid (the old CRD's judgement agrees with the proof's).
 	for i, f := range res.Notes {
 		if i < p.maxMisses {
-			p.tb.Errorf("%s: version %s: an object valid when stored is noted as invalid under the old CRD: %s", p.name, version, testMessage(f))
+			p.tb.Errorf("%s: version %s: an object valid when stored is noted as invalid under the old CRD: %s", p.name, version, enginetest.Message(f))
 		}
 	}
 	for _, f := range res.Residual {
 		p.stats.residual++
 		if p.stats.residual <= p.maxMisses {
 			p.tb.Errorf("%s: version %s: the object reader joined an effect to no finding: %s\n  findings:\n%s",
-				p.name, version, testMessage(f), indent(goldenText(findings)))
+				p.name, version, enginetest.Message(f), indent(enginetest.GoldenText(findings)))
 		}
 	}
 }
@@ -427,7 +428,7 @@ func covered(findings []finding.Finding, version, field string) bool {
 		if f.Field == "" {
 			return true
 		}
-		base, stripped := splitCombinators(string(f.Field))
+		base, stripped := enginetest.SplitCombinators(string(f.Field))
 		if isAncestorOrSelf(stripped, field) || base == field {
 			return true
 		}
@@ -455,8 +456,8 @@ func TestNoFalseNegativesGolden(t *testing.T) {
 	var total proofStats
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, c := range goldenCases(t) {
-		old := parseCRDStrict(t, c.dir+"/old.yaml", c.old)
-		new := parseCRDStrict(t, c.dir+"/new.yaml", c.new)
+		old := enginetest.ParseCRDStrict(t, c.dir+"/old.yaml", c.old)
+		new := enginetest.ParseCRDStrict(t, c.dir+"/new.yaml", c.new)
 		for _, dir := range []struct {
 			name     string
 			old, new *apiextv1.CustomResourceDefinition
@@ -476,7 +477,7 @@ func TestProofHarness(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	var total proofStats
 	for _, c := range goldenCases(t) {
-		crd := parseCRDStrict(t, c.dir+"/old.yaml", c.old)
+		crd := enginetest.ParseCRDStrict(t, c.dir+"/old.yaml", c.old)
 		p := &proofRun{tb: t, name: c.name + " (itself)", old: crd, new: crd, r: r, objects: 10, maxMisses: 3}
 		p.run()
 		if p.stats.changed > 0 {
@@ -491,8 +492,8 @@ func TestProofHarness(t *testing.T) {
 
 	// With a finding removed, the proof must notice.
 	c := goldenCaseByName(t, "prohibited-maxlength-decreased")
-	old := parseCRDStrict(t, c.dir+"/old.yaml", c.old)
-	new := parseCRDStrict(t, c.dir+"/new.yaml", c.new)
+	old := enginetest.ParseCRDStrict(t, c.dir+"/old.yaml", c.old)
+	new := enginetest.ParseCRDStrict(t, c.dir+"/new.yaml", c.new)
 	rec := &recordingTB{TB: t}
 	p := &proofRun{tb: rec, name: c.name, old: old, new: new, r: r, objects: 40, maxMisses: 1}
 	cfg := proofPolicy()
@@ -545,8 +546,8 @@ func TestProofDetectsMissingFindings(t *testing.T) {
 	caught := map[string]bool{}
 	seen := map[string]bool{}
 	for _, c := range goldenCases(t) {
-		old := parseCRDStrict(t, c.dir+"/old.yaml", c.old)
-		new := parseCRDStrict(t, c.dir+"/new.yaml", c.new)
+		old := enginetest.ParseCRDStrict(t, c.dir+"/old.yaml", c.old)
+		new := enginetest.ParseCRDStrict(t, c.dir+"/new.yaml", c.new)
 		all := proofCompare(old, new)
 		checks := map[string]bool{}
 		for _, f := range all {

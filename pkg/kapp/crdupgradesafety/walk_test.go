@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -20,7 +21,7 @@ func runSpecCases(t *testing.T, cases []specCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			assertFindings(t, newCRD(t, testVersion{"v1", true, true, tc.old}), newCRD(t, testVersion{"v1", true, true, tc.new}), tc.config, tc.want)
+			assertFindings(t, enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true, Spec: tc.old}), enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true, Spec: tc.new}), tc.config, tc.want)
 		})
 	}
 }
@@ -157,30 +158,30 @@ func TestWalkAdditionalProperties(t *testing.T) {
 
 func TestWalkVersionSchemas(t *testing.T) {
 	noSchema := func(c *apiextv1.CustomResourceDefinition) { c.Spec.Versions[0].Schema = nil }
-	v1 := testVersion{"v1", true, true, `{type: object, properties: {a: {type: string}}}`}
+	v1 := enginetest.TestVersion{Name: "v1", Served: true, Storage: true, Spec: `{type: object, properties: {a: {type: string}}}`}
 	runCRDCases(t, []crdCase{
-		{name: "version schema removed", old: newCRD(t, v1), new: with(newCRD(t, v1), noSchema),
+		{name: "version schema removed", old: enginetest.NewCRD(t, v1), new: enginetest.With(enginetest.NewCRD(t, v1), noSchema),
 			want: []string{"error existingFieldRemoval v1 ^: data loss: schema removed"}},
-		{name: "version schema removed, existingFieldRemoval disabled", old: newCRD(t, v1), new: with(newCRD(t, v1), noSchema),
+		{name: "version schema removed, existingFieldRemoval disabled", old: enginetest.NewCRD(t, v1), new: enginetest.With(enginetest.NewCRD(t, v1), noSchema),
 			config: func(c *config.Settings) { c.Checks.CRD.ExistingFieldRemoval.Enabled = false },
 			want:   []string{}},
-		{name: "version schema added", old: with(newCRD(t, v1), noSchema), new: newCRD(t, v1),
+		{name: "version schema added", old: enginetest.With(enginetest.NewCRD(t, v1), noSchema), new: enginetest.NewCRD(t, v1),
 			want: []string{}},
-		{name: "root description edited", old: newCRD(t, v1),
-			new: with(newCRD(t, v1), func(c *apiextv1.CustomResourceDefinition) {
+		{name: "root description edited", old: enginetest.NewCRD(t, v1),
+			new: enginetest.With(enginetest.NewCRD(t, v1), func(c *apiextv1.CustomResourceDefinition) {
 				c.Spec.Versions[0].Schema.OpenAPIV3Schema.Description = "Widget is a widget."
 			}),
 			want: []string{}},
 		{name: "every version is compared",
-			old: newCRD(t, testVersion{"v1", true, false, `{type: object, properties: {a: {type: string}}}`}, testVersion{"v2", true, true, `{type: object, properties: {a: {type: string}}}`}),
-			new: newCRD(t, testVersion{"v1", true, false, `{type: object, properties: {a: {type: string, maxLength: 3}}}`}, testVersion{"v2", true, true, `{type: object, properties: {a: {type: string, maxLength: 3}}}`}),
+			old: enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: false, Spec: `{type: object, properties: {a: {type: string}}}`}, enginetest.TestVersion{Name: "v2", Served: true, Storage: true, Spec: `{type: object, properties: {a: {type: string}}}`}),
+			new: enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: false, Spec: `{type: object, properties: {a: {type: string, maxLength: 3}}}`}, enginetest.TestVersion{Name: "v2", Served: true, Storage: true, Spec: `{type: object, properties: {a: {type: string, maxLength: 3}}}`}),
 			want: []string{
 				"error maxLength v1 ^.spec.a: maxLength added: (none) -> 3",
 				"error maxLength v2 ^.spec.a: maxLength added: (none) -> 3",
 			}},
 		{name: "sameVersion disabled",
-			old:    newCRD(t, testVersion{"v1", true, true, `{type: object, properties: {a: {type: string}}}`}),
-			new:    newCRD(t, testVersion{"v1", true, true, `{type: object, properties: {a: {type: integer}}}`}),
+			old:    enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true, Spec: `{type: object, properties: {a: {type: string}}}`}),
+			new:    enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true, Spec: `{type: object, properties: {a: {type: integer}}}`}),
 			config: func(c *config.Settings) { c.Checks.SameVersion.Enabled = false },
 			want:   []string{}},
 	})
@@ -314,7 +315,7 @@ func TestWalkImpliedData(t *testing.T) {
 // object, whatever the root schema declares.
 func TestWalkResourceFields(t *testing.T) {
 	root := func(props string) *apiextv1.CustomResourceDefinition {
-		return oracleCRD(t, `{type: object, properties: {`+props+`}}`, false)
+		return enginetest.OracleCRD(t, `{type: object, properties: {`+props+`}}`, false)
 	}
 	runCRDCases(t, []crdCase{
 		{name: "maxLength added on metadata.name", old: root(`metadata: {type: object}`),
@@ -335,8 +336,8 @@ func TestWalkResourceFields(t *testing.T) {
 			want: []string{}},
 		{name: "apiVersion constrained", old: root(`spec: {type: object}`), new: root(`apiVersion: {type: string, pattern: "^example"}, spec: {type: object}`),
 			want: []string{`error pattern v1 ^.apiVersion: pattern added: (none) -> "^example": "" no longer accepted (declared where stored objects may already hold data: every object has apiVersion and kind)`}},
-		{name: "a field named metadata below the root is an ordinary field", old: oracleCRD(t, specX(`{type: object}`), false),
-			new: oracleCRD(t, specX(`{type: object, properties: {metadata: {type: object, properties: {name: {type: string, maxLength: 5}}}}}`), false), want: []string{}},
+		{name: "a field named metadata below the root is an ordinary field", old: enginetest.OracleCRD(t, enginetest.SpecX(`{type: object}`), false),
+			new: enginetest.OracleCRD(t, enginetest.SpecX(`{type: object, properties: {metadata: {type: object, properties: {name: {type: string, maxLength: 5}}}}}`), false), want: []string{}},
 	})
 }
 
@@ -344,7 +345,7 @@ func TestWalkResourceFields(t *testing.T) {
 // nothing is pruned, so every new property is judged like existing data.
 func TestWalkCRDPreserveUnknownFields(t *testing.T) {
 	spec := func(props string, keepAll bool) *apiextv1.CustomResourceDefinition {
-		return oracleCRD(t, `{type: object, properties: {spec: {type: object, properties: {`+props+`}}}}`, keepAll)
+		return enginetest.OracleCRD(t, `{type: object, properties: {spec: {type: object, properties: {`+props+`}}}}`, keepAll)
 	}
 	runCRDCases(t, []crdCase{
 		{name: "new field", old: spec(`a: {type: string}`, true), new: spec(`a: {type: string}, b: {type: integer}`, true),

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/stretchr/testify/require"
 )
@@ -68,9 +67,9 @@ func TestRemedyInEveryOutput(t *testing.T) {
 // almost none).
 func TestReadDependentsRemedy(t *testing.T) {
 	f := finding.Finding{Check: config.CheckOwnerReferences, Remedy: &finding.Remedy{Action: finding.RemedyReadDependents,
-		Command: crdupgradesafety.DependentsRBACCommand, Resources: []string{"configmaps", "deployments.apps", "pods", "secrets", "services"}}}
+		Command: finding.DependentsRBACCommand, Resources: []string{"configmaps", "deployments.apps", "pods", "secrets", "services"}}}
 	require.Equal(t, "let the check list the 5 resources it may not (configmaps, deployments.apps, pods and 2 more), then try again: for the webhook, '"+
-		crdupgradesafety.DependentsRBACCommand+"' (list on every resource); for a deploy or the tools command, an identity that may list them; "+
+		finding.DependentsRBACCommand+"' (list on every resource); for a deploy or the tools command, an identity that may list them; "+
 		"or keep the removed versions", RemedyText(f))
 	f.Remedy = &finding.Remedy{Action: finding.RemedyReadDependents}
 	require.Equal(t, "try again once the resources can be listed (an aggregated API that was down), or keep the removed versions", RemedyText(f))

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
@@ -237,11 +236,11 @@ func ImpactText(f finding.Finding) string {
 			}
 		case finding.EffectDefaulted:
 			parts = append(parts, fmt.Sprintf("%s %s differently: %s", of, plural.Of(e.Objects, "reads", "read"), examples))
-		case crdupgradesafety.EffectGCStopped:
+		case finding.EffectGCStopped:
 			// Objects of every kind were read, not the CRD's stored objects.
 			parts = append(parts, fmt.Sprintf("%d of %d objects read %s ownerReferences to it: %s",
 				e.Objects, imp.Objects, plural.Of(e.Objects, "has", "have"), examples))
-		case crdupgradesafety.EffectSSARefused:
+		case finding.EffectSSARefused:
 			parts = append(parts, fmt.Sprintf("%s %s managedFields entries at it: %s", of, plural.Of(e.Objects, "has", "have"), examples))
 		case finding.EffectRejected:
 			note := ratchetNote(imp.Source, imp.Ratcheted > 0, imp.Ratcheted, e.Objects)

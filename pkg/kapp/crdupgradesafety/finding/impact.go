@@ -197,3 +197,14 @@ func withoutValues(list []ObjectEffect) []ObjectEffect {
 	}
 	return out
 }
+
+// EffectGCStopped: the object names the removed version in an
+// ownerReference; the garbage collector can no longer resolve its owner, so
+// it is no longer deleted with it (kubernetes/kubernetes#102641).
+const EffectGCStopped Effect = "garbage collection stopped"
+
+// EffectSSARefused: every server-side apply of the object is refused: a
+// managedFields entry names a version the CRD no longer has, which the
+// apiserver cannot convert the object to ("request to convert CR to an
+// invalid group/version").
+const EffectSSARefused Effect = "server-side apply refused"

@@ -217,3 +217,8 @@ type AcceptHint struct {
 	Objects                   int
 	Counted                   bool
 }
+
+// DependentsRBACCommand regenerates the webhook's role with list on every
+// resource, where dependents live, and applies it (docs/webhook.md,
+// "Least privilege").
+const DependentsRBACCommand = "kapp tools crd-upgrade-safety-webhook rbac --dependents | kapp deploy -a crd-upgrade-safety-rbac -f - -y"

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // canonicalJSON renders a JSON value with sorted object keys, no
@@ -234,4 +236,24 @@ func CanonicalValue(v any) string {
 		return fmt.Sprint(v)
 	}
 	return CanonicalJSON(b)
+}
+
+// summarize renders validation errors sorted, the first few in full.
+func Summarize(errs field.ErrorList) string {
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return SummarizeList(msgs)
+}
+
+// summarizeList renders items sorted, the first few in full.
+func SummarizeList(items []string) string {
+	slices.Sort(items)
+	items = slices.Compact(items)
+	const max = 3
+	if len(items) > max {
+		return strings.Join(items[:max], "; ") + fmt.Sprintf("; and %d more", len(items)-max)
+	}
+	return strings.Join(items, "; ")
 }

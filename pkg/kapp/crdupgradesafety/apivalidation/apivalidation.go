@@ -1,4 +1,4 @@
-package crdupgradesafety
+package apivalidation
 
 import (
 	"context"
@@ -287,9 +287,9 @@ func InvalidOld(crdName string, errs field.ErrorList, cfg *config.Settings) []fi
 	}
 	fs := []finding.Finding{{
 		CRD: crdName, Check: config.CheckAPIServerRejects, Severity: finding.SeverityWarning,
-		Change:     finding.Change{Kind: "oldInvalid", New: finding.BoundText(summarize(v1Paths(errs)), finding.MaxMessageBytes)},
-		ChangeText: finding.BoundText("the old CRD is itself invalid, the apiserver would refuse to create it: "+summarize(v1Paths(errs)), finding.MaxMessageBytes),
-		Remedy:     &finding.Remedy{Action: finding.RemedyApiserverReason, Detail: finding.BoundText(summarize(v1Paths(errs)), finding.MaxMessageBytes)},
+		Change:     finding.Change{Kind: "oldInvalid", New: finding.BoundText(finding.Summarize(v1Paths(errs)), finding.MaxMessageBytes)},
+		ChangeText: finding.BoundText("the old CRD is itself invalid, the apiserver would refuse to create it: "+finding.Summarize(v1Paths(errs)), finding.MaxMessageBytes),
+		Remedy:     &finding.Remedy{Action: finding.RemedyApiserverReason, Detail: finding.BoundText(finding.Summarize(v1Paths(errs)), finding.MaxMessageBytes)},
 	}}
 	finding.KeyFindings(fs)
 	return fs

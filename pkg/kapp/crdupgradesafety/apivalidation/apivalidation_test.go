@@ -1,4 +1,4 @@
-package crdupgradesafety
+package apivalidation
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -45,7 +46,7 @@ properties:
 
 func TestValidateCRD(t *testing.T) {
 	v1 := func(spec string) *apiextv1.CustomResourceDefinition {
-		return newCRD(t, testVersion{name: "v1", served: true, storage: true, spec: spec})
+		return enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true, Spec: spec})
 	}
 	stored := func(versions ...string) func(*apiextv1.CustomResourceDefinition) {
 		return func(c *apiextv1.CustomResourceDefinition) { c.Status.StoredVersions = versions }
@@ -62,7 +63,7 @@ func TestValidateCRD(t *testing.T) {
 	}{
 		{name: "valid create", new: v1("")},
 		{name: "defaulted before validation: no singular, listKind or conversion",
-			new: with(v1(""), func(c *apiextv1.CustomResourceDefinition) {
+			new: enginetest.With(v1(""), func(c *apiextv1.CustomResourceDefinition) {
 				c.Spec.Names.Singular, c.Spec.Names.ListKind, c.Spec.Conversion = "", "", nil
 			})},
 		{name: "not structural: a property without type",
@@ -80,53 +81,53 @@ func TestValidateCRD(t *testing.T) {
 				"x-kubernetes-validations[0].rule: Forbidden: contributed to estimated rule cost total exceeding cost limit",
 				"spec.versions[*].schema.openAPIV3Schema: Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget"}},
 		{name: "name is not plural.group",
-			new:  with(v1(""), func(c *apiextv1.CustomResourceDefinition) { c.Name = "gadgets.example.com" }),
+			new:  enginetest.With(v1(""), func(c *apiextv1.CustomResourceDefinition) { c.Name = "gadgets.example.com" }),
 			want: []string{`metadata.name: Invalid value: "gadgets.example.com": must be spec.names.plural+"."+spec.group`}},
 		{name: "two storage versions",
-			new: newCRD(t, testVersion{name: "v1", served: true, storage: true},
-				testVersion{name: "v2", served: true, storage: true}),
+			new: enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true},
+				enginetest.TestVersion{Name: "v2", Served: true, Storage: true}),
 			want: []string{"must have exactly one version marked as storage version",
 				`status.storedVersions: Invalid value: ["v1"]: must have the storage version v2`}},
 		{name: "valid update", old: v1(""), new: v1("type: object\nproperties:\n  a: {type: string}\n")},
 		{name: "stored version dropped while in status.storedVersions",
-			old: with(newCRD(t, testVersion{name: "v1", served: true}, testVersion{name: "v2", served: true, storage: true}),
+			old: enginetest.With(enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true}, enginetest.TestVersion{Name: "v2", Served: true, Storage: true}),
 				stored("v1", "v2"), established),
-			new:  newCRD(t, testVersion{name: "v2", served: true, storage: true}),
+			new:  enginetest.NewCRD(t, enginetest.TestVersion{Name: "v2", Served: true, Storage: true}),
 			want: []string{`status.storedVersions[0]: Invalid value: "v1": missing from spec.versions`}},
 		{name: "stored version dropped, old from a file: its storage version counts as stored",
-			old:  newCRD(t, testVersion{name: "v1", served: true, storage: true}),
-			new:  newCRD(t, testVersion{name: "v2", served: true, storage: true}),
+			old:  enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true}),
+			new:  enginetest.NewCRD(t, enginetest.TestVersion{Name: "v2", Served: true, Storage: true}),
 			want: []string{`status.storedVersions[0]: Invalid value: "v1": missing from spec.versions`}},
 		{name: "scope of an established CRD is immutable",
-			old:  with(v1(""), stored("v1"), established),
-			new:  with(v1(""), func(c *apiextv1.CustomResourceDefinition) { c.Spec.Scope = apiextv1.ClusterScoped }),
+			old:  enginetest.With(v1(""), stored("v1"), established),
+			new:  enginetest.With(v1(""), func(c *apiextv1.CustomResourceDefinition) { c.Spec.Scope = apiextv1.ClusterScoped }),
 			want: []string{"spec.scope: Invalid value: \"Cluster\": field is immutable"}},
 		{name: "names.kind of an old CRD from a file (taken as established) is immutable",
 			old:  v1(""),
-			new:  with(v1(""), func(c *apiextv1.CustomResourceDefinition) { c.Spec.Names.Kind = "Gizmo" }),
+			new:  enginetest.With(v1(""), func(c *apiextv1.CustomResourceDefinition) { c.Spec.Names.Kind = "Gizmo" }),
 			want: []string{"spec.names.kind: Invalid value: \"Gizmo\": field is immutable"}},
 		{name: "scope of a CRD not established yet may change",
-			old: with(v1(""), stored("v1"), func(c *apiextv1.CustomResourceDefinition) {
+			old: enginetest.With(v1(""), stored("v1"), func(c *apiextv1.CustomResourceDefinition) {
 				c.Status.Conditions = []apiextv1.CustomResourceDefinitionCondition{
 					{Type: apiextv1.Established, Status: apiextv1.ConditionFalse}}
 			}),
-			new: with(v1(""), func(c *apiextv1.CustomResourceDefinition) { c.Spec.Scope = apiextv1.ClusterScoped })},
+			new: enginetest.With(v1(""), func(c *apiextv1.CustomResourceDefinition) { c.Spec.Scope = apiextv1.ClusterScoped })},
 		{name: "create: a CEL rule over the per-expression budget",
 			new:  v1(overBudgetCEL),
 			want: []string{"x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of 4.0x"}},
 		{name: "update ratchets: the rule is kept in a version whose schema is unchanged",
-			old: with(v1(overBudgetCEL), stored("v1"), established),
-			new: with(v1(overBudgetCEL), func(c *apiextv1.CustomResourceDefinition) {
+			old: enginetest.With(v1(overBudgetCEL), stored("v1"), established),
+			new: enginetest.With(v1(overBudgetCEL), func(c *apiextv1.CustomResourceDefinition) {
 				c.Spec.Names.ShortNames = []string{"wd"}
 			})},
 		{name: "update: changing the schema of that version is refused",
-			old: with(v1(overBudgetCEL), stored("v1"), established),
-			new: with(v1(overBudgetCEL), func(c *apiextv1.CustomResourceDefinition) {
+			old: enginetest.With(v1(overBudgetCEL), stored("v1"), established),
+			new: enginetest.With(v1(overBudgetCEL), func(c *apiextv1.CustomResourceDefinition) {
 				c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["names"].Items.Schema.Description = "edited"
 			}),
 			want: []string{"x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of 4.0x"}},
 		{name: "update: a new CEL rule over budget is refused",
-			old: with(v1(""), stored("v1"), established),
+			old: enginetest.With(v1(""), stored("v1"), established),
 			new: v1(quadraticCEL),
 			want: []string{"spec.versions[*].schema.openAPIV3Schema.properties[spec].properties[names].x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget",
 				"x-kubernetes-validations[0].rule: Forbidden: contributed to estimated rule cost total exceeding cost limit",
@@ -153,8 +154,8 @@ func TestValidateCRD(t *testing.T) {
 
 // TestValidateCRDLeavesInputsAlone: validation works on copies.
 func TestValidateCRDLeavesInputsAlone(t *testing.T) {
-	old := newCRD(t, testVersion{name: "v1", served: true, storage: true})
-	new := newCRD(t, testVersion{name: "v1", served: true, storage: true})
+	old := enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true})
+	new := enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true})
 	new.Spec.Names.Singular = ""
 	ValidateCRD(context.Background(), old, new)
 	if old.Status.Conditions != nil || old.Status.StoredVersions != nil || new.Spec.Names.Singular != "" || new.Spec.Conversion != nil {
@@ -162,7 +163,7 @@ func TestValidateCRDLeavesInputsAlone(t *testing.T) {
 	}
 
 	// What the v1 defaulters set: a webhook's port, stored versions.
-	webhook := newCRD(t, testVersion{name: "v1", served: true, storage: true})
+	webhook := enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true})
 	webhook.Spec.Conversion = &apiextv1.CustomResourceConversion{Strategy: apiextv1.WebhookConverter,
 		Webhook: &apiextv1.WebhookConversion{ConversionReviewVersions: []string{"v1"},
 			ClientConfig: &apiextv1.WebhookClientConfig{Service: &apiextv1.ServiceReference{Namespace: "ns", Name: "svc"}}}}
@@ -214,7 +215,7 @@ func TestRejected(t *testing.T) {
 				`error apiserverRejects  spec.scope: the apiserver refuses the update: Invalid value: "Cluster": field is immutable`,
 			}},
 		{name: "an exemption of every check does not waive them",
-			configure: func(c *config.Settings) { c.Waivers = []config.Waiver{{CRD: testCRDName}} },
+			configure: func(c *config.Settings) { c.Waivers = []config.Waiver{{CRD: enginetest.TestCRDName}} },
 			want: []string{
 				`error apiserverRejects  spec.group: the apiserver refuses the update: Required value`,
 				`error apiserverRejects  spec.scope: the apiserver refuses the update: Invalid value: "Cluster": field is immutable`,
@@ -228,7 +229,7 @@ func TestRejected(t *testing.T) {
 			if tc.configure != nil {
 				tc.configure(&cfg)
 			}
-			if got := render(Rejected(testCRDName, "update", rs, &cfg)); !equalLines(got, tc.want) {
+			if got := enginetest.Render(Rejected(enginetest.TestCRDName, "update", rs, &cfg)); !enginetest.EqualLines(got, tc.want) {
 				t.Fatalf("findings differ\n got: %q\nwant: %q", got, tc.want)
 			}
 		})
@@ -237,22 +238,22 @@ func TestRejected(t *testing.T) {
 
 func TestInvalidOld(t *testing.T) {
 	cfg := config.Default()
-	invalid := newCRD(t, testVersion{name: "v1", served: true, storage: true, spec: "type: object\nproperties:\n  size: {minimum: 1}\n"})
-	got := render(InvalidOld(testCRDName, ValidateCRD(context.Background(), nil, invalid), &cfg))
+	invalid := enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true, Spec: "type: object\nproperties:\n  size: {minimum: 1}\n"})
+	got := enginetest.Render(InvalidOld(enginetest.TestCRDName, ValidateCRD(context.Background(), nil, invalid), &cfg))
 	want := []string{"warning apiserverRejects  : the old CRD is itself invalid, the apiserver would refuse to create it: " +
 		"spec.versions[*].schema.openAPIV3Schema.properties[spec].properties[size].type: Required value: must not be empty for specified object fields"}
-	if !equalLines(got, want) {
+	if !enginetest.EqualLines(got, want) {
 		t.Fatalf("findings differ\n got: %q\nwant: %q", got, want)
 	}
-	valid := newCRD(t, testVersion{name: "v1", served: true, storage: true})
-	if fs := InvalidOld(testCRDName, ValidateCRD(context.Background(), nil, valid), &cfg); fs != nil {
+	valid := enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true})
+	if fs := InvalidOld(enginetest.TestCRDName, ValidateCRD(context.Background(), nil, valid), &cfg); fs != nil {
 		t.Fatalf("a valid old CRD gave %v", fs)
 	}
 }
 
 func TestRejectedMessageIsBounded(t *testing.T) {
 	huge := strings.Repeat("é", 10000)
-	fs := Rejected(testCRDName, "create", []Rejection{{Field: "spec", Message: huge}}, nil)
+	fs := Rejected(enginetest.TestCRDName, "create", []Rejection{{Field: "spec", Message: huge}}, nil)
 	if len(fs) != 1 {
 		t.Fatalf("got %d findings", len(fs))
 	}
@@ -269,13 +270,13 @@ func TestRejectedMessageIsBounded(t *testing.T) {
 // apiserver accepts, are accepted on create and on an update to themselves:
 // no false alarm.
 func TestRealCRDsAreAccepted(t *testing.T) {
-	root := realCRDDir(t)
-	for _, rel := range realCRDFiles(t) {
+	root := enginetest.RealCRDDir(t)
+	for _, rel := range enginetest.RealCRDFiles(t) {
 		b, err := os.ReadFile(filepath.Join(root, rel))
 		if err != nil {
 			t.Fatal(err)
 		}
-		crd := parseRealCRD(t, rel, b)
+		crd := enginetest.ParseRealCRD(t, rel, b)
 		before := crd.DeepCopy()
 		if errs := ValidateCRD(context.Background(), nil, crd); len(errs) > 0 {
 			t.Errorf("%s: create refused: %v", rel, errs.ToAggregate())
@@ -292,7 +293,7 @@ func TestRealCRDsAreAccepted(t *testing.T) {
 // BenchmarkValidateCRD validates prometheuses (786 KB), the largest real
 // CRD, on create and on an update to itself. Compare with BenchmarkCompare.
 func BenchmarkValidateCRD(b *testing.B) {
-	_, crd := readRealCRD(b, prometheusesCRD)
+	_, crd := enginetest.ReadRealCRD(b, enginetest.PrometheusesCRD)
 	b.Run("create", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
@@ -312,7 +313,7 @@ func BenchmarkValidateCRD(b *testing.B) {
 // a create clears the status only for itself (here an update keeps a
 // stored version the spec no longer has, which a create does not see).
 func TestPreparedCRDIsReusable(t *testing.T) {
-	crd := newCRD(t, testVersion{name: "v1", served: true, storage: true})
+	crd := enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true})
 	crd.Status.StoredVersions = []string{"v0", "v1"}
 	ctx := context.Background()
 	wantCreate, wantUpdate := ValidateCRD(ctx, nil, crd), ValidateCRD(ctx, crd, crd)
@@ -335,7 +336,7 @@ func TestPreparedCRDIsReusable(t *testing.T) {
 // it does not recognize; on an update only those the old CRD did not draw.
 func TestWarnings(t *testing.T) {
 	v1 := func(spec string) *PreparedCRD {
-		return PrepareCRD(newCRD(t, testVersion{name: "v1", served: true, storage: true, spec: spec}))
+		return PrepareCRD(enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true, Spec: spec}))
 	}
 	const setOfObjects = "type: object\nproperties:\n  ports:\n    type: array\n    x-kubernetes-list-type: set\n" +
 		"    items: {type: object, properties: {port: {type: integer}}}\n"
@@ -363,14 +364,14 @@ func TestWarnings(t *testing.T) {
 	}
 
 	cfg := config.Default()
-	got := render(Warned(testCRDName, "update", []string{setWarning}, &cfg))
+	got := enginetest.Render(Warned(enginetest.TestCRDName, "update", []string{setWarning}, &cfg))
 	want := []string{"warning apiserverRejects  : the apiserver warns on the update: " + setWarning}
-	if !equalLines(got, want) {
+	if !enginetest.EqualLines(got, want) {
 		t.Fatalf("findings differ\n got: %q\nwant: %q", got, want)
 	}
 	cfg.Mode = config.ModeError
 	cfg.Checks.CRD.ApiserverRejects.Enabled = false
-	if fs := Warned(testCRDName, "update", []string{setWarning}, &cfg); fs != nil {
+	if fs := Warned(enginetest.TestCRDName, "update", []string{setWarning}, &cfg); fs != nil {
 		t.Fatalf("disabled check gave %v", fs)
 	}
 }
