@@ -10,7 +10,7 @@ import (
 
 	"github.com/cppforlife/go-cli-ui/ui"
 	"github.com/crdsafety/kapp/pkg/kapp/cmd/tools"
-	ours "github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/apivalidation"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
@@ -107,7 +107,7 @@ func BenchmarkCommand(b *testing.B) {
 				defer debug.SetGCPercent(debug.SetGCPercent(tools.GCPercentFor(fileSize(b, old) + fileSize(b, new))))
 				b.ReportAllocs()
 				for b.Loop() {
-					_ = ours.ValidateCRD(context.Background(), o, n)
+					_ = apivalidation.ValidateCRD(context.Background(), o, n)
 				}
 			})
 			// ours: the whole command. ours-compare: the same work as

@@ -7,6 +7,7 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	ours "github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 )
 
 // BenchmarkBurstRead is the engine's part of the burst of
@@ -51,7 +52,7 @@ func BenchmarkBurstRead(b *testing.B) {
 	for b.Loop() {
 		for _, it := range items {
 			for _, v := range ours.VersionsToRead(it.p.oldCRD, it.p.newCRD) {
-				r, err := ours.NewObjectReader(it.p.oldCRD, it.p.newCRD, v, ours.SourceCluster, nil, &cfg)
+				r, err := ours.NewObjectReader(it.p.oldCRD, it.p.newCRD, v, finding.SourceCluster, nil, &cfg)
 				if err != nil {
 					b.Fatal(err)
 				}
