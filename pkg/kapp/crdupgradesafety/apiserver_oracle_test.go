@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -251,7 +252,7 @@ func TestFindingsAgainstApiserver(t *testing.T) {
 					uniqueSorted(gotErrs), uniqueSorted(gotWarned), tc.wantErrs, tc.wantWarned, enginetest.GoldenText(fs))
 			}
 
-			oldSchema, newSchema := versionSchema(&old.Spec.Versions[0]), versionSchema(&new.Spec.Versions[0])
+			oldSchema, newSchema := checks.VersionSchema(&old.Spec.Versions[0]), checks.VersionSchema(&new.Spec.Versions[0])
 			broken := 0
 			for _, y := range tc.objects {
 				obj := parseObject(t, y)

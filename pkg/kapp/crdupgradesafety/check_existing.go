@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
@@ -32,7 +33,7 @@ type versionValidator struct {
 // of objs reaches are left out first (see check_existing_schema.go): the
 // validators then serve only those objects.
 func newVersionValidator(crd *apiextv1.CustomResourceDefinition, version string, objs []any, prune bool) (*versionValidator, error) {
-	s := versionSchema(versionsByName(crd)[version])
+	s := checks.VersionSchema(checks.VersionsByName(crd)[version])
 	if s == nil {
 		return nil, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/lru"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
@@ -99,7 +100,7 @@ func validatorMemory(crd *apiextv1.CustomResourceDefinition, version string) int
 	for i := range crd.Spec.Versions {
 		v := &crd.Spec.Versions[i]
 		var w schemaWeights
-		w.add(versionSchema(v))
+		w.add(checks.VersionSchema(v))
 		crdNodes.nodes += w.nodes
 		if v.Name == version {
 			ver = w

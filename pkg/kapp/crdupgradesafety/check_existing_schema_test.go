@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -59,7 +60,7 @@ func (s *pruneStats) add(o pruneStats) {
 func checkPrunedAgree(t *testing.T, name string, old, new *apiextv1.CustomResourceDefinition, r *rand.Rand, n int) pruneStats {
 	t.Helper()
 	var stats pruneStats
-	newVersions := versionsByName(new)
+	newVersions := checks.VersionsByName(new)
 	for _, ov := range old.Spec.Versions {
 		if newVersions[ov.Name] == nil || ov.Schema == nil {
 			continue

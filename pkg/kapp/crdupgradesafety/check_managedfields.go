@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
@@ -36,7 +37,7 @@ type mfAcc struct {
 // NewManagedFieldsReader returns the reader for an update of old to new,
 // nil when the update removes or unserves no version (nothing to read).
 func NewManagedFieldsReader(old, new *apiextv1.CustomResourceDefinition) *ManagedFieldsReader {
-	newVersions := versionsByName(new)
+	newVersions := checks.VersionsByName(new)
 	watched := map[string]bool{}
 	for _, ov := range old.Spec.Versions {
 		nv, ok := newVersions[ov.Name]

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -40,7 +41,7 @@ type UnreadableResource struct {
 // NewOwnerReferencesReader returns the reader for an update of old to new,
 // nil when the update removes no version.
 func NewOwnerReferencesReader(old, new *apiextv1.CustomResourceDefinition) *OwnerReferencesReader {
-	newVersions := versionsByName(new)
+	newVersions := checks.VersionsByName(new)
 	var removed []string
 	for _, v := range old.Spec.Versions {
 		if _, ok := newVersions[v.Name]; !ok {

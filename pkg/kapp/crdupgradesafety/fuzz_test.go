@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
@@ -240,7 +241,7 @@ func (g *schemaGen) schema(depth int) *apiextv1.JSONSchemaProps {
 	// Value keywords mostly where they apply: the apiserver ignores a
 	// keyword of another kind than the type's (clearIgnoredKeywords).
 	often := func(kind string, rarely int) int {
-		if holdsKind(s.Type, kind) {
+		if checks.HoldsKind(s.Type, kind) {
 			return 3
 		}
 		return rarely

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 
@@ -109,19 +110,19 @@ func NewObjectReader(oldCRD, newCRD *apiextv1.CustomResourceDefinition, version,
 			r.readChanges = r.oldS == nil || r.oldPrunes != r.newPrunes || readsDiffer(r.oldS, r.newS)
 		}
 	}()
-	nv := versionsByName(newCRD)[version]
+	nv := checks.VersionsByName(newCRD)[version]
 	if nv == nil {
 		return nil, fmt.Errorf("crd %s has no version %s", newCRD.Name, version)
 	}
-	newInternal, err := internalSchemaOf(versionSchema(nv))
+	newInternal, err := internalSchemaOf(checks.VersionSchema(nv))
 	if err != nil {
 		return nil, err
 	}
 	if r.newS, err = structuralschema.NewStructural(newInternal); err != nil {
 		return nil, fmt.Errorf("crd %s version %s: structural schema: %w", newCRD.Name, version, err)
 	}
-	if ov := versionsByName(oldCRD)[version]; ov != nil && versionSchema(ov) != nil {
-		oldInternal, err := internalSchemaOf(versionSchema(ov))
+	if ov := checks.VersionsByName(oldCRD)[version]; ov != nil && checks.VersionSchema(ov) != nil {
+		oldInternal, err := internalSchemaOf(checks.VersionSchema(ov))
 		if err != nil {
 			return nil, err
 		}
@@ -152,7 +153,7 @@ func NewObjectReader(oldCRD, newCRD *apiextv1.CustomResourceDefinition, version,
 func NoObjectsRead(newCRD *apiextv1.CustomResourceDefinition, version, source string,
 	findings []finding.Finding, cfg *config.Settings) (finding.VersionImpact, error) {
 
-	if versionsByName(newCRD)[version] == nil {
+	if checks.VersionsByName(newCRD)[version] == nil {
 		return finding.VersionImpact{}, fmt.Errorf("crd %s has no version %s", newCRD.Name, version)
 	}
 	return newReaderBase(newCRD, false, version, source, findings, cfg).Result(), nil
@@ -801,7 +802,7 @@ func (r *ObjectReader) Result() finding.VersionImpact {
 // one) without showing anything: validation, pruning and defaulting of
 // those versions stay as they are.
 func VersionsToRead(oldCRD, newCRD *apiextv1.CustomResourceDefinition) []string {
-	newVersions := versionsByName(newCRD)
+	newVersions := checks.VersionsByName(newCRD)
 	var out []string
 	for i := range oldCRD.Spec.Versions {
 		ov := &oldCRD.Spec.Versions[i]
@@ -809,7 +810,7 @@ func VersionsToRead(oldCRD, newCRD *apiextv1.CustomResourceDefinition) []string 
 		if !ov.Served || !ok {
 			continue
 		}
-		if !sameSchema(versionSchema(ov), versionSchema(nv)) {
+		if !checks.SameSchema(checks.VersionSchema(ov), checks.VersionSchema(nv)) {
 			out = append(out, ov.Name)
 		}
 	}

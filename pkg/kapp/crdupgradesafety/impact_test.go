@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	"github.com/stretchr/testify/require"
@@ -72,7 +73,7 @@ func readImpactWith(t *testing.T, oldSpec, newSpec string, objs []map[string]any
 // etcd, pruned and defaulted under the CRD's schema of version.
 func Listed(t *testing.T, crd *apiextv1.CustomResourceDefinition, version string, objs []map[string]any) []map[string]any {
 	t.Helper()
-	internal, err := internalSchemaOf(versionSchema(versionsByName(crd)[version]))
+	internal, err := internalSchemaOf(checks.VersionSchema(checks.VersionsByName(crd)[version]))
 	require.NoError(t, err)
 	s, err := structuralschema.NewStructural(internal)
 	require.NoError(t, err)

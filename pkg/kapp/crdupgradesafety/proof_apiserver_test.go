@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -53,7 +54,7 @@ type servedSchema struct {
 // newServedSchema builds what apiextensions-apiserver's CRD handler builds
 // for one version (customresource_handler.go, getOrCreateServingInfoFor).
 func newServedSchema(crd *apiextv1.CustomResourceDefinition, version string) (*servedSchema, error) {
-	v := versionsByName(crd)[version]
+	v := checks.VersionsByName(crd)[version]
 	if v == nil || v.Schema == nil {
 		return nil, fmt.Errorf("version %s has no schema", version)
 	}

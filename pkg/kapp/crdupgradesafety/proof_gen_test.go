@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/relang"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
@@ -432,7 +433,7 @@ func (g *objGen) str(s, hint *structuralschema.Structural) any {
 	}
 	for range 4 {
 		var v string
-		examples := formatExamples[normalizeFormat(vv.Format)]
+		examples := formatExamples[checks.NormalizeFormat(vv.Format)]
 		switch {
 		case vv.Pattern != "" && g.chance(0.9):
 			if w, ok := g.patternWitness(vv.Pattern, hvv); ok && g.chance(0.3) {
@@ -502,7 +503,7 @@ func (g *objGen) patternWitness(old string, hvv *structuralschema.ValueValidatio
 		return w, w != "\x00none"
 	}
 	w := "\x00none"
-	if res, err := comparePatterns(old, hvv.Pattern); err == nil && res.Verdict == relang.NotIncluded {
+	if res, err := checks.ComparePatterns(old, hvv.Pattern); err == nil && res.Verdict == relang.NotIncluded {
 		w = res.Witness
 	}
 	g.witnesses[key] = w

@@ -23,6 +23,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/apivalidation"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
@@ -132,7 +133,7 @@ func FuzzNoFalseNegatives(f *testing.F) {
 		old := src.old
 		if version != "" {
 			old, new = singleVersion(old, version), singleVersion(new, version)
-			if versionsByName(old)[version] == nil {
+			if checks.VersionsByName(old)[version] == nil {
 				return // a golden case's new version
 			}
 		}
@@ -596,7 +597,7 @@ func mutatePreserveUnknownFields(r *rand.Rand, n schemaNode) string {
 	if n.inCombinator || n.s.Type != "object" {
 		return ""
 	}
-	if isTrue(n.s.XPreserveUnknownFields) {
+	if checks.IsTrue(n.s.XPreserveUnknownFields) {
 		if r.IntN(2) == 0 {
 			n.s.XPreserveUnknownFields = nil
 			return "preserve-unknown-fields removed"

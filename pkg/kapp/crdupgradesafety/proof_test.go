@@ -40,6 +40,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -129,7 +130,7 @@ func (p *proofRun) run() {
 		compare = proofCompare
 	}
 	findings := compare(p.old, p.new)
-	newVersions := versionsByName(p.new)
+	newVersions := checks.VersionsByName(p.new)
 	for _, ov := range p.old.Spec.Versions {
 		if _, ok := newVersions[ov.Name]; !ok || p.version != "" && ov.Name != p.version {
 			continue

@@ -7,6 +7,7 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/kube"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -177,8 +178,8 @@ func readStoredObjects(ctx context.Context, pair Pair, pairFindings []finding.Fi
 		var reader *crdupgradesafety.ObjectReader
 		newReader := func() (err error) {
 			// Read as the cluster's apiserver validates (its version's).
-			reader, err = crdupgradesafety.NewObjectReader(crdupgradesafety.ValidatedAt(pair.Old, cfg.KubeVersion),
-				crdupgradesafety.ValidatedAt(pair.New, cfg.KubeVersion), version, finding.SourceCluster, pairFindings, cfg)
+			reader, err = crdupgradesafety.NewObjectReader(checks.ValidatedAt(pair.Old, cfg.KubeVersion),
+				checks.ValidatedAt(pair.New, cfg.KubeVersion), version, finding.SourceCluster, pairFindings, cfg)
 			if err != nil {
 				return fmt.Errorf("reading custom resources of CRD %s: %w", pair.New.Name, err)
 			}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 )
 
@@ -24,8 +25,8 @@ func readSamples(p Pair, pairFindings []finding.Finding, cfg *config.Settings) (
 	var impacts []finding.VersionImpact
 	for _, version := range crdupgradesafety.VersionsToRead(p.Old, p.New) {
 		// Read as the target version's apiserver validates (--kube-version).
-		reader, err := crdupgradesafety.NewObjectReader(crdupgradesafety.ValidatedAt(p.Old, cfg.KubeVersion),
-			crdupgradesafety.ValidatedAt(p.New, cfg.KubeVersion), version, finding.SourceSamples, pairFindings, cfg)
+		reader, err := crdupgradesafety.NewObjectReader(checks.ValidatedAt(p.Old, cfg.KubeVersion),
+			checks.ValidatedAt(p.New, cfg.KubeVersion), version, finding.SourceSamples, pairFindings, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("reading sample objects of CRD %s: %w", p.New.Name, err)
 		}

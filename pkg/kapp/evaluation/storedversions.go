@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/storedversions"
 	"github.com/crdsafety/kapp/pkg/kapp/kube"
@@ -32,7 +32,7 @@ type StoredVersionsVerdict struct {
 	// is dropped).
 	Evidence string
 	// Findings: one storedVersionRemoval finding per dropped version when
-	// no evidence backs the drop (crdupgradesafety.CompareStatus).
+	// no evidence backs the drop (checks.CompareStatus).
 	Findings []finding.Finding
 }
 
@@ -68,6 +68,6 @@ func JudgeStoredVersions(ctx context.Context, cluster Cluster, old, new *apiextv
 		v.Evidence = fmt.Sprintf("StorageVersionMigration %s succeeded at storage version %s", ev.Migration, ev.Version)
 		return v, nil
 	}
-	v.Findings = crdupgradesafety.CompareStatus(old, new, cfg)
+	v.Findings = checks.CompareStatus(old, new, cfg)
 	return v, nil
 }
