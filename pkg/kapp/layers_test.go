@@ -13,16 +13,24 @@ const module = "github.com/crdsafety/kapp/"
 // layers are the module's packages from the bottom up: a package imports
 // only packages of lower layers (Go itself rules out cycles). Shared
 // helpers at the bottom; the configuration and the client-go adapter; the
-// engine; the outputs (report composes the English of findings); the
+// engine's rooms and the outputs (report composes the English of findings); the
 // services built on them (evaluation, input loading, the storage
 // migration); test fixtures of the services; the kapp hook and the
 // admission webhook; the commands; the binary.
 var layers = [][]string{
-	{"docs", "pkg/kapp/internal/", "pkg/kapp/crdupgradesafety/internal/"},
+	{"docs", "pkg/kapp/internal/", "pkg/kapp/crdupgradesafety/internal/relang"},
 	// gittest builds its repositories' CRDs with testcrd.
 	{"pkg/kapp/config", "pkg/kapp/kube", "pkg/kapp/internal/gittest"},
-	{"pkg/kapp/crdupgradesafety"},
-	{"pkg/kapp/report"},
+	// The engine in rooms, from the bottom up: the finding model (and the
+	// policy that makes findings); the schema and CRD checks, the
+	// apiserver's validation of a CRD, and the outputs, which know only
+	// findings; the stored-object readers (they read what the checks
+	// found), with the engine tests' fixtures; the engine's front (one call
+	// per pair), with the proofs' generators.
+	{"pkg/kapp/crdupgradesafety/finding"},
+	{"pkg/kapp/crdupgradesafety/checks", "pkg/kapp/crdupgradesafety/apivalidation", "pkg/kapp/report"},
+	{"pkg/kapp/crdupgradesafety/objects", "pkg/kapp/crdupgradesafety/internal/enginetest"},
+	{"pkg/kapp/crdupgradesafety", "pkg/kapp/crdupgradesafety/internal/prooftest"},
 	{"pkg/kapp/evaluation", "pkg/kapp/inputs", "pkg/kapp/migration"},
 	{"pkg/kapp/evaluation/evaluationtest", "pkg/kapp/webhook/webhooktest", "pkg/kapp/kube/kubetest"},
 	{"pkg/kapp/preflight", "pkg/kapp/webhook"},

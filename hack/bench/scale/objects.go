@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	ours "github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/objects"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -60,7 +60,7 @@ func minimalObject(crd *apiextv1.CustomResourceDefinition, name string) (obj map
 		obj["apiVersion"] = crd.Spec.Group + "/" + v
 		// Read under the CRD as both the old and the new one: any rejection
 		// is an existingResources finding.
-		r, err := ours.NewObjectReader(crd, crd, v, finding.SourceSamples, nil, &cfg)
+		r, err := objects.NewObjectReader(crd, crd, v, finding.SourceSamples, nil, &cfg)
 		if err != nil {
 			return obj, false
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/objects"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -144,7 +145,7 @@ func TestFingerprintCoversTheChange(t *testing.T) {
 			return old, new
 		}),
 		{check: config.CheckCRDDeletion, run: func(t *testing.T, variant int, cfg *config.Settings) []finding.Finding {
-			return Deletion(enginetest.TestCRDName, 2, []string{"", "update strategy always-replace"}[variant], cfg)
+			return objects.Deletion(enginetest.TestCRDName, 2, []string{"", "update strategy always-replace"}[variant], cfg)
 		}},
 	}
 

@@ -11,6 +11,7 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/prooftest"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -29,10 +30,10 @@ import (
 // default), which can take most of a short run; -fuzzminimizetime=5s
 // leaves more time for mutation.
 func FuzzCompare(f *testing.F) {
-	for _, c := range goldenCases(f) {
-		f.Add(c.old, c.new)
-		oldJSON, err1 := yaml.YAMLToJSON(c.old)
-		newJSON, err2 := yaml.YAMLToJSON(c.new)
+	for _, c := range prooftest.GoldenCases(f) {
+		f.Add(c.Old, c.New)
+		oldJSON, err1 := yaml.YAMLToJSON(c.Old)
+		newJSON, err2 := yaml.YAMLToJSON(c.New)
 		if err1 == nil && err2 == nil {
 			f.Add(oldJSON, newJSON)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/prooftest"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
@@ -24,59 +25,21 @@ import (
 // what docs/checks.md says, not whatever the engine happens to do.
 var updateGolden = flag.Bool("update", false, "rewrite testdata/*/expected.txt with the current findings")
 
-// goldenCase is one directory of testdata/: old.yaml and new.yaml (full
-// apiextensions.k8s.io/v1 CRDs), an optional config.yaml (the `config` map
-// of the CRDUpgradeSafety preflight rule) and expected.txt.
-type goldenCase struct {
-	name     string
-	dir      string
-	old, new []byte
-	config   []byte // nil when the case has no config.yaml
-}
-
-// goldenCases lists the case directories of testdata/ (fuzz corpora are
-// not cases), sorted by name.
-func goldenCases(tb testing.TB) []goldenCase {
-	tb.Helper()
-	entries, err := os.ReadDir("testdata")
-	if err != nil {
-		tb.Fatalf("reading testdata: %v", err)
-	}
-	var cases []goldenCase
-	for _, e := range entries {
-		if !e.IsDir() || e.Name() == "fuzz" {
-			continue
-		}
-		dir := filepath.Join("testdata", e.Name())
-		c := goldenCase{name: e.Name(), dir: dir, old: enginetest.ReadFile(tb, dir, "old.yaml"), new: enginetest.ReadFile(tb, dir, "new.yaml")}
-		if b, err := os.ReadFile(filepath.Join(dir, "config.yaml")); err == nil {
-			c.config = b
-		} else if !os.IsNotExist(err) {
-			tb.Fatalf("reading %s/config.yaml: %v", dir, err)
-		}
-		cases = append(cases, c)
-	}
-	if len(cases) == 0 {
-		tb.Fatal("no cases in testdata/")
-	}
-	return cases
-}
-
 // caseConfig decodes config.yaml with config.Decode; no file means the
 // default policy.
-func caseConfig(tb testing.TB, c goldenCase) *config.Settings {
+func caseConfig(tb testing.TB, c prooftest.GoldenCase) *config.Settings {
 	tb.Helper()
-	if c.config == nil {
+	if c.Config == nil {
 		def := config.Default()
 		return &def
 	}
 	var raw map[string]any
-	if err := yaml.Unmarshal(c.config, &raw); err != nil {
-		tb.Fatalf("parsing %s/config.yaml: %v", c.dir, err)
+	if err := yaml.Unmarshal(c.Config, &raw); err != nil {
+		tb.Fatalf("parsing %s/config.yaml: %v", c.Dir, err)
 	}
 	cfg, err := config.Decode(raw)
 	if err != nil {
-		tb.Fatalf("decoding %s/config.yaml: %v", c.dir, err)
+		tb.Fatalf("decoding %s/config.yaml: %v", c.Dir, err)
 	}
 	return &cfg
 }
@@ -86,10 +49,10 @@ func caseConfig(tb testing.TB, c goldenCase) *config.Settings {
 // must hold: findings are sorted and name the new CRD, and comparing
 // either file with itself finds nothing.
 func TestGolden(t *testing.T) {
-	for _, c := range goldenCases(t) {
-		t.Run(c.name, func(t *testing.T) {
-			old := enginetest.ParseCRDStrict(t, filepath.Join(c.dir, "old.yaml"), c.old)
-			new := enginetest.ParseCRDStrict(t, filepath.Join(c.dir, "new.yaml"), c.new)
+	for _, c := range prooftest.GoldenCases(t) {
+		t.Run(c.Name, func(t *testing.T) {
+			old := enginetest.ParseCRDStrict(t, filepath.Join(c.Dir, "old.yaml"), c.Old)
+			new := enginetest.ParseCRDStrict(t, filepath.Join(c.Dir, "new.yaml"), c.New)
 			cfg := caseConfig(t, c)
 
 			got := Compare(old, new, cfg)
@@ -104,7 +67,7 @@ func TestGolden(t *testing.T) {
 				}
 			}
 
-			expectedPath := filepath.Join(c.dir, "expected.txt")
+			expectedPath := filepath.Join(c.Dir, "expected.txt")
 			gotText := enginetest.GoldenText(got)
 			if *updateGolden {
 				if err := os.WriteFile(expectedPath, []byte(gotText), 0o644); err != nil {
@@ -188,14 +151,14 @@ func findingLess(a, b finding.Finding) bool {
 // storage version, and every version's schema is structural. No case
 // should test a change nobody could make.
 func TestGoldenCRDsAreValid(t *testing.T) {
-	for _, c := range goldenCases(t) {
-		t.Run(c.name, func(t *testing.T) {
+	for _, c := range prooftest.GoldenCases(t) {
+		t.Run(c.Name, func(t *testing.T) {
 			for _, file := range []string{"old.yaml", "new.yaml"} {
-				b := c.old
+				b := c.Old
 				if file == "new.yaml" {
-					b = c.new
+					b = c.New
 				}
-				path := filepath.Join(c.dir, file)
+				path := filepath.Join(c.Dir, file)
 				if errs := validateCRD(t, enginetest.ParseCRDStrict(t, path, b)); len(errs) > 0 {
 					t.Errorf("%s is not a valid CRD:\n  %s", path, strings.Join(errs, "\n  "))
 				}

@@ -90,16 +90,16 @@ func TestPolicy(t *testing.T) {
 		}},
 		{name: "an acceptance of the loss, not a waiver, passes it", config: func(c *config.Settings) {
 			c.AcceptDataLoss = []config.Acceptance{{CRD: enginetest.TestCRDName, Check: config.CheckExistingFieldRemoval, Version: "v1", Path: "^.spec.c",
-				Objects: 3, Reason: "c was never read", Owner: "team-a", Expires: farFuture}}
+				Objects: 3, Reason: "c was never read", Owner: "team-a", Expires: enginetest.FarFuture}}
 		}, want: append([]string{
 			"warning existingFieldRemoval v1 ^.spec.c: data loss: existing field removed (was string) (data loss accepted: c was never read; at most 3 objects, not counted in this run (no objects read): the count is enforced where the objects are read; owner team-a; until 2099-12-31)",
 		}, all[1:]...)},
 		{name: "an acceptance names the loss exactly: another path, version or check is not covered", config: func(c *config.Settings) {
 			c.AcceptDataLoss = []config.Acceptance{
-				{CRD: enginetest.TestCRDName, Check: config.CheckExistingFieldRemoval, Version: "v1", Path: "^.spec.*", Objects: 3, Reason: "r", Expires: farFuture},
-				{CRD: enginetest.TestCRDName, Check: config.CheckExistingFieldRemoval, Version: "v2", Path: "^.spec.c", Objects: 3, Reason: "r", Expires: farFuture},
-				{CRD: enginetest.TestCRDName, Check: config.CheckExistingResources, Version: "v1", Path: "^.spec.c", Objects: 3, Reason: "r", Expires: farFuture},
-				{CRD: enginetest.TestCRDName, Check: config.CheckExistingFieldRemoval, Version: "v1", Objects: 3, Reason: "r", Expires: farFuture},
+				{CRD: enginetest.TestCRDName, Check: config.CheckExistingFieldRemoval, Version: "v1", Path: "^.spec.*", Objects: 3, Reason: "r", Expires: enginetest.FarFuture},
+				{CRD: enginetest.TestCRDName, Check: config.CheckExistingFieldRemoval, Version: "v2", Path: "^.spec.c", Objects: 3, Reason: "r", Expires: enginetest.FarFuture},
+				{CRD: enginetest.TestCRDName, Check: config.CheckExistingResources, Version: "v1", Path: "^.spec.c", Objects: 3, Reason: "r", Expires: enginetest.FarFuture},
+				{CRD: enginetest.TestCRDName, Check: config.CheckExistingFieldRemoval, Version: "v1", Objects: 3, Reason: "r", Expires: enginetest.FarFuture},
 			}
 		}, want: all},
 	}

@@ -43,6 +43,8 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/prooftest"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/objects"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -102,18 +104,18 @@ type proofRun struct {
 	// changed).
 	version string
 	// served caches the old CRD's served schemas across runs.
-	served map[string]*servedSchema
+	served map[string]*prooftest.ServedSchema
 }
 
 // servedSchema returns crd's version as served, from the cache for the
 // old CRD.
-func (p *proofRun) servedSchema(crd *apiextv1.CustomResourceDefinition, version string) *servedSchema {
+func (p *proofRun) servedSchema(crd *apiextv1.CustomResourceDefinition, version string) *prooftest.ServedSchema {
 	if crd == p.old && p.served != nil {
 		if s, ok := p.served[version]; ok {
 			return s
 		}
 	}
-	s, err := newServedSchema(crd, version)
+	s, err := prooftest.NewServedSchema(crd, version)
 	if err != nil {
 		p.tb.Fatalf("%s: version %s: %v", p.name, version, err)
 	}
@@ -137,11 +139,11 @@ func (p *proofRun) run() {
 		}
 		mo, mn := p.servedSchema(p.old, ov.Name), p.servedSchema(p.new, ov.Name)
 		p.stats.versions++
-		gen := newObjGen(p.r, p.focus)
+		gen := prooftest.NewObjGen(p.r, p.focus)
 		var storedObjs []map[string]any
 		for range p.objects {
 			p.stats.generated++
-			raw := gen.object(mo.gvk.GroupVersion().String(), mo.gvk.Kind, mo.namespaced, mo.structural, mn.structural)
+			raw := gen.Object(mo.GVK.GroupVersion().String(), mo.GVK.Kind, mo.Namespaced, mo.Structural, mn.Structural)
 			changes, stored := p.prove(mo, mn, raw)
 			if stored == nil {
 				continue
@@ -179,7 +181,7 @@ func impactsText(v finding.VersionImpact) string {
 // unexplained.
 func (p *proofRun) readStored(findings []finding.Finding, version string, objs []map[string]any) {
 	cfg := proofPolicy()
-	r, err := NewObjectReader(p.old, p.new, version, finding.SourceCluster, findings, &cfg)
+	r, err := objects.NewObjectReader(p.old, p.new, version, finding.SourceCluster, findings, &cfg)
 	if err != nil {
 		p.tb.Fatalf("%s: version %s: %v", p.name, version, err)
 	}
@@ -188,12 +190,12 @@ func (p *proofRun) readStored(findings []finding.Finding, version string, objs [
 	// The shortcut of a reader whose schemas read stored objects alike
 	// (readsDiffer false: objects only validated) finds what the full read
 	// finds.
-	if !r.readChanges {
-		full, err := NewObjectReader(p.old, p.new, version, finding.SourceCluster, findings, &cfg)
+	if r.Shortcut() {
+		full, err := objects.NewObjectReader(p.old, p.new, version, finding.SourceCluster, findings, &cfg)
 		if err != nil {
 			p.tb.Fatalf("%s: version %s: %v", p.name, version, err)
 		}
-		full.readChanges = true
+		full.FullRead()
 		full.Read(objs)
 		if fr := full.Result(); fr.Affected != res.Affected || !reflect.DeepEqual(fr.Impacts, res.Impacts) {
 			p.tb.Errorf("%s: version %s: readsDiffer is false, but reading the objects finds %d affected, not %d:\n%s\n%s",
@@ -234,51 +236,51 @@ func indent(s string) string {
 // only after decoding (an anyOf that required a field the new schema
 // prunes) is a consequence of a pruned or defaulted field: that field is
 // the change, and it is checked itself.
-func (p *proofRun) prove(mo, mn *servedSchema, raw map[string]any) (changes []dataChange, stored map[string]any) {
+func (p *proofRun) prove(mo, mn *prooftest.ServedSchema, raw map[string]any) (changes []dataChange, stored map[string]any) {
 	raw, err := normalizeJSON(raw)
 	if err != nil {
 		p.tb.Fatalf("%s: %v", p.name, err)
 	}
-	s := deepCopyJSON(raw).(map[string]any)
-	if err := mo.decode(s, false); err != nil || len(mo.validate(s)) > 0 {
+	s := finding.DeepCopyJSON(raw).(map[string]any)
+	if err := mo.Decode(s, false); err != nil || len(mo.Validate(s)) > 0 {
 		return nil, nil
 	}
 	add := func(path dataPath, reason string) {
-		changes = append(changes, dataChange{path: path, field: schemaPath(mn.structural, path),
-			oldField: schemaPath(mo.structural, path), reason: reason})
+		changes = append(changes, dataChange{path: path, field: schemaPath(mn.Structural, path),
+			oldField: schemaPath(mo.Structural, path), reason: reason})
 	}
 	transformed := false // decoding under the new schema changed something
 	// Read back under the new schema.
-	r := deepCopyJSON(s).(map[string]any)
-	if err := mn.decode(r, true); err != nil {
+	r := finding.DeepCopyJSON(s).(map[string]any)
+	if err := mn.Decode(r, true); err != nil {
 		add(nil, "read fails: "+err.Error())
 	}
 	for _, d := range diffJSON(nil, s, r) {
 		transformed = true
-		if mo.storable(d.path) || d.hadOld {
+		if servedStorable(mo, d.path) || d.hadOld {
 			add(d.path, "read back as "+d.what)
 		}
 	}
 	// The same request under the new schema: what each schema defaulted
 	// must agree.
-	c := deepCopyJSON(raw).(map[string]any)
-	cErr := mn.decode(c, false)
+	c := finding.DeepCopyJSON(raw).(map[string]any)
+	cErr := mn.Decode(c, false)
 	if cErr != nil {
 		add(nil, "create fails: "+cErr.Error())
 	} else {
 		for _, d := range defaultDiffs(mo, mn, raw, s, c) {
 			transformed = true
-			if mo.storable(d.path) || d.hadOld {
+			if servedStorable(mo, d.path) || d.hadOld {
 				add(d.path, "defaulted differently: "+d.what)
 			}
 		}
 	}
 	inherent := map[string]bool{}
-	for _, e := range mn.validate(deepCopyJSON(s).(map[string]any)) {
+	for _, e := range mn.Validate(finding.DeepCopyJSON(s).(map[string]any)) {
 		inherent[errorKey(e)] = true
 	}
 	rejected := func(obj map[string]any, how string) {
-		for _, e := range mn.validate(obj) {
+		for _, e := range mn.Validate(obj) {
 			if inherent[errorKey(e)] || !transformed {
 				add(errorPath(e, obj), how+": "+e.Error())
 			}
@@ -299,12 +301,12 @@ func errorKey(e *field.Error) string {
 // defaultDiffs compares the defaults each schema applies to the request
 // raw (s and c are raw decoded with the old and the new schema): at every
 // path one of them defaulted, the two decoded objects must agree.
-func defaultDiffs(mo, mn *servedSchema, raw, s, c map[string]any) []jsonDiff {
+func defaultDiffs(mo, mn *prooftest.ServedSchema, raw, s, c map[string]any) []jsonDiff {
 	paths := map[string]dataPath{}
-	for _, m := range []*servedSchema{mo, mn} {
-		undefaulted := deepCopyJSON(raw).(map[string]any)
-		defaulted := deepCopyJSON(raw).(map[string]any)
-		if m.decodeWithoutDefaults(undefaulted, false) != nil || m.decode(defaulted, false) != nil {
+	for _, m := range []*prooftest.ServedSchema{mo, mn} {
+		undefaulted := finding.DeepCopyJSON(raw).(map[string]any)
+		defaulted := finding.DeepCopyJSON(raw).(map[string]any)
+		if m.DecodeWithoutDefaults(undefaulted, false) != nil || m.Decode(defaulted, false) != nil {
 			continue
 		}
 		for _, d := range diffJSON(nil, undefaulted, defaulted) {
@@ -430,7 +432,7 @@ func covered(findings []finding.Finding, version, field string) bool {
 			return true
 		}
 		base, stripped := enginetest.SplitCombinators(string(f.Field))
-		if isAncestorOrSelf(stripped, field) || base == field {
+		if prooftest.IsAncestorOrSelf(stripped, field) || base == field {
 			return true
 		}
 	}
@@ -456,13 +458,13 @@ func proofCompare(old, new *apiextv1.CustomResourceDefinition) []finding.Finding
 func TestNoFalseNegativesGolden(t *testing.T) {
 	var total proofStats
 	r := rand.New(rand.NewPCG(1, 2))
-	for _, c := range goldenCases(t) {
-		old := enginetest.ParseCRDStrict(t, c.dir+"/old.yaml", c.old)
-		new := enginetest.ParseCRDStrict(t, c.dir+"/new.yaml", c.new)
+	for _, c := range prooftest.GoldenCases(t) {
+		old := enginetest.ParseCRDStrict(t, c.Dir+"/old.yaml", c.Old)
+		new := enginetest.ParseCRDStrict(t, c.Dir+"/new.yaml", c.New)
 		for _, dir := range []struct {
 			name     string
 			old, new *apiextv1.CustomResourceDefinition
-		}{{c.name, old, new}, {c.name + " (reversed)", new, old}} {
+		}{{c.Name, old, new}, {c.Name + " (reversed)", new, old}} {
 			p := &proofRun{tb: t, name: dir.name, old: dir.old, new: dir.new, r: r, objects: 40, maxMisses: 3}
 			p.run()
 			total.add(p.stats)
@@ -477,12 +479,12 @@ func TestNoFalseNegativesGolden(t *testing.T) {
 func TestProofHarness(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	var total proofStats
-	for _, c := range goldenCases(t) {
-		crd := enginetest.ParseCRDStrict(t, c.dir+"/old.yaml", c.old)
-		p := &proofRun{tb: t, name: c.name + " (itself)", old: crd, new: crd, r: r, objects: 10, maxMisses: 3}
+	for _, c := range prooftest.GoldenCases(t) {
+		crd := enginetest.ParseCRDStrict(t, c.Dir+"/old.yaml", c.Old)
+		p := &proofRun{tb: t, name: c.Name + " (itself)", old: crd, new: crd, r: r, objects: 10, maxMisses: 3}
 		p.run()
 		if p.stats.changed > 0 {
-			t.Errorf("%s: comparing with itself changed %d objects", c.name, p.stats.changed)
+			t.Errorf("%s: comparing with itself changed %d objects", c.Name, p.stats.changed)
 		}
 		total.add(p.stats)
 	}
@@ -493,10 +495,10 @@ func TestProofHarness(t *testing.T) {
 
 	// With a finding removed, the proof must notice.
 	c := goldenCaseByName(t, "prohibited-maxlength-decreased")
-	old := enginetest.ParseCRDStrict(t, c.dir+"/old.yaml", c.old)
-	new := enginetest.ParseCRDStrict(t, c.dir+"/new.yaml", c.new)
+	old := enginetest.ParseCRDStrict(t, c.Dir+"/old.yaml", c.Old)
+	new := enginetest.ParseCRDStrict(t, c.Dir+"/new.yaml", c.New)
 	rec := &recordingTB{TB: t}
-	p := &proofRun{tb: rec, name: c.name, old: old, new: new, r: r, objects: 40, maxMisses: 1}
+	p := &proofRun{tb: rec, name: c.Name, old: old, new: new, r: r, objects: 40, maxMisses: 1}
 	cfg := proofPolicy()
 	cfg.Checks.SameVersion.MaxLength.Enabled = false
 	p.compare = func(old, new *apiextv1.CustomResourceDefinition) []finding.Finding { return Compare(old, new, &cfg) }
@@ -516,15 +518,15 @@ func (r *recordingTB) Errorf(format string, args ...any) {
 	r.errors = append(r.errors, fmt.Sprintf(format, args...))
 }
 
-func goldenCaseByName(tb testing.TB, name string) goldenCase {
+func goldenCaseByName(tb testing.TB, name string) prooftest.GoldenCase {
 	tb.Helper()
-	for _, c := range goldenCases(tb) {
-		if c.name == name {
+	for _, c := range prooftest.GoldenCases(tb) {
+		if c.Name == name {
 			return c
 		}
 	}
 	tb.Fatalf("no golden case %s", name)
-	return goldenCase{}
+	return prooftest.GoldenCase{}
 }
 
 // TestProofDetectsMissingFindings shows the proof has teeth: for every
@@ -546,9 +548,9 @@ func TestProofDetectsMissingFindings(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	caught := map[string]bool{}
 	seen := map[string]bool{}
-	for _, c := range goldenCases(t) {
-		old := enginetest.ParseCRDStrict(t, c.dir+"/old.yaml", c.old)
-		new := enginetest.ParseCRDStrict(t, c.dir+"/new.yaml", c.new)
+	for _, c := range prooftest.GoldenCases(t) {
+		old := enginetest.ParseCRDStrict(t, c.Dir+"/old.yaml", c.Old)
+		new := enginetest.ParseCRDStrict(t, c.Dir+"/new.yaml", c.New)
 		all := proofCompare(old, new)
 		checks := map[string]bool{}
 		for _, f := range all {
@@ -560,7 +562,7 @@ func TestProofDetectsMissingFindings(t *testing.T) {
 				continue
 			}
 			rec := &recordingTB{TB: t}
-			p := &proofRun{tb: rec, name: c.name + " without " + check, old: old, new: new, r: r, objects: 80, maxMisses: 1,
+			p := &proofRun{tb: rec, name: c.Name + " without " + check, old: old, new: new, r: r, objects: 80, maxMisses: 1,
 				compare: func(_, _ *apiextv1.CustomResourceDefinition) []finding.Finding {
 					var kept []finding.Finding
 					for _, f := range all {

@@ -11,6 +11,7 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/objects"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/lru"
 )
 
@@ -29,12 +30,12 @@ import (
 // are read by every run, but the validators built for a batch of them are
 // kept too, by the CRD they were built from (the webhook's CRDs are shared
 // and never modified), the version and the shape of the batch
-// (crdupgradesafety.Validators). Safe for concurrent use; a nil
+// (objects.Validators). Safe for concurrent use; a nil
 // *Comparisons compares every time.
 type Comparisons struct {
 	// validators keeps the validators of the batches of stored objects
-	// read under the new CRDs of the runs (crdupgradesafety.Validators).
-	validators *crdupgradesafety.Validators
+	// read under the new CRDs of the runs (objects.Validators).
+	validators *objects.Validators
 	cache      *lru.Cache[string, []finding.Finding]
 }
 
@@ -53,11 +54,11 @@ const (
 // of its version (CEL rules are compiled against it) and keeps its CRD
 // alive: megabytes for the largest CRDs, so the bound is the burst of 10
 // CRDs of the benchmark with some room, not more; and
-// crdupgradesafety.DefaultValidatorsBytes of their estimated memory.
+// objects.DefaultValidatorsBytes of their estimated memory.
 const DefaultValidators = 16
 
 // validatorsOf returns the validators' cache of c, nil for a nil c.
-func (c *Comparisons) validatorsOf() *crdupgradesafety.Validators {
+func (c *Comparisons) validatorsOf() *objects.Validators {
 	if c == nil {
 		return nil
 	}
@@ -74,7 +75,7 @@ func NewComparisons(max int) *Comparisons {
 // maxBytes of findings (findingsMemory).
 func NewComparisonsWithin(max int, maxBytes int64) *Comparisons {
 	return &Comparisons{cache: lru.New[string, []finding.Finding](max, maxBytes),
-		validators: crdupgradesafety.NewValidators(DefaultValidators)}
+		validators: objects.NewValidators(DefaultValidators)}
 }
 
 // Stats are the counters of the cache of comparisons.

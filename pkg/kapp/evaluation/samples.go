@@ -4,9 +4,9 @@ import (
 	"fmt"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/objects"
 )
 
 // readSamples reads the sample custom resources of an updated CRD (Pair.Samples)
@@ -23,9 +23,9 @@ func readSamples(p Pair, pairFindings []finding.Finding, cfg *config.Settings) (
 		byVersion[v] = append(byVersion[v], obj)
 	}
 	var impacts []finding.VersionImpact
-	for _, version := range crdupgradesafety.VersionsToRead(p.Old, p.New) {
+	for _, version := range objects.VersionsToRead(p.Old, p.New) {
 		// Read as the target version's apiserver validates (--kube-version).
-		reader, err := crdupgradesafety.NewObjectReader(checks.ValidatedAt(p.Old, cfg.KubeVersion),
+		reader, err := objects.NewObjectReader(checks.ValidatedAt(p.Old, cfg.KubeVersion),
 			checks.ValidatedAt(p.New, cfg.KubeVersion), version, finding.SourceSamples, pairFindings, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("reading sample objects of CRD %s: %w", p.New.Name, err)

@@ -5,8 +5,8 @@ import (
 	goruntime "runtime"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/objects"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
 )
 
@@ -23,7 +23,7 @@ type pairOutcome struct {
 	replace string
 	// validators keeps the validators of stored objects' batches (nil:
 	// built for each batch).
-	validators *crdupgradesafety.Validators
+	validators *objects.Validators
 }
 
 // Evaluate runs the engine over a plan and returns every finding, sorted
@@ -104,7 +104,7 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.Settings, cluster Clus
 	if cluster == nil {
 		// No cluster to count the custom resources a removal loses.
 		for _, r := range plan.Removals {
-			all = append(all, finding.ApplyImpacts(crdupgradesafety.Dropped(r.CRD.Name, cfg), nil, cfg)...)
+			all = append(all, finding.ApplyImpacts(objects.Dropped(r.CRD.Name, cfg), nil, cfg)...)
 		}
 	}
 	all = append(all, staleWaivers(pairs, plan.Removals, cfg, all)...)

@@ -158,7 +158,7 @@ var propertyChecks = []propertyCheck{
 // walkCheckIDs are the property checks compareNode runs itself, around the
 // walks into sub-schemas: embedded resources (before the properties are
 // walked), map values (walkAdditionalProperties) and combinator branches
-// (check_combinators.go).
+// (walk_combinators.go).
 var walkCheckIDs = []string{
 	config.CheckAllOf, config.CheckAnyOf, config.CheckOneOf, config.CheckNot,
 	config.CheckAdditionalProperties, config.CheckEmbeddedResource,

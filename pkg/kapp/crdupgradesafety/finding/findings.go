@@ -1,14 +1,3 @@
-// Package crdupgradesafety is the comparison engine of the CRDUpgradeSafety
-// check. It compares an old and a new CustomResourceDefinition and returns
-// findings. It knows nothing of kapp or of the cluster: callers hand it CRD
-// pairs (and, for live checks, the existing custom resources).
-//
-// Its exported face: Compare (the comparison of an update), ValidateExisting
-// (existingResources), Deletion and Dropped (crdDeletion), PrepareCRD,
-// ValidateCRD, Rejected and InvalidOld (the apiserver's own validation, for
-// apiserverRejects), and the findings with SortFindings, Bound and
-// HasErrors. Every function that takes a *config.Settings reads nil as
-// config.Default().
 package finding
 
 import (

@@ -257,3 +257,29 @@ func SummarizeList(items []string) string {
 	}
 	return strings.Join(items, "; ")
 }
+
+// deepCopyJSON copies a decoded JSON or YAML value: maps and lists are
+// copied (a nil one becomes an untyped nil), anything else is kept as it is.
+func DeepCopyJSON(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if x == nil {
+			return nil
+		}
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = DeepCopyJSON(e)
+		}
+		return out
+	case []any:
+		if x == nil {
+			return nil
+		}
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = DeepCopyJSON(e)
+		}
+		return out
+	}
+	return v
+}

@@ -407,3 +407,6 @@ func WithStatus(t *testing.T, crd *apiextv1.CustomResourceDefinition, status str
 	}
 	return crd
 }
+
+// farFuture is an expiry date no test reaches.
+var FarFuture = time.Date(2099, 12, 31, 0, 0, 0, 0, time.UTC)
