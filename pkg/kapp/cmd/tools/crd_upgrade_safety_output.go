@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/cppforlife/go-cli-ui/ui"
+	uitable "github.com/cppforlife/go-cli-ui/ui/table"
 
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/inputs"
@@ -176,4 +177,26 @@ func printFindingsTable(u ui.UI, globalJSON bool, rep report.Report, findings []
 	}
 	u.PrintLinef("%s", rep.Summary())
 	return nil
+}
+
+// printTable prints a table of what (e.g. "findings"). go-cli-ui panics on a --column naming no
+// header; that is bad input, reported as an error here.
+func printTable(u ui.UI, what string, table uitable.Table) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			keys := make([]string, len(table.Header))
+			for i, h := range table.Header {
+				keys[i] = h.Key
+			}
+			err = fmt.Errorf("printing %s: %v (columns: %s)", what, r, strings.Join(keys, ", "))
+		}
+	}()
+	u.PrintTable(table)
+	return nil
+}
+
+// notef prints a note on how the run went (standard error: standard
+// output may be a document).
+func (o *CRDUpgradeSafetyOptions) notef(format string, args ...any) {
+	o.ui.ErrorLinef(format, args...)
 }
