@@ -9,7 +9,6 @@ import (
 	cmdapp "carvel.dev/kapp/pkg/kapp/cmd/app"
 	cmdcore "carvel.dev/kapp/pkg/kapp/cmd/core"
 	"github.com/cppforlife/go-cli-ui/ui"
-	uitable "github.com/cppforlife/go-cli-ui/ui/table"
 	"github.com/crdsafety/kapp/pkg/kapp/inputs"
 	"github.com/crdsafety/kapp/pkg/kapp/migration"
 	"github.com/crdsafety/kapp/pkg/kapp/preflight"
@@ -106,9 +105,7 @@ func (o *CRDMigrateStorageOptions) Run() error {
 		Method:      o.MigrateFlags.Method,
 		Concurrency: o.MigrateFlags.Concurrency,
 		DryRun:      o.MigrateFlags.DryRun,
-		UI:          o.ui,
-		Messages:    cmdcore.NewPlainMessagesUI(o.ui),
-		PrintTable:  func(t uitable.Table) error { return printTable(o.ui, "CRDs", t) },
+		UI:          newMigrateUI(o.ui),
 	}
 	if err := req.Validate(); err != nil {
 		return err
