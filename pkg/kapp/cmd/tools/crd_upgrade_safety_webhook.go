@@ -101,37 +101,75 @@ per review, as JSON objects.`,
 	return cmd
 }
 
+// Run checks the flags, reads the settings, reaches the cluster and
+// serves until the context ends (SIGINT or SIGTERM).
 func (o *CRDUpgradeSafetyWebhookOptions) Run() error {
-	f := o.ServingFlags
-	if err := f.check(); err != nil {
+	if err := o.ServingFlags.check(); err != nil {
 		return err
 	}
+	logger, err := o.logger()
+	if err != nil {
+		return err
+	}
+	cfg, err := o.settings()
+	if err != nil {
+		return err
+	}
+	cluster, err := o.cluster()
+	if err != nil {
+		return err
+	}
+	ctx, stop := o.context()
+	defer stop()
+	return o.server(&cfg, cluster, logger).Run(ctx)
+}
+
+// logger writes the server's log to o.Log (standard error when nil) in
+// --log-format.
+func (o *CRDUpgradeSafetyWebhookOptions) logger() (*webhook.Logger, error) {
 	out := o.Log
 	if out == nil {
 		out = os.Stderr
 	}
-	logger, err := webhook.NewLogger(out, f.LogFormat)
+	logger, err := webhook.NewLogger(out, o.ServingFlags.LogFormat)
 	if err != nil {
-		return fmt.Errorf("--log-format: %w", err)
+		return nil, fmt.Errorf("--log-format: %w", err)
 	}
+	return logger, nil
+}
+
+// settings are the check's settings of --config (the defaults without
+// it), as the webhook applies them.
+func (o *CRDUpgradeSafetyWebhookOptions) settings() (config.Settings, error) {
 	cfg := config.Default()
 	if o.ConfigFile != "" {
 		var err error
 		if cfg, _, err = config.ReadFile(o.ConfigFile); err != nil {
-			return fmt.Errorf("reading --config: %w", err)
+			return config.Settings{}, fmt.Errorf("reading --config: %w", err)
 		}
 	}
-	cfg = webhook.WebhookSettings(cfg)
+	return webhook.WebhookSettings(cfg), nil
+}
 
-	clusterFn := o.Cluster
-	if clusterFn == nil {
-		clusterFn = preflight.ClusterFromDeps(o.depsFactory)
+func (o *CRDUpgradeSafetyWebhookOptions) cluster() (evaluation.Cluster, error) {
+	if o.Cluster != nil {
+		return o.Cluster()
 	}
-	cluster, err := clusterFn()
-	if err != nil {
-		return err
-	}
+	return preflight.ClusterFromDeps(o.depsFactory)()
+}
 
+// context ends the server: o.Context, or SIGINT or SIGTERM.
+func (o *CRDUpgradeSafetyWebhookOptions) context() (context.Context, context.CancelFunc) {
+	if o.Context != nil {
+		return o.Context, func() {}
+	}
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// server assembles the webhook's server from the serving flags, and logs
+// its settings.
+func (o *CRDUpgradeSafetyWebhookOptions) server(cfg *config.Settings, cluster evaluation.Cluster, logger *webhook.Logger) *webhook.Server {
+	f := o.ServingFlags
 	inflight := f.MaxRequestsInflight
 	if inflight == 0 {
 		inflight = max(4, 2*goruntime.GOMAXPROCS(0))
@@ -144,14 +182,14 @@ func (o *CRDUpgradeSafetyWebhookOptions) Run() error {
 	if f.MetricsBindAddress != "" {
 		metrics = webhook.NewMetrics(certs)
 	}
-	reviewer := &webhook.Reviewer{Settings: &cfg, Cluster: cluster, Logf: logger.Printf, LogFields: logger.Fields, Metrics: metrics}
+	reviewer := &webhook.Reviewer{Settings: cfg, Cluster: cluster, Logf: logger.Printf, LogFields: logger.Fields, Metrics: metrics}
 	var clientAuth *webhook.ClientAuth
 	if f.ClientCAFile != "" {
 		clientAuth = &webhook.ClientAuth{CAFile: f.ClientCAFile, AllowedNames: f.ClientAllowedNames, Logf: logger.Printf}
 		logger.Printf("clients must present a certificate of the CA of %s (allowed names: %s)", f.ClientCAFile,
 			orDefault(strings.Join(f.ClientAllowedNames, ","), "any"))
 	}
-	srv := &webhook.Server{
+	return &webhook.Server{
 		ClientAuth:         clientAuth,
 		HealthBindAddress:  f.HealthBindAddress,
 		HealthListening:    o.HealthListening,
@@ -166,13 +204,6 @@ func (o *CRDUpgradeSafetyWebhookOptions) Run() error {
 		Metrics:            metrics,
 		MetricsListening:   o.MetricsListening,
 	}
-	ctx := o.Context
-	if ctx == nil {
-		var stop context.CancelFunc
-		ctx, stop = signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-	}
-	return srv.Run(ctx)
 }
 
 func orDefault(s, def string) string {

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"time"
 
@@ -63,6 +64,9 @@ func (f CRDUpgradeSafetyWebhookServingFlags) check() error {
 	}
 	if f.MaxRequestsInflight < 0 || f.ShutdownDelay < 0 {
 		return fmt.Errorf("expected --max-requests-inflight and --shutdown-delay-duration not to be negative")
+	}
+	if _, err := webhook.NewLogger(io.Discard, f.LogFormat); err != nil {
+		return fmt.Errorf("--log-format: %w", err)
 	}
 	if f.MetricsBindAddress != "" {
 		if _, _, err := net.SplitHostPort(f.MetricsBindAddress); err != nil {
