@@ -132,6 +132,7 @@ type ObjectResult struct {
 
 // BatchRefusal is a review of several objects that the apiserver would
 // refuse while each of its objects alone converts: a LIST at To fails.
+// Objects is the number of distinct objects in the largest such review.
 type BatchRefusal struct {
 	To      string `json:"to"`
 	Objects int    `json:"objects"`
@@ -397,7 +398,9 @@ func (p *prober) probeChunk(ctx context.Context, objects []*unstructured.Unstruc
 		st := states[i]
 		sv := st.result.StoredVersion
 		for _, v := range p.report.ServedVersions {
-			if v != sv && v != storage {
+			// An object stored at the storage version starts as its
+			// storage form: the trips from it follow.
+			if sv != storage && v != sv && v != storage {
 				trips = append(trips, &trip{obj: i, versions: []string{sv, v, storage}, forms: []*unstructured.Unstructured{st.orig}})
 			}
 		}
@@ -470,7 +473,7 @@ func (p *prober) probeChunk(ctx context.Context, objects []*unstructured.Unstruc
 		if t.refused || st.base == nil {
 			continue
 		}
-		if t.fromBase && t.versions[1] == st.result.StoredVersion {
+		if t.fromBase && t.versions[1] == st.result.StoredVersion && t.versions[2] == storage {
 			// storage -> stored: the way back of the stored object.
 			if paths := lostPaths(st.orig.Object, t.forms[1].Object); len(paths) > 0 {
 				st.result.Losses = append(st.result.Losses, Loss{Trip: []string{st.result.StoredVersion, storage, st.result.StoredVersion}, Paths: paths})
@@ -504,6 +507,11 @@ func contains(list []string, s string) bool {
 }
 
 func (p *prober) addRefusal(st *objectState, r Refusal) {
+	for _, have := range st.result.Refusals {
+		if have.From == r.From && have.To == r.To && have.Check == r.Check {
+			return
+		}
+	}
 	st.result.Refusals = append(st.result.Refusals, r)
 }
 
@@ -563,10 +571,46 @@ func (p *prober) hop(ctx context.Context, items []hopItem) (map[string]hopResult
 			done[it.key] = hopResult{refusal: p.refusal(it, re)}
 		}
 		if !anyAlone {
-			p.report.BatchRefusals = append(p.report.BatchRefusals, BatchRefusal{To: to, Objects: len(group), Check: re.Check, Detail: re.Detail})
+			p.addBatchRefusal(BatchRefusal{To: to, Objects: distinctSent(group, gv), Check: re.Check, Detail: re.Detail})
 		}
 	}
 	return done, nil
+}
+
+// addBatchRefusal keeps one fact per version and check: the largest
+// review refused.
+func (p *prober) addBatchRefusal(b BatchRefusal) {
+	for i, have := range p.report.BatchRefusals {
+		if have.To == b.To && have.Check == b.Check {
+			if b.Objects > have.Objects {
+				p.report.BatchRefusals[i] = b
+			}
+			return
+		}
+	}
+	p.report.BatchRefusals = append(p.report.BatchRefusals, b)
+}
+
+// distinctSent counts the objects a review held (an object may travel
+// more than one round trip in one review).
+func distinctSent(group []hopItem, gv schema.GroupVersion) int {
+	seen := map[int]bool{}
+	for _, it := range group {
+		if it.in.GetAPIVersion() != gv.String() {
+			seen[it.obj] = true
+		}
+	}
+	return len(seen)
+}
+
+func sentCount(group []hopItem, gv schema.GroupVersion) int {
+	n := 0
+	for _, it := range group {
+		if it.in.GetAPIVersion() != gv.String() {
+			n++
+		}
+	}
+	return n
 }
 
 func (p *prober) refusal(it hopItem, re *ResponseError) *Refusal {
@@ -579,13 +623,10 @@ func (p *prober) refusal(it hopItem, re *ResponseError) *Refusal {
 
 func (p *prober) convert(ctx context.Context, group []hopItem, gv schema.GroupVersion, done map[string]hopResult) error {
 	in := make([]*unstructured.Unstructured, len(group))
-	sent := 0
 	for i, it := range group {
 		in[i] = it.in
-		if it.in.GetAPIVersion() != gv.String() {
-			sent++
-		}
 	}
+	sent := sentCount(group, gv)
 	out, err := p.conv.Convert(ctx, in, gv)
 	if sent > 0 {
 		p.report.Reviews++

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,6 +41,13 @@ type hook struct {
 	stash int
 	// httpStatus answers with this status
 	httpStatus int
+	// typed drops the spec fields the target version's Go type lacks, as
+	// a webhook decoding into typed structs does
+	typed bool
+	// oneAtATime refuses reviews of more than one object
+	oneAtATime bool
+	// delay before each answer
+	delay time.Duration
 
 	reviews atomic.Int64
 }
@@ -65,6 +73,14 @@ func (h *hook) convert(obj map[string]any, to string) (map[string]any, error) {
 			if n, ok := spec["title"]; ok {
 				spec["name"] = n
 				delete(spec, "title")
+			}
+		}
+		if h.typed {
+			known := map[string]bool{"size": true, "color": true, "title": to != "v1", "name": to == "v1", "shape": to == "v3"}
+			for k := range spec {
+				if !known[k] {
+					delete(spec, k)
+				}
 			}
 		}
 		if h.lossy && to == "v2" {
@@ -121,10 +137,17 @@ func (h *hook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := review.Request
+	if h.delay > 0 {
+		time.Sleep(h.delay)
+	}
 	to := strings.TrimPrefix(req.DesiredAPIVersion, "example.com/")
 	resp := &apiextv1.ConversionResponse{UID: req.UID, Result: metav1.Status{Status: metav1.StatusSuccess}}
 	if h.wrongUID {
 		resp.UID = "not-the-request"
+	}
+	if h.oneAtATime && len(req.Objects) > 1 {
+		resp.Result = metav1.Status{Status: metav1.StatusFailure, Message: "one object at a time"}
+		req.Objects = nil
 	}
 	for i, raw := range req.Objects {
 		var obj map[string]any
