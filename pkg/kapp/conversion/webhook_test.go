@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -182,7 +184,10 @@ func (h *hook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // pointing at it.
 func serve(t testing.TB, h *hook) (*apiextv1.CustomResourceDefinition, Endpoint) {
 	t.Helper()
-	srv := httptest.NewTLSServer(h)
+	srv := httptest.NewUnstartedServer(h)
+	// Handshakes the tests make fail on purpose are not news.
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	crd := widgetsCRD(t)
