@@ -130,9 +130,13 @@ type ObjectResult struct {
 	Annotations   *AnnotationSize `json:"annotations,omitempty"`
 }
 
-// BatchRefusal is a review of several objects that the apiserver would
-// refuse while each of its objects alone converts: a LIST at To fails.
-// Objects is the number of distinct objects in the largest such review.
+// BatchRefusal is a review of several objects that the apiserver's
+// converter would refuse while each of its objects alone converts. Reads
+// from storage convert one object per review (etcd3's store decodes each
+// list item on its own); the converter sends several in one review when it
+// is handed a list, so a webhook that fails only on those breaks some
+// reads, not every one. Objects is the number of distinct objects in the
+// largest such review.
 type BatchRefusal struct {
 	To      string `json:"to"`
 	Objects int    `json:"objects"`

@@ -18,8 +18,9 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
-// DefaultRequestTimeout bounds one review, as the apiserver bounds every
-// webhook request (k8s.io/apiserver/pkg/util/webhook: defaultRequestTimeout).
+// DefaultRequestTimeout bounds one review, as the apiserver bounds a
+// conversion webhook call (k8s.io/apiserver/pkg/util/webhook:
+// setGlobalDefaults).
 const DefaultRequestTimeout = 30 * time.Second
 
 // maxResponseBytes bounds a webhook's answer the probe reads.

@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,8 +49,6 @@ type hook struct {
 	oneAtATime bool
 	// delay before each answer
 	delay time.Duration
-
-	reviews atomic.Int64
 }
 
 func (h *hook) convert(obj map[string]any, to string) (map[string]any, error) {
@@ -128,7 +125,6 @@ func (h *hook) convert(obj map[string]any, to string) (map[string]any, error) {
 }
 
 func (h *hook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h.reviews.Add(1)
 	if h.httpStatus != 0 {
 		http.Error(w, "unavailable", h.httpStatus)
 		return
