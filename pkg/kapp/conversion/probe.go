@@ -532,23 +532,54 @@ func (p *prober) noteAnnotations(st *objectState, u *unstructured.Unstructured, 
 	}
 }
 
-// hop converts each item to its target version: one review per target
-// version for all the items going there (objects at different versions in
-// one review, as a LIST is converted). A refused review is tried again
+// reviews splits items into reviews: by target version, in the order the
+// targets first appear, at most one form of an object and at most the
+// batch size per review (objects at different versions share a review, as
+// in the converter's list path; the apiserver never sends an object twice
+// in one).
+func (p *prober) reviews(items []hopItem) [][]hopItem {
+	type review struct {
+		items []hopItem
+		objs  map[int]bool
+	}
+	var targets []string
+	byTarget := map[string][]*review{}
+	for _, it := range items {
+		rs, ok := byTarget[it.to]
+		if !ok {
+			targets = append(targets, it.to)
+		}
+		var into *review
+		for _, r := range rs {
+			if len(r.items) < p.batch && !r.objs[it.obj] {
+				into = r
+				break
+			}
+		}
+		if into == nil {
+			into = &review{objs: map[int]bool{}}
+			byTarget[it.to] = append(rs, into)
+		}
+		into.items = append(into.items, it)
+		into.objs[it.obj] = true
+	}
+	var out [][]hopItem
+	for _, to := range targets {
+		for _, r := range byTarget[to] {
+			out = append(out, r.items)
+		}
+	}
+	return out
+}
+
+// hop converts each item to its target version, in the reviews of
+// p.reviews. A refused review is tried again
 // one object at a time to name the objects it refuses; converted objects
 // are pruned and defaulted by the target's schema.
 func (p *prober) hop(ctx context.Context, items []hopItem) (map[string]hopResult, error) {
 	done := make(map[string]hopResult, len(items))
-	var targets []string
-	byTarget := map[string][]hopItem{}
-	for _, it := range items {
-		if _, ok := byTarget[it.to]; !ok {
-			targets = append(targets, it.to)
-		}
-		byTarget[it.to] = append(byTarget[it.to], it)
-	}
-	for _, to := range targets {
-		group := byTarget[to]
+	for _, group := range p.reviews(items) {
+		to := group[0].to
 		gv := schema.GroupVersion{Group: p.gk.Group, Version: to}
 		err := p.convert(ctx, group, gv, done)
 		var re *ResponseError

@@ -62,6 +62,14 @@ func TestProbe(t *testing.T) {
 		{name: "a review of several objects refused while each alone passes: a LIST fails",
 			hook: hook{oneAtATime: true}, wantProbed: 4,
 			wantBatch: []BatchRefusal{{To: "v2", Objects: 4, Check: CheckResult}, {To: "v3", Objects: 4, Check: CheckResult}, {To: "v1", Objects: 4, Check: CheckResult}}},
+		{name: "batchSize 1: no review holds several objects", hook: hook{oneAtATime: true}, wantProbed: 4,
+			opts: Options{BatchSize: 1}},
+		{name: "reviewVersions v1beta1 to a webhook answering v1: every read fails", hook: hook{}, wantProbed: 2,
+			objects: []*unstructured.Unstructured{widgets()[0], widgets()[1]}, opts: Options{ReviewVersions: []string{"v1beta1"}},
+			want: []ObjectResult{
+				{Object: a, StoredVersion: "v1", Refusals: []Refusal{{From: "v1", To: "v2", Check: CheckCall}, {From: "v1", To: "v3", Check: CheckCall, NonStorageHop: true}}},
+				{Object: b, StoredVersion: "v2", Refusals: []Refusal{{From: "v2", To: "v1", Check: CheckCall}, {From: "v2", To: "v3", Check: CheckCall}}},
+			}},
 		{name: "stash annotations near the limit", hook: hook{stash: 200 << 10}, wantProbed: 4,
 			want: []ObjectResult{
 				{Object: a, StoredVersion: "v1", Annotations: &AnnotationSize{Version: "v2", Bytes: stash, Limit: AnnotationLimit}},
@@ -124,6 +132,9 @@ func TestProbe(t *testing.T) {
 			}
 			// The apiserver's converter refuses a read of a stored object
 			// at a served version exactly when the probe reports it.
+			if tc.opts.ReviewVersions != nil {
+				crd.Spec.Conversion.Webhook.ConversionReviewVersions = tc.opts.ReviewVersions
+			}
 			apiserver := oracle(t, crd)
 			refused := map[string]bool{}
 			for _, o := range r.Results {
