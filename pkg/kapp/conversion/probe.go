@@ -191,7 +191,11 @@ func (r *Report) Lossy() bool {
 // apiserver will once newCRD is applied, and reports what it refuses and
 // what round trips lose.
 //
-// Each object is given at the version it is stored at (its apiVersion).
+// Each object is given at the version it is stored at (its apiVersion):
+// from --objects files as written; live, as read, which is the version the
+// read asked for, not necessarily the one in etcd (only the apiserver sees
+// that): an approximation while storedVersions holds several versions,
+// which the non-storage round trips below cover for each stored version.
 // For each: the read at the new storage version (stored -> storage, the
 // form every write then stores), the way back (stored -> storage ->
 // stored), a read and write at every other served version (stored -> V ->
