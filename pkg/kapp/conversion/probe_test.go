@@ -179,3 +179,13 @@ func TestProbeNeedsAWebhook(t *testing.T) {
 		t.Fatalf("error %v, want ErrNoWebhook", err)
 	}
 }
+
+// A canceled context is an error, not a cut budget: the caller stopped.
+func TestProbeCanceled(t *testing.T) {
+	crd, _ := serve(t, &hook{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Probe(ctx, crd, widgets(), Options{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want context.Canceled", err)
+	}
+}
