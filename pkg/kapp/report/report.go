@@ -3,8 +3,12 @@
 // finding with the file and line it is about, rendered as markdown (a
 // pull-request comment), GitHub Actions workflow commands, SARIF 2.1.0
 // (code scanning) or our own JSON document (docs/crd-upgrade-safety-report.schema.json).
-// table.go renders the kapp table of the default output and the lines the
-// preflight check prints.
+// table.go renders the kapp table of the default output from a Report;
+// deploy.go the lines the preflight check prints and its error
+// (DeployError), from one Report; admission.go the webhook's answer, its
+// findings also as status causes (DenialCauses). The services return facts
+// (evaluation's UnsafeUpgradeError); the words are composed here, at the
+// edge.
 package report
 
 import (
