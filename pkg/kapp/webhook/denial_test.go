@@ -75,8 +75,8 @@ func TestOwnDenialSaidOnce(t *testing.T) {
 
 	// deploy runs the kapp hook's evaluation of the update with the
 	// settings raw, its dry run answered with dryRunErr; it returns the
-	// findings, the deploy's error and the objects listed.
-	deploy := func(t *testing.T, raw map[string]any, dryRunErr error) ([]crdupgradesafety.Finding, error, []string) {
+	// findings, the objects listed and the deploy's error.
+	deploy := func(t *testing.T, raw map[string]any, dryRunErr error) ([]crdupgradesafety.Finding, []string, error) {
 		t.Helper()
 		cfg, err := config.Decode(raw)
 		require.NoError(t, err)
@@ -91,9 +91,9 @@ func TestOwnDenialSaidOnce(t *testing.T) {
 			Settings: &cfg, Cluster: func() (evaluation.Cluster, error) { return cluster, nil }})
 		require.NoError(t, err)
 		if err := res.Err(); err != nil {
-			return res.Findings, &report.DeployError{Err: err, Report: report.New(nil, res.Findings, cfg.MaxFindingsPerCRD, nil)}, cluster.Lists
+			return res.Findings, cluster.Lists, &report.DeployError{Err: err, Report: report.New(nil, res.Findings, cfg.MaxFindingsPerCRD, nil)}
 		}
-		return res.Findings, nil, cluster.Lists
+		return res.Findings, cluster.Lists, nil
 	}
 	rejects := func(fs []crdupgradesafety.Finding) []crdupgradesafety.Finding {
 		var out []crdupgradesafety.Finding
@@ -106,7 +106,7 @@ func TestOwnDenialSaidOnce(t *testing.T) {
 	}
 
 	t.Run("the same settings: each finding once, as without the webhook", func(t *testing.T) {
-		findings, err, lists := deploy(t, nil, ours())
+		findings, lists, err := deploy(t, nil, ours())
 		without, _, _ := deploy(t, nil, nil)
 		require.Equal(t, without, findings, "the webhook's denial adds nothing the hook does not find itself")
 		require.Empty(t, rejects(findings))
@@ -120,7 +120,7 @@ func TestOwnDenialSaidOnce(t *testing.T) {
 
 	t.Run("the webhook finds more: only that, as its denial", func(t *testing.T) {
 		exempt := map[string]any{"exemptions": []any{map[string]any{"crd": crd, "checks": []any{"enum"}, "reason": "PR 7"}}}
-		findings, err, _ := deploy(t, exempt, ours())
+		findings, _, err := deploy(t, exempt, ours())
 		rs := rejects(findings)
 		require.Len(t, rs, 1)
 		require.Equal(t, crdupgradesafety.SeverityError, rs[0].Severity)
@@ -134,7 +134,7 @@ func TestOwnDenialSaidOnce(t *testing.T) {
 
 	t.Run("another webhook's denial: refused as before", func(t *testing.T) {
 		other := webhookerrors.ToStatusErr("other.example.com", &metav1.Status{Code: 403, Reason: metav1.StatusReasonForbidden, Message: "not today"})
-		findings, _, lists := deploy(t, nil, other)
+		findings, lists, _ := deploy(t, nil, other)
 		rs := rejects(findings)
 		require.Len(t, rs, 1)
 		require.Equal(t, `the apiserver refuses the update (server-side dry run): admission webhook "other.example.com" denied the request: not today`, rs[0].ChangeText)
