@@ -12,16 +12,17 @@ const module = "github.com/crdsafety/kapp/"
 
 // layers are the module's packages from the bottom up: a package imports
 // only packages of lower layers (Go itself rules out cycles). Shared
-// helpers at the bottom; the configuration and the client-go adapter; the
-// engine; the services built on it (evaluation, input loading, the
-// storage migration), which return facts; the outputs (report composes the
-// English of findings and of the kapp error at the edge, so no service
-// can import it); test fixtures of the services; the kapp hook and the
-// admission webhook; the commands; the binary.
+// helpers at the bottom; the configuration, the client-go adapter and the
+// conversion probe; the engine; the services built on it (evaluation,
+// input loading, the storage migration), which return facts; the outputs
+// (report composes the English of findings and of the kapp error at the
+// edge, so no service can import it); test fixtures of the services; the
+// kapp hook and the admission webhook; the commands; the binary.
 var layers = [][]string{
 	{"docs", "pkg/kapp/internal/", "pkg/kapp/crdupgradesafety/internal/"},
-	// gittest builds its repositories' CRDs with testcrd.
-	{"pkg/kapp/config", "pkg/kapp/kube", "pkg/kapp/internal/gittest"},
+	// gittest builds its repositories' CRDs with testcrd. conversion talks
+	// to a conversion webhook as kube talks to the cluster.
+	{"pkg/kapp/config", "pkg/kapp/kube", "pkg/kapp/conversion", "pkg/kapp/internal/gittest"},
 	{"pkg/kapp/crdupgradesafety"},
 	{"pkg/kapp/evaluation", "pkg/kapp/inputs", "pkg/kapp/migration"},
 	{"pkg/kapp/report"},

@@ -52,9 +52,10 @@ type Result struct {
 // settings' liveChecksTimeout (WithLiveDeadline), reaches the cluster if
 // the request needs it, fills the old sides of the plan from the live
 // CRDs, reports the progress of the live checks and evaluates the plan
-// (Evaluate). An error means the run could not judge the plan (fail
-// closed, unless the caller's failMode says otherwise); unsafe findings
-// are not an error here: see Result.Err.
+// (Evaluate). An error means the run could not judge the plan: a deploy
+// and the tools command fail (config.FailRunUnfinished), the webhook
+// asks failMode (config.FailWebhookReviewUnfinished); unsafe findings are
+// not an error here: see Result.Err.
 func Run(ctx context.Context, req Request) (Result, error) {
 	cfg := req.Settings
 	res := Result{maxPerCRD: cfg.MaxFindingsPerCRD}

@@ -371,7 +371,7 @@ func (r *Reviewer) respond(req *admissionv1.AdmissionRequest, v verdict) *admiss
 		case v.late:
 			cause = "the live checks did not finish in time (the apiserver's timeout for this webhook, less a margin, or liveChecksTimeout): " + cause
 		}
-		if r.Settings.FailMode == config.FailModeOpen {
+		if fail := r.Settings.FailDecisionFor(config.FailWebhookReviewUnfinished, nil); fail.Decision != config.FailBlock {
 			resp.Warnings = []string{report.AdmissionWarning(fmt.Sprintf("could not check the %s, allowed under failMode open: %s", subject, cause))}
 			for _, m := range more {
 				resp.Warnings = append(resp.Warnings, report.AdmissionWarning(m))
