@@ -49,7 +49,7 @@ func baselinesText(bs []finding.Baseline) string {
 
 // SeveralBaselines reports whether findings come from more than one
 // baseline: then every finding names its own.
-func SeveralBaselines(findings []finding.Finding) bool {
+func SeveralBaselines(findings []Finding) bool {
 	var first *finding.Baseline
 	for _, f := range findings {
 		switch {

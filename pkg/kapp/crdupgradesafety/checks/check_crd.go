@@ -109,10 +109,7 @@ func CompareStatus(old, new *apiextv1.CustomResourceDefinition, cfg *config.Sett
 	}
 	// Under failMode open, a drop no evidence the webhook can see backs
 	// (another migration tool's) passes with a warning.
-	level := config.EnforcementStrict
-	if p.Settings.FailMode == config.FailModeOpen {
-		level = config.EnforcementWarn
-	}
+	level := p.Settings.FailDecisionFor(config.FailUnprovenStoredVersionsTrim, nil).Decision.Enforcement()
 	for _, v := range storedversions.Removed(old.Status.StoredVersions, new.Status.StoredVersions) {
 		p.CRDLevelWith(level, v, config.CheckStoredVersionRemoval,
 			&finding.Remedy{Action: finding.RemedyMigrateBeforeTrim, Version: v, Command: migrateCommand(p.CRD, old)}, finding.Change{Kind: "trimmed"},

@@ -53,7 +53,7 @@ func checkSameVersions(p *finding.Policy, old, new *apiextv1.CustomResourceDefin
 		pr := &pairRun{
 			vc: vc, version: ov.Name,
 			fieldRemoval: fieldRemoval,
-			failMode:     effectiveFailMode(p.Settings, vc),
+			unhandled:    p.Settings.FailDecisionFor(config.FailUnhandledChange, vc).Decision,
 			oldKeepsAll:  old.Spec.PreserveUnknownFields,
 			newKeepsAll:  new.Spec.PreserveUnknownFields,
 			kubeVersion:  p.Settings.KubeVersion,
@@ -88,11 +88,4 @@ func VersionSchema(v *apiextv1.CustomResourceDefinitionVersion) *apiextv1.JSONSc
 		return nil
 	}
 	return v.Schema.OpenAPIV3Schema
-}
-
-func effectiveFailMode(cfg *config.Settings, vc *config.VersionChecks) config.FailMode {
-	if vc.UnhandledFailureMode != "" {
-		return vc.UnhandledFailureMode
-	}
-	return cfg.FailMode
 }

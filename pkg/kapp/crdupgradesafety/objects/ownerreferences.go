@@ -133,10 +133,7 @@ func (r *OwnerReferencesReader) Findings(cfg *config.Settings) []finding.Finding
 		}
 	}
 	if len(r.unreadable) > 0 {
-		level := config.EnforcementStrict
-		if p.Settings.FailMode == config.FailModeOpen {
-			level = config.EnforcementWarn
-		}
+		fail := p.Settings.FailDecisionFor(config.FailOwnerReferencesUnread, nil)
 		var names, why, forbidden []string
 		for _, u := range r.unreadable {
 			names = append(names, u.Resource)
@@ -153,10 +150,10 @@ func (r *OwnerReferencesReader) Findings(cfg *config.Settings) []finding.Finding
 		if len(forbidden) > 0 {
 			remedy.Command = finding.DependentsRBACCommand
 		}
-		p.CRDLevelWith(level, "", config.CheckOwnerReferences, remedy, finding.Change{Kind: "unreadable", New: strings.Join(names, ",")},
+		p.CRDLevelWith(fail.Decision.Enforcement(), "", config.CheckOwnerReferences, remedy, finding.Change{Kind: "unreadable", New: strings.Join(names, ",")},
 			"the ownerReferences of %d %s could not be read, so dependents of the removed %s there are unknown (failMode %s): %s",
 			len(r.unreadable), plural.Of(len(r.unreadable), "resource", "resources"), plural.Of(len(r.removed), "version", "versions"),
-			p.Settings.FailMode, finding.SummarizeList(why))
+			fail.Mode, finding.SummarizeList(why))
 	}
 	return p.Findings
 }

@@ -824,13 +824,10 @@ func VersionsToRead(oldCRD, newCRD *apiextv1.CustomResourceDefinition) []string 
 // closed, a warning under open.
 func Unreadable(crdName, version, webhook string, err error, cfg *config.Settings) []finding.Finding {
 	p := finding.NewPolicy(cfg, crdName)
-	level := config.EnforcementStrict
-	if p.Settings.FailMode == config.FailModeOpen {
-		level = config.EnforcementWarn
-	}
-	p.CRDLevel(level, version, config.CheckExistingResources, finding.Change{Kind: "unreadable", New: webhook},
+	fail := p.Settings.FailDecisionFor(config.FailUnreadableObjects, nil)
+	p.CRDLevel(fail.Decision.Enforcement(), version, config.CheckExistingResources, finding.Change{Kind: "unreadable", New: webhook},
 		"stored objects could not be read at version %s through the conversion webhook (%s), so what the update does to them is unknown (failMode %s)",
-		version, webhook, p.Settings.FailMode)
+		version, webhook, fail.Mode)
 	for i := range p.Findings {
 		p.Findings[i].ReadError = finding.BoundText(err.Error(), finding.MaxMessageBytes)
 	}
