@@ -8,5 +8,6 @@
 //
 // Files:
 //
-//	engine.go  Compare: one pair compared, no stored object read
+//	engine.go       Compare: one pair compared, no stored object read
+//	descriptors.go  every room's check descriptors loaded (finding.Descriptor)
 package crdupgradesafety

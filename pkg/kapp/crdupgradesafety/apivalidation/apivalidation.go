@@ -17,6 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
+// The descriptor of apiserverRejects: the apiserver refuses the new CRD (library validation offline, a server-side dry run in a deploy).
+var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckAPIServerRejects}, Runs: finding.RunsOnCRD, Remedy: finding.RemedyApiserverReason})
+
 // The apiserverRejects check: the apiserver's own validation of a CRD
 // create or update, run offline with the apiextensions-apiserver library.
 // A CRD the apiserver refuses would make a deploy fail half way, after the

@@ -75,8 +75,7 @@ func ApplyImpacts(findings []Finding, impacts []VersionImpact, cfg *config.Setti
 				f.Severity = SeverityWarning
 				f.Unaffected = true
 			}
-			f.DataLoss = lossByCheck(f.Check) && f.Check != config.CheckExistingFieldRemoval && f.Check != config.CheckPreserveUnknownFields ||
-				imp.has(EffectPruned)
+			f.DataLoss = lossOf(f.Check) == LossAlways || imp.has(EffectPruned)
 			JudgeFinal(cfg, &f)
 			if f.Waiver != nil || f.Acceptance != nil {
 				// What passed it is the reviewed waiver or acceptance.

@@ -86,7 +86,7 @@ func (p *Policy) Add(c Draft) {
 	f := Finding{
 		CRD: p.CRD, Version: c.Version, PairVersion: c.PairVersion, Field: c.Field,
 		Check: c.Check, Severity: sev, ChangeText: BoundText(c.Message, MaxMessageBytes), Change: c.Fact,
-		DataLoss: c.DataLoss || lossByCheck(c.Check), ClientFacing: c.ClientFacing, Remedy: remedy,
+		DataLoss: c.DataLoss || lossOf(c.Check) != LossNone, ClientFacing: c.ClientFacing, Remedy: remedy,
 		Object: c.Object, Cause: c.Cause, AlphaLenient: alpha,
 	}
 	if c.Since != (config.KubeVersion{}) {
@@ -244,16 +244,12 @@ func (p *Policy) CRDLevelWith(level config.Enforcement, version, check string, r
 	p.Add(Draft{Version: version, Check: check, Message: fmt.Sprintf(format, args...), Fact: fact, Level: level, Remedy: remedy})
 }
 
-// lossByCheck tells whether every finding of check loses stored data:
-// a CRD deleted (or replaced) with its objects, a stored version removed,
-// a field removed, unknown fields no longer kept.
-func lossByCheck(check string) bool {
-	switch check {
-	case config.CheckCRDDeletion, config.CheckStoredVersionRemoval, config.CheckExistingFieldRemoval,
-		config.CheckPreserveUnknownFields:
-		return true
+// lossOf is the Loss of a check's findings, by its descriptor.
+func lossOf(check string) Loss {
+	if d := DescriptorOf(check); d != nil {
+		return d.Loss
 	}
-	return false
+	return LossNone
 }
 
 // boundWaiver is w, or a copy of it whose reason and owner are bounded as

@@ -11,6 +11,9 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
+// The descriptor of managedFields: server-side apply entries at a removed or unserved version.
+var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckManagedFields}, Runs: finding.RunsLive, Remedy: finding.RemedyMigrateManagedFields})
+
 // ManagedFieldsReader is the managedFields live check: it reads the stored
 // objects of an updated CRD (any version: managedFields do not change with
 // the version read) and counts those whose metadata.managedFields entries

@@ -37,6 +37,9 @@ import (
 	"k8s.io/apiserver/pkg/cel/common"
 )
 
+// The descriptor of existingResources: stored objects the new CRD rejects, prunes or defaults differently.
+var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckExistingResources}, Runs: finding.RunsLive, Remedy: finding.RemedyFixObjects})
+
 // ObjectReader reads the stored objects of one version of an updated CRD
 // as the apiserver will read and write them under the new CRD, with the
 // apiserver's own code: pruning (fields no longer declared, unknown fields
