@@ -2,6 +2,7 @@ package finding
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
@@ -52,15 +53,30 @@ type Policy struct {
 	fingerprints map[string]int
 }
 
+// policiesMade counts the policies made (PoliciesMade).
+var policiesMade atomic.Int64
+
+// PoliciesMade is how many policies NewPolicy has made in this process: a
+// measure of how many times a run enters the policy (the tests of the
+// engine's one call per pair count it around one evaluation).
+func PoliciesMade() int64 { return policiesMade.Load() }
+
 // defaultSettings is what a nil *config.Settings means, resolved once.
 var defaultSettings = config.Default()
 
-// newPolicy is the policy of cfg for the named CRD. It is the one place
-// that reads a nil cfg as the defaults.
-func NewPolicy(cfg *config.Settings, crd string) *Policy {
+// SettingsOf is cfg, or the defaults for a nil cfg: the one place that
+// reads a nil cfg as the defaults.
+func SettingsOf(cfg *config.Settings) *config.Settings {
 	if cfg == nil {
-		cfg = &defaultSettings
+		return &defaultSettings
 	}
+	return cfg
+}
+
+// NewPolicy is the policy of cfg (SettingsOf) for the named CRD.
+func NewPolicy(cfg *config.Settings, crd string) *Policy {
+	policiesMade.Add(1)
+	cfg = SettingsOf(cfg)
 	return &Policy{Settings: cfg, CRD: crd}
 }
 
