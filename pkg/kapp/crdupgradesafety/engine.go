@@ -26,6 +26,10 @@ type Pair struct {
 	// server-side dry run, a replace's count of objects, managedFields,
 	// ownerReferences): judged with the rest.
 	Live []finding.Finding
+	// Policy is the pair's policy (finding.NewPolicy of New's name) when
+	// the caller entered it for the comparison (CompareWith); nil: Judge
+	// enters it. Either way a pair enters one.
+	Policy *finding.Policy
 	// Validators, when set, keeps the validators of stored objects'
 	// batches across pairs (objects.Validators); nil: built per batch.
 	Validators *objects.Validators
@@ -72,15 +76,21 @@ func (e *UnreadableError) Unwrap() error { return e.Err }
 // the new CRD. A nil cfg is config.Default().
 func Judge(ctx context.Context, p Pair, cfg *config.Settings, src Objects) ([]finding.Finding, error) {
 	cfg = finding.SettingsOf(cfg)
+	// The pair's one policy: the comparison's, the readers' and the
+	// judgement's findings are its lists.
+	pol := p.Policy
+	if pol == nil {
+		pol = finding.NewPolicy(cfg, p.New.Name)
+	}
 	findings := p.Findings
 	if !p.Compared && p.Old != nil {
-		findings = append(checks.Compare(p.Old, p.New, cfg), findings...)
+		findings = append(checks.CompareWith(pol, p.Old, p.New), findings...)
 	}
 	var impacts []finding.VersionImpact
 	if src != nil && p.Old != nil {
 		var unreadable []finding.Finding
 		var err error
-		impacts, unreadable, err = read(ctx, p, findings, cfg, src)
+		impacts, unreadable, err = read(ctx, pol, p, findings, src)
 		if err != nil {
 			return nil, err
 		}
@@ -88,7 +98,7 @@ func Judge(ctx context.Context, p Pair, cfg *config.Settings, src Objects) ([]fi
 	}
 	all := make([]finding.Finding, 0, len(findings)+len(p.Live))
 	all = append(append(all, findings...), p.Live...)
-	return finding.ApplyImpacts(all, impacts, cfg), nil
+	return pol.Apply(all, impacts), nil
 }
 
 // read reads the stored objects of src at every version to read
@@ -97,9 +107,10 @@ func Judge(ctx context.Context, p Pair, cfg *config.Settings, src Objects) ([]fi
 // objects.NoObjectsRead), and returns what each version showed, and the
 // findings of versions that could not be read through the conversion
 // webhook.
-func read(ctx context.Context, p Pair, findings []finding.Finding, cfg *config.Settings, src Objects) (
+func read(ctx context.Context, pol *finding.Policy, p Pair, findings []finding.Finding, src Objects) (
 	[]finding.VersionImpact, []finding.Finding, error) {
 
+	cfg := pol.Settings
 	what := "custom resources"
 	if src.Source() == finding.SourceSamples {
 		what = "sample objects"
@@ -109,8 +120,8 @@ func read(ctx context.Context, p Pair, findings []finding.Finding, cfg *config.S
 	for _, version := range objects.VersionsToRead(p.Old, p.New) {
 		var reader *objects.ObjectReader
 		newReader := func() (err error) {
-			reader, err = objects.NewObjectReader(checks.ValidatedAt(p.Old, cfg.KubeVersion),
-				checks.ValidatedAt(p.New, cfg.KubeVersion), version, src.Source(), findings, cfg)
+			reader, err = objects.NewObjectReaderFor(pol, checks.ValidatedAt(p.Old, cfg.KubeVersion),
+				checks.ValidatedAt(p.New, cfg.KubeVersion), version, src.Source(), findings)
 			if err != nil {
 				return fmt.Errorf("reading %s of CRD %s: %w", what, p.New.Name, err)
 			}
@@ -134,12 +145,12 @@ func read(ctx context.Context, p Pair, findings []finding.Finding, cfg *config.S
 		var ue *UnreadableError
 		switch {
 		case errors.As(err, &ue):
-			unreadable = append(unreadable, objects.Unreadable(p.New.Name, version, ue.Webhook, ue.Err, cfg)...)
+			unreadable = append(unreadable, objects.UnreadableFor(pol, version, ue.Webhook, ue.Err)...)
 			continue
 		case err != nil:
 			return nil, nil, err
 		case reader == nil:
-			impact, err := objects.NoObjectsRead(p.New, version, src.Source(), findings, cfg)
+			impact, err := objects.NoObjectsReadFor(pol, p.New, version, src.Source(), findings)
 			if err != nil {
 				return nil, nil, fmt.Errorf("reading %s of CRD %s: %w", what, p.New.Name, err)
 			}
@@ -151,9 +162,17 @@ func read(ctx context.Context, p Pair, findings []finding.Finding, cfg *config.S
 	return impacts, unreadable, nil
 }
 
+// CompareWith is Compare under the pair's policy p (finding.NewPolicy of
+// new's name), which the caller hands on to Judge (Pair.Policy).
+func CompareWith(p *finding.Policy, old, new *apiextv1.CustomResourceDefinition) []finding.Finding {
+	return checks.CompareWith(p, old, new)
+}
+
 // Compare compares the old CRD (from the cluster, or an old file) with the
-// new one and returns every finding, sorted, with the policy of cfg
-// applied, without reading any stored object (checks.Compare).
+// new one and returns every finding, sorted, judged under cfg, without
+// reading any stored object: the one call per pair with no source of
+// objects (Judge), for library callers.
 func Compare(old, new *apiextv1.CustomResourceDefinition, cfg *config.Settings) []finding.Finding {
-	return checks.Compare(old, new, cfg)
+	fs, _ := Judge(context.Background(), Pair{Old: old, New: new}, cfg, nil) // nothing read: no error
+	return fs
 }

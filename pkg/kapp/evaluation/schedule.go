@@ -25,6 +25,9 @@ type pairOutcome struct {
 	// validators keeps the validators of stored objects' batches (nil:
 	// built for each batch).
 	validators *objects.Validators
+	// policy is the pair's policy, entered once for its comparison and
+	// its judgement (crdupgradesafety.Pair.Policy).
+	policy *finding.Policy
 }
 
 // Evaluate runs the engine over a plan and returns every finding, sorted
@@ -84,7 +87,7 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.Settings, cluster Clus
 			// against the offline findings, every finding judged once.
 			var err error
 			outcomes[i].findings, err = crdupgradesafety.Judge(ctx, crdupgradesafety.Pair{Old: pairs[i].Old, New: pairs[i].New,
-				Findings: outcomes[i].findings, Compared: true}, cfg, samples(pairs[i], cfg))
+				Findings: outcomes[i].findings, Compared: true, Policy: outcomes[i].policy}, cfg, samples(pairs[i], cfg))
 			return err
 		})
 	} else {
@@ -141,7 +144,8 @@ func liveFindings(ctx context.Context, pairs []Pair, offline func(context.Contex
 				// judged once, here rather than in outcomes; then what a
 				// denial by our own webhook adds to them, said once.
 				results[i], err = crdupgradesafety.Judge(ctx, crdupgradesafety.Pair{Old: pairs[i].Old, New: pairs[i].New,
-					Findings: outcomes[i].findings, Compared: true, Live: live, Validators: outcomes[i].validators}, cfg, stored)
+					Findings: outcomes[i].findings, Compared: true, Live: live, Validators: outcomes[i].validators,
+					Policy: outcomes[i].policy}, cfg, stored)
 				results[i] = append(results[i], denial.findings(pairs[i].New.Name, results[i], cfg)...)
 			}
 			outcomes[i].findings = nil

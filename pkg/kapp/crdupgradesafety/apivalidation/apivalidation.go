@@ -242,7 +242,7 @@ func V1FieldPath(path string) string {
 // whatever the configuration says, and going on would apply the rest of the
 // change set and then fail half way.
 func Rejected(crdName, verb string, rs []Rejection, cfg *config.Settings) []finding.Finding {
-	if len(rs) == 0 || !finding.NewPolicy(cfg, crdName).Settings.Checks.CRD.ApiserverRejects.Enabled {
+	if len(rs) == 0 || !finding.SettingsOf(cfg).Checks.CRD.ApiserverRejects.Enabled {
 		return nil
 	}
 	findings := make([]finding.Finding, len(rs))
@@ -275,7 +275,7 @@ type DeniedFinding struct {
 // the check is disabled. Like Rejected's, it is an error in every mode
 // and cannot be exempted.
 func DeniedByWebhook(crdName, verb string, denied []DeniedFinding, cfg *config.Settings) []finding.Finding {
-	if len(denied) == 0 || !finding.NewPolicy(cfg, crdName).Settings.Checks.CRD.ApiserverRejects.Enabled {
+	if len(denied) == 0 || !finding.SettingsOf(cfg).Checks.CRD.ApiserverRejects.Enabled {
 		return nil
 	}
 	fps, items := make([]string, len(denied)), make([]string, len(denied))
@@ -303,7 +303,7 @@ func DeniedByWebhook(crdName, verb string, denied []DeniedFinding, cfg *config.S
 // CRD; nil when the check is disabled. The apiserver applies the change;
 // the warning names what will not work as its author may expect.
 func Warned(crdName, verb string, warnings []string, cfg *config.Settings) []finding.Finding {
-	if len(warnings) == 0 || !finding.NewPolicy(cfg, crdName).Settings.Checks.CRD.ApiserverRejects.Enabled {
+	if len(warnings) == 0 || !finding.SettingsOf(cfg).Checks.CRD.ApiserverRejects.Enabled {
 		return nil
 	}
 	findings := make([]finding.Finding, len(warnings))
@@ -325,7 +325,7 @@ func Warned(crdName, verb string, warnings []string, cfg *config.Settings) []fin
 // still runs, but its old side may not be what a cluster holds. nil when
 // errs is empty or the check is disabled.
 func InvalidOld(crdName string, errs field.ErrorList, cfg *config.Settings) []finding.Finding {
-	if len(errs) == 0 || !finding.NewPolicy(cfg, crdName).Settings.Checks.CRD.ApiserverRejects.Enabled {
+	if len(errs) == 0 || !finding.SettingsOf(cfg).Checks.CRD.ApiserverRejects.Enabled {
 		return nil
 	}
 	fs := []finding.Finding{{

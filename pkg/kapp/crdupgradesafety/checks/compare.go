@@ -15,7 +15,11 @@ import (
 // present in both CRDs (sameVersion) and over the served versions of the
 // new CRD (servedVersion).
 func Compare(old, new *apiextv1.CustomResourceDefinition, cfg *config.Settings) []finding.Finding {
-	p := finding.NewPolicy(cfg, new.Name)
+	return CompareWith(finding.NewPolicy(cfg, new.Name), old, new)
+}
+
+// CompareWith is Compare under the pair's policy p (of new's name).
+func CompareWith(p *finding.Policy, old, new *apiextv1.CustomResourceDefinition) []finding.Finding {
 	checkScope(p, old, new)
 	checkStoredVersionRemoval(p, old, new)
 	checkServedVersionRemoval(p, old, new)

@@ -48,9 +48,7 @@ type Policy struct {
 	Settings *config.Settings
 	CRD      string
 	Findings []Finding
-	ordinals map[string]int // findings made per findingKey(f, 0)
-	// fingerprints counts the findings made per fingerprint(f, 0).
-	fingerprints map[string]int
+	ids      identities
 }
 
 // policiesMade counts the policies made (PoliciesMade).
@@ -73,12 +71,18 @@ func SettingsOf(cfg *config.Settings) *config.Settings {
 	return cfg
 }
 
-// NewPolicy is the policy of cfg (SettingsOf) for the named CRD.
+// NewPolicy is the policy of cfg (SettingsOf) for the named CRD: entered
+// once per pair by the engine's one call (crdupgradesafety.Judge).
 func NewPolicy(cfg *config.Settings, crd string) *Policy {
 	policiesMade.Add(1)
 	cfg = SettingsOf(cfg)
 	return &Policy{Settings: cfg, CRD: crd}
 }
+
+// Sub is another list of findings of p's pair under p's settings, with
+// ordinals of its own: what a reader keeps apart (the stored objects no
+// finding explains, the objects already invalid) and joins later.
+func (p *Policy) Sub() *Policy { return &Policy{Settings: p.Settings, CRD: p.CRD} }
 
 // add records a change as a finding. Its severity is error only for a
 // Strict change under mode error that no waiver waives and, under
@@ -111,30 +115,14 @@ func (p *Policy) Add(c Draft) {
 	}
 	// The fingerprint hashes the whole facts; only what the finding
 	// carries for display is bounded, after.
-	f.Fingerprint = Fingerprint(&f, 0)
-	if p.fingerprints == nil {
-		p.fingerprints = map[string]int{}
-	}
-	if n := p.fingerprints[f.Fingerprint]; n > 0 {
-		// Facts alike (a CEL rule given twice): the next one in the
-		// order the checks make them.
-		p.fingerprints[f.Fingerprint]++
-		f.Fingerprint = Fingerprint(&f, n)
-	} else {
-		p.fingerprints[f.Fingerprint] = 1
-	}
+	p.ids.fingerprint(&f)
 	f.Version, f.PairVersion = BoundText(c.Version, MaxFieldBytes), BoundText(c.PairVersion, MaxFieldBytes)
 	f.Field = schemapath.Path(BoundText(string(c.Field), MaxFieldBytes))
 	f.Change = Change{Kind: c.Fact.Kind, Old: BoundText(c.Fact.Old, MaxMessageBytes), New: BoundText(c.Fact.New, MaxMessageBytes)}
 	p.Findings = append(p.Findings, f)
 	fp := &p.Findings[len(p.Findings)-1]
 	judge(p.Settings, fp)
-	if p.ordinals == nil {
-		p.ordinals = map[string]int{}
-	}
-	base := findingKey(fp, 0)
-	fp.key = findingKey(fp, p.ordinals[base])
-	p.ordinals[base]++
+	p.ids.key(fp)
 }
 
 // judgeWaivers applies the waivers of cfg to f, from its facts as they
@@ -279,16 +267,48 @@ func boundWaiver(w *config.Waiver) *config.Waiver {
 	return &c
 }
 
-// keyFindings sets the keys and fingerprints of findings made together
-// outside a policy.
+// KeyFindings sets the keys and fingerprints of findings made together
+// outside a policy (identities).
 func KeyFindings(fs []Finding) {
-	ordinals, fps := map[string]int{}, map[string]int{}
+	var ids identities
 	for i := range fs {
-		fp := Fingerprint(&fs[i], 0)
-		fs[i].Fingerprint = Fingerprint(&fs[i], fps[fp])
-		fps[fp]++
-		base := findingKey(&fs[i], 0)
-		fs[i].key = findingKey(&fs[i], ordinals[base])
-		ordinals[base]++
+		ids.fingerprint(&fs[i])
+		ids.key(&fs[i])
 	}
+}
+
+// identities hands out the identities of findings made together (by one
+// policy, or together outside one): the one place a fingerprint or a key
+// is set. A fingerprint hashes a finding's facts (Fingerprint), with its
+// ordinal among the findings of alike facts (a CEL rule given twice: the
+// next one in the order they are made); a key names what the finding is
+// about (findingKey), with its ordinal among those about the same.
+type identities struct {
+	fingerprints map[string]int // findings per Fingerprint(f, 0)
+	keys         map[string]int // findings per findingKey(f, 0)
+}
+
+// fingerprint sets f's fingerprint from its facts as they stand (before
+// what it carries for display is bounded).
+func (ids *identities) fingerprint(f *Finding) {
+	if ids.fingerprints == nil {
+		ids.fingerprints = map[string]int{}
+	}
+	base := Fingerprint(f, 0)
+	n := ids.fingerprints[base]
+	ids.fingerprints[base]++
+	f.Fingerprint = base
+	if n > 0 {
+		f.Fingerprint = Fingerprint(f, n)
+	}
+}
+
+// key sets f's key (Finding.Key).
+func (ids *identities) key(f *Finding) {
+	if ids.keys == nil {
+		ids.keys = map[string]int{}
+	}
+	base := findingKey(f, 0)
+	f.key = findingKey(f, ids.keys[base])
+	ids.keys[base]++
 }
