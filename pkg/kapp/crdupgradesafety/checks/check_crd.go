@@ -125,7 +125,7 @@ func CompareStatus(old, new *apiextv1.CustomResourceDefinition, cfg *config.Sett
 			"status.storedVersions trimmed: %q dropped with no completed migration on record: objects stored in it become unreadable once the version is removed", v)
 	}
 	finding.SortFindings(p.Findings)
-	return p.Findings
+	return p.Judged(p.Findings)
 }
 
 // migrationRunning returns the message of the CRD's StorageMigrating

@@ -2,6 +2,7 @@ package finding
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -103,7 +104,7 @@ func (p *Policy) Apply(findings []Finding, impacts []VersionImpact) []Finding {
 			JudgeFinal(cfg, &f)
 			out = append(out, f)
 		}
-		out = append(out, vi.Notes...)
+		out = append(out, p.Judged(slices.Clone(vi.Notes))...)
 	}
 	SortFindings(out)
 	return out

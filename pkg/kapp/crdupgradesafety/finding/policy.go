@@ -84,12 +84,13 @@ func NewPolicy(cfg *config.Settings, crd string) *Policy {
 // finding explains, the objects already invalid) and joins later.
 func (p *Policy) Sub() *Policy { return &Policy{Settings: p.Settings, CRD: p.CRD} }
 
-// add records a change as a finding. Its severity is error only for a
-// Strict change under mode error that no waiver waives and, under
-// alphaVersionEnforcement Warn, that is not about an alpha version
-// (alphaLenient); Warn changes are warnings whatever the mode. Its
-// fingerprint is computed here, from its facts, before the waivers are
-// matched against it.
+// Add records a check's change as a finding, with the severity its check
+// gives it: error only for a Strict change under mode error that, under
+// alphaVersionEnforcement Warn, is not about an alpha version
+// (alphaLenient); Warn changes are warnings whatever the mode. Waivers,
+// acceptances and what the stored objects show are judged later, once
+// (Apply, or Judged). Its fingerprint is computed here, from its facts,
+// before the waivers are matched against it.
 func (p *Policy) Add(c Draft) {
 	sev := SeverityError
 	if p.Settings.Mode == config.ModeWarn || c.Level == config.EnforcementWarn {
@@ -119,10 +120,22 @@ func (p *Policy) Add(c Draft) {
 	f.Version, f.PairVersion = BoundText(c.Version, MaxFieldBytes), BoundText(c.PairVersion, MaxFieldBytes)
 	f.Field = schemapath.Path(BoundText(string(c.Field), MaxFieldBytes))
 	f.Change = Change{Kind: c.Fact.Kind, Old: BoundText(c.Fact.Old, MaxMessageBytes), New: BoundText(c.Fact.New, MaxMessageBytes)}
+	// The severity so far is the check's (mode, enforcement, alpha): what
+	// waivers, acceptances and the stored objects are judged from, once
+	// (Apply, or Judged for findings that are not joined to objects).
+	f.unwaived, f.unwaivedAlpha = f.Severity, f.AlphaLenient
 	p.Findings = append(p.Findings, f)
-	fp := &p.Findings[len(p.Findings)-1]
-	judge(p.Settings, fp)
-	p.ids.key(fp)
+	p.ids.key(&p.Findings[len(p.Findings)-1])
+}
+
+// Judged judges fs, findings of p's pair that no stored object is joined
+// to, in place (waivers, acceptances), and returns them: the one stage a
+// finding's severity is decided in when it does not go through Apply.
+func (p *Policy) Judged(fs []Finding) []Finding {
+	for i := range fs {
+		JudgeFinal(p.Settings, &fs[i])
+	}
+	return fs
 }
 
 // judgeWaivers applies the waivers of cfg to f, from its facts as they
@@ -144,9 +157,10 @@ func judgeWaivers(cfg *config.Settings, f *Finding) {
 	}
 }
 
-// rejudge undoes what waivers and acceptances did to f, so that they are
-// judged again from its final facts (ApplyImpacts). A finding not made by
-// a policy (unwaived unset) is left as it is.
+// Rejudge undoes what waivers and acceptances did to f, so that a finding
+// judged already (a caller's, judged where it was made: Judged) is judged
+// again from its final facts (Apply). A finding not made by a policy
+// (unwaived unset) is left as it is.
 func (f *Finding) Rejudge() {
 	if f.unwaived == "" {
 		return
@@ -161,7 +175,7 @@ func (f *Finding) Rejudge() {
 	}
 }
 
-// judgeFinal judges f's waivers and, for a loss of stored data, the
+// JudgeFinal judges f's waivers and, for a loss of stored data, the
 // acceptances of cfg, from its final facts: its DataLoss and the objects
 // counted (Impact). An acceptance that covers the loss makes an error a
 // warning; a loss that stays an error although a waiver or an acceptance
@@ -175,9 +189,8 @@ func JudgeFinal(cfg *config.Settings, f *Finding) {
 }
 
 // judge judges f's waivers and acceptances from its facts as they stand
-// (judgeFinal), keeping its severity before them for a later judgement.
-// A finding is judged where it is made (the policy: no objects counted
-// yet) and again once the stored objects are joined (ApplyImpacts).
+// (JudgeFinal), keeping its severity before them (Rejudge). A finding of
+// a pair is judged once, when the stored objects are joined (Apply).
 func judge(cfg *config.Settings, f *Finding) {
 	f.unwaived, f.unwaivedAlpha = f.Severity, f.AlphaLenient
 	judgeWaivers(cfg, f)

@@ -48,7 +48,7 @@ func Dropped(crdName string, cfg *config.Settings) []finding.Finding {
 	}
 	p.CRDLevelWith(config.EnforcementStrict, "", config.CheckCRDDeletion, backupRemedy(crdName), finding.Change{Kind: "missingFromInputs"},
 		"missing from the new inputs: kapp would delete the CRD with all its custom resources")
-	return p.Findings
+	return p.Judged(p.Findings)
 }
 
 // backupRemedy is the way forward from deleting a CRD with objects: back

@@ -162,5 +162,5 @@ func (r *ManagedFieldsReader) Findings(cfg *config.Settings) []finding.Finding {
 			p.Findings[i].Remedy = p.Findings[i].Remedy.WithObjects(imp)
 		}
 	}
-	return p.Findings
+	return p.Judged(p.Findings)
 }

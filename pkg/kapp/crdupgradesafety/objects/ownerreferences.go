@@ -158,5 +158,5 @@ func (r *OwnerReferencesReader) Findings(cfg *config.Settings) []finding.Finding
 			len(r.unreadable), plural.Of(len(r.unreadable), "resource", "resources"), plural.Of(len(r.removed), "version", "versions"),
 			fail.Mode, finding.SummarizeList(why))
 	}
-	return p.Findings
+	return p.Judged(p.Findings)
 }

@@ -840,10 +840,12 @@ func VersionsToRead(oldCRD, newCRD *apiextv1.CustomResourceDefinition) []string 
 // failMode decides, as for any live check that cannot run: an error under
 // closed, a warning under open.
 func Unreadable(crdName, version, webhook string, err error, cfg *config.Settings) []finding.Finding {
-	return UnreadableFor(finding.NewPolicy(cfg, crdName), version, webhook, err)
+	p := finding.NewPolicy(cfg, crdName)
+	return p.Judged(UnreadableFor(p, version, webhook, err))
 }
 
-// UnreadableFor is Unreadable under the pair's policy (a list of its own).
+// UnreadableFor is Unreadable under the pair's policy (a list of its own),
+// before it is judged (finding.Policy.Apply judges it with the pair's).
 func UnreadableFor(pol *finding.Policy, version, webhook string, err error) []finding.Finding {
 	p := pol.Sub()
 	fail := p.Settings.FailDecisionFor(config.FailUnreadableObjects, nil)
