@@ -154,4 +154,4 @@ func Descriptors() []*Descriptor {
 
 // staleWaiverCheck: a waiver that matches none of its CRD's findings
 // (StaleWaivers).
-var staleWaiverCheck = Register(Descriptor{IDs: []string{config.CheckStaleWaiver}, Runs: RunsOnSettings, Remedy: RemedyRemoveWaiver})
+var _ = Register(Descriptor{IDs: []string{config.CheckStaleWaiver}, Runs: RunsOnSettings, Remedy: RemedyRemoveWaiver})
