@@ -34,6 +34,12 @@ var KubeVersionEnforcingNumericFormats = KubeVersion{1, 37}
 // key); older apiservers evaluate stored objects' rules otherwise.
 var KubeVersionCELListSemantics = KubeVersion{1, 37}
 
+// KubeVersionKeepingManagedFields is the first version whose apiserver
+// keeps an object's managedFields on a write while the CRD's conversion
+// webhook is down; older ones drop them all when the entries name two or
+// more versions (kubernetes#136919).
+var KubeVersionKeepingManagedFields = KubeVersion{1, 37}
+
 // OrDefault is v, or DefaultKubeVersion when v is the zero value.
 func (v KubeVersion) OrDefault() KubeVersion {
 	if v == (KubeVersion{}) {

@@ -95,6 +95,12 @@ const (
 	RemedyFixObjects RemedyAction = "fixObjects"
 	// RemedyRemoveWaiver: a stale waiver waives nothing: remove it.
 	RemedyRemoveWaiver RemedyAction = "removeWaiver"
+	// RemedyWebhookBeforeWrites: the conversion webhook changes while
+	// objects (Objects) have managedFields entries at several versions,
+	// which a write while it is down drops (Detail: the issue): roll the
+	// webhook out and wait for it before the CRD changes, or migrate their
+	// managedFields to one version (Version) first (Command).
+	RemedyWebhookBeforeWrites RemedyAction = "webhookBeforeWrites"
 )
 
 // Remedy is a safe way forward from a finding: what to do instead, or

@@ -126,7 +126,7 @@ func readOwnerReferences(ctx context.Context, pair Pair, cfg *config.Settings, l
 func readManagedFields(ctx context.Context, pair Pair, cfg *config.Settings, cluster Cluster,
 	tracker *liveTracker) ([]crdupgradesafety.Finding, error) {
 
-	reader := crdupgradesafety.NewManagedFieldsReader(pair.Old, pair.New)
+	reader := crdupgradesafety.NewManagedFieldsReader(pair.Old, pair.New, cfg.KubeVersion)
 	if reader == nil {
 		return nil, nil
 	}

@@ -155,6 +155,14 @@ func actionText(f crdupgradesafety.Finding) string {
 			of += " (" + objects + ")"
 		}
 		return fmt.Sprintf("keep %q and migrate the managedFields of %s to the storage version first: run '%s' (it migrates managedFields too), then remove it", version, of, r.Command)
+	case crdupgradesafety.RemedyWebhookBeforeWrites:
+		of := "the stored objects"
+		if objects != "" {
+			of += " (" + objects + ")"
+		}
+		return fmt.Sprintf("roll out the new conversion webhook and wait until it serves before the CRD changes (in a kapp deploy: "+
+			"the change-group and change-rule annotations that order the webhook's workload first), so no write finds it down; "+
+			"or first migrate the managedFields of %s to one version: run '%s' (%s)", of, r.Command, r.Detail)
 	case crdupgradesafety.RemedyRepointOwners:
 		of := "the dependents"
 		if objects != "" {

@@ -242,6 +242,8 @@ func ImpactText(f crdupgradesafety.Finding) string {
 				e.Objects, imp.Objects, plural.Of(e.Objects, "has", "have"), examples))
 		case crdupgradesafety.EffectSSARefused:
 			parts = append(parts, fmt.Sprintf("%s %s managedFields entries at it: %s", of, plural.Of(e.Objects, "has", "have"), examples))
+		case crdupgradesafety.EffectManagedFieldsDropped:
+			parts = append(parts, fmt.Sprintf("%s %s managedFields entries at several versions: %s", of, plural.Of(e.Objects, "has", "have"), examples))
 		case crdupgradesafety.EffectRejected:
 			note := ratchetNote(imp.Source, imp.Ratcheted > 0, imp.Ratcheted, e.Objects)
 			if imp.UpdatesRefused == e.Objects && imp.Source == crdupgradesafety.SourceCluster {
