@@ -48,7 +48,7 @@ func listBench(args []string) error {
 		}}
 	}
 	from := 0
-	fmt.Printf("%-8s %-12s %-22s %-22s %s\n", "objects", "way", "LIST ms (min-max)", "ms/object (min-max)", "pages")
+	fmt.Printf("%-8s %-14s %-20s %-22s %s\n", "objects", "way", "LIST ms (min-max)", "ms/object (min-max)", "pages")
 	for _, s := range strings.Split(*counts, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil {
@@ -87,7 +87,7 @@ func listBench(args []string) error {
 				way = fmt.Sprintf("pages of %d", limit)
 			}
 			lo, hi := slices.Min(ms), slices.Max(ms)
-			fmt.Printf("%-8d %-12s %-22s %-22s %d\n", n, way, fmt.Sprintf("%.0f-%.0f", lo, hi),
+			fmt.Printf("%-8d %-14s %-20s %-22s %d\n", n, way, fmt.Sprintf("%.0f-%.0f", lo, hi),
 				fmt.Sprintf("%.3f-%.3f", lo/float64(n), hi/float64(n)), pages)
 		}
 	}
