@@ -91,6 +91,7 @@ TARGETS=(
   "hack/bench ./..."
   "hack/kappctrl ./..."
   "hack/ssaclients ./..."
+  "hack/convwebhook ./..."
   "hack/release ./..."
 )
 
