@@ -121,15 +121,20 @@ func TestConversionLossyDropsField(t *testing.T) {
 // webhook; a GET of an object it can convert works, one of an object it
 // cannot convert fails; objects still stored at v1 read at v1 without the
 // webhook.
+//
+// Not parallel: while the objects cannot be converted the resource cannot
+// be listed, and every kapp run in the cluster (which lists every resource
+// to find its app's objects) retries on it; serial tests run before the
+// parallel ones start, and the cleanup (conversion None, then the CRD's
+// deletion) ends it.
 func TestConversionFailingBreaksList(t *testing.T) {
-	t.Parallel()
 	e := setup(t)
 	n := newNames(t)
 	e.widgetsAtV1(t, n)
 	w := startConvWebhook(t, buildFailing, n)
 	e.applyWidgetCRD(t, n, w)
 
-	_, err := e.dyn.Resource(n.gvr("v2")).Namespace("default").List(tctx(t), metav1.ListOptions{})
+	err := e.listOnce(t, n, "v2")
 	require.Error(t, err, "a LIST at v2 through the failing build")
 	t.Logf("LIST at v2: %v", err)
 	require.Contains(t, err.Error(), "conversion webhook")

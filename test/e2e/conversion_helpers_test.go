@@ -217,7 +217,7 @@ func (e *env) deleteCRDAtCleanup(t *testing.T, n names) {
 // delete): the apiserver deletes a CRD's objects by listing them, which
 // through a webhook that is stopped, or that cannot convert some of them,
 // fails and leaves the CRD terminating. Under None every stored object
-// reads at every version.
+// reads at every version: it waits (30s at most) until a LIST works.
 func (e *env) conversionNoneAtCleanup(t *testing.T, n names) {
 	t.Helper()
 	t.Cleanup(func() {
@@ -234,9 +234,26 @@ func (e *env) conversionNoneAtCleanup(t *testing.T, n names) {
 			require.NoError(t, unstructured.SetNestedMap(crd.Object, map[string]any{"strategy": "None"}, "spec", "conversion"))
 			if _, err = crds.Update(tctx(t), crd, metav1.UpdateOptions{}); err == nil || !apierrors.IsConflict(err) {
 				require.NoError(t, err)
+				break
+			}
+		}
+		// Until the apiserver lists the objects again at every version (its
+		// watch caches reinitialized), the deletion's LIST would fail and
+		// back off.
+		_, versions := e.liveVersions(t, n)
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			listed := true
+			for _, v := range versions {
+				name, _ := v["name"].(string)
+				if _, err := e.dyn.Resource(n.gvr(name)).List(tctx(t), metav1.ListOptions{}); err != nil {
+					listed = false
+				}
+			}
+			if listed {
 				return
 			}
 		}
+		t.Logf("cleanup: %s still not listed at every version 30s after conversion None", n.CRD)
 	})
 }
 
@@ -265,7 +282,18 @@ func (e *env) applyWidgetCRD(t *testing.T, n names, w *convWebhook) {
 		if len(versions) != 2 {
 			return false
 		}
-		_, err := e.dyn.Resource(n.gvr("v2")).Namespace("default").List(tctx(t), metav1.ListOptions{})
+		err := e.listOnce(t, n, "v2")
 		return (err == nil || !apierrors.IsNotFound(err)) && len(w.reviews()) > 0
 	}, 30*time.Second, 200*time.Millisecond, "v2 of %s not served through the webhook within 30s", n.CRD)
+}
+
+// listOnce LISTs the Widgets of namespace default at version once: no
+// retry, unlike client-go's clients, which retry a 429 ("storage is
+// (re)initializing", what a watch cache answers while it cannot decode an
+// object) ten times, about 40s.
+func (e *env) listOnce(t *testing.T, n names, version string) error {
+	t.Helper()
+	return e.core.Discovery().RESTClient().Get().
+		AbsPath("/apis", group, version, "namespaces", "default", n.Plural).
+		MaxRetries(0).Do(tctx(t)).Error()
 }
