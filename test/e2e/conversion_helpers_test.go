@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -112,14 +113,33 @@ func freeLoopbackAddr(t *testing.T) string {
 // waits until it serves, and stops it when the test ends.
 func startConvWebhookAt(t *testing.T, build string, n names, addr string, cert webhooktest.Cert) *convWebhook {
 	t.Helper()
-	bin := convWebhookBinary(t, build)
+	w, err := launchConvWebhook(convWebhookBinary(t, build), build, n, addr, cert)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if err := w.stop(); err != nil {
+			t.Error(err)
+		}
+		t.Logf("conversion webhook (%s) log:\n%s", build, indent(w.log.String()))
+	})
+	return w
+}
+
+// launchConvWebhook runs the binary bin of a build for the kind of n on
+// addr with cert and waits until it serves (30s at most); the caller stops
+// it. It reports by its error, not through a test: a fake kubelet's hook
+// calls it.
+func launchConvWebhook(bin, build string, n names, addr string, cert webhooktest.Cert) (*convWebhook, error) {
 	cmd := exec.Command(bin, "--listen", addr, "--tls-cert-file", cert.CertFile, "--tls-private-key-file", cert.KeyFile,
 		"--group", group, "--kind", n.Kind)
 	w := &convWebhook{build: build, CABundle: cert.PEM, cmd: cmd, log: &syncBuffer{}, done: make(chan error, 1)}
 	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	cmd.Stdout = w.log
-	require.NoError(t, cmd.Start())
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the conversion webhook (%s): %w", build, err)
+	}
 	url := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
@@ -134,33 +154,34 @@ func startConvWebhookAt(t *testing.T, build string, n names, addr string, cert w
 		_, _ = io.Copy(io.Discard, stderr)
 		w.done <- cmd.Wait()
 	}()
-	t.Cleanup(func() {
-		w.stop(t)
-		t.Logf("conversion webhook (%s) log:\n%s", build, indent(w.log.String()))
-	})
 	select {
 	case w.URL = <-url:
+		return w, nil
 	case err := <-w.done:
-		t.Fatalf("the conversion webhook (%s) exited: %v\n%s", build, err, w.log.String())
+		w.once.Do(func() {})
+		return nil, fmt.Errorf("the conversion webhook (%s) exited: %v\n%s", build, err, w.log.String())
 	case <-time.After(30 * time.Second):
-		t.Fatalf("the conversion webhook (%s) did not start within 30s:\n%s", build, w.log.String())
+		_ = w.stop()
+		return nil, fmt.Errorf("the conversion webhook (%s) did not start within 30s:\n%s", build, w.log.String())
 	}
-	return w
 }
 
-// stop ends the webhook with SIGTERM (once).
-func (w *convWebhook) stop(t *testing.T) {
-	t.Helper()
+// stop ends the webhook with SIGTERM (once) and says how it ended.
+func (w *convWebhook) stop() error {
+	var err error
 	w.once.Do(func() {
 		_ = w.cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case err := <-w.done:
-			require.NoErrorf(t, err, "the conversion webhook (%s) did not stop cleanly:\n%s", w.build, w.log.String())
+		case werr := <-w.done:
+			if werr != nil {
+				err = fmt.Errorf("the conversion webhook (%s) did not stop cleanly: %w\n%s", w.build, werr, w.log.String())
+			}
 		case <-time.After(20 * time.Second):
 			_ = w.cmd.Process.Kill()
-			t.Errorf("the conversion webhook (%s) did not stop within 20s:\n%s", w.build, w.log.String())
+			err = fmt.Errorf("the conversion webhook (%s) did not stop within 20s:\n%s", w.build, w.log.String())
 		}
 	})
+	return err
 }
 
 // reviews returns the webhook's log line of each ConversionReview so far:
