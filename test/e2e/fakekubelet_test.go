@@ -146,3 +146,47 @@ func TestFakeKubeletDeploymentBecomesAvailable(t *testing.T) {
 		require.Contains(t, r.out, "Timed out waiting")
 	})
 }
+
+// TestFakeKubeletOrdersWebhookBeforeCRD is the ordering of issue 39 item 3
+// with kapp's own annotations, on the real apiserver: one kapp deploy
+// ships the Deployment of a conversion webhook (change group
+// e2e.example.com/converter) and the Widget CRD that names the webhook
+// (change rule "upsert after upserting e2e.example.com/converter"). kapp
+// rolls the Deployment out and waits for it (the fake kubelet's hook
+// starts the lossless build at the CRD's URL before the pod is Ready), and
+// only then updates the CRD: the stored objects read at v2 at once.
+func TestFakeKubeletOrdersWebhookBeforeCRD(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	n := newNames(t)
+	ns := n.App
+	cert, err := webhooktest.WriteCert(t.TempDir())
+	require.NoError(t, err)
+	addr := freeLoopbackAddr(t)
+	hook, webhook := convWebhookOnStart(t, buildLossless, n, addr, cert)
+	e.startFakeKubelet(t, ns, map[string]podHook{"converter": hook})
+	e.cleanupApp(t, n.App)
+	e.deployOK(t, n.App, []string{crdDir(t, n, "conversion/widget/old.yaml")})
+	e.conversionNoneAtCleanup(t, n)
+	e.createCRs(t, n, "conversion/widget/objects.yaml")
+
+	const groupName = "e2e.example.com/converter"
+	crd := strings.Replace(string(widgetNewCRD(t, n, "https://"+addr+"/convert", cert.PEM)),
+		"metadata:\n  name: "+n.CRD+"\n",
+		"metadata:\n  name: "+n.CRD+"\n  annotations:\n    kapp.k14s.io/change-rule: \"upsert after upserting "+groupName+"\"\n", 1)
+	require.Contains(t, crd, "change-rule")
+	files := dir(t, map[string][]byte{
+		"crd.yaml": []byte(crd),
+		"app.yaml": converterDeployment(ns, map[string]string{"kapp.k14s.io/change-group": groupName}),
+	})
+	r := e.deployOK(t, n.App, []string{files})
+	ready := strings.Index(r.out, "ok: reconcile deployment/converter")
+	update := strings.Index(r.out, "update customresourcedefinition/"+n.CRD)
+	require.True(t, ready >= 0 && update > ready, "kapp waits for the webhook's Deployment before it updates the CRD:\n%s", r.out)
+	require.NotNil(t, webhook(), "the hook started the webhook")
+
+	list, err := e.dyn.Resource(n.gvr("v2")).Namespace("default").List(tctx(t), metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, list.Items, len(widgetNames))
+	requireReviewed(t, webhook(), "small", "v1", "v2")
+}
