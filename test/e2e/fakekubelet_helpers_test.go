@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 )
 
 // The clusters of hack/cluster.sh have no scheduler and no kubelet: a
@@ -91,14 +92,23 @@ func (k *fakeKubelet) register(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("creating node %s: %w", k.node, err)
 	}
-	now := metav1.Now()
-	node.Status = corev1.NodeStatus{
-		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-			Message: "fake kubelet of the e2e tests", LastHeartbeatTime: now, LastTransitionTime: now}},
-		Capacity:    corev1.ResourceList{corev1.ResourcePods: resource.MustParse("110")},
-		Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("110")},
-	}
-	if _, err := nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+	// The node lifecycle controller taints a new node at once: retried
+	// on the conflict.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if node, err = nodes.Get(ctx, k.node, metav1.GetOptions{}); err != nil {
+			return err
+		}
+		now := metav1.Now()
+		node.Status = corev1.NodeStatus{
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+				Message: "fake kubelet of the e2e tests", LastHeartbeatTime: now, LastTransitionTime: now}},
+			Capacity:    corev1.ResourceList{corev1.ResourcePods: resource.MustParse("110")},
+			Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("110")},
+		}
+		_, err := nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("setting node %s ready: %w", k.node, err)
 	}
 	_, err = k.e.core.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx, &coordinationv1.Lease{
