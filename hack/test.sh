@@ -26,8 +26,8 @@ fi
 section "build what the end-to-end tests need, in the background"
 # The control plane of each Kubernetes version of the matrix, the server-side
 # apply clients (Helm 4 and Flux's apply library, hack/ssaclients.sh: about
-# 6 minutes on a cold cache), the conversion webhooks (hack/convwebhook.sh,
-# after the former: COLDTIME), Helm 3 (hack/helm3.sh: about
+# 6 minutes on a cold cache), the conversion webhooks (hack/convwebhook.sh:
+# about 3 CPU-minutes on a cold cache, little after the former), Helm 3 (hack/helm3.sh: about
 # 3 minutes on a cold cache) and kapp-controller: on a cold cache most of a
 # CI run (about 15 minutes each on 2 cores for the control plane and
 # kapp-controller), so they build from here on, one after the other in the
@@ -89,6 +89,9 @@ mapfile -t pkgs < <(go list ./... | grep -v '/test/e2e')
 go test -count=1 -json "${pkgs[@]}" | summarize
 # The scale benchmarks' own parsing of kapp's output (hack/bench/scale).
 (cd hack/bench && go test -count=1 -json ./scale) | summarize
+# The three builds of the conversion webhook of the e2e tests, each through
+# controller-runtime's handler in process (hack/convwebhook).
+(cd hack/convwebhook && go test -count=1 -json ./...) | summarize
 
 section "end-to-end tests"
 # Against each Kubernetes version of the matrix, with kapp-controller (built

@@ -67,13 +67,10 @@ func run(build string, types Types, listen, certFile, keyFile, group, kind strin
 		fmt.Fprintf(os.Stderr, "%s %s\n", prefix, args)
 	}, funcr.Options{}))
 
-	scheme := runtime.NewScheme()
-	scheme.AddKnownTypeWithName(schema.GroupVersionKind{Group: group, Version: "v1", Kind: kind}, types.V1)
-	scheme.AddKnownTypeWithName(schema.GroupVersionKind{Group: group, Version: "v2", Kind: kind}, types.V2)
-	if ok, err := conversion.IsConvertible(scheme, types.V1); err != nil || !ok {
-		return fmt.Errorf("%s's types are not hub and spoke: %v", build, err)
+	handler, err := Handler(types, group, kind)
+	if err != nil {
+		return fmt.Errorf("%s: %w", build, err)
 	}
-
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
 		return fmt.Errorf("loading the serving certificate: %w", err)
@@ -83,7 +80,7 @@ func run(build string, types Types, listen, certFile, keyFile, group, kind strin
 		return fmt.Errorf("listening on %s: %w", listen, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(Path, logged(conversion.NewWebhookHandler(scheme, conversion.NewRegistry())))
+	mux.Handle(Path, logged(handler))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
 	srv := &http.Server{
 		Handler:           mux,
@@ -111,6 +108,18 @@ func run(build string, types Types, listen, certFile, keyFile, group, kind strin
 	}
 	fmt.Fprintln(os.Stderr, "stopped")
 	return nil
+}
+
+// Handler is controller-runtime's conversion webhook handler for types
+// registered as kind of group at v1 and v2.
+func Handler(types Types, group, kind string) (http.Handler, error) {
+	scheme := runtime.NewScheme()
+	scheme.AddKnownTypeWithName(schema.GroupVersionKind{Group: group, Version: "v1", Kind: kind}, types.V1)
+	scheme.AddKnownTypeWithName(schema.GroupVersionKind{Group: group, Version: "v2", Kind: kind}, types.V2)
+	if ok, err := conversion.IsConvertible(scheme, types.V1); err != nil || !ok {
+		return nil, fmt.Errorf("the types are not hub and spoke: %v", err)
+	}
+	return conversion.NewWebhookHandler(scheme, conversion.NewRegistry()), nil
 }
 
 // review is what the log line of a ConversionReview says: its request's
