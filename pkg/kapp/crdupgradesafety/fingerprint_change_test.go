@@ -144,6 +144,15 @@ func TestFingerprintCoversTheChange(t *testing.T) {
 		{check: config.CheckCRDDeletion, run: func(t *testing.T, variant int, cfg *config.Settings) []Finding {
 			return Deletion(testCRDName, 2, []string{"", "update strategy always-replace"}[variant], cfg)
 		}},
+		{check: config.CheckConversionOrdering, run: func(t *testing.T, variant int, cfg *config.Settings) []Finding {
+			named := func(c *apiextv1.CustomResourceDefinition) { c.Name = testCRDName }
+			o := &ConversionOrdering{Service: "conv/webhook", Group: "g/" + testCRDName,
+				Workloads: []OrderedWorkload{{Kind: "Deployment", Namespace: "conv", Name: []string{"operator", "webhook"}[variant]}}}
+			return ConversionOrderingFindings(orderingCRD(named), orderingCRD(func(c *apiextv1.CustomResourceDefinition) {
+				named(c)
+				c.Spec.Versions[0].Storage, c.Spec.Versions[1].Storage = false, true
+			}), o, cfg)
+		}},
 	}
 
 	covered := map[string]bool{}

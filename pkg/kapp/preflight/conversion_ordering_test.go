@@ -256,7 +256,6 @@ func TestConversionOrdering(t *testing.T) {
 				var unsafe *evaluation.UnsafeUpgradeError
 				require.ErrorAs(t, err, &unsafe)
 				require.Len(t, unsafe.Lines, 1, "error findings: %q", unsafe.Lines)
-				t.Log(unsafe.Lines[0])
 				rest := unsafe.Lines[0]
 				for _, want := range tc.errors {
 					i := strings.Index(rest, want)
@@ -295,4 +294,56 @@ func changeOf(graph *ctldgraph.ChangeGraph, kind string) *ctldgraph.Change {
 		}
 	}
 	return nil
+}
+
+// TestConversionOrderingConfig: examples/conversion-ordering/config.yaml,
+// given to kapp's own graph builder with kapp's default config, orders an
+// app's workloads before its CRDs with a conversion webhook, and those
+// before their custom resources (kapp's default rule), without a cycle
+// (NewChangeGraph fails on one); a CRD without a webhook keeps kapp's
+// default order.
+func TestConversionOrderingConfig(t *testing.T) {
+	gizmo := res(t, "apiVersion: ordering.example.com/v2\nkind: Gizmo\nmetadata: {name: g1, namespace: gizmo-system}\nspec: {color: blue}\n")
+	cases := []struct {
+		name string
+		crd  []ctlres.Resource
+		// waits: the CRD's change waits for the Deployment's.
+		waits bool
+	}{
+		{name: "CRD with a conversion webhook", crd: exampleResources(t, "release-2/crd.yaml", false), waits: true},
+		{name: "CRD without one", crd: edit(exampleResources(t, "release-1/crd.yaml", false), "CustomResourceDefinition", "", annotate("release", "1.1"))},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, existing := range [][]ctlres.Resource{nil, concat(exampleResources(t, "release-1/crd.yaml", true), exampleResources(t, "release-1/operator.yaml", true))} {
+				graph := deployGraph(t, "", existing, concat(tc.crd, exampleResources(t, "release-2/operator.yaml", false),
+					[]ctlres.Resource{gizmo.DeepCopy()}, exampleResources(t, "config.yaml", false)))
+				crd, deployment, cr := changeOf(graph, "CustomResourceDefinition"), changeOf(graph, "Deployment"), changeOf(graph, "Gizmo")
+				require.NotNil(t, deployment)
+				require.NotNil(t, cr)
+				require.True(t, cr.IsTransitivelyWaitingFor(crd), "kapp's default rule: custom resources after their CRD")
+				require.Equal(t, tc.waits, crd.IsTransitivelyWaitingFor(deployment))
+				require.False(t, deployment.IsTransitivelyWaitingFor(crd))
+
+				linear, blocked := graph.Linearized()
+				require.Empty(t, blocked)
+				if tc.waits {
+					require.Less(t, stepOf(linear, deployment), stepOf(linear, crd))
+					require.Less(t, stepOf(linear, crd), stepOf(linear, cr))
+				}
+			}
+		})
+	}
+}
+
+// stepOf is the step of kapp's linearized graph that applies change.
+func stepOf(linear [][]*ctldgraph.Change, change *ctldgraph.Change) int {
+	for i, step := range linear {
+		for _, c := range step {
+			if c == change {
+				return i
+			}
+		}
+	}
+	return -1
 }
