@@ -160,6 +160,23 @@ func TestConversionOrdering(t *testing.T) {
 		{name: "a workload with a change group of its own gets a suffixed annotation",
 			existing: concat(crd1(), op1()), new: concat(crd2(), edit(op2(), "Deployment", "", annotate(groupKey, "example.com/operators"))),
 			errors: []string{"[conversionOrdering]", `on Deployment gizmo-system/gizmo-operator: kapp.k14s.io/change-group.conversion-webhook: "` + gizmoGroup + `"; ` + ruleAnn}},
+		{name: "a second workload (a StatefulSet) serving the webhook, not ordered",
+			existing: concat(crd1(), op1()),
+			new: concat(edit(crd2(), "CustomResourceDefinition", "", annotate(ruleKey, gizmoRuleValue)),
+				edit(op2(), "Deployment", "", annotate(groupKey, gizmoGroup)),
+				[]ctlres.Resource{res(t, `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: gizmo-cache, namespace: gizmo-system}
+spec:
+  serviceName: gizmo-cache
+  selector: {matchLabels: {app.kubernetes.io/name: gizmo-operator}}
+  template:
+    metadata: {labels: {app.kubernetes.io/name: gizmo-operator, role: cache}}
+    spec: {containers: [{name: cache, image: registry.example.com/gizmo-cache:2.0.0}]}
+`)}),
+			waits: true,
+			errors: []string{"[conversionOrdering]", "is served by StatefulSet gizmo-system/gizmo-cache, which",
+				`add the annotations on StatefulSet gizmo-system/gizmo-cache: kapp.k14s.io/change-group: "` + gizmoGroup + `" (or`}},
 		{name: "url webhook: no workload to tie it to",
 			existing: concat(crd1(), op1()),
 			new: concat(edit(crd2(), "CustomResourceDefinition", "", func(obj map[string]any) {
