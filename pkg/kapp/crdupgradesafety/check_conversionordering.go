@@ -214,7 +214,7 @@ func ConversionOrderingFindings(old, new *apiextv1.CustomResourceDefinition, o *
 	facts.Need, facts.NeedVersion = need, version
 	p.crdLevelWith(config.EnforcementStrict, "", config.CheckConversionOrdering,
 		&Remedy{Action: RemedyOrderWorkloadFirst, Resources: refs, Detail: o.Group},
-		Change{Kind: "workloadNotOrdered", Old: string(need) + " " + version, New: o.Service + ": " + strings.Join(refs, ", ")},
+		Change{Kind: "workloadNotOrdered", Old: strings.TrimSpace(string(need) + " " + version), New: o.Service + ": " + strings.Join(refs, ", ")},
 		"%s: the conversion webhook's Service %s is served by %s, which the change set rolls out, but kapp may update the CRD before %s",
 		needText(need, version), o.Service, strings.Join(refs, ", "), rolledOut(len(refs)))
 	for i := range p.findings {
