@@ -10,6 +10,17 @@ import "time"
 // start with it.
 const CheckName = "CRDUpgradeSafety"
 
+// FindingCause is the type of the status causes (metav1.StatusCause.Type)
+// by which the CRDUpgradeSafety admission webhook carries the error
+// findings of a denial as data: one cause per finding, its fingerprint in
+// the cause's field, its line in the cause's message. The apiserver passes
+// a webhook's status on to the client (k8s.io/apiserver's
+// webhookerrors.ToStatusErr prefixes the message and keeps the details),
+// so a preflight whose server-side dry run the webhook denies recognises
+// the denial and its findings by these causes, never by its words
+// (docs/webhook.md).
+const FindingCause = "CRDUpgradeSafetyFinding"
+
 // Check IDs. They name findings in messages and JSON and key the
 // configuration. They live here, beside the configuration they key, so that
 // the decoder can validate exemption lists without importing the engine.
@@ -102,25 +113,14 @@ const (
 )
 
 // FailMode says what the check does where it cannot tell whether a change
-// is safe. It decides three situations:
-//
-//   - a change to an existing property that no check understands (check
-//     unhandled; the engine): closed reports it as an error finding, open
-//     does not report it. checks.sameVersion.unhandledFailureMode and
-//     checks.servedVersion.unhandledFailureMode override it for their
-//     comparisons;
-//   - stored objects that cannot be read through the CRD's conversion
-//     webhook, so what the update does to them is unknown (check
-//     existingResources, a live check): closed makes the finding an error,
-//     open a warning;
-//   - an admission review of the webhook (kapp tools
-//     crd-upgrade-safety-webhook) that cannot finish: an API error, the
-//     apiserver's timeout or liveChecksTimeout passing, a panic. closed
-//     denies the request, open allows it with an admission warning.
-//
-// In a deploy and in kapp tools crd-upgrade-safety, a run that cannot
-// finish (an API error, liveChecksTimeout) always fails, whatever failMode
-// says: nothing is applied.
+// is safe: closed blocks, open lets through. The situations it decides are
+// named by FailSituation (an unhandled change, unreadable stored objects,
+// unread ownerReferences, an unproven trim of status.storedVersions, an
+// unfinished webhook review, an unfinished run) and resolved in one place,
+// Settings.FailDecisionFor, whose table docs/config.md shows. In a deploy
+// and in kapp tools crd-upgrade-safety, a run that cannot finish
+// (FailRunUnfinished) always fails, whatever failMode says: nothing is
+// applied.
 type FailMode string
 
 const (
@@ -158,9 +158,8 @@ func (e Enforcement) Reports() bool {
 // KAPP_CRD_UPGRADE_SAFETY_CONFIG.
 type Settings struct {
 	Mode Mode
-	// FailMode decides the three situations where the check cannot tell
-	// (see FailMode): an unhandled change, stored objects unreadable
-	// through a conversion webhook, a webhook review that cannot finish.
+	// FailMode decides the situations where the check cannot tell
+	// (FailSituation); read it through FailDecisionFor.
 	FailMode FailMode
 	// MaxFindingsPerCRD bounds how many findings are printed per CRD; the
 	// rest are counted. 0 means unbounded.
@@ -285,7 +284,8 @@ type CRDChecks struct {
 type VersionChecks struct {
 	Enabled bool
 	// UnhandledFailureMode overrides the top-level failMode for this pair
-	// kind; empty means inherit.
+	// kind, for FailUnhandledChange only (FailDecisionFor); empty means
+	// inherit.
 	UnhandledFailureMode FailMode
 
 	Enum     EnumCheck

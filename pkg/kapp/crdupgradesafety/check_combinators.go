@@ -277,14 +277,14 @@ func (r *pairRun) probe(pos position, old, new *apiextv1.JSONSchemaProps) []stri
 	if r.probeNodes >= maxProbeNodes {
 		return []string{undecided}
 	}
-	sink, vc, failMode := r.sink, r.vc, r.failMode
+	sink, vc, unhandled := r.sink, r.vc, r.unhandled
 	var ids []string
 	r.sink = func(c change) { ids = append(ids, c.check) }
-	r.vc, r.failMode = &probeChecks, config.FailModeClosed
+	r.vc, r.unhandled = &probeChecks, config.FailBlock
 	r.probing++
 	r.walk(pos, old, new)
 	r.probing--
-	r.sink, r.vc, r.failMode = sink, vc, failMode
+	r.sink, r.vc, r.unhandled = sink, vc, unhandled
 	return ids
 }
 

@@ -108,10 +108,7 @@ func CompareStatus(old, new *apiextv1.CustomResourceDefinition, cfg *config.Sett
 	}
 	// Under failMode open, a drop no evidence the webhook can see backs
 	// (another migration tool's) passes with a warning.
-	level := config.EnforcementStrict
-	if p.cfg.FailMode == config.FailModeOpen {
-		level = config.EnforcementWarn
-	}
+	level := p.cfg.FailDecisionFor(config.FailUnprovenStoredVersionsTrim, nil).Decision.Enforcement()
 	for _, v := range storedversions.Removed(old.Status.StoredVersions, new.Status.StoredVersions) {
 		p.crdLevelWith(level, v, config.CheckStoredVersionRemoval,
 			&Remedy{Action: RemedyMigrateBeforeTrim, Version: v, Command: migrateCommand(p.crd, old)}, Change{Kind: "trimmed"},

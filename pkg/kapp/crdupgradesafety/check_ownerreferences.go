@@ -141,10 +141,7 @@ func (r *OwnerReferencesReader) Findings(cfg *config.Settings) []Finding {
 		}
 	}
 	if len(r.unreadable) > 0 {
-		level := config.EnforcementStrict
-		if p.cfg.FailMode == config.FailModeOpen {
-			level = config.EnforcementWarn
-		}
+		fail := p.cfg.FailDecisionFor(config.FailOwnerReferencesUnread, nil)
 		var names, why, forbidden []string
 		for _, u := range r.unreadable {
 			names = append(names, u.Resource)
@@ -161,10 +158,10 @@ func (r *OwnerReferencesReader) Findings(cfg *config.Settings) []Finding {
 		if len(forbidden) > 0 {
 			remedy.Command = DependentsRBACCommand
 		}
-		p.crdLevelWith(level, "", config.CheckOwnerReferences, remedy, Change{Kind: "unreadable", New: strings.Join(names, ",")},
+		p.crdLevelWith(fail.Decision.Enforcement(), "", config.CheckOwnerReferences, remedy, Change{Kind: "unreadable", New: strings.Join(names, ",")},
 			"the ownerReferences of %d %s could not be read, so dependents of the removed %s there are unknown (failMode %s): %s",
 			len(r.unreadable), plural.Of(len(r.unreadable), "resource", "resources"), plural.Of(len(r.removed), "version", "versions"),
-			p.cfg.FailMode, summarizeList(why))
+			fail.Mode, summarizeList(why))
 	}
 	return p.findings
 }

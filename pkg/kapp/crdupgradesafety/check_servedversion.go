@@ -120,7 +120,7 @@ func servedPairChanges(cfg *config.Settings, sv *config.ServedVersionChecks, crd
 	pr := &pairRun{
 		vc: &sv.VersionChecks, version: a.Name, pairVersion: b.Name,
 		fieldRemoval: true,
-		failMode:     effectiveFailMode(cfg, &sv.VersionChecks),
+		unhandled:    cfg.FailDecisionFor(config.FailUnhandledChange, &sv.VersionChecks).Decision,
 		oldKeepsAll:  crd.Spec.PreserveUnknownFields,
 		newKeepsAll:  crd.Spec.PreserveUnknownFields,
 		kubeVersion:  cfg.KubeVersion,

@@ -11,10 +11,11 @@ import (
 
 // checkUnhandled runs last: every keyword a check understood has been
 // cleared from both sides, so any difference left is a change no check
-// knows to be safe. Under failMode closed it is an error finding, under
-// open it is not reported.
+// knows to be safe. failMode decides (config.FailUnhandledChange, resolved
+// once per pair): under closed it is an error finding, under open it is
+// not reported.
 func checkUnhandled(n *node) {
-	if n.run.failMode == config.FailModeOpen || residualUnset(&n.old) && residualUnset(&n.new) {
+	if n.run.unhandled == config.FailIgnore || residualUnset(&n.old) && residualUnset(&n.new) {
 		return
 	}
 	ov, nv := reflect.ValueOf(&n.old).Elem(), reflect.ValueOf(&n.new).Elem()

@@ -24,7 +24,7 @@ func TestResidualKeywords(t *testing.T) {
 	}
 
 	cfg := config.Default()
-	r := &pairRun{vc: &cfg.Checks.SameVersion, failMode: config.FailModeClosed,
+	r := &pairRun{vc: &cfg.Checks.SameVersion, unhandled: config.FailBlock,
 		sink: func(change) {}}
 	n := &node{run: r, position: position{path: "^", root: true}, old: full, new: full}
 	r.compareNode(n)

@@ -52,7 +52,7 @@ func checkSameVersions(p *policy, old, new *apiextv1.CustomResourceDefinition) {
 		pr := &pairRun{
 			vc: vc, version: ov.Name,
 			fieldRemoval: fieldRemoval,
-			failMode:     effectiveFailMode(p.cfg, vc),
+			unhandled:    p.cfg.FailDecisionFor(config.FailUnhandledChange, vc).Decision,
 			oldKeepsAll:  old.Spec.PreserveUnknownFields,
 			newKeepsAll:  new.Spec.PreserveUnknownFields,
 			kubeVersion:  p.cfg.KubeVersion,
@@ -87,11 +87,4 @@ func versionSchema(v *apiextv1.CustomResourceDefinitionVersion) *apiextv1.JSONSc
 		return nil
 	}
 	return v.Schema.OpenAPIV3Schema
-}
-
-func effectiveFailMode(cfg *config.Settings, vc *config.VersionChecks) config.FailMode {
-	if vc.UnhandledFailureMode != "" {
-		return vc.UnhandledFailureMode
-	}
-	return cfg.FailMode
 }

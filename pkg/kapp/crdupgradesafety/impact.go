@@ -182,13 +182,10 @@ func unaffectedApplies(f Finding) bool {
 // closed, a warning under open.
 func Unreadable(crdName, version, webhook string, err error, cfg *config.Settings) []Finding {
 	p := newPolicy(cfg, crdName)
-	level := config.EnforcementStrict
-	if p.cfg.FailMode == config.FailModeOpen {
-		level = config.EnforcementWarn
-	}
-	p.crdLevel(level, version, config.CheckExistingResources, Change{Kind: "unreadable", New: webhook},
+	fail := p.cfg.FailDecisionFor(config.FailUnreadableObjects, nil)
+	p.crdLevel(fail.Decision.Enforcement(), version, config.CheckExistingResources, Change{Kind: "unreadable", New: webhook},
 		"stored objects could not be read at version %s through the conversion webhook (%s), so what the update does to them is unknown (failMode %s)",
-		version, webhook, p.cfg.FailMode)
+		version, webhook, fail.Mode)
 	for i := range p.findings {
 		p.findings[i].ReadError = boundText(err.Error(), maxMessageBytes)
 	}

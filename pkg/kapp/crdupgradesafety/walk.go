@@ -19,7 +19,9 @@ type pairRun struct {
 	version string
 	// pairVersion: for a servedVersion pair, the second version.
 	pairVersion string
-	failMode    config.FailMode
+	// unhandled is what failMode decides for a change no check
+	// understands (config.FailUnhandledChange).
+	unhandled config.FailDecision
 	// fieldRemoval reports properties present in old and missing in new.
 	fieldRemoval bool
 	// oldKeepsAll and newKeepsAll are the CRD-level

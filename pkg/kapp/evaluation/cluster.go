@@ -39,7 +39,9 @@ type Cluster interface {
 	// methods of the interface all the same, answered with an error that
 	// wraps ErrNotSupported where missing: a decorator that embeds the
 	// Cluster it wraps forwards them without a line of its own, so none
-	// can hide one (TestDecoratorsKeepEveryCapability, and the webhook's).
+	// can hide one (TestDecoratorsKeepEveryCapability, and the webhook's;
+	// every live check runs through every decorator:
+	// TestEveryLiveCheckThroughEveryDecorator, evaluationtest.LiveChecks).
 	DependentsLister
 	MigrationsLister
 }

@@ -43,7 +43,7 @@ type StoredVersionsVerdict struct {
 // at the CRD's storage version and generation, or the
 // StorageVersionMigration the cluster's migrator named in the CRD's
 // StorageMigrating condition at its generation, succeeded (read through
-// cluster when it is a MigrationsLister). An error means the evidence
+// cluster's MigrationsLister; ErrNotSupported: no such evidence). An error means the evidence
 // could not be read.
 func JudgeStoredVersions(ctx context.Context, cluster Cluster, old, new *apiextv1.CustomResourceDefinition,
 	cfg *config.Settings) (StoredVersionsVerdict, error) {
@@ -52,8 +52,8 @@ func JudgeStoredVersions(ctx context.Context, cluster Cluster, old, new *apiextv
 		return v, nil
 	}
 	var list storedversions.MigrationsFunc
-	if lister, ok := cluster.(MigrationsLister); ok {
-		list = lister.ListStorageVersionMigrations
+	if cluster != nil { // every Cluster has the capability (ErrNotSupported where missing)
+		list = cluster.ListStorageVersionMigrations
 	}
 	ev, ok, err := storedversions.TrimEvidence(ctx, old, new.Status.StoredVersions, list)
 	if err != nil && !errors.Is(err, ErrNotSupported) { // not supported: no such evidence

@@ -246,3 +246,15 @@ func TestCountingKeepsEveryCapability(t *testing.T) {
 		return d
 	})
 }
+
+// TestEveryLiveCheckThroughCounting: every check that reads the cluster
+// finds through the review's decorator what it finds on the bare Cluster
+// (evaluationtest.LiveChecks; the evaluation's decorators have the same
+// test, TestEveryLiveCheckThroughEveryDecorator).
+func TestEveryLiveCheckThroughCounting(t *testing.T) {
+	evaluationtest.RequireEveryLiveCheck(t, evaluationtest.LiveChecks(t), func() *evaluationtest.Cluster { return evaluationtest.LiveCluster(t) },
+		func(c evaluation.Cluster) evaluation.Cluster {
+			d, _ := counting(c)
+			return d
+		})
+}

@@ -37,8 +37,6 @@ func CRDsNamed(crds map[string]*apiextv1.CustomResourceDefinition, names []strin
 // Cluster records what the check asks of the cluster and answers from its
 // fields.
 type Cluster struct {
-	// Unsupported: no StorageVersionMigrations (DependentsOf is its own).
-	evaluation.Unsupported
 	mu   sync.Mutex
 	CRDs map[string]*apiextv1.CustomResourceDefinition
 	Objs []map[string]any
@@ -71,6 +69,19 @@ type Cluster struct {
 	Validates bool
 	// Version is the apiserver's version ServerVersion answers; nil: 1.37.
 	Version *version.Info
+	// Migrations are the StorageVersionMigrations
+	// ListStorageVersionMigrations answers; nil: not supported
+	// (evaluation.Unsupported), as a cluster without the migrator.
+	Migrations []unstructured.Unstructured
+}
+
+// ListStorageVersionMigrations answers Migrations, or ErrNotSupported when
+// nil.
+func (f *Cluster) ListStorageVersionMigrations(ctx context.Context) ([]unstructured.Unstructured, error) {
+	if f.Migrations == nil {
+		return evaluation.Unsupported{}.ListStorageVersionMigrations(ctx)
+	}
+	return f.Migrations, nil
 }
 
 // ServerVersion answers Version, or 1.37.
