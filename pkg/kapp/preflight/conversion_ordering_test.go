@@ -13,6 +13,7 @@ import (
 	"github.com/cppforlife/go-cli-ui/ui"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
+	"github.com/crdsafety/kapp/pkg/kapp/report"
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -270,13 +271,15 @@ spec:
 			if len(tc.errors) == 0 {
 				require.NoError(t, err)
 			} else {
-				var unsafe *evaluation.UnsafeUpgradeError
+				var unsafe *report.DeployError
 				require.ErrorAs(t, err, &unsafe)
-				require.Len(t, unsafe.Lines, 1, "error findings: %q", unsafe.Lines)
-				rest := unsafe.Lines[0]
+				require.ErrorIs(t, err, evaluation.ErrUnsafeUpgrade)
+				lines := unsafe.Lines()
+				require.Len(t, lines, 1, "error findings: %q", lines)
+				rest := lines[0]
 				for _, want := range tc.errors {
 					i := strings.Index(rest, want)
-					require.GreaterOrEqual(t, i, 0, "%q\nnot in (what follows of) %q", want, unsafe.Lines[0])
+					require.GreaterOrEqual(t, i, 0, "%q\nnot in (what follows of) %q", want, lines[0])
 					rest = rest[i+len(want):]
 				}
 			}
