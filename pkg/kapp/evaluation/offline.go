@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
 )
 
 // offlineFindings runs the checks of one pair that need no cluster: the
@@ -16,7 +16,7 @@ func offlineFindings(ctx context.Context, p Pair, oldFromFiles, live bool, cfg *
 	var o pairOutcome
 	if p.Old != nil {
 		o.findings = comparisons.compare(p, cfg)
-		o.findings = append(o.findings, crdupgradesafety.ConversionOrderingFindings(p.Old, p.New, p.Ordering, cfg)...)
+		o.findings = append(o.findings, checks.ConversionOrderingFindings(p.Old, p.New, p.Ordering, cfg)...)
 	}
 	rejected, replace, findings := v.finish(live)
 	o.findings = append(o.findings, findings...)

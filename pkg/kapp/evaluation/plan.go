@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -41,7 +41,7 @@ type Pair struct {
 	// workloads that serve the new CRD's conversion webhook (the kapp
 	// hook reads it from kapp's change graph): the conversionOrdering
 	// check. nil: not a kapp deploy, or no Service of the change set.
-	Ordering *crdupgradesafety.ConversionOrdering
+	Ordering *finding.ConversionOrdering
 }
 
 // kapp's update strategies (kapp.k14s.io/update-strategy), as kapp's

@@ -10,7 +10,7 @@ import (
 	"carvel.dev/kapp/pkg/kapp/clusterapply"
 	ctldgraph "carvel.dev/kapp/pkg/kapp/diffgraph"
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -102,7 +102,7 @@ func orderConversions(ctx context.Context, graph *ctldgraph.ChangeGraph, plan *e
 // the changes that wait for it). The cluster is asked only when the change
 // set upserts a workload in the Service's namespace.
 func conversionOrdering(graph *ctldgraph.ChangeGraph, crdChange *ctldgraph.Change, crd ctlres.Resource,
-	lookup func(ns, name string) (map[string]string, bool, error)) (*crdupgradesafety.ConversionOrdering, error) {
+	lookup func(ns, name string) (map[string]string, bool, error)) (*finding.ConversionOrdering, error) {
 
 	obj := crd.UnstructuredObject()
 	if s, _, _ := unstructured.NestedString(obj, "spec", "conversion", "strategy"); s != "Webhook" {
@@ -137,7 +137,7 @@ func conversionOrdering(graph *ctldgraph.ChangeGraph, crdChange *ctldgraph.Chang
 	}
 
 	group := OrderingGroup(crd.Name())
-	o := &crdupgradesafety.ConversionOrdering{
+	o := &finding.ConversionOrdering{
 		Service:        ns + "/" + name,
 		Group:          group,
 		RuleAnnotation: annotationFor(crd.Annotations(), ChangeRuleAnnotation, "upsert after upserting "+group),
@@ -152,13 +152,13 @@ func conversionOrdering(graph *ctldgraph.ChangeGraph, crdChange *ctldgraph.Chang
 		if len(podLabels) == 0 || !selector.Matches(labels.Set(podLabels)) {
 			continue
 		}
-		o.Workloads = append(o.Workloads, crdupgradesafety.OrderedWorkload{
+		o.Workloads = append(o.Workloads, finding.OrderedWorkload{
 			Kind: res.Kind(), Namespace: res.Namespace(), Name: res.Name(),
 			Ordered:         crdChange.IsTransitivelyWaitingFor(c),
 			GroupAnnotation: annotationFor(res.Annotations(), ChangeGroupAnnotation, group),
 		})
 	}
-	slices.SortFunc(o.Workloads, func(a, b crdupgradesafety.OrderedWorkload) int {
+	slices.SortFunc(o.Workloads, func(a, b finding.OrderedWorkload) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	return o, nil
