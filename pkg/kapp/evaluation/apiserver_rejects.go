@@ -190,7 +190,7 @@ func dryRunFindings(ctx context.Context, p Pair, cfg *config.Settings,
 		}
 		return nil, false, "", nil, fmt.Errorf("server-side dry run of the %s of CRD %s: %w", verb, p.New.Name, sendErr)
 	}
-	if d := webhookDenialOf(sendErr, how); d != nil {
+	if d := webhookDenialOf(sendErr, how, verb == VerbDelete); d != nil {
 		return nil, false, "", d, nil
 	}
 	if verb == VerbUpdate && p.Strategy == StrategyFallbackOnReplace && apierrors.IsInvalid(sendErr) {
@@ -203,10 +203,15 @@ func dryRunFindings(ctx context.Context, p Pair, cfg *config.Settings,
 // webhookDenial is a refusal of a dry run by the CRDUpgradeSafety
 // admission webhook, recognised by its data: the error findings of the
 // webhook's review, as the causes of its status carry them
-// (config.FindingCause, report.DenialCauses).
+// (config.FindingCause, config.FindingFacts, report.DenialCauses).
 type webhookDenial struct {
-	// how is the request, as crdupgradesafety.Rejected's verb.
-	how    string
+	// how is the request, as crdupgradesafety.Rejected's verb; replace:
+	// the request is the delete of a replace (update strategy
+	// always-replace), what the webhook judges as a deletion.
+	how     string
+	replace bool
+	// crd is the CRD the webhook judged (the status details' name).
+	crd    string
 	denied []crdupgradesafety.DeniedFinding
 }
 
@@ -215,7 +220,7 @@ type webhookDenial struct {
 // (its status carries config.FindingCause causes; the apiserver keeps a
 // webhook's status details, k8s.io/apiserver's webhookerrors.ToStatusErr);
 // nil otherwise.
-func webhookDenialOf(err error, how string) *webhookDenial {
+func webhookDenialOf(err error, how string, replace bool) *webhookDenial {
 	var st apierrors.APIStatus
 	if !errors.As(err, &st) || st.Status().Details == nil {
 		return nil
@@ -226,35 +231,66 @@ func webhookDenialOf(err error, how string) *webhookDenial {
 			continue
 		}
 		if d == nil {
-			d = &webhookDenial{how: how}
+			d = &webhookDenial{how: how, replace: replace, crd: st.Status().Details.Name}
 		}
-		d.denied = append(d.denied, crdupgradesafety.DeniedFinding{Fingerprint: c.Field, Line: c.Message})
+		d.denied = append(d.denied, crdupgradesafety.DeniedFinding{FindingFacts: config.ParseFindingFacts(c.Field), Line: c.Message})
 	}
 	return d
 }
 
 // findings says the denial once, after the pair's own findings (judged:
-// impacts applied): the webhook's findings that are the pair's own error
-// findings (by fingerprint) are not repeated; an apiserverRejects finding
-// names the rest (crdupgradesafety.DeniedByWebhook), none when nothing is
-// left. A nil denial has no findings.
+// impacts applied). Each of the webhook's findings is matched, by facts,
+// to the pair's own finding of the same change (same): the same
+// fingerprint, or, for the delete of a replace, the pair's crdDeletion
+// finding of the replace (the webhook sees the loss from the delete side:
+// the same CRD, check and objects, another change and so another
+// fingerprint; a waiver of the one never names the other). Those the pair
+// reports as errors are not repeated; an apiserverRejects finding names
+// the rest (crdupgradesafety.DeniedByWebhook), each with the pair's own
+// finding when it is a warning here, none when nothing is left. A nil
+// denial has no findings.
 func (d *webhookDenial) findings(crdName string, own []crdupgradesafety.Finding, cfg *config.Settings) []crdupgradesafety.Finding {
 	if d == nil {
 		return nil
 	}
-	errs := make(map[string]bool, len(own))
-	for _, f := range own {
-		if f.Severity == crdupgradesafety.SeverityError && f.Fingerprint != "" {
-			errs[f.Fingerprint] = true
-		}
-	}
 	var rest []crdupgradesafety.DeniedFinding
 	for _, df := range d.denied {
-		if !errs[df.Fingerprint] {
-			rest = append(rest, df)
+		here := d.same(crdName, df, own)
+		if here != nil && here.Severity == crdupgradesafety.SeverityError {
+			continue
 		}
+		if here != nil {
+			c := *here
+			df.Here = &c
+		}
+		rest = append(rest, df)
 	}
 	return crdupgradesafety.DeniedByWebhook(crdName, d.how, rest, cfg)
+}
+
+// same returns the pair's own finding of the change a finding of the
+// denial is about (see findings), an error one first; nil when the pair
+// has none.
+func (d *webhookDenial) same(crdName string, df crdupgradesafety.DeniedFinding, own []crdupgradesafety.Finding) *crdupgradesafety.Finding {
+	var found *crdupgradesafety.Finding
+	for i := range own {
+		f := &own[i]
+		if f.Fingerprint == "" || f.CRD != crdName {
+			continue
+		}
+		sameLoss := d.replace && df.Check == config.CheckCRDDeletion && f.Check == config.CheckCRDDeletion &&
+			(d.crd == "" || d.crd == crdName)
+		if f.Fingerprint != df.Fingerprint && !sameLoss {
+			continue
+		}
+		if f.Severity == crdupgradesafety.SeverityError {
+			return f
+		}
+		if found == nil {
+			found = f
+		}
+	}
+	return found
 }
 
 // notOurs drops the warnings of the CRDUpgradeSafety admission webhook
