@@ -48,3 +48,37 @@ func TestWebhookDenialSaidOnce(t *testing.T) {
 	require.NotContains(t, r.out, "apiserverRejects", r.out)
 	require.False(t, strings.Contains(r.out, "denied the request"), "the webhook's denial is not quoted:\n%s", r.out)
 }
+
+// TestWebhookDenialSaidOnceOnReplace (issue 38 item 5): with the
+// webhook installed, a deploy with update strategy always-replace (kapp
+// deletes and recreates the CRD) is blocked by the preflight's crdDeletion
+// finding of the replace, said once: the webhook denies the preflight's
+// server-side dry run of the delete as a deletion (another fingerprint,
+// the same loss seen from the delete side), and the preflight recognises
+// that finding by its facts (the same CRD, crdDeletion) and repeats it
+// nowhere.
+func TestWebhookDenialSaidOnceOnReplace(t *testing.T) {
+	t.Parallel()
+	e, n := baseApp(t)
+	p := e.startWebhook(t, "")
+	e.registerWebhook(t, n, p.url(), p.cert.PEM, admissionregistrationv1.Fail)
+	e.requireWebhookCalled(t, n, p)
+	before := e.snapshot(t, n)
+	require.Len(t, before.CRs, 2)
+
+	crd := withUpdateStrategy(t, n, n.render(t, "safe/new.yaml"), "always-replace")
+	r := e.deploy(t, n.App, []string{dir(t, map[string][]byte{"crd.yaml": crd, "marker.yaml": n.marker()})}, preflightFlag)
+	requireBlocked(t, r)
+	requireFinding(t, r.out, "crdDeletion", n.CRD,
+		"update strategy always-replace: kapp would delete and recreate the CRD, deleting its 2 existing custom resources")
+	e.requireUnchanged(t, n, before)
+
+	// The webhook did deny the dry run of the delete.
+	require.Regexp(t, `op=DELETE crd=`+regexp.QuoteMeta(n.CRD)+` user="[^"]*" dryRun=true allowed=false errors=1`, p.log.String())
+	// The loss once in kapp's output: one crdDeletion finding, no
+	// apiserverRejects, no quote of the webhook's deletion.
+	require.Equal(t, 1, strings.Count(r.out, "[crdDeletion]"), r.out)
+	require.NotContains(t, r.out, "apiserverRejects", r.out)
+	require.NotContains(t, r.out, "deleting the CRD would delete", r.out)
+	require.False(t, strings.Contains(r.out, "denied the request"), "the webhook's denial is not quoted:\n%s", r.out)
+}
