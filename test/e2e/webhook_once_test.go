@@ -82,3 +82,43 @@ func TestWebhookDenialSaidOnceOnReplace(t *testing.T) {
 	require.NotContains(t, r.out, "deleting the CRD would delete", r.out)
 	require.False(t, strings.Contains(r.out, "denied the request"), "the webhook's denial is not quoted:\n%s", r.out)
 }
+
+// TestWebhookDenialStricterSaidWhy (issue 38 item 5): a finding the
+// preflight waives (a waiver by fingerprint in its Config) but the webhook,
+// whose settings have no such waiver, denies is listed once, inside one
+// apiserverRejects finding that labels the webhook's fingerprint and says
+// why: an error under the webhook's settings, a warning here, exempted.
+// The line ends with one fingerprint, its own.
+func TestWebhookDenialStricterSaidWhy(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	n := newNames(t)
+	e.appWithCRs(t, n, "base/crd.yaml", "base/crs.yaml")
+	p := e.startWebhook(t, "")
+	e.registerWebhook(t, n, p.url(), p.cert.PEM, admissionregistrationv1.Fail)
+	e.requireWebhookCalled(t, n, p)
+	before := e.snapshot(t, n)
+	crd := dir(t, map[string][]byte{"crd.yaml": n.render(t, "unsafe/enum-value-removed/new.yaml"), "marker.yaml": n.marker()})
+
+	// The same settings: the enum finding once, the preflight's own.
+	r := e.deploy(t, n.App, []string{crd}, preflightFlag)
+	requireBlocked(t, r)
+	line, ok := findingLine(r.out, "enum", n.CRD, "^.spec.color")
+	require.True(t, ok, r.out)
+	fp := regexp.MustCompile(`\[fp:([0-9a-f]{12})\]`).FindStringSubmatch(line)
+	require.NotNil(t, fp, line)
+	require.NotContains(t, r.out, "apiserverRejects", r.out)
+
+	// Waived by the preflight's Config, not by the webhook's settings.
+	cfg := strings.ReplaceAll(string(n.render(t, "configs/waive-fingerprint.yaml")), "__FP__", fp[1])
+	r = e.deploy(t, n.App, []string{crd, dir(t, map[string][]byte{"config.yaml": []byte(cfg)})})
+	requireBlocked(t, r)
+	e.requireUnchanged(t, n, before)
+	require.Regexp(t, `op=UPDATE crd=`+regexp.QuoteMeta(n.CRD)+` user="[^"]*" dryRun=true allowed=false errors=1`, p.log.String())
+	rejects, ok := findingLine(r.out, "apiserverRejects", n.CRD, "webhook finding "+fp[1])
+	require.True(t, ok, r.out)
+	require.Contains(t, rejects, "the CRDUpgradeSafety admission webhook denies the update (server-side dry run) for 1 finding this check does not report as an error: ")
+	require.Contains(t, rejects, "(webhook finding "+fp[1]+": an error under the webhook's settings; under this check's a warning, exempted: reviewed in e2e")
+	require.Len(t, regexp.MustCompile(`\[fp:[0-9a-f]{12}\]`).FindAllString(rejects, -1), 1, "one fingerprint, its own: %s", rejects)
+	require.False(t, strings.Contains(r.out, "denied the request"), "the webhook's denial is not quoted:\n%s", r.out)
+}
