@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/stretchr/testify/require"
 )
 
@@ -18,51 +18,51 @@ func TestDeniedText(t *testing.T) {
 	const crd = "widgets.example.com"
 	facts := config.FindingFacts{Fingerprint: "ed63ac23ebcd", Check: config.CheckEnum, Version: "v1", Field: "^.spec.color"}
 	const line = `crd widgets.example.com version v1 field ^.spec.color: [enum] enum values removed: ["blue"]`
-	warning := func(f crdupgradesafety.Finding) *crdupgradesafety.Finding {
-		f.Severity = crdupgradesafety.SeverityWarning
+	warning := func(f finding.Finding) *finding.Finding {
+		f.Severity = finding.SeverityWarning
 		return &f
 	}
 	cases := []struct {
 		name   string
-		denied crdupgradesafety.DeniedFinding
+		denied finding.DeniedFinding
 		want   string
 	}{
-		{name: "not found here", denied: crdupgradesafety.DeniedFinding{FindingFacts: facts, Line: line},
+		{name: "not found here", denied: finding.DeniedFinding{FindingFacts: facts, Line: line},
 			want: line + " (webhook finding ed63ac23ebcd: an error under the webhook's settings; not found under this check's)"},
-		{name: "past the lines: by its facts", denied: crdupgradesafety.DeniedFinding{FindingFacts: facts},
+		{name: "past the lines: by its facts", denied: finding.DeniedFinding{FindingFacts: facts},
 			want: "crd widgets.example.com version v1 field ^.spec.color: [enum] (webhook finding ed63ac23ebcd: an error under the webhook's settings; not found under this check's)"},
-		{name: "a servedVersion pair by its facts", denied: crdupgradesafety.DeniedFinding{FindingFacts: config.FindingFacts{
+		{name: "a servedVersion pair by its facts", denied: finding.DeniedFinding{FindingFacts: config.FindingFacts{
 			Fingerprint: "0123456789ab", Check: config.CheckServedVersion, Version: "v1", PairVersion: "v2", Field: "^.spec.a"}},
 			want: "crd widgets.example.com version v1 -> v2 field ^.spec.a: [servedVersion] (webhook finding 0123456789ab: an error under the webhook's settings; not found under this check's)"},
-		{name: "a bare fingerprint (a webhook before the facts)", denied: crdupgradesafety.DeniedFinding{FindingFacts: config.FindingFacts{Fingerprint: "ed63ac23ebcd"}},
+		{name: "a bare fingerprint (a webhook before the facts)", denied: finding.DeniedFinding{FindingFacts: config.FindingFacts{Fingerprint: "ed63ac23ebcd"}},
 			want: "crd widgets.example.com (webhook finding ed63ac23ebcd: an error under the webhook's settings; not found under this check's)"},
-		{name: "a warning here by the mode or enforcement", denied: crdupgradesafety.DeniedFinding{FindingFacts: facts, Line: line, Here: warning(crdupgradesafety.Finding{})},
+		{name: "a warning here by the mode or enforcement", denied: finding.DeniedFinding{FindingFacts: facts, Line: line, Here: warning(finding.Finding{})},
 			want: line + " (webhook finding ed63ac23ebcd: an error under the webhook's settings; under this check's a warning)"},
-		{name: "exempted here", denied: crdupgradesafety.DeniedFinding{FindingFacts: facts, Line: line,
-			Here: warning(crdupgradesafety.Finding{Waiver: &config.Waiver{Reason: "PR 7"}})},
+		{name: "exempted here", denied: finding.DeniedFinding{FindingFacts: facts, Line: line,
+			Here: warning(finding.Finding{Waiver: &config.Waiver{Reason: "PR 7"}})},
 			want: line + " (webhook finding ed63ac23ebcd: an error under the webhook's settings; under this check's a warning, exempted: PR 7)"},
-		{name: "unaffected and alpha here", denied: crdupgradesafety.DeniedFinding{FindingFacts: facts, Line: line,
-			Here: warning(crdupgradesafety.Finding{Unaffected: true, AlphaLenient: true})},
+		{name: "unaffected and alpha here", denied: finding.DeniedFinding{FindingFacts: facts, Line: line,
+			Here: warning(finding.Finding{Unaffected: true, AlphaLenient: true})},
 			want: line + " (webhook finding ed63ac23ebcd: an error under the webhook's settings; under this check's a warning, " +
 				"unaffectedEnforcement Warn (no stored object affected), alphaVersionEnforcement Warn (alpha version))"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, deniedText(crd, []crdupgradesafety.DeniedFinding{tc.denied}))
+			require.Equal(t, tc.want, deniedText(crd, []finding.DeniedFinding{tc.denied}))
 		})
 	}
 	t.Run("bounded", func(t *testing.T) {
-		var many []crdupgradesafety.DeniedFinding
+		var many []finding.DeniedFinding
 		for i := range MaxDeniedNamed + 7 {
-			many = append(many, crdupgradesafety.DeniedFinding{FindingFacts: config.FindingFacts{Fingerprint: fmt.Sprintf("%012x", i), Check: config.CheckType}})
+			many = append(many, finding.DeniedFinding{FindingFacts: config.FindingFacts{Fingerprint: fmt.Sprintf("%012x", i), Check: config.CheckType}})
 		}
 		text := deniedText(crd, many)
 		require.Equal(t, MaxDeniedNamed, strings.Count(text, "webhook finding "))
 		require.True(t, strings.HasSuffix(text, "; and 7 more findings of the webhook"), text)
 	})
 	t.Run("in the finding's message, after what the check says", func(t *testing.T) {
-		f := crdupgradesafety.Finding{CRD: crd, Check: config.CheckAPIServerRejects, ChangeText: "the webhook denies",
-			Denied: []crdupgradesafety.DeniedFinding{{FindingFacts: facts, Line: line}}}
+		f := finding.Finding{CRD: crd, Check: config.CheckAPIServerRejects, ChangeText: "the webhook denies",
+			Denied: []finding.DeniedFinding{{FindingFacts: facts, Line: line}}}
 		require.Equal(t, "the webhook denies: "+deniedText(crd, f.Denied), Message(f))
 	})
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
@@ -82,7 +82,7 @@ func TestOwnDenialSaidOnce(t *testing.T) {
 	// deploy runs the kapp hook's evaluation of the update with the
 	// settings raw, its dry run answered with dryRunErr; it returns the
 	// findings, the objects listed and the deploy's error.
-	deploy := func(t *testing.T, raw map[string]any, dryRunErr error) ([]crdupgradesafety.Finding, []string, error) {
+	deploy := func(t *testing.T, raw map[string]any, dryRunErr error) ([]finding.Finding, []string, error) {
 		t.Helper()
 		cfg, err := config.Decode(raw)
 		require.NoError(t, err)
@@ -101,8 +101,8 @@ func TestOwnDenialSaidOnce(t *testing.T) {
 		}
 		return res.Findings, cluster.Lists, nil
 	}
-	rejects := func(fs []crdupgradesafety.Finding) []crdupgradesafety.Finding {
-		var out []crdupgradesafety.Finding
+	rejects := func(fs []finding.Finding) []finding.Finding {
+		var out []finding.Finding
 		for _, f := range fs {
 			if f.Check == config.CheckAPIServerRejects {
 				out = append(out, f)
@@ -129,7 +129,7 @@ func TestOwnDenialSaidOnce(t *testing.T) {
 		findings, _, err := deploy(t, exempt, ours())
 		rs := rejects(findings)
 		require.Len(t, rs, 1)
-		require.Equal(t, crdupgradesafety.SeverityError, rs[0].Severity)
+		require.Equal(t, finding.SeverityError, rs[0].Severity)
 		line := report.FindingLine(rs[0])
 		require.True(t, strings.HasPrefix(line, "crd "+crd+": [apiserverRejects] the CRDUpgradeSafety admission webhook denies the "+
 			"update (server-side dry run) for 1 finding this check does not report as an error: crd "+crd+" version v1 field ^.spec.color: [enum] "), line)
@@ -144,7 +144,7 @@ func TestOwnDenialSaidOnce(t *testing.T) {
 		require.Len(t, rs[0].Denied, 1)
 		require.Equal(t, enumFP, rs[0].Denied[0].Fingerprint)
 		require.NotNil(t, rs[0].Denied[0].Here, "the hook's own finding of the change, as a fact")
-		require.Equal(t, crdupgradesafety.SeverityWarning, rs[0].Denied[0].Here.Severity)
+		require.Equal(t, finding.SeverityWarning, rs[0].Denied[0].Here.Severity)
 		require.Equal(t, "PR 7", rs[0].Denied[0].Here.Waiver.Reason)
 		require.Zero(t, strings.Count(err.Error(), "[fp:"+enumFP+"]"), "%s", err)
 		require.Equal(t, 1, strings.Count(err.Error(), "webhook finding "+enumFP), "the webhook's enum finding, in its denial (the hook's exempted one is a warning): %s", err)
@@ -162,10 +162,10 @@ func TestOwnDenialSaidOnce(t *testing.T) {
 	t.Run("past the lines of the denial: each named by its facts", func(t *testing.T) {
 		// A denial of more error findings than it has lines for
 		// (report.MaxDenialLines), none of which this check reports.
-		var many []crdupgradesafety.Finding
+		var many []finding.Finding
 		for i := range report.MaxDenialLines + 5 {
-			many = append(many, crdupgradesafety.Finding{CRD: crd, Version: "v1", Field: schemapath.Path(fmt.Sprintf("^.spec.f%02d", i)),
-				Check: config.CheckType, Severity: crdupgradesafety.SeverityError, ChangeText: "type changed",
+			many = append(many, finding.Finding{CRD: crd, Version: "v1", Field: schemapath.Path(fmt.Sprintf("^.spec.f%02d", i)),
+				Check: config.CheckType, Severity: finding.SeverityError, ChangeText: "type changed",
 				Fingerprint: fmt.Sprintf("%012x", i)})
 		}
 		st := &metav1.Status{Code: 403, Reason: metav1.StatusReasonForbidden, Message: "denied",
@@ -196,7 +196,7 @@ func TestOwnDenialSaidOnce(t *testing.T) {
 		require.False(t, del.Allowed)
 		deletedFP := config.ParseFindingFacts(del.Result.Details.Causes[0].Field).Fingerprint
 		safe := testcrd.MustCRD(t, testcrd.SafeCRD)
-		replace := func(t *testing.T, raw map[string]any, dryRunErr error) []crdupgradesafety.Finding {
+		replace := func(t *testing.T, raw map[string]any, dryRunErr error) []finding.Finding {
 			t.Helper()
 			cfg, err := config.Decode(raw)
 			require.NoError(t, err)
