@@ -98,14 +98,17 @@ func AdmissionWarning(text string) string {
 // (FindingLine without the fingerprint, which the facts carry; at most
 // MaxWarningRunes characters) in the cause's message. The others carry
 // their facts alone, which keeps the response small on a huge CRD and
-// still names each finding.
+// still names each finding (a field past MaxWarningRunes characters
+// shortened as a message is: the fingerprint and check match, the field
+// names).
 func DenialCauses(findings []finding.Finding) []metav1.StatusCause {
 	var causes []metav1.StatusCause
 	for _, f := range findings {
 		if f.Severity != finding.SeverityError {
 			continue
 		}
-		facts := config.FindingFacts{Fingerprint: f.Fingerprint, Check: f.Check, Version: f.Version, PairVersion: f.PairVersion, Field: FieldText(f)}
+		facts := config.FindingFacts{Fingerprint: f.Fingerprint, Check: f.Check, Version: f.Version, PairVersion: f.PairVersion}
+		facts.Field, _ = ShortenMessage(FieldText(f), MaxWarningRunes)
 		c := metav1.StatusCause{Type: metav1.CauseType(config.FindingCause), Field: facts.CauseField()}
 		if len(causes) < MaxDenialLines {
 			line := findingOf(f)

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 	"github.com/stretchr/testify/require"
 )
 
@@ -65,4 +67,40 @@ func TestDeniedText(t *testing.T) {
 			Denied: []finding.DeniedFinding{{FindingFacts: facts, Line: line}}}
 		require.Equal(t, "the webhook denies: "+deniedText(crd, f.Denied), Message(f))
 	})
+}
+
+// TestDenialCauses: every error finding of a denial is a cause with its
+// facts; the first MaxDenialLines carry their line too (without the
+// fingerprint, which the facts carry), the others their facts alone;
+// warnings are none; a field is bounded.
+func TestDenialCauses(t *testing.T) {
+	long := "^.spec" + strings.Repeat(".deep", 100)
+	var fs []finding.Finding
+	for i := range MaxDenialLines + 2 {
+		fs = append(fs, finding.Finding{CRD: "widgets.example.com", Version: "v1", Field: schemapath.Path(fmt.Sprintf("^.spec.f%02d", i)),
+			Check: config.CheckType, Severity: finding.SeverityError, ChangeText: "type changed", Fingerprint: fmt.Sprintf("%012x", i)})
+	}
+	fs = append(fs,
+		finding.Finding{CRD: "widgets.example.com", Check: config.CheckMapType, Severity: finding.SeverityWarning, Fingerprint: "ffffffffffff"},
+		finding.Finding{CRD: "widgets.example.com", Version: "v1", Field: schemapath.Path(long), Check: config.CheckType,
+			Severity: finding.SeverityError, Fingerprint: "eeeeeeeeeeee"})
+	causes := DenialCauses(fs)
+	require.Len(t, causes, MaxDenialLines+3, "one per error finding")
+	for i, c := range causes {
+		require.Equal(t, config.FindingCause, string(c.Type))
+		facts := config.ParseFindingFacts(c.Field)
+		require.Equal(t, config.CheckType, facts.Check)
+		require.Equal(t, "v1", facts.Version)
+		if i < MaxDenialLines {
+			require.Equal(t, fs[i].Fingerprint, facts.Fingerprint)
+			require.Equal(t, fs[i].Field.String(), facts.Field)
+			require.Equal(t, "crd widgets.example.com version v1 field "+facts.Field+": [type] type changed", c.Message)
+		} else {
+			require.Empty(t, c.Message, "past the lines: its facts alone")
+		}
+	}
+	last := config.ParseFindingFacts(causes[len(causes)-1].Field)
+	require.Equal(t, "eeeeeeeeeeee", last.Fingerprint)
+	require.Equal(t, MaxWarningRunes, utf8.RuneCountInString(last.Field))
+	require.True(t, strings.HasPrefix(last.Field, "^.spec.deep"), last.Field)
 }
