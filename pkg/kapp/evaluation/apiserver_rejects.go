@@ -241,7 +241,7 @@ func webhookDenialOf(err error, how string, replace bool) *webhookDenial {
 
 // findings says the denial once, after the pair's own findings (judged:
 // impacts applied). Each of the webhook's findings is matched, by facts,
-// to the pair's own finding of the same change (same): the same
+// to the pair's own finding of the same change: the same
 // fingerprint, or, for the delete of a replace, the pair's crdDeletion
 // finding of the replace (the webhook sees the loss from the delete side:
 // the same CRD, check and objects, another change and so another
@@ -249,14 +249,36 @@ func webhookDenialOf(err error, how string, replace bool) *webhookDenial {
 // reports as errors are not repeated; an apiserverRejects finding names
 // the rest (apivalidation.DeniedByWebhook), each with the pair's own
 // finding when it is a warning here, none when nothing is left. A nil
-// denial has no findings.
+// denial has no findings. One pass over each side: no lookup per pair.
 func (d *webhookDenial) findings(crdName string, own []finding.Finding, cfg *config.Settings) []finding.Finding {
 	if d == nil {
 		return nil
 	}
+	// The pair's own findings by fingerprint, and its crdDeletion finding
+	// (a replace's), an error one before a warning.
+	byFP := make(map[string]*finding.Finding, len(own))
+	var deletion *finding.Finding
+	better := func(have, f *finding.Finding) bool {
+		return have == nil || have.Severity != finding.SeverityError && f.Severity == finding.SeverityError
+	}
+	for i := range own {
+		f := &own[i]
+		if f.Fingerprint == "" || f.CRD != crdName {
+			continue
+		}
+		if better(byFP[f.Fingerprint], f) {
+			byFP[f.Fingerprint] = f
+		}
+		if f.Check == config.CheckCRDDeletion && better(deletion, f) {
+			deletion = f
+		}
+	}
 	var rest []finding.DeniedFinding
 	for _, df := range d.denied {
-		here := d.same(crdName, df, own)
+		here := byFP[df.Fingerprint]
+		if here == nil && d.replace && df.Check == config.CheckCRDDeletion && (d.crd == "" || d.crd == crdName) {
+			here = deletion
+		}
 		if here != nil && here.Severity == finding.SeverityError {
 			continue
 		}
@@ -267,31 +289,6 @@ func (d *webhookDenial) findings(crdName string, own []finding.Finding, cfg *con
 		rest = append(rest, df)
 	}
 	return apivalidation.DeniedByWebhook(crdName, d.how, rest, cfg)
-}
-
-// same returns the pair's own finding of the change a finding of the
-// denial is about (see findings), an error one first; nil when the pair
-// has none.
-func (d *webhookDenial) same(crdName string, df finding.DeniedFinding, own []finding.Finding) *finding.Finding {
-	var found *finding.Finding
-	for i := range own {
-		f := &own[i]
-		if f.Fingerprint == "" || f.CRD != crdName {
-			continue
-		}
-		sameLoss := d.replace && df.Check == config.CheckCRDDeletion && f.Check == config.CheckCRDDeletion &&
-			(d.crd == "" || d.crd == crdName)
-		if f.Fingerprint != df.Fingerprint && !sameLoss {
-			continue
-		}
-		if f.Severity == finding.SeverityError {
-			return f
-		}
-		if found == nil {
-			found = f
-		}
-	}
-	return found
 }
 
 // notOurs drops the warnings of the CRDUpgradeSafety admission webhook
