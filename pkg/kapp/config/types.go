@@ -40,6 +40,10 @@ const (
 	CheckManagedFields        = "managedFields"
 	CheckOwnerReferences      = "ownerReferences"
 	CheckVersionLifecycle     = "versionLifecycle"
+	// CheckConversionOrdering: in a kapp deploy, a CRD update that needs
+	// its conversion webhook's new code is not ordered after the rollout of
+	// the workload that serves the webhook (the kapp hook only).
+	CheckConversionOrdering = "conversionOrdering"
 
 	// Property checks (checks.sameVersion.* and checks.servedVersion.*).
 	CheckRequired              = "required"
@@ -84,7 +88,7 @@ const (
 
 // CRDCheckIDs are the checks configured under checks.crd, sorted.
 var CRDCheckIDs = []string{
-	CheckAPIServerRejects, CheckCRDDeletion, CheckExistingFieldRemoval, CheckExistingResources,
+	CheckAPIServerRejects, CheckConversionOrdering, CheckCRDDeletion, CheckExistingFieldRemoval, CheckExistingResources,
 	CheckManagedFields, CheckOwnerReferences, CheckScope, CheckSelectableFields, CheckServedVersionRemoval,
 	CheckStoragePruning, CheckStoredVersionRemoval, CheckSubresources, CheckVersionLifecycle,
 }
@@ -266,6 +270,10 @@ type CRDChecks struct {
 	// removed, without the old CRD marking it deprecated first.
 	VersionLifecycle VersionLifecycleCheck
 	CRDDeletion      Toggle
+	// ConversionOrdering: in a kapp deploy, a CRD update whose conversion
+	// webhook needs the new code of a workload the same change set rolls
+	// out, without kapp's change rules making the CRD wait for it.
+	ConversionOrdering Toggle
 	// ApiserverRejects: the apiserver would refuse the new CRD. Its
 	// findings are errors in every mode and cannot be exempted.
 	ApiserverRejects Toggle
@@ -438,8 +446,8 @@ func Default() Settings {
 				ManagedFields:    ManagedFieldsCheck{Enabled: true, UnservedEnforcement: EnforcementWarn},
 				OwnerReferences:  on,
 				VersionLifecycle: VersionLifecycleCheck{Enabled: true, NotDeprecatedEnforcement: EnforcementWarn},
-				ApiserverRejects: on,
-				StoragePruning:   StoragePruningCheck{Enabled: true, ReadModifyWriteEnforcement: EnforcementWarn},
+				ApiserverRejects: on, ConversionOrdering: on,
+				StoragePruning: StoragePruningCheck{Enabled: true, ReadModifyWriteEnforcement: EnforcementWarn},
 			},
 			SameVersion:   defaultVersionChecks(),
 			ServedVersion: ServedVersionChecks{VersionChecks: defaultVersionChecks(), IgnoreConversion: true},

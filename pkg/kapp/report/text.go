@@ -315,6 +315,8 @@ func ImpactText(f finding.Finding) string {
 				e.Objects, imp.Objects, plural.Of(e.Objects, "has", "have"), examples))
 		case finding.EffectSSARefused:
 			parts = append(parts, fmt.Sprintf("%s %s managedFields entries at it: %s", of, plural.Of(e.Objects, "has", "have"), examples))
+		case finding.EffectManagedFieldsDropped:
+			parts = append(parts, fmt.Sprintf("%s %s managedFields entries at several versions: %s", of, plural.Of(e.Objects, "has", "have"), examples))
 		case finding.EffectRejected:
 			note := ratchetNote(imp.Source, imp.Ratcheted > 0, imp.Ratcheted, e.Objects)
 			if imp.UpdatesRefused == e.Objects && imp.Source == finding.SourceCluster {

@@ -123,6 +123,10 @@ type Finding struct {
 	// Baseline: the git commit the old CRD was read at, when the command
 	// compares with git revisions (--git-ref); nil otherwise.
 	Baseline *Baseline
+	// Ordering: for a conversionOrdering finding, the webhook's Service,
+	// the workloads that serve it and the kapp change group and
+	// annotations that order them before the CRD; nil otherwise.
+	Ordering *ConversionOrdering
 
 	// key identifies the finding from where it is made: what a reader's
 	// impact is joined back by (ApplyImpacts).
