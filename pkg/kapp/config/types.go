@@ -12,8 +12,9 @@ const CheckName = "CRDUpgradeSafety"
 
 // FindingCause is the type of the status causes (metav1.StatusCause.Type)
 // by which the CRDUpgradeSafety admission webhook carries the error
-// findings of a denial as data: one cause per finding, its fingerprint in
-// the cause's field, its line in the cause's message. The apiserver passes
+// findings of a denial as data: one cause per finding, its facts
+// (FindingFacts: fingerprint, check, version, field) in the cause's field,
+// its line in the cause's message (the first 20). The apiserver passes
 // a webhook's status on to the client (k8s.io/apiserver's
 // webhookerrors.ToStatusErr prefixes the message and keeps the details),
 // so a preflight whose server-side dry run the webhook denies recognises
