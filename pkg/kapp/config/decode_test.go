@@ -127,8 +127,8 @@ func TestDefaultPolicy(t *testing.T) {
 			assert.Equal(t, want, config.Enforcement(f.String()), path)
 		}
 	})
-	// 13 CRD checks + 2 x (pair switch + 14 property checks with options).
-	assert.Equal(t, 13+2*(1+14), enabled)
+	// 14 CRD checks + 2 x (pair switch + 14 property checks with options).
+	assert.Equal(t, 14+2*(1+14), enabled)
 	// unaffectedEnforcement + alphaVersionEnforcement +
 	// servedVersionRemoval.unservedEnforcement + 2 x
 	// (enum 2, default 3, required 1, type 1, 8 bounds x 2, listType 2,
@@ -448,14 +448,14 @@ func TestDecodeEveryOption(t *testing.T) {
 		}})
 	}
 
-	// 13 CRD checks (enabled, plus servedVersionRemoval.unservedEnforcement,
+	// 14 CRD checks (enabled, plus servedVersionRemoval.unservedEnforcement,
 	// storagePruning.readModifyWriteEnforcement,
 	// managedFields.unservedEnforcement and
 	// versionLifecycle.notDeprecatedEnforcement);
 	// per spelling of each pair: enabled, unhandledFailureMode, the fields
 	// of the 14 checks with options (enum 3, default 4, required 2, type 2,
 	// 8 bounds x 3, listType 3, mapType 2), the toggles; 2 ignoreConversion.
-	require.Len(t, opts, 13+4+2*2*(2+(3+4+2+2+8*3+3+2)+(len(config.PropertyCheckIDs)-14))+2)
+	require.Len(t, opts, 14+4+2*2*(2+(3+4+2+2+8*3+3+2)+(len(config.PropertyCheckIDs)-14))+2)
 
 	// Every enforcement option rejects unknown values; each accepts Strict,
 	// Warn and None, except enum.additionEnforcement, which accepts Strict,
@@ -611,7 +611,7 @@ func TestDecodeErrors(t *testing.T) {
 		{name: "unknown checks key", in: `checks: {enum: {enabled: false}}`, kind: config.ErrUnknownKey,
 			want: []string{`checks.enum: unknown key (allowed: crd, sameVersion, servedVersion, versions)`}},
 		{name: "unknown crd check", in: `checks: {crd: {scopee: {enabled: false}}}`, kind: config.ErrUnknownKey,
-			want: []string{`checks.crd.scopee: unknown key (allowed: apiserverRejects, crdDeletion, existingFieldRemoval, existingResources, managedFields, ownerReferences, scope, selectableFields, servedVersionRemoval, storagePruning, storedVersionRemoval, subresources, versionLifecycle)`}},
+			want: []string{`checks.crd.scopee: unknown key (allowed: apiserverRejects, conversionOrdering, crdDeletion, existingFieldRemoval, existingResources, managedFields, ownerReferences, scope, selectableFields, servedVersionRemoval, storagePruning, storedVersionRemoval, subresources, versionLifecycle)`}},
 		{name: "versionLifecycle keys", in: `checks: {crd: {versionLifecycle: {enforcement: Strict}}}`, kind: config.ErrUnknownKey,
 			want: []string{`checks.crd.versionLifecycle.enforcement: unknown key (allowed: enabled, notDeprecatedEnforcement)`}},
 		{name: "versionLifecycle notDeprecatedEnforcement value", in: `checks: {crd: {versionLifecycle: {notDeprecatedEnforcement: Lenient}}}`, kind: config.ErrInvalidValue,

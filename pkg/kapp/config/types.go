@@ -12,8 +12,9 @@ const CheckName = "CRDUpgradeSafety"
 
 // FindingCause is the type of the status causes (metav1.StatusCause.Type)
 // by which the CRDUpgradeSafety admission webhook carries the error
-// findings of a denial as data: one cause per finding, its fingerprint in
-// the cause's field, its line in the cause's message. The apiserver passes
+// findings of a denial as data: one cause per finding, its facts
+// (FindingFacts: fingerprint, check, version, field) in the cause's field,
+// its line in the cause's message (the first 20). The apiserver passes
 // a webhook's status on to the client (k8s.io/apiserver's
 // webhookerrors.ToStatusErr prefixes the message and keeps the details),
 // so a preflight whose server-side dry run the webhook denies recognises
@@ -39,6 +40,10 @@ const (
 	CheckManagedFields        = "managedFields"
 	CheckOwnerReferences      = "ownerReferences"
 	CheckVersionLifecycle     = "versionLifecycle"
+	// CheckConversionOrdering: in a kapp deploy, a CRD update that needs
+	// its conversion webhook's new code is not ordered after the rollout of
+	// the workload that serves the webhook (the kapp hook only).
+	CheckConversionOrdering = "conversionOrdering"
 
 	// Property checks (checks.sameVersion.* and checks.servedVersion.*).
 	CheckRequired              = "required"
@@ -83,7 +88,7 @@ const (
 
 // CRDCheckIDs are the checks configured under checks.crd, sorted.
 var CRDCheckIDs = []string{
-	CheckAPIServerRejects, CheckCRDDeletion, CheckExistingFieldRemoval, CheckExistingResources,
+	CheckAPIServerRejects, CheckConversionOrdering, CheckCRDDeletion, CheckExistingFieldRemoval, CheckExistingResources,
 	CheckManagedFields, CheckOwnerReferences, CheckScope, CheckSelectableFields, CheckServedVersionRemoval,
 	CheckStoragePruning, CheckStoredVersionRemoval, CheckSubresources, CheckVersionLifecycle,
 }
@@ -265,6 +270,10 @@ type CRDChecks struct {
 	// removed, without the old CRD marking it deprecated first.
 	VersionLifecycle VersionLifecycleCheck
 	CRDDeletion      Toggle
+	// ConversionOrdering: in a kapp deploy, a CRD update whose conversion
+	// webhook needs the new code of a workload the same change set rolls
+	// out, without kapp's change rules making the CRD wait for it.
+	ConversionOrdering Toggle
 	// ApiserverRejects: the apiserver would refuse the new CRD. Its
 	// findings are errors in every mode and cannot be exempted.
 	ApiserverRejects Toggle
@@ -437,8 +446,8 @@ func Default() Settings {
 				ManagedFields:    ManagedFieldsCheck{Enabled: true, UnservedEnforcement: EnforcementWarn},
 				OwnerReferences:  on,
 				VersionLifecycle: VersionLifecycleCheck{Enabled: true, NotDeprecatedEnforcement: EnforcementWarn},
-				ApiserverRejects: on,
-				StoragePruning:   StoragePruningCheck{Enabled: true, ReadModifyWriteEnforcement: EnforcementWarn},
+				ApiserverRejects: on, ConversionOrdering: on,
+				StoragePruning: StoragePruningCheck{Enabled: true, ReadModifyWriteEnforcement: EnforcementWarn},
 			},
 			SameVersion:   defaultVersionChecks(),
 			ServedVersion: ServedVersionChecks{VersionChecks: defaultVersionChecks(), IgnoreConversion: true},

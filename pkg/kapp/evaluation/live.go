@@ -125,7 +125,7 @@ func readOwnerReferences(ctx context.Context, pair Pair, cfg *config.Settings, l
 func readManagedFields(ctx context.Context, pair Pair, cfg *config.Settings, cluster Cluster,
 	tracker *liveTracker) ([]finding.Finding, error) {
 
-	reader := objects.NewManagedFieldsReader(pair.Old, pair.New)
+	reader := objects.NewManagedFieldsReader(pair.Old, pair.New, cfg.KubeVersion)
 	if reader == nil {
 		return nil, nil
 	}

@@ -37,4 +37,5 @@
 //	check_type.go                  type
 //	check_uniqueitems.go           uniqueItems
 //	check_unhandled.go             unhandled: whatever no check cleared
+//	check_conversionordering.go    conversionOrdering (kapp deploy): ConversionNeedOf, ConversionOrderingFindings
 package checks

@@ -20,4 +20,5 @@
 //	apply.go       VersionImpact and ApplyImpacts: a reader's impact joined to the findings and judged again
 //	values.go      JSON values: canonical form, rendering, bounds on what a finding carries
 //	baseline.go    Baseline: the git commit an old CRD was read at
+//	ordering.go    ConversionOrdering: a conversion webhook's workloads in a kapp change set (conversionOrdering)
 package finding

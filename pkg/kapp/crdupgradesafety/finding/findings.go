@@ -106,6 +106,10 @@ type Finding struct {
 	// Object: for an existingResources finding about one stored object
 	// (an effect no other finding explains), what happens to it.
 	Object *ObjectFinding
+	// Denied: for the apiserverRejects finding of a denial by the
+	// CRDUpgradeSafety admission webhook (DeniedByWebhook), the findings
+	// of the denial this run does not report as errors itself.
+	Denied []DeniedFinding
 	// Remedy is the safe way forward; set on every finding of a check
 	// that has one (every error finding has one).
 	Remedy *Remedy
@@ -119,6 +123,10 @@ type Finding struct {
 	// Baseline: the git commit the old CRD was read at, when the command
 	// compares with git revisions (--git-ref); nil otherwise.
 	Baseline *Baseline
+	// Ordering: for a conversionOrdering finding, the webhook's Service,
+	// the workloads that serve it and the kapp change group and
+	// annotations that order them before the CRD; nil otherwise.
+	Ordering *ConversionOrdering
 
 	// key identifies the finding from where it is made: what a reader's
 	// impact is joined back by (ApplyImpacts).
@@ -136,6 +144,18 @@ type Cause struct {
 	Field schemapath.Path
 	// Fingerprint is the waived change's fingerprint.
 	Fingerprint string
+}
+
+// DeniedFinding is one error finding of a denial by the CRDUpgradeSafety
+// admission webhook, as the denial carries it (config.FindingCause): its
+// facts (fingerprint, check, version, field), its line ("" for one past
+// the lines the denial lists), and what this run has of it.
+type DeniedFinding struct {
+	config.FindingFacts
+	Line string
+	// Here is this run's finding of the same change, a warning here (the
+	// two settings differ); nil when this run has none.
+	Here *Finding
 }
 
 // ObjectFinding is what happens to one stored object under the new CRD

@@ -192,3 +192,8 @@ const EffectGCStopped Effect = "garbage collection stopped"
 // apiserver cannot convert the object to ("request to convert CR to an
 // invalid group/version").
 const EffectSSARefused Effect = "server-side apply refused"
+
+// EffectManagedFieldsDropped: the object's managedFields entries name two or
+// more versions, and a write of it while the conversion webhook is down
+// drops them all (up to Kubernetes 1.36, kubernetes#136919).
+const EffectManagedFieldsDropped Effect = "managedFields dropped while the conversion webhook is down"

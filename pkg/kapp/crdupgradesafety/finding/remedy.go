@@ -89,8 +89,20 @@ const (
 	// RemedyFixObjects: fix the stored objects named (Objects) before the
 	// update, or keep the schema that accepts them.
 	RemedyFixObjects RemedyAction = "fixObjects"
+	// RemedyOrderWorkloadFirst: make kapp roll out the workloads that serve
+	// the CRD's conversion webhook (Resources), and wait for them, before
+	// it updates the CRD: the change group (Detail) on each workload and
+	// the change rule on the CRD (Finding.Ordering names the annotations),
+	// or a kapp Config that does it for the whole app.
+	RemedyOrderWorkloadFirst RemedyAction = "orderWorkloadFirst"
 	// RemedyRemoveWaiver: a stale waiver waives nothing: remove it.
 	RemedyRemoveWaiver RemedyAction = "removeWaiver"
+	// RemedyWebhookBeforeWrites: the conversion webhook changes while
+	// objects (Objects) have managedFields entries at several versions,
+	// which a write while it is down drops (Detail: the issue): roll the
+	// webhook out and wait for it before the CRD changes, or migrate their
+	// managedFields to one version (Version) first (Command).
+	RemedyWebhookBeforeWrites RemedyAction = "webhookBeforeWrites"
 )
 
 // Remedy is a safe way forward from a finding: what to do instead, or
