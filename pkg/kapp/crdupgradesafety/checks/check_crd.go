@@ -19,6 +19,9 @@ var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckStoredVers
 // The descriptor of servedVersionRemoval: a served version removed (or unserved).
 var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckServedVersionRemoval}, Runs: finding.RunsOnCRD, Remedy: finding.RemedyUnserveFirst})
 
+// checkScope takes its place among the CRD-level checks of Compare (crdCheckOf).
+var _ = crdCheckOf(10, checkScope)
+
 // checkScope: the scope may not change between Namespaced and Cluster.
 func checkScope(p *finding.Policy, old, new *apiextv1.CustomResourceDefinition) {
 	if !p.Settings.Checks.CRD.Scope.Enabled || old.Spec.Scope == new.Spec.Scope {
@@ -51,6 +54,9 @@ func migrateCommand(crd string, new *apiextv1.CustomResourceDefinition) string {
 	}
 	return command
 }
+
+// checkStoredVersionRemoval takes its place among the CRD-level checks of Compare (crdCheckOf).
+var _ = crdCheckOf(20, checkStoredVersionRemoval)
 
 // checkStoredVersionRemoval: a version objects may be stored in must stay.
 // Live, a version the old CRD declares that status.storedVersions no
@@ -142,6 +148,9 @@ func migrationRunning(crd *apiextv1.CustomResourceDefinition) string {
 	}
 	return ""
 }
+
+// checkServedVersionRemoval takes its place among the CRD-level checks of Compare (crdCheckOf).
+var _ = crdCheckOf(30, checkServedVersionRemoval)
 
 // checkServedVersionRemoval: a served version must first be set
 // served: false before it is removed (the removal lifecycle of OLM v0, docs/migrate.md).

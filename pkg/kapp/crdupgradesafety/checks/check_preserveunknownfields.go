@@ -24,6 +24,9 @@ func checkPreserveUnknownFields(n *node) {
 	}
 }
 
+// checkCRDPreserveUnknownFields takes its place among the CRD-level checks of Compare (crdCheckOf).
+var _ = crdCheckOf(70, checkCRDPreserveUnknownFields)
+
 // checkCRDPreserveUnknownFields: the CRD-level spec.preserveUnknownFields
 // true -> false starts pruning everywhere: every field no schema declares
 // (at any level not marked x-kubernetes-preserve-unknown-fields) is dropped

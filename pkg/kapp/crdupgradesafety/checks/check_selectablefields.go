@@ -9,6 +9,9 @@ import (
 // The descriptor of selectableFields: a selectable field removed.
 var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckSelectableFields}, Runs: finding.RunsOnCRD, Remedy: finding.RemedyKeepClientFacing})
 
+// checkSelectableFields takes its place among the CRD-level checks of Compare (crdCheckOf).
+var _ = crdCheckOf(60, checkSelectableFields)
+
 // checkSelectableFields: for every version in both CRDs, a selectable
 // field (spec.versions[].selectableFields[].jsonPath) removed makes the
 // field selectors of its clients fail. Adding one is not reported.

@@ -13,6 +13,9 @@ import (
 // The descriptor of servedVersion: served versions that differ without a conversion webhook.
 var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckServedVersion}, Runs: finding.RunsOnVersionPair, Remedy: finding.RemedyConversionWebhook})
 
+// checkServedVersions takes its place among the CRD-level checks of Compare (crdCheckOf).
+var _ = crdCheckOf(90, checkServedVersions)
+
 // checkServedVersions compares every pair of served versions of the new CRD
 // with the property checks: without a conversion webhook the apiserver
 // serves the same stored object under each of them, so they must agree.

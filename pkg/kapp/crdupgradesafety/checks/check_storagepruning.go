@@ -12,6 +12,9 @@ import (
 // The descriptor of storagePruning: fields a served version keeps that the storage version prunes.
 var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckStoragePruning}, Runs: finding.RunsOnCRD, Remedy: finding.RemedyStoreEveryField})
 
+// checkStoragePruning takes its place among the CRD-level checks of Compare (crdCheckOf).
+var _ = crdCheckOf(100, checkStoragePruning)
+
 // checkStoragePruning: under conversion None the apiserver keeps one
 // object, in the storage version, and serves it under every served version
 // by changing only its apiVersion; on the way it prunes it by each schema

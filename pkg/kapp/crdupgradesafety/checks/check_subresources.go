@@ -12,6 +12,9 @@ import (
 // The descriptor of subresources: the status or scale subresource removed or changed.
 var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckSubresources}, Runs: finding.RunsOnCRD, Remedy: finding.RemedyKeepClientFacing})
 
+// checkSubresources takes its place among the CRD-level checks of Compare (crdCheckOf).
+var _ = crdCheckOf(50, checkSubresources)
+
 // checkSubresources: for every version in both CRDs, the status
 // subresource removed makes controllers' status writes (…/status) fail
 // with 404; the scale subresource removed makes …/scale (kubectl scale,

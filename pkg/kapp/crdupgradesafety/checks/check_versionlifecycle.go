@@ -9,6 +9,9 @@ import (
 // The descriptor of versionLifecycle: a version removed before it was deprecated.
 var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckVersionLifecycle}, Runs: finding.RunsOnCRD, Remedy: finding.RemedyDeprecateFirst})
 
+// checkVersionLifecycle takes its place among the CRD-level checks of Compare (crdCheckOf).
+var _ = crdCheckOf(40, checkVersionLifecycle)
+
 // checkVersionLifecycle: a version may stop being served, or be removed,
 // only after a release in which it was marked deprecated: true (Kubernetes'
 // API deprecation policy, OLM's deprecation lifecycle): its clients then

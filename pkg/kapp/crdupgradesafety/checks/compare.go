@@ -1,6 +1,9 @@
 package checks
 
 import (
+	"slices"
+	"sort"
+
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -24,19 +27,35 @@ func Compare(old, new *apiextv1.CustomResourceDefinition, cfg *config.Settings) 
 // which waivers, acceptances and the stored objects are judged from, once
 // (finding.Policy.Apply).
 func CompareWith(p *finding.Policy, old, new *apiextv1.CustomResourceDefinition) []finding.Finding {
-	checkScope(p, old, new)
-	checkStoredVersionRemoval(p, old, new)
-	checkServedVersionRemoval(p, old, new)
-	checkVersionLifecycle(p, old, new)
-	checkSubresources(p, old, new)
-	checkSelectableFields(p, old, new)
-	checkCRDPreserveUnknownFields(p, old, new)
-	checkSameVersions(p, old, new)
-	checkServedVersions(p, old, new)
-	checkStoragePruning(p, old, new)
+	for _, c := range crdChecks {
+		c.run(p, old, new)
+	}
 	finding.SortFindings(p.Findings)
 	return p.Findings
 }
+
+// crdCheck is a check CompareWith runs once per pair: a CRD-level check,
+// or one of the walks of the pair's versions (sameVersion, servedVersion).
+type crdCheck struct {
+	order int
+	run   func(p *finding.Policy, old, new *apiextv1.CustomResourceDefinition)
+}
+
+// crdChecks are the checks of CompareWith, by order: each takes its place
+// from its own file (crdCheckOf), as a property check does in the walk
+// (propertyCheckOf), so adding one touches no list here.
+var crdChecks []crdCheck
+
+// crdCheckOf places run among the checks of CompareWith at order (lower
+// runs first; TestCRDCheckOrder keeps the order of the checks).
+func crdCheckOf(order int, run func(p *finding.Policy, old, new *apiextv1.CustomResourceDefinition)) bool {
+	i := sort.Search(len(crdChecks), func(i int) bool { return crdChecks[i].order > order })
+	crdChecks = slices.Insert(crdChecks, i, crdCheck{order: order, run: run})
+	return true
+}
+
+// checkSameVersions takes its place among the CRD-level checks of Compare (crdCheckOf).
+var _ = crdCheckOf(80, checkSameVersions)
 
 // checkSameVersions compares each version present in both CRDs with itself.
 // existingFieldRemoval is a CRD-level check (checks.crd): it still runs when
