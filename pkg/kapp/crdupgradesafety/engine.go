@@ -22,10 +22,21 @@ type Pair struct {
 	// Compared; otherwise Judge compares and adds its findings.
 	Findings []finding.Finding
 	Compared bool
-	// Live are findings of the live checks the caller ran on the pair (a
-	// server-side dry run, a replace's count of objects, managedFields,
-	// ownerReferences): judged with the rest.
+	// Live are findings the caller made of the pair itself (a server-side
+	// dry run): judged with the rest.
 	Live []finding.Finding
+	// The live views of the pair, steps of this call under its policy
+	// (live.go): conversionOrdering in a kapp deploy (Ordering), the CRD
+	// deleted with its objects (Deletion: a replace, or a removal: Old
+	// alone), the managedFields and the ownerReferences of its objects
+	// (read from the sources ManagedFields and Dependents the caller
+	// adapts), and a write of its status that trims storedVersions with
+	// no evidence (StatusTrim: nothing else is compared).
+	Ordering      *finding.ConversionOrdering
+	Deletion      *Deletion
+	ManagedFields Lister
+	Dependents    Dependents
+	StatusTrim    bool
 	// Policy is the pair's policy (finding.NewPolicy of New's name) when
 	// the caller entered it for the comparison (CompareWith); nil: Judge
 	// enters it. Either way a pair enters one.
@@ -71,34 +82,52 @@ func (e *UnreadableError) Unwrap() error { return e.Err }
 // the caller gives the comparison), reads the stored objects of src at the
 // versions whose schema changed (none when src is nil or the pair is a
 // create), joins what they showed to the findings and judges every finding
-// once (finding.ApplyImpacts), sorted. Every stored object is read as the
+// once (finding.Policy.Apply), sorted, with the findings of the pair's live
+// views (live.go), every one in the pair's one policy. Every stored object is read as the
 // apiserver of the Kubernetes version judged (cfg.KubeVersion) will under
 // the new CRD. A nil cfg is config.Default().
 func Judge(ctx context.Context, p Pair, cfg *config.Settings, src Objects) ([]finding.Finding, error) {
 	cfg = finding.SettingsOf(cfg)
-	// The pair's one policy: the comparison's, the readers' and the
-	// judgement's findings are its lists.
+	// The pair's one policy: the comparison's, the live views', the
+	// readers' and the judgement's findings are its lists.
 	pol := p.Policy
 	if pol == nil {
-		pol = finding.NewPolicy(cfg, p.New.Name)
+		pol = finding.NewPolicy(cfg, p.name())
 	}
 	findings := p.Findings
-	if !p.Compared && p.Old != nil {
+	switch {
+	case p.StatusTrim:
+		findings = append(checks.CompareStatusFor(pol.Sub(), p.Old, p.New), findings...)
+	case !p.Compared && p.Old != nil && p.New != nil:
 		findings = append(checks.CompareWith(pol, p.Old, p.New), findings...)
 	}
+	if p.Ordering != nil && p.Old != nil {
+		findings = append(findings, checks.ConversionOrderingFor(pol.Sub(), p.Old, p.New, p.Ordering)...)
+	}
+	live, err := liveViews(ctx, pol, p)
+	if err != nil {
+		return nil, err
+	}
 	var impacts []finding.VersionImpact
-	if src != nil && p.Old != nil {
+	if src != nil && p.Old != nil && p.New != nil {
 		var unreadable []finding.Finding
-		var err error
 		impacts, unreadable, err = read(ctx, pol, p, findings, src)
 		if err != nil {
 			return nil, err
 		}
-		p.Live = append(p.Live, unreadable...)
+		live = append(live, unreadable...)
 	}
-	all := make([]finding.Finding, 0, len(findings)+len(p.Live))
-	all = append(append(all, findings...), p.Live...)
+	all := make([]finding.Finding, 0, len(findings)+len(live))
+	all = append(append(all, findings...), live...)
 	return pol.Apply(all, impacts), nil
+}
+
+// name is the name of the pair's CRD: New's, Old's for a removal.
+func (p Pair) name() string {
+	if p.New != nil {
+		return p.New.Name
+	}
+	return p.Old.Name
 }
 
 // read reads the stored objects of src at every version to read

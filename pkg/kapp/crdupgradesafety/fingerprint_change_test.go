@@ -1,16 +1,15 @@
 package crdupgradesafety
 
 import (
+	"context"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/objects"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -146,7 +145,15 @@ func TestFingerprintCoversTheChange(t *testing.T) {
 			return old, new
 		}),
 		{check: config.CheckCRDDeletion, run: func(t *testing.T, variant int, cfg *config.Settings) []finding.Finding {
-			return objects.Deletion(enginetest.TestCRDName, 2, []string{"", "update strategy always-replace"}[variant], cfg)
+			// The one call of a replace (a removal, variant 0) of a CRD with
+			// two objects.
+			crd := enginetest.CRDWithField(t, "{type: string}")
+			fs, err := Judge(context.Background(), Pair{Old: crd,
+				Deletion: &Deletion{Objects: 2, Cause: []string{"", "update strategy always-replace"}[variant]}}, cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return fs
 		}},
 		{check: config.CheckConversionOrdering, run: func(t *testing.T, variant int, cfg *config.Settings) []finding.Finding {
 			// v1 and v2 behind a conversion webhook; the update moves the
@@ -164,7 +171,11 @@ func TestFingerprintCoversTheChange(t *testing.T) {
 			}
 			o := &finding.ConversionOrdering{Service: "conv/webhook", Group: "g/" + enginetest.TestCRDName,
 				Workloads: []finding.OrderedWorkload{{Kind: "Deployment", Namespace: "conv", Name: []string{"operator", "webhook"}[variant]}}}
-			return checks.ConversionOrderingFindings(crd(false), crd(true), o, cfg)
+			fs, err := Judge(context.Background(), Pair{Old: crd(false), New: crd(true), Ordering: o}, cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return fs
 		}},
 	}
 

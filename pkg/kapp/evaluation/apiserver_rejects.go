@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/apivalidation"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +17,7 @@ import (
 
 // The apiserverRejects check, as an evaluation runs it: which request of a
 // change the apiserver validates, offline with its own library
-// (apivalidation.PrepareCRD) or as a server-side dry run, and what a
+// (crdupgradesafety.PrepareCRD) or as a server-side dry run, and what a
 // refusal means for kapp (a finding, or a replace under
 // fallback-on-replace).
 
@@ -30,7 +30,7 @@ type offlineValidation struct {
 	validate         bool
 	oldFromFiles     bool
 	unchanged        bool
-	prepOld, prepNew func() *apivalidation.PreparedCRD
+	prepOld, prepNew func() *crdupgradesafety.PreparedCRD
 }
 
 // newOfflineValidation prepares the validations of a pair. Each CRD is
@@ -41,8 +41,8 @@ func newOfflineValidation(ctx context.Context, p Pair, oldFromFiles bool, cfg *c
 		ctx: ctx, p: p, cfg: cfg,
 		validate:     cfg.Checks.CRD.ApiserverRejects.Enabled,
 		oldFromFiles: oldFromFiles,
-		prepOld:      sync.OnceValue(func() *apivalidation.PreparedCRD { return apivalidation.PrepareCRD(p.Old) }),
-		prepNew:      sync.OnceValue(func() *apivalidation.PreparedCRD { return apivalidation.PrepareCRD(p.New) }),
+		prepOld:      sync.OnceValue(func() *crdupgradesafety.PreparedCRD { return crdupgradesafety.PrepareCRD(p.Old) }),
+		prepNew:      sync.OnceValue(func() *crdupgradesafety.PreparedCRD { return crdupgradesafety.PrepareCRD(p.New) }),
 		// The same object on both sides: the old and new inputs hold the
 		// same document (the tools command decodes identical documents
 		// once). kapp sends no update for it, and creating it is what the
@@ -79,21 +79,21 @@ func (v *offlineValidation) finish(live bool) (rejected bool, replace string, fi
 	// The old CRD's own validation, once, when it is needed.
 	explainOld := p.Old != nil && v.oldFromFiles && v.validate
 	oldErrs := sync.OnceValue(func() field.ErrorList { return v.prepOld().Create(ctx) })
-	createErrs := func() []apivalidation.Rejection {
+	createErrs := func() []crdupgradesafety.Rejection {
 		if v.unchanged {
-			return apivalidation.Rejections(oldErrs())
+			return crdupgradesafety.Rejections(oldErrs())
 		}
-		return apivalidation.Rejections(v.prepNew().Create(ctx))
+		return crdupgradesafety.Rejections(v.prepNew().Create(ctx))
 	}
-	updateErrs := func() []apivalidation.Rejection {
-		return apivalidation.Rejections(v.prepNew().Update(ctx, v.prepOld()))
+	updateErrs := func() []crdupgradesafety.Rejection {
+		return crdupgradesafety.Rejections(v.prepNew().Update(ctx, v.prepOld()))
 	}
 	// The apiserver's warnings on the request, once it accepts it.
 	createWarnings := func() []string { return v.prepNew().WarningsOnCreate(ctx) }
 	updateWarnings := func() []string { return v.prepNew().WarningsOnUpdate(ctx, v.prepOld()) }
 
 	var verb string
-	var errs []apivalidation.Rejection
+	var errs []crdupgradesafety.Rejection
 	var warnings func() []string
 	refused := false // a validation here refused the change
 	switch {
@@ -126,13 +126,13 @@ func (v *offlineValidation) finish(live bool) (rejected bool, replace string, fi
 	}
 	switch {
 	case len(errs) > 0:
-		findings = append(findings, apivalidation.Rejected(p.New.Name, verb, errs, cfg)...)
+		findings = append(findings, crdupgradesafety.Rejected(p.New.Name, verb, errs, cfg)...)
 		rejected, refused = true, true
 	case warnings != nil:
-		findings = append(findings, apivalidation.Warned(p.New.Name, verb, warnings(), cfg)...)
+		findings = append(findings, crdupgradesafety.Warned(p.New.Name, verb, warnings(), cfg)...)
 	}
 	if explainOld && (v.unchanged || refused) {
-		findings = append(findings, apivalidation.InvalidOld(p.New.Name, oldErrs(), cfg)...)
+		findings = append(findings, crdupgradesafety.InvalidOld(p.New.Name, oldErrs(), cfg)...)
 	}
 	return rejected, replace, findings
 }
@@ -146,9 +146,9 @@ func needsDryRun(p Pair, cfg *config.Settings) bool {
 }
 
 // describe renders the first rejection, and how many more there are.
-func describe(rs []apivalidation.Rejection) string {
+func describe(rs []crdupgradesafety.Rejection) string {
 	s := rs[0].Message
-	if f := apivalidation.V1FieldPath(rs[0].Field); f != "" {
+	if f := crdupgradesafety.V1FieldPath(rs[0].Field); f != "" {
 		s = f + ": " + s
 	}
 	if len(rs) > 1 {
@@ -182,7 +182,7 @@ func dryRunFindings(ctx context.Context, p Pair, cfg *config.Settings,
 	how := string(verb) + " (server-side dry run)"
 	warnings, sendErr := cluster.DryRun(ctx, verb, p.Send)
 	if sendErr == nil {
-		return apivalidation.Warned(p.New.Name, how, notOurs(warnings), cfg), false, "", nil, nil
+		return crdupgradesafety.Warned(p.New.Name, how, notOurs(warnings), cfg), false, "", nil, nil
 	}
 	rs, ok := refusal(sendErr)
 	if !ok {
@@ -198,7 +198,7 @@ func dryRunFindings(ctx context.Context, p Pair, cfg *config.Settings,
 		return nil, false, fmt.Sprintf("update strategy %s, and the apiserver refuses the update (server-side dry run: %s)",
 			StrategyFallbackOnReplace, describe(rs)), nil, nil
 	}
-	return apivalidation.Rejected(p.New.Name, how, rs, cfg), true, "", nil, nil
+	return crdupgradesafety.Rejected(p.New.Name, how, rs, cfg), true, "", nil, nil
 }
 
 // webhookDenial is a refusal of a dry run by the CRDUpgradeSafety
@@ -206,7 +206,7 @@ func dryRunFindings(ctx context.Context, p Pair, cfg *config.Settings,
 // webhook's review, as the causes of its status carry them
 // (config.FindingCause, config.FindingFacts, report.DenialCauses).
 type webhookDenial struct {
-	// how is the request, as apivalidation.Rejected's verb; replace:
+	// how is the request, as crdupgradesafety.Rejected's verb; replace:
 	// the request is the delete of a replace (update strategy
 	// always-replace), what the webhook judges as a deletion.
 	how     string
@@ -247,7 +247,7 @@ func webhookDenialOf(err error, how string, replace bool) *webhookDenial {
 // the same CRD, check and objects, another change and so another
 // fingerprint; a waiver of the one never names the other). Those the pair
 // reports as errors are not repeated; an apiserverRejects finding names
-// the rest (apivalidation.DeniedByWebhook), each with the pair's own
+// the rest (crdupgradesafety.DeniedByWebhook), each with the pair's own
 // finding when it is a warning here, none when nothing is left. A nil
 // denial has no findings. One pass over each side: no lookup per pair.
 func (d *webhookDenial) findings(crdName string, own []finding.Finding, cfg *config.Settings) []finding.Finding {
@@ -288,7 +288,7 @@ func (d *webhookDenial) findings(crdName string, own []finding.Finding, cfg *con
 		}
 		rest = append(rest, df)
 	}
-	return apivalidation.DeniedByWebhook(crdName, d.how, rest, cfg)
+	return crdupgradesafety.DeniedByWebhook(crdName, d.how, rest, cfg)
 }
 
 // notOurs drops the warnings of the CRDUpgradeSafety admission webhook
@@ -326,7 +326,7 @@ func dryRunUnsupportedBy(s metav1.Status) bool {
 // state that may pass on a retry (conflict, not found, too many requests,
 // 5xx), and returns its reasons: the status causes when they carry a
 // message, else the status message.
-func refusal(err error) ([]apivalidation.Rejection, bool) {
+func refusal(err error) ([]crdupgradesafety.Rejection, bool) {
 	var st apierrors.APIStatus
 	if !errors.As(err, &st) {
 		return nil, false
@@ -344,16 +344,16 @@ func refusal(err error) ([]apivalidation.Rejection, bool) {
 	if dryRunUnsupportedBy(s) {
 		return nil, false
 	}
-	var rs []apivalidation.Rejection
+	var rs []crdupgradesafety.Rejection
 	if s.Details != nil {
 		for _, c := range s.Details.Causes {
 			if c.Message != "" {
-				rs = append(rs, apivalidation.Rejection{Field: c.Field, Message: c.Message})
+				rs = append(rs, crdupgradesafety.Rejection{Field: c.Field, Message: c.Message})
 			}
 		}
 	}
 	if len(rs) == 0 {
-		rs = []apivalidation.Rejection{{Message: s.Message}}
+		rs = []crdupgradesafety.Rejection{{Message: s.Message}}
 	}
 	return rs, true
 }

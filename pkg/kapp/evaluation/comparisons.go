@@ -11,7 +11,6 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/objects"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/lru"
 )
 
@@ -35,7 +34,7 @@ import (
 type Comparisons struct {
 	// validators keeps the validators of the batches of stored objects
 	// read under the new CRDs of the runs (objects.Validators).
-	validators *objects.Validators
+	validators *crdupgradesafety.Validators
 	cache      *lru.Cache[string, []finding.Finding]
 }
 
@@ -58,7 +57,7 @@ const (
 const DefaultValidators = 16
 
 // validatorsOf returns the validators' cache of c, nil for a nil c.
-func (c *Comparisons) validatorsOf() *objects.Validators {
+func (c *Comparisons) validatorsOf() *crdupgradesafety.Validators {
 	if c == nil {
 		return nil
 	}
@@ -75,7 +74,7 @@ func NewComparisons(max int) *Comparisons {
 // maxBytes of findings (findingsMemory).
 func NewComparisonsWithin(max int, maxBytes int64) *Comparisons {
 	return &Comparisons{cache: lru.New[string, []finding.Finding](max, maxBytes),
-		validators: objects.NewValidators(DefaultValidators)}
+		validators: crdupgradesafety.NewValidators(DefaultValidators)}
 }
 
 // Stats are the counters of the cache of comparisons.

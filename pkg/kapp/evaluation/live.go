@@ -8,7 +8,6 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/objects"
 	"github.com/crdsafety/kapp/pkg/kapp/kube"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
@@ -22,15 +21,20 @@ const objectsPerRead = 2000
 // tests replace it to watch the batches.
 var readBatch = func(read func([]map[string]any) error, batch []map[string]any) error { return read(batch) }
 
-// livePairFindings runs the live checks of one pair after its offline
-// checks (o): the dry run, then either the count of the custom resources a
-// replace deletes or, for the stored ones, the source the engine reads
-// them from (stored: nil when none are to be read; the caller hands it to
+// livePair runs the live checks of one pair after its offline checks (o)
+// that are the service's own, and adapts the cluster to the sources the
+// engine's one call reads for the rest: the dry run, then either the count
+// of the custom resources a replace deletes (Deletion) or, for the stored
+// ones, the source the engine reads them from (stored: nil when none are
+// to be read); the managedFields and ownerReferences of the objects
+// (Pair.ManagedFields, Pair.Dependents). The caller hands the pair to
 // crdupgradesafety.Judge, then says once what a denial of the dry run by
-// the CRDUpgradeSafety admission webhook adds: denial).
-func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.Settings,
-	cluster Cluster, tracker *liveTracker) (findings []finding.Finding, stored crdupgradesafety.Objects, denial *webhookDenial, err error) {
+// the CRDUpgradeSafety admission webhook adds (denial).
+func livePair(ctx context.Context, p Pair, o pairOutcome, cfg *config.Settings,
+	cluster Cluster, tracker *liveTracker) (jp crdupgradesafety.Pair, stored crdupgradesafety.Objects, denial *webhookDenial, err error) {
 
+	jp = crdupgradesafety.Pair{Old: p.Old, New: p.New, Findings: o.findings, Compared: true,
+		Validators: o.validators, Policy: o.policy, Ordering: p.Ordering}
 	crd := &cfg.Checks.CRD
 	// A fallback-on-replace update the validation already refused needs no
 	// dry run: the apiserver stops at the same validation.
@@ -41,9 +45,9 @@ func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.Se
 		var replace string
 		fs, rejected, replace, denial, err = dryRunFindings(ctx, p, cfg, cluster)
 		if err != nil {
-			return nil, nil, nil, err
+			return jp, nil, nil, err
 		}
-		findings = append(findings, fs...)
+		jp.Live = append(jp.Live, fs...)
 		if rejected {
 			o.rejected = true
 			if p.Strategy == StrategyAlwaysReplace {
@@ -60,101 +64,90 @@ func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.Se
 		if crd.CRDDeletion.Enabled {
 			count, err := cluster.CountCustomResources(ctx, p.Old)
 			if de := deadlineError(ctx, err, ""); de != nil {
-				return nil, nil, nil, fmt.Errorf("counting custom resources of CRD %s: %w", p.New.Name, de)
+				return jp, nil, nil, fmt.Errorf("counting custom resources of CRD %s: %w", p.New.Name, de)
 			}
 			if err != nil {
-				return nil, nil, nil, fmt.Errorf("checking replace of CRD %s: %w", p.New.Name, err)
+				return jp, nil, nil, fmt.Errorf("checking replace of CRD %s: %w", p.New.Name, err)
 			}
-			findings = append(findings, objects.Deletion(p.New.Name, count-p.AlsoDeleted, o.replace, cfg)...)
+			jp.Deletion = &crdupgradesafety.Deletion{Objects: count - p.AlsoDeleted, Cause: o.replace}
 		}
 	case crd.ExistingResources.Enabled && !o.rejected:
 		stored = &clusterObjects{pair: p, cluster: cluster, tracker: tracker}
 	}
-	if p.Old != nil && o.replace == "" && !o.rejected && crd.ManagedFields.Enabled {
-		fs, err := readManagedFields(ctx, p, cfg, cluster, tracker)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		findings = append(findings, fs...)
+	if p.Old != nil && o.replace == "" && !o.rejected {
+		jp.ManagedFields = &managedFieldsLister{pair: p, cluster: cluster, tracker: tracker}
 	}
-	if p.Old != nil && !o.rejected && crd.OwnerReferences.Enabled {
-		fs, err := readOwnerReferences(ctx, p, cfg, cluster)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		findings = append(findings, fs...)
+	if p.Old != nil && !o.rejected {
+		jp.Dependents = &clusterDependents{pair: p, lister: cluster}
 	}
-	return findings, stored, denial, nil
+	return jp, stored, denial, nil
 }
 
-// readOwnerReferences runs the ownerReferences check of an update that
-// removes a version (none otherwise: nothing is read): the metadata of the
-// objects of every kind, once, for ownerReferences naming the CRD's kind at
-// a removed version. A Cluster that cannot list dependents
-// (ErrNotSupported: a test's) skips it.
-func readOwnerReferences(ctx context.Context, pair Pair, cfg *config.Settings, lister DependentsLister) ([]finding.Finding, error) {
-	reader := objects.NewOwnerReferencesReader(pair.Old, pair.New)
-	if reader == nil {
-		return nil, nil
-	}
-	apiVersions, kind := reader.Owner()
-	read, skipped, err := lister.DependentsOf(ctx, apiVersions, kind, func(d kube.Dependent) {
-		reader.Add(d.OwnerAPIVersion, d.Resource, d.Name)
+// clusterDependents is the cluster's objects whose ownerReferences name an
+// owner, as the engine's ownerReferences check reads them
+// (crdupgradesafety.Dependents): the metadata of the objects of every
+// kind, once. A Cluster that cannot list dependents (ErrNotSupported: a
+// test's) skips the check (crdupgradesafety.ErrNoDependents).
+type clusterDependents struct {
+	pair   Pair
+	lister DependentsLister
+}
+
+func (c *clusterDependents) DependentsOf(ctx context.Context, apiVersions []string, kind string,
+	add func(ownerAPIVersion, resource, name string)) (int, []crdupgradesafety.UnreadableResource, error) {
+
+	read, skipped, err := c.lister.DependentsOf(ctx, apiVersions, kind, func(d kube.Dependent) {
+		add(d.OwnerAPIVersion, d.Resource, d.Name)
 	})
 	if errors.Is(err, ErrNotSupported) {
-		return nil, nil
+		return 0, nil, crdupgradesafety.ErrNoDependents
 	}
 	if de := deadlineError(ctx, err, fmt.Sprintf("%d objects read", read)); de != nil {
-		return nil, fmt.Errorf("reading ownerReferences to CRD %s: %w", pair.New.Name, de)
+		return 0, nil, fmt.Errorf("reading ownerReferences to CRD %s: %w", c.pair.New.Name, de)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading ownerReferences to CRD %s: %w", pair.New.Name, err)
+		return 0, nil, fmt.Errorf("reading ownerReferences to CRD %s: %w", c.pair.New.Name, err)
 	}
-	unreadable := make([]objects.UnreadableResource, 0, len(skipped))
+	unreadable := make([]crdupgradesafety.UnreadableResource, 0, len(skipped))
 	for _, s := range skipped {
-		unreadable = append(unreadable, objects.UnreadableResource{Resource: s.Name(), Forbidden: s.Forbidden, Err: s.Err})
+		unreadable = append(unreadable, crdupgradesafety.UnreadableResource{Resource: s.Name(), Forbidden: s.Forbidden, Err: s.Err})
 	}
-	reader.Done(read, unreadable)
-	return reader.Findings(cfg), nil
+	return read, unreadable, nil
 }
 
-// readManagedFields runs the managedFields check of an update that removes
-// or unserves a version (none otherwise: no object is read): one list of
-// the stored objects, at a version the live CRD serves (managedFields are
-// the same at every version).
-func readManagedFields(ctx context.Context, pair Pair, cfg *config.Settings, cluster Cluster,
-	tracker *liveTracker) ([]finding.Finding, error) {
+// managedFieldsLister is the cluster's stored custom resources of one pair
+// as the engine's managedFields check reads them (crdupgradesafety.Lister):
+// one list, page by page, at the version the engine asks for. A list that
+// fails through the conversion webhook is crdupgradesafety.UnreadableError
+// (a finding rather than an error).
+type managedFieldsLister struct {
+	pair    Pair
+	cluster Cluster
+	tracker *liveTracker
+}
 
-	reader := objects.NewManagedFieldsReader(pair.Old, pair.New, cfg.KubeVersion)
-	if reader == nil {
-		return nil, nil
-	}
-	version := ""
-	for _, v := range pair.Old.Spec.Versions {
-		if v.Served && (version == "" || v.Storage) {
-			version = v.Name
-		}
-	}
-	if version == "" {
-		return nil, nil // nothing served: nothing a client can apply
-	}
+func (m *managedFieldsLister) List(ctx context.Context, crd *apiextv1.CustomResourceDefinition, version string,
+	read func([]map[string]any) error) error {
+
 	pages, listed := 0, 0
-	err := cluster.ListCustomResources(ctx, pair.Old, version, func(objs []map[string]any) error {
+	err := m.cluster.ListCustomResources(ctx, crd, version, func(objs []map[string]any) error {
 		pages, listed = pages+1, listed+len(objs)
-		reader.Read(objs)
-		tracker.add(0, len(objs))
+		if err := read(objs); err != nil {
+			return err
+		}
+		m.tracker.add(0, len(objs))
 		return nil
 	})
 	if de := deadlineError(ctx, err, pagesRead(pages, listed)); de != nil {
-		return nil, fmt.Errorf("listing %s of CRD %s for their managedFields: %w", pair.Old.Spec.Names.Plural, pair.New.Name, de)
+		return fmt.Errorf("listing %s of CRD %s for their managedFields: %w", crd.Spec.Names.Plural, m.pair.New.Name, de)
 	}
 	if err != nil {
-		if webhook := conversionService(pair.Old); webhook != "" && !forbidden(err) {
-			return objects.Unreadable(pair.New.Name, version, webhook, err, cfg), nil
+		if webhook := conversionService(crd); webhook != "" && !forbidden(err) {
+			return &crdupgradesafety.UnreadableError{Webhook: webhook, Err: err}
 		}
-		return nil, fmt.Errorf("checking the managedFields of custom resources of CRD %s: %w", pair.New.Name, err)
+		return fmt.Errorf("checking the managedFields of custom resources of CRD %s: %w", m.pair.New.Name, err)
 	}
-	return reader.Findings(cfg), nil
+	return nil
 }
 
 // clusterObjects is the cluster's stored custom resources of one pair as
@@ -243,6 +236,8 @@ func conversionService(crd *apiextv1.CustomResourceDefinition) string {
 	return "webhook"
 }
 
+// removalFindings is the one call of a removal: the custom resources the
+// change set deletes with the CRD, counted.
 func removalFindings(ctx context.Context, r Removal, cfg *config.Settings,
 	cluster Cluster) ([]finding.Finding, error) {
 
@@ -253,5 +248,6 @@ func removalFindings(ctx context.Context, r Removal, cfg *config.Settings,
 	if err != nil {
 		return nil, fmt.Errorf("checking deletion of CRD %s: %w", r.CRD.Name, err)
 	}
-	return objects.Deletion(r.CRD.Name, n-r.AlsoDeleted, "", cfg), nil
+	return crdupgradesafety.Judge(ctx, crdupgradesafety.Pair{Old: r.CRD,
+		Deletion: &crdupgradesafety.Deletion{Objects: n - r.AlsoDeleted}}, cfg, nil)
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/objects"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
 )
 
@@ -24,7 +23,7 @@ type pairOutcome struct {
 	replace string
 	// validators keeps the validators of stored objects' batches (nil:
 	// built for each batch).
-	validators *objects.Validators
+	validators *crdupgradesafety.Validators
 	// policy is the pair's policy, entered once for its comparison and
 	// its judgement (crdupgradesafety.Pair.Policy).
 	policy *finding.Policy
@@ -87,7 +86,8 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.Settings, cluster Clus
 			// against the offline findings, every finding judged once.
 			var err error
 			outcomes[i].findings, err = crdupgradesafety.Judge(ctx, crdupgradesafety.Pair{Old: pairs[i].Old, New: pairs[i].New,
-				Findings: outcomes[i].findings, Compared: true, Policy: outcomes[i].policy}, cfg, samples(pairs[i], cfg))
+				Findings: outcomes[i].findings, Compared: true, Policy: outcomes[i].policy, Ordering: pairs[i].Ordering},
+				cfg, samples(pairs[i], cfg))
 			return err
 		})
 	} else {
@@ -106,9 +106,15 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.Settings, cluster Clus
 		all = append(all, fs...)
 	}
 	if cluster == nil {
-		// No cluster to count the custom resources a removal loses.
+		// No cluster to count the custom resources a removal loses: the
+		// removal's one call judges it deleted with every one it has.
 		for _, r := range plan.Removals {
-			all = append(all, finding.ApplyImpacts(objects.Dropped(r.CRD.Name, cfg), nil, cfg)...)
+			fs, err := crdupgradesafety.Judge(ctx, crdupgradesafety.Pair{Old: r.CRD,
+				Deletion: &crdupgradesafety.Deletion{Uncounted: true}}, cfg, nil)
+			if err != nil {
+				return nil, err
+			}
+			all = append(all, fs...)
 		}
 	}
 	all = append(all, staleWaivers(pairs, plan.Removals, cfg, all)...)
@@ -134,24 +140,23 @@ func liveFindings(ctx context.Context, pairs []Pair, offline func(context.Contex
 		var err error
 		if i < len(pairs) {
 			offline(ctx, i)
-			var live []finding.Finding
+			var jp crdupgradesafety.Pair
 			var stored crdupgradesafety.Objects
 			var denial *webhookDenial
-			live, stored, denial, err = livePairFindings(ctx, pairs[i], outcomes[i], cfg, cluster, tracker)
+			jp, stored, denial, err = livePair(ctx, pairs[i], outcomes[i], cfg, cluster, tracker)
 			if err == nil {
-				// The engine's one call per pair: the stored objects
-				// read against the offline findings, every finding
-				// judged once, here rather than in outcomes; then what a
-				// denial by our own webhook adds to them, said once.
-				results[i], err = crdupgradesafety.Judge(ctx, crdupgradesafety.Pair{Old: pairs[i].Old, New: pairs[i].New,
-					Findings: outcomes[i].findings, Compared: true, Live: live, Validators: outcomes[i].validators,
-					Policy: outcomes[i].policy}, cfg, stored)
+				// The engine's one call per pair: its live views read
+				// from the sources the cluster is adapted to, the stored
+				// objects read against the offline findings, every
+				// finding judged once, here rather than in outcomes;
+				// then what a denial by our own webhook adds to them,
+				// said once.
+				results[i], err = crdupgradesafety.Judge(ctx, jp, cfg, stored)
 				results[i] = append(results[i], denial.findings(pairs[i].New.Name, results[i], cfg)...)
 			}
 			outcomes[i].findings = nil
 		} else {
 			results[i], err = removalFindings(ctx, removals[i-len(pairs)], cfg, cluster)
-			results[i] = finding.ApplyImpacts(results[i], nil, cfg)
 		}
 		if err == nil {
 			tracker.add(1, 0)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/storedversions"
 	"github.com/crdsafety/kapp/pkg/kapp/kube"
@@ -32,7 +32,7 @@ type StoredVersionsVerdict struct {
 	// is dropped).
 	Evidence string
 	// Findings: one storedVersionRemoval finding per dropped version when
-	// no evidence backs the drop (checks.CompareStatus).
+	// no evidence backs the drop (crdupgradesafety.Judge, Pair.StatusTrim).
 	Findings []finding.Finding
 }
 
@@ -68,6 +68,13 @@ func JudgeStoredVersions(ctx context.Context, cluster Cluster, old, new *apiextv
 		v.Evidence = fmt.Sprintf("StorageVersionMigration %s succeeded at storage version %s", ev.Migration, ev.Version)
 		return v, nil
 	}
-	v.Findings = checks.CompareStatus(old, new, cfg)
+	// The write's one call: its trim judged alone (nothing else compared).
+	fs, err := crdupgradesafety.Judge(ctx, crdupgradesafety.Pair{Old: old, New: new, StatusTrim: true}, cfg, nil)
+	if err != nil {
+		return v, err
+	}
+	if len(fs) > 0 {
+		v.Findings = fs
+	}
 	return v, nil
 }

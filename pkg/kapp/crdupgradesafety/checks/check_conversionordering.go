@@ -110,8 +110,9 @@ func portOf(s *apiextv1.ServiceReference) int32 {
 	return *s.Port
 }
 
-// ConversionOrderingFindings is the conversionOrdering check of one CRD
-// update in a kapp deploy: when the update needs the webhook's new code
+// ConversionOrderingFor is the conversionOrdering check of one CRD update
+// in a kapp deploy, under the pair's policy p (a list of its own: Policy.Sub;
+// judged with the pair's findings, crdupgradesafety.Judge, Pair.Ordering): when the update needs the webhook's new code
 // (ConversionNeedOf) and the change set rolls out workloads that serve the
 // webhook without the CRD's change waiting for them (o, from kapp's change
 // graph), an error by default: kapp may update the CRD while the old code
@@ -119,11 +120,10 @@ func portOf(s *apiextv1.ServiceReference) int32 {
 // code does not know) or run the old code against the new schema, and
 // what they write is stored. None when o is nil, every workload is
 // ordered, the update needs no new code or the check is disabled.
-func ConversionOrderingFindings(old, new *apiextv1.CustomResourceDefinition, o *finding.ConversionOrdering, cfg *config.Settings) []finding.Finding {
+func ConversionOrderingFor(p *finding.Policy, old, new *apiextv1.CustomResourceDefinition, o *finding.ConversionOrdering) []finding.Finding {
 	if o == nil || new == nil {
 		return nil
 	}
-	p := finding.NewPolicy(cfg, new.Name)
 	if !p.Settings.Checks.CRD.ConversionOrdering.Enabled {
 		return nil
 	}
@@ -150,7 +150,7 @@ func ConversionOrderingFindings(old, new *apiextv1.CustomResourceDefinition, o *
 	for i := range p.Findings {
 		p.Findings[i].Ordering = &facts
 	}
-	return p.Judged(p.Findings)
+	return p.Findings
 }
 
 func rolledOut(n int) string {

@@ -112,13 +112,13 @@ func trimDetail(t *storedversions.Trim) string {
 	return s
 }
 
-// CompareStatus judges a write of a CRD's status (old: the stored CRD,
-// new: as it would be stored) that drops versions from
-// status.storedVersions, when the caller found no evidence for it
-// (storedversions): one storedVersionRemoval finding per dropped version,
-// an error (a warning under failMode open or mode warn).
-func CompareStatus(old, new *apiextv1.CustomResourceDefinition, cfg *config.Settings) []finding.Finding {
-	p := finding.NewPolicy(cfg, new.Name)
+// CompareStatusFor judges, under the pair's policy p (judged with the
+// pair's findings: crdupgradesafety.Judge, Pair.StatusTrim), a write of a
+// CRD's status (old: the stored CRD, new: as it would be stored) that
+// drops versions from status.storedVersions, when the caller found no
+// evidence for it (storedversions): one storedVersionRemoval finding per
+// dropped version, an error (a warning under failMode open or mode warn).
+func CompareStatusFor(p *finding.Policy, old, new *apiextv1.CustomResourceDefinition) []finding.Finding {
 	if !p.Settings.Checks.CRD.StoredVersionRemoval.Enabled {
 		return nil
 	}
@@ -131,7 +131,7 @@ func CompareStatus(old, new *apiextv1.CustomResourceDefinition, cfg *config.Sett
 			"status.storedVersions trimmed: %q dropped with no completed migration on record: objects stored in it become unreadable once the version is removed", v)
 	}
 	finding.SortFindings(p.Findings)
-	return p.Judged(p.Findings)
+	return p.Findings
 }
 
 // migrationRunning returns the message of the CRD's StorageMigrating

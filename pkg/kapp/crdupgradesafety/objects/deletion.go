@@ -9,16 +9,19 @@ import (
 // The descriptor of crdDeletion: a CRD deleted (or replaced) with its objects.
 var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckCRDDeletion}, Runs: finding.RunsLive, Remedy: finding.RemedyBackupObjects, Loss: finding.LossAlways})
 
-// Deletion is the crdDeletion live check: the finding for deleting a CRD
-// that still has count custom resources. replaceCause is "" for a CRD the
-// change set deletes, or why kapp replaces it (deletes and creates it
-// again) instead of updating it, e.g. "update strategy always-replace".
-// None when count is 0 or the check is disabled.
-func Deletion(crdName string, count int, replaceCause string, cfg *config.Settings) []finding.Finding {
-	p := finding.NewPolicy(cfg, crdName)
+// DeletionFor is the crdDeletion live check, a step of the pair's one
+// call (crdupgradesafety.Judge) under its policy p (a list of its own:
+// Policy.Sub): the finding for deleting a CRD that still has count custom
+// resources, the objects counted as its impact. replaceCause is "" for a
+// CRD the change set deletes, or why kapp replaces it (deletes and creates
+// it again) instead of updating it, e.g. "update strategy always-replace".
+// None when count is 0 or the check is disabled. Its severity is judged
+// with the pair's findings (finding.Policy.Apply).
+func DeletionFor(p *finding.Policy, count int, replaceCause string) []finding.Finding {
 	if count <= 0 || !p.Settings.Checks.CRD.CRDDeletion.Enabled {
 		return nil
 	}
+	crdName := p.CRD
 	noun := plural.Of(count, "custom resource", "custom resources")
 	if replaceCause == "" {
 		p.CRDLevelWith(config.EnforcementStrict, "", config.CheckCRDDeletion, backupRemedy(crdName), finding.Change{Kind: "deleted"},
@@ -30,25 +33,22 @@ func Deletion(crdName string, count int, replaceCause string, cfg *config.Settin
 	for i := range p.Findings {
 		p.Findings[i].Impact = &finding.Impact{Source: finding.SourceCluster, Objects: count, Affected: count, VersionAffected: count,
 			Effects: []finding.EffectCount{{Effect: finding.EffectDeleted, Objects: count, Examples: []finding.ObjectEffect{}}}}
-		// Judged again with the objects counted (acceptDataLoss).
-		p.Findings[i].Rejudge()
-		finding.JudgeFinal(p.Settings, &p.Findings[i])
 	}
 	return p.Findings
 }
 
-// Dropped returns the crdDeletion finding for a CRD that the old inputs
-// hold and the new ones lack, when no cluster is at hand to count its
-// custom resources: deploying the new inputs with kapp deletes the CRD, and
-// with it every custom resource it has (none when the check is disabled).
-func Dropped(crdName string, cfg *config.Settings) []finding.Finding {
-	p := finding.NewPolicy(cfg, crdName)
+// DroppedFor returns, under the pair's policy p (a list of its own), the
+// crdDeletion finding for a CRD that the old inputs hold and the new ones
+// lack, when no cluster is at hand to count its custom resources:
+// deploying the new inputs with kapp deletes the CRD, and with it every
+// custom resource it has (none when the check is disabled).
+func DroppedFor(p *finding.Policy) []finding.Finding {
 	if !p.Settings.Checks.CRD.CRDDeletion.Enabled {
 		return nil
 	}
-	p.CRDLevelWith(config.EnforcementStrict, "", config.CheckCRDDeletion, backupRemedy(crdName), finding.Change{Kind: "missingFromInputs"},
+	p.CRDLevelWith(config.EnforcementStrict, "", config.CheckCRDDeletion, backupRemedy(p.CRD), finding.Change{Kind: "missingFromInputs"},
 		"missing from the new inputs: kapp would delete the CRD with all its custom resources")
-	return p.Judged(p.Findings)
+	return p.Findings
 }
 
 // backupRemedy is the way forward from deleting a CRD with objects: back

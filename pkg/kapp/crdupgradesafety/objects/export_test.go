@@ -23,3 +23,31 @@ func ReadImpactWith(t *testing.T, oldSpec, newSpec string, objs []map[string]any
 	out, _ := readImpactWith(t, oldSpec, newSpec, objs, cfg, opts)
 	return out
 }
+
+// The live checks' findings judged in a policy of their own, as the
+// engine's one call judges them with the pair's (for the tests of each
+// check alone).
+
+// Deletion is DeletionFor judged.
+func Deletion(crdName string, count int, replaceCause string, cfg *config.Settings) []finding.Finding {
+	p := finding.NewPolicy(cfg, crdName)
+	return p.Judged(DeletionFor(p, count, replaceCause))
+}
+
+// Dropped is DroppedFor judged.
+func Dropped(crdName string, cfg *config.Settings) []finding.Finding {
+	p := finding.NewPolicy(cfg, crdName)
+	return p.Judged(DroppedFor(p))
+}
+
+// Findings is FindingsFor judged.
+func (r *ManagedFieldsReader) Findings(cfg *config.Settings) []finding.Finding {
+	p := finding.NewPolicy(cfg, r.crd)
+	return p.Judged(r.FindingsFor(p))
+}
+
+// Findings is FindingsFor judged.
+func (r *OwnerReferencesReader) Findings(cfg *config.Settings) []finding.Finding {
+	p := finding.NewPolicy(cfg, r.crd)
+	return p.Judged(r.FindingsFor(p))
+}

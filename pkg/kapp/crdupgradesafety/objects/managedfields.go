@@ -147,11 +147,12 @@ func (r *ManagedFieldsReader) add(a *mfAcc, name string, names []string, label s
 	}
 }
 
-// Findings are the managedFields findings of the objects read: one per
-// watched version that entries name, with its impact (how many objects,
-// which managers, the first names).
-func (r *ManagedFieldsReader) Findings(cfg *config.Settings) []finding.Finding {
-	p := finding.NewPolicy(cfg, r.crd)
+// FindingsFor are the managedFields findings of the objects read, under
+// the pair's policy p (a list of its own: Policy.Sub), judged with the
+// pair's (crdupgradesafety.Judge): one per watched version that entries
+// name, with its impact (how many objects, which managers, the first
+// names).
+func (r *ManagedFieldsReader) FindingsFor(p *finding.Policy) []finding.Finding {
 	c := p.Settings.Checks.CRD.ManagedFields
 	if !c.Enabled {
 		return nil
@@ -193,7 +194,7 @@ func (r *ManagedFieldsReader) Findings(cfg *config.Settings) []finding.Finding {
 		}
 	}
 	r.conversionFinding(p)
-	return p.Judged(p.Findings)
+	return p.Findings
 }
 
 // conversionFinding adds the warning of a conversion webhook change while

@@ -101,15 +101,16 @@ func (r *OwnerReferencesReader) Done(read int, unreadable []UnreadableResource) 
 	r.read, r.unreadable = read, unreadable
 }
 
-// Findings are the ownerReferences findings: per removed version that
+// FindingsFor are the ownerReferences findings under the pair's policy p
+// (a list of its own: Policy.Sub), judged with the pair's
+// (crdupgradesafety.Judge): per removed version that
 // dependents name, an error with its impact; where resources could not be
 // read, one finding naming them (dependents there are unknown), which
 // failMode decides as for any live check that cannot run: an error under
 // closed, a warning under open. Its remedy names the resources the
 // reader's identity may not list (the webhook's role grants them with
 // `kapp tools crd-upgrade-safety-webhook rbac --dependents`).
-func (r *OwnerReferencesReader) Findings(cfg *config.Settings) []finding.Finding {
-	p := finding.NewPolicy(cfg, r.crd)
+func (r *OwnerReferencesReader) FindingsFor(p *finding.Policy) []finding.Finding {
 	if !p.Settings.Checks.CRD.OwnerReferences.Enabled {
 		return nil
 	}
@@ -158,5 +159,5 @@ func (r *OwnerReferencesReader) Findings(cfg *config.Settings) []finding.Finding
 			len(r.unreadable), plural.Of(len(r.unreadable), "resource", "resources"), plural.Of(len(r.removed), "version", "versions"),
 			fail.Mode, finding.SummarizeList(why))
 	}
-	return p.Judged(p.Findings)
+	return p.Findings
 }

@@ -848,18 +848,13 @@ func VersionsToRead(oldCRD, newCRD *apiextv1.CustomResourceDefinition) []string 
 	return out
 }
 
-// Unreadable is the existingResources finding for a version of a CRD whose
-// stored objects could not be read through its conversion webhook (webhook
-// names it, err says why): what the update does to them is unknown. The
-// failMode decides, as for any live check that cannot run: an error under
-// closed, a warning under open.
-func Unreadable(crdName, version, webhook string, err error, cfg *config.Settings) []finding.Finding {
-	p := finding.NewPolicy(cfg, crdName)
-	return p.Judged(UnreadableFor(p, version, webhook, err))
-}
-
-// UnreadableFor is Unreadable under the pair's policy (a list of its own),
-// before it is judged (finding.Policy.Apply judges it with the pair's).
+// UnreadableFor is the existingResources finding for a version of a CRD
+// whose stored objects could not be read through its conversion webhook
+// (webhook names it, err says why): what the update does to them is
+// unknown. The failMode decides, as for any live check that cannot run: an
+// error under closed, a warning under open. Under the pair's policy (a
+// list of its own), before it is judged (finding.Policy.Apply judges it
+// with the pair's).
 func UnreadableFor(pol *finding.Policy, version, webhook string, err error) []finding.Finding {
 	p := pol.Sub()
 	fail := p.Settings.FailDecisionFor(config.FailUnreadableObjects, nil)
