@@ -4,6 +4,7 @@ package kapp_test
 import (
 	"encoding/json"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -125,5 +126,47 @@ func TestServicesComposeNoWords(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// engineFront is what a package outside the engine may import of it: its
+// front (one call per pair, and what the service needs of the rooms) and
+// the finding model every output speaks; the other rooms (checks,
+// objects, apivalidation, internal) are the engine's own.
+var engineFront = []string{"pkg/kapp/crdupgradesafety", "pkg/kapp/crdupgradesafety/finding"}
+
+// TestEngineFront: no package outside the engine (evaluation above all,
+// its tests and fixtures included) imports an inner room of the engine;
+// they talk to its front (issue 38).
+func TestEngineFront(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json=ImportPath,Imports,TestImports,XTestImports", module+"...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	const engine = "pkg/kapp/crdupgradesafety"
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	sawEvaluation := false
+	for dec.More() {
+		var p struct {
+			ImportPath                         string
+			Imports, TestImports, XTestImports []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		from := strings.TrimPrefix(p.ImportPath, module)
+		if from == engine || strings.HasPrefix(from, engine+"/") {
+			continue
+		}
+		sawEvaluation = sawEvaluation || from == "pkg/kapp/evaluation"
+		for _, imp := range append(append(p.Imports, p.TestImports...), p.XTestImports...) {
+			to := strings.TrimPrefix(imp, module)
+			if strings.HasPrefix(to, engine+"/") && !slices.Contains(engineFront, to) {
+				t.Errorf("%s imports %s, a room inside the engine: talk to its front (%s)", from, to, strings.Join(engineFront, ", "))
+			}
+		}
+	}
+	if !sawEvaluation {
+		t.Fatal("pkg/kapp/evaluation not listed")
 	}
 }

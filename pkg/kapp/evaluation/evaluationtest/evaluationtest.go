@@ -11,7 +11,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/apivalidation"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/kube"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -115,11 +115,11 @@ func (f *Cluster) DryRun(_ context.Context, verb evaluation.Verb, obj *unstructu
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, crd); err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	prepared := apivalidation.PrepareCRD(crd)
+	prepared := crdupgradesafety.PrepareCRD(crd)
 	errs := prepared.Create(context.Background())
 	warnings := prepared.WarningsOnCreate(context.Background())
 	if verb == evaluation.VerbUpdate {
-		old := apivalidation.PrepareCRD(f.CRDs[crd.Name])
+		old := crdupgradesafety.PrepareCRD(f.CRDs[crd.Name])
 		errs = prepared.Update(context.Background(), old)
 		warnings = prepared.WarningsOnUpdate(context.Background(), old)
 	}
