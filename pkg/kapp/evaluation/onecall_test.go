@@ -1,4 +1,4 @@
-package evaluation
+package evaluation_test
 
 import (
 	"context"
@@ -8,13 +8,18 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
+	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 )
 
 // examplePair is examples/crd-upgrade's unsafe release (crd-v1.yaml ->
 // crd-v3-unsafe.yaml) with widgets.yaml as the stored objects.
-func examplePair(t *testing.T) Pair {
+func examplePair(t *testing.T) evaluation.Pair {
 	t.Helper()
 	read := func(name string) string {
 		b, err := os.ReadFile("../../../examples/crd-upgrade/" + name)
@@ -23,7 +28,7 @@ func examplePair(t *testing.T) Pair {
 		}
 		return string(b)
 	}
-	p := Pair{Old: testcrd.MustCRD(t, read("crd-v1.yaml")), New: testcrd.MustCRD(t, read("crd-v3-unsafe.yaml"))}
+	p := evaluation.Pair{Old: testcrd.MustCRD(t, read("crd-v1.yaml")), New: testcrd.MustCRD(t, read("crd-v3-unsafe.yaml"))}
 	for _, doc := range strings.Split(read("widgets.yaml"), "\n---\n") {
 		var obj map[string]any
 		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
@@ -34,23 +39,133 @@ func examplePair(t *testing.T) Pair {
 	return p
 }
 
-// TestPolicyEntriesPerPair counts the policies one evaluation of one pair
-// enters (finding.PoliciesMade): the engine's one call per pair judges it
-// in one policy (before the one call: 5 for this request, 2 of them the
-// reader's lists, 1 ApplyImpacts', 1 StaleWaivers').
+// TestPolicyEntriesPerPair counts the policies one evaluation enters
+// (finding.PoliciesMade) for requests that, between them, run every live
+// view of a pair (the stored objects, the dry run, a replace's and a
+// removal's count, managedFields, ownerReferences, conversionOrdering, a
+// status write's trim of storedVersions): the engine's one call per pair
+// (crdupgradesafety.Judge) judges each pair, removal or status write in
+// one policy, so a view that entered a policy of its own would count
+// more. (Before the one call, examples/crd-upgrade with its samples
+// entered 5: 2 of them the reader's lists, 1 ApplyImpacts', 1
+// StaleWaivers'; before the live views were steps of the call, a pair
+// with managedFields and ownerReferences entered 3.)
 func TestPolicyEntriesPerPair(t *testing.T) {
-	cfg := config.Default()
-	before := finding.PoliciesMade()
-	res, err := Run(context.Background(), Request{Plan: Plan{Pairs: []Pair{examplePair(t)}}, Settings: &cfg})
-	if err != nil {
-		t.Fatal(err)
+	old := func() *apiextv1.CustomResourceDefinition { return testcrd.MustCRD(t, testcrd.OldCRD) }
+	// twoVersions serves v1alpha1 beside v1 (stored); old() removes it.
+	twoVersions := func() *apiextv1.CustomResourceDefinition {
+		crd := old()
+		alpha := *crd.Spec.Versions[0].DeepCopy()
+		alpha.Name, alpha.Storage = "v1alpha1", false
+		crd.Spec.Versions = append([]apiextv1.CustomResourceDefinitionVersion{alpha}, crd.Spec.Versions...)
+		return crd
 	}
-	n := finding.PoliciesMade() - before
-	t.Logf("one evaluation of examples/crd-upgrade (v1 -> v3-unsafe, 2 samples): %d findings, %d policies entered", len(res.Findings), n)
-	if len(res.Findings) == 0 {
-		t.Fatal("no findings: the example is unsafe")
+	sent := func(crd *apiextv1.CustomResourceDefinition) *unstructured.Unstructured {
+		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &unstructured.Unstructured{Object: obj}
 	}
-	if n != 1 {
-		t.Errorf("one pair entered %d policies, want 1 (its comparison, readers and judgement share it)", n)
+	dryRun := evaluation.Pair{Old: old(), New: testcrd.MustCRD(t, testcrd.SafeCRD)}
+	dryRun.Old.ResourceVersion = "42"
+	dryRun.Send = sent(dryRun.New)
+	dryRun.Send.SetResourceVersion("42")
+	// conversionOrdering: v1 and v2 behind a conversion webhook, the
+	// update moves the storage version to v2 while the change set rolls
+	// out the webhook's Deployment unordered.
+	conv := func(storeV2 bool) *apiextv1.CustomResourceDefinition {
+		c := old()
+		v2 := *c.Spec.Versions[0].DeepCopy()
+		v2.Name = "v2"
+		c.Spec.Versions = append(c.Spec.Versions, v2)
+		c.Spec.Versions[0].Storage, c.Spec.Versions[1].Storage = !storeV2, storeV2
+		c.Spec.Conversion = &apiextv1.CustomResourceConversion{Strategy: apiextv1.WebhookConverter,
+			Webhook: &apiextv1.WebhookConversion{ConversionReviewVersions: []string{"v1"},
+				ClientConfig: &apiextv1.WebhookClientConfig{Service: &apiextv1.ServiceReference{Namespace: "conv", Name: "webhook"}}}}
+		return c
 	}
+	ordered := evaluation.Pair{Old: conv(false), New: conv(true), Ordering: &finding.ConversionOrdering{Service: "conv/webhook",
+		Group: "g/widgets.example.com", Workloads: []finding.OrderedWorkload{{Kind: "Deployment", Namespace: "conv", Name: "webhook"}}}}
+	replace := evaluation.Pair{Old: old(), New: testcrd.MustCRD(t, testcrd.SafeCRD), Strategy: evaluation.StrategyAlwaysReplace}
+
+	for _, tc := range []struct {
+		name    string
+		plan    evaluation.Plan
+		live    bool
+		entries int      // pairs and removals of the plan
+		checks  []string // a finding of each: the view ran
+	}{
+		{name: "samples", plan: evaluation.Plan{Pairs: []evaluation.Pair{examplePair(t)}}, entries: 1,
+			checks: []string{config.CheckEnum}},
+		{name: "stored objects", plan: evaluation.Plan{Pairs: []evaluation.Pair{{Old: old(), New: testcrd.MustCRD(t, testcrd.UnsafeCRD)}}},
+			live: true, entries: 1, checks: []string{config.CheckEnum}},
+		{name: "managedFields and ownerReferences", plan: evaluation.Plan{Pairs: []evaluation.Pair{{Old: twoVersions(), New: old()}}},
+			live: true, entries: 1, checks: []string{config.CheckManagedFields, config.CheckOwnerReferences}},
+		{name: "dry run", plan: evaluation.Plan{Pairs: []evaluation.Pair{dryRun}}, live: true, entries: 1,
+			checks: []string{config.CheckAPIServerRejects}},
+		{name: "replace", plan: evaluation.Plan{Pairs: []evaluation.Pair{replace}}, live: true, entries: 1,
+			checks: []string{config.CheckCRDDeletion}},
+		{name: "removal", plan: evaluation.Plan{Removals: []evaluation.Removal{{CRD: old()}}}, live: true, entries: 1,
+			checks: []string{config.CheckCRDDeletion}},
+		{name: "removal offline", plan: evaluation.Plan{Removals: []evaluation.Removal{{CRD: old()}}}, entries: 1,
+			checks: []string{config.CheckCRDDeletion}},
+		{name: "conversionOrdering", plan: evaluation.Plan{Pairs: []evaluation.Pair{ordered}}, live: true, entries: 1,
+			checks: []string{config.CheckConversionOrdering}},
+		{name: "every view, one request", plan: evaluation.Plan{Pairs: []evaluation.Pair{{Old: twoVersions(), New: old()}, ordered},
+			Removals: []evaluation.Removal{{CRD: old()}}}, live: true, entries: 3,
+			checks: []string{config.CheckManagedFields, config.CheckOwnerReferences, config.CheckConversionOrdering, config.CheckCRDDeletion}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Default()
+			req := evaluation.Request{Plan: tc.plan, Settings: &cfg}
+			if tc.live {
+				cluster := evaluationtest.LiveCluster(t)
+				req.Cluster = func() (evaluation.Cluster, error) { return cluster, nil }
+			}
+			before := finding.PoliciesMade()
+			res, err := evaluation.Run(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := finding.PoliciesMade() - before
+			t.Logf("%d findings, %d policies entered", len(res.Findings), n)
+			for _, check := range tc.checks {
+				if !hasCheck(res.Findings, check) {
+					t.Errorf("no %s finding: the view did not run", check)
+				}
+			}
+			if n != int64(tc.entries) {
+				t.Errorf("%d pairs and removals entered %d policies, want one each (the comparison, the live views, the readers and the judgement share it)", tc.entries, n)
+			}
+		})
+	}
+
+	t.Run("status write", func(t *testing.T) {
+		stored := twoVersions()
+		stored.Status.StoredVersions = []string{"v1alpha1", "v1"}
+		trimmed := stored.DeepCopy()
+		trimmed.Status.StoredVersions = []string{"v1"}
+		cfg := config.Default()
+		before := finding.PoliciesMade()
+		v, err := evaluation.JudgeStoredVersions(context.Background(), evaluationtest.LiveCluster(t), stored, trimmed, &cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !hasCheck(v.Findings, config.CheckStoredVersionRemoval) {
+			t.Errorf("no storedVersionRemoval finding for an unproven trim: %+v", v)
+		}
+		if n := finding.PoliciesMade() - before; n != 1 {
+			t.Errorf("a status write entered %d policies, want 1", n)
+		}
+	})
+}
+
+func hasCheck(fs []finding.Finding, check string) bool {
+	for _, f := range fs {
+		if f.Check == check {
+			return true
+		}
+	}
+	return false
 }
