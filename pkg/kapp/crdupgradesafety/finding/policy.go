@@ -55,8 +55,14 @@ type Policy struct {
 var policiesMade atomic.Int64
 
 // PoliciesMade is how many policies NewPolicy has made in this process: a
-// measure of how many times a run enters the policy (the tests of the
-// engine's one call per pair count it around one evaluation).
+// measure of how many times a run enters the policy.
+//
+// A test hook kept in production code on purpose: the tests that count it
+// run whole evaluations in other packages (the front's TestJudgeReadsObjects,
+// evaluation's TestPolicyEntriesPerPair, which fails if any live view
+// enters a policy of its own), and an export_test.go reaches only this
+// package's own tests. Its cost is one atomic add per pair; nothing but
+// those tests reads it.
 func PoliciesMade() int64 { return policiesMade.Load() }
 
 // defaultSettings is what a nil *config.Settings means, resolved once.

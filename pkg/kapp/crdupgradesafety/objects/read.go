@@ -871,7 +871,16 @@ func UnreadableFor(pol *finding.Policy, version, webhook string, err error) []fi
 // and new schemas read a stored object alike (readsDiffer false), so
 // nothing is pruned or defaulted differently. FullRead turns the shortcut
 // off; the engine's proofs (proof_test.go) check that both find the same.
+//
+// Shortcut and FullRead are test hooks kept in production code on
+// purpose: their one caller is the proofs against the apiserver, which
+// are whole-engine tests and live in the engine's front (a proof compares
+// the checks' findings with what the readers find of generated objects
+// and the apiserver's own verdict), and an export_test.go reaches only
+// this package's own tests. Neither changes
+// what a reader finds (the proofs check exactly that).
 func (r *ObjectReader) Shortcut() bool { return !r.readChanges }
 
-// FullRead makes r read every object as if its schemas read them apart.
+// FullRead makes r read every object as if its schemas read them apart
+// (a test hook: see Shortcut).
 func (r *ObjectReader) FullRead() { r.readChanges = true }
