@@ -6,12 +6,13 @@
 //
 // Files:
 //
-//	compare.go                     Compare: every check of one pair, in order; the versions both CRDs have
+//	compare.go                     Compare: every check of one pair, in the order each takes from its file
+//	                               (crdCheckOf, as property checks do: propertyCheckOf); the versions both CRDs have
 //	walk.go                        the schema walk: pairRun, node, the property checks in their order (propertyCheckOf); existingFieldRemoval, additionalProperties
 //	walk_combinators.go            the walk of allOf, anyOf, oneOf and not, judged by meaning (probes)
 //	schema_equality.go             SameSchema: two schemas alike but for documentation
 //	kubeversion.go                 ValidatedAt: a CRD as the apiserver of a Kubernetes version validates it
-//	check_crd.go                   scope, storedVersionRemoval, servedVersionRemoval; CompareStatus
+//	check_crd.go                   scope, storedVersionRemoval, servedVersionRemoval; CompareStatusFor
 //	check_versionlifecycle.go      versionLifecycle: a served version removed before it was deprecated
 //	check_subresources.go          subresources: status and scale
 //	check_selectablefields.go      selectableFields
@@ -37,5 +38,5 @@
 //	check_type.go                  type
 //	check_uniqueitems.go           uniqueItems
 //	check_unhandled.go             unhandled: whatever no check cleared
-//	check_conversionordering.go    conversionOrdering (kapp deploy): ConversionNeedOf, ConversionOrderingFindings
+//	check_conversionordering.go    conversionOrdering (kapp deploy): ConversionNeedOf, ConversionOrderingFor
 package checks

@@ -21,7 +21,7 @@ type ConversionOrdering struct {
 	RuleAnnotation string
 	// Need is why the update needs the webhook's new code, and
 	// NeedVersion the version it is about ("" for a conversion change);
-	// set by the engine (ConversionOrderingFindings).
+	// set by the engine (checks.ConversionOrderingFor).
 	Need        ConversionNeed
 	NeedVersion string
 }
