@@ -88,6 +88,18 @@ func TestPolicyEntriesPerPair(t *testing.T) {
 	ordered := evaluation.Pair{Old: conv(false), New: conv(true), Ordering: &finding.ConversionOrdering{Service: "conv/webhook",
 		Group: "g/widgets.example.com", Workloads: []finding.OrderedWorkload{{Kind: "Deployment", Namespace: "conv", Name: "webhook"}}}}
 	replace := evaluation.Pair{Old: old(), New: testcrd.MustCRD(t, testcrd.SafeCRD), Strategy: evaluation.StrategyAlwaysReplace}
+	// Every live check (finding.RunsLive) is run by a case below: a live
+	// view added without one fails here.
+	viewed := map[string]bool{}
+	defer func() {
+		for _, d := range finding.Descriptors() {
+			for _, id := range d.IDs {
+				if d.Runs == finding.RunsLive && !viewed[id] {
+					t.Errorf("the live check %s runs in no case: add a request that runs it", id)
+				}
+			}
+		}
+	}()
 
 	for _, tc := range []struct {
 		name    string
@@ -95,11 +107,12 @@ func TestPolicyEntriesPerPair(t *testing.T) {
 		live    bool
 		entries int      // pairs and removals of the plan
 		checks  []string // a finding of each: the view ran
+		views   []string // the live checks it runs, when not named by checks
 	}{
 		{name: "samples", plan: evaluation.Plan{Pairs: []evaluation.Pair{examplePair(t)}}, entries: 1,
 			checks: []string{config.CheckEnum}},
 		{name: "stored objects", plan: evaluation.Plan{Pairs: []evaluation.Pair{{Old: old(), New: testcrd.MustCRD(t, testcrd.UnsafeCRD)}}},
-			live: true, entries: 1, checks: []string{config.CheckEnum}},
+			live: true, entries: 1, checks: []string{config.CheckEnum}, views: []string{config.CheckExistingResources}},
 		{name: "managedFields and ownerReferences", plan: evaluation.Plan{Pairs: []evaluation.Pair{{Old: twoVersions(), New: old()}}},
 			live: true, entries: 1, checks: []string{config.CheckManagedFields, config.CheckOwnerReferences}},
 		{name: "dry run", plan: evaluation.Plan{Pairs: []evaluation.Pair{dryRun}}, live: true, entries: 1,
@@ -116,6 +129,9 @@ func TestPolicyEntriesPerPair(t *testing.T) {
 			Removals: []evaluation.Removal{{CRD: old()}}}, live: true, entries: 3,
 			checks: []string{config.CheckManagedFields, config.CheckOwnerReferences, config.CheckConversionOrdering, config.CheckCRDDeletion}},
 	} {
+		for _, id := range append(tc.checks, tc.views...) {
+			viewed[id] = true
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := config.Default()
 			req := evaluation.Request{Plan: tc.plan, Settings: &cfg}
