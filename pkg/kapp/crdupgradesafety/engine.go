@@ -133,7 +133,7 @@ func (p Pair) name() string {
 // read reads the stored objects of src at every version to read
 // (objects.VersionsToRead), each through an ObjectReader built for its
 // first batch (a version without objects needs none of its schemas:
-// objects.NoObjectsRead), and returns what each version showed, and the
+// objects.NoObjectsReadFor), and returns what each version showed, and the
 // findings of versions that could not be read through the conversion
 // webhook.
 func read(ctx context.Context, pol *finding.Policy, p Pair, findings []finding.Finding, src Objects) (

@@ -181,7 +181,7 @@ func impactsText(v finding.VersionImpact) string {
 // unexplained.
 func (p *proofRun) readStored(findings []finding.Finding, version string, objs []map[string]any) {
 	cfg := proofPolicy()
-	r, err := objects.NewObjectReader(p.old, p.new, version, finding.SourceCluster, findings, &cfg)
+	r, err := objects.NewObjectReaderFor(finding.NewPolicy(&cfg, p.new.Name), p.old, p.new, version, finding.SourceCluster, findings)
 	if err != nil {
 		p.tb.Fatalf("%s: version %s: %v", p.name, version, err)
 	}
@@ -191,7 +191,7 @@ func (p *proofRun) readStored(findings []finding.Finding, version string, objs [
 	// (readsDiffer false: objects only validated) finds what the full read
 	// finds.
 	if r.Shortcut() {
-		full, err := objects.NewObjectReader(p.old, p.new, version, finding.SourceCluster, findings, &cfg)
+		full, err := objects.NewObjectReaderFor(finding.NewPolicy(&cfg, p.new.Name), p.old, p.new, version, finding.SourceCluster, findings)
 		if err != nil {
 			p.tb.Fatalf("%s: version %s: %v", p.name, version, err)
 		}

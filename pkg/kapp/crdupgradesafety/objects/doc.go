@@ -7,7 +7,7 @@
 //
 // Files:
 //
-//	read.go            ObjectReader: one version's objects read under the old and the new CRD; VersionsToRead, NoObjectsRead, Unreadable
+//	read.go            ObjectReader: one version's objects read under the old and the new CRD; VersionsToRead, NoObjectsReadFor, UnreadableFor
 //	diff.go            what reading under the new CRD changes in an object (pruned, defaulted differently)
 //	join.go            an object's effects attributed to the findings that explain them
 //	paths.go           the schema path of a validation error's field

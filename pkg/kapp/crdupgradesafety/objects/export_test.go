@@ -5,6 +5,7 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
 // For the external tests (package crdupgradesafety_test), which read
@@ -50,4 +51,17 @@ func (r *ManagedFieldsReader) Findings(cfg *config.Settings) []finding.Finding {
 func (r *OwnerReferencesReader) Findings(cfg *config.Settings) []finding.Finding {
 	p := finding.NewPolicy(cfg, r.crd)
 	return p.Judged(r.FindingsFor(p))
+}
+
+// NewObjectReader is NewObjectReaderFor in a policy of its own (for the
+// readers' tests alone).
+func NewObjectReader(oldCRD, newCRD *apiextv1.CustomResourceDefinition, version, source string,
+	findings []finding.Finding, cfg *config.Settings) (*ObjectReader, error) {
+	return NewObjectReaderFor(finding.NewPolicy(cfg, newCRD.Name), oldCRD, newCRD, version, source, findings)
+}
+
+// NoObjectsRead is NoObjectsReadFor in a policy of its own.
+func NoObjectsRead(newCRD *apiextv1.CustomResourceDefinition, version, source string,
+	findings []finding.Finding, cfg *config.Settings) (finding.VersionImpact, error) {
+	return NoObjectsReadFor(finding.NewPolicy(cfg, newCRD.Name), newCRD, version, source, findings)
 }

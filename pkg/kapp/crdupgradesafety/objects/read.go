@@ -104,16 +104,11 @@ type objectValidator interface {
 	ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList
 }
 
-// NewObjectReader returns the reader of the objects of version (which both
-// CRDs have) of an updated CRD; findings are the findings of the
-// comparison of the pair, source is SourceCluster or SourceSamples.
-func NewObjectReader(oldCRD, newCRD *apiextv1.CustomResourceDefinition, version, source string,
-	findings []finding.Finding, cfg *config.Settings) (r *ObjectReader, err error) {
-	return NewObjectReaderFor(finding.NewPolicy(cfg, newCRD.Name), oldCRD, newCRD, version, source, findings)
-}
-
-// NewObjectReaderFor is NewObjectReader under the pair's policy p (of
-// newCRD's name): the findings the reader makes are lists of p.
+// NewObjectReaderFor returns the reader of the objects of version (which
+// both CRDs have) of an updated CRD under the pair's policy p (of newCRD's
+// name: the findings the reader makes are lists of p); findings are the
+// findings of the comparison of the pair, source is SourceCluster or
+// SourceSamples.
 func NewObjectReaderFor(p *finding.Policy, oldCRD, newCRD *apiextv1.CustomResourceDefinition, version, source string,
 	findings []finding.Finding) (r *ObjectReader, err error) {
 
@@ -155,21 +150,14 @@ func NewObjectReaderFor(p *finding.Policy, oldCRD, newCRD *apiextv1.CustomResour
 	return r, nil
 }
 
-// NoObjectsRead is the Result of NewObjectReader's reader for the same
+// NoObjectsReadFor is the Result of NewObjectReaderFor's reader for the same
 // arguments that reads no object (a version without stored objects),
 // without building what reading an object needs (the structural schemas
 // and validators of both CRDs: most of the cost of a read of a large CRD's
 // version that has no objects). It does not check that the new CRD's
 // schema of version is structural: the apiserver refuses a CRD whose
 // schema is not (apiserverRejects offline), and with no object to read
-// nothing depends on it.
-func NoObjectsRead(newCRD *apiextv1.CustomResourceDefinition, version, source string,
-	findings []finding.Finding, cfg *config.Settings) (finding.VersionImpact, error) {
-
-	return NoObjectsReadFor(finding.NewPolicy(cfg, newCRD.Name), newCRD, version, source, findings)
-}
-
-// NoObjectsReadFor is NoObjectsRead under the pair's policy p.
+// nothing depends on it. Under the pair's policy p.
 func NoObjectsReadFor(p *finding.Policy, newCRD *apiextv1.CustomResourceDefinition, version, source string,
 	findings []finding.Finding) (finding.VersionImpact, error) {
 
