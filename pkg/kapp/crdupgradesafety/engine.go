@@ -82,10 +82,10 @@ func (e *UnreadableError) Unwrap() error { return e.Err }
 // the caller gives the comparison), reads the stored objects of src at the
 // versions whose schema changed (none when src is nil or the pair is a
 // create), joins what they showed to the findings and judges every finding
-// once (finding.Policy.Apply), sorted, with the findings of the pair's live
-// views (live.go), every one in the pair's one policy. Every stored object is read as the
-// apiserver of the Kubernetes version judged (cfg.KubeVersion) will under
-// the new CRD. A nil cfg is config.Default().
+// once (finding.Policy.Apply), sorted, with the findings of the pair's
+// live views (live.go), every one in the pair's one policy. Every stored
+// object is read as the apiserver of the Kubernetes version judged
+// (cfg.KubeVersion) will under the new CRD. A nil cfg is config.Default().
 func Judge(ctx context.Context, p Pair, cfg *config.Settings, src Objects) ([]finding.Finding, error) {
 	cfg = finding.SettingsOf(cfg)
 	// The pair's one policy: the comparison's, the live views', the
