@@ -22,7 +22,7 @@ var layers = [][]string{
 	{"docs", "pkg/kapp/internal/", "pkg/kapp/crdupgradesafety/internal/"},
 	// gittest builds its repositories' CRDs with testcrd. conversion talks
 	// to a conversion webhook as kube talks to the cluster.
-	{"pkg/kapp/config", "pkg/kapp/kube", "pkg/kapp/conversion", "pkg/kapp/internal/gittest"},
+	{"pkg/kapp/config", "pkg/kapp/kube", "pkg/kapp/conversion", "pkg/kapp/conversion/conversiontest", "pkg/kapp/internal/gittest"},
 	{"pkg/kapp/crdupgradesafety"},
 	{"pkg/kapp/report"},
 	{"pkg/kapp/evaluation", "pkg/kapp/inputs", "pkg/kapp/migration"},
