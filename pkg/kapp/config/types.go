@@ -28,6 +28,7 @@ const (
 	CheckManagedFields        = "managedFields"
 	CheckOwnerReferences      = "ownerReferences"
 	CheckVersionLifecycle     = "versionLifecycle"
+	CheckConversionWebhook    = "conversionWebhook"
 
 	// Property checks (checks.sameVersion.* and checks.servedVersion.*).
 	CheckRequired              = "required"
@@ -72,7 +73,7 @@ const (
 
 // CRDCheckIDs are the checks configured under checks.crd, sorted.
 var CRDCheckIDs = []string{
-	CheckAPIServerRejects, CheckCRDDeletion, CheckExistingFieldRemoval, CheckExistingResources,
+	CheckAPIServerRejects, CheckConversionWebhook, CheckCRDDeletion, CheckExistingFieldRemoval, CheckExistingResources,
 	CheckManagedFields, CheckOwnerReferences, CheckScope, CheckSelectableFields, CheckServedVersionRemoval,
 	CheckStoragePruning, CheckStoredVersionRemoval, CheckSubresources, CheckVersionLifecycle,
 }
@@ -214,7 +215,30 @@ type WebhookSettings struct {
 	// while the stored objects are readable only by whom RBAC allows. Set
 	// it on a cluster whose writers of CRDs may read every custom resource.
 	RevealStoredValues bool
+	// Conversion is the budget of the conversion probe in a review (the
+	// key webhook.conversion): a review answers within the apiserver's
+	// timeout for the webhook, so it sends at most MaxObjects stored
+	// objects through the new conversion webhook, for at most Timeout.
+	// A probe the budget cuts short says so, with both.
+	Conversion ConversionBudget
 }
+
+// ConversionBudget bounds the conversion probe of one admission review.
+type ConversionBudget struct {
+	// MaxObjects: stored objects probed at most (the first the LIST
+	// returns); default DefaultConversionMaxObjects.
+	MaxObjects int
+	// Timeout: the probe's time at most; default DefaultConversionTimeout.
+	Timeout time.Duration
+}
+
+// The webhook's default conversion budget: a few hundred objects through a
+// local webhook take well under a second (docs/benchmarks.md), and the
+// apiserver's default timeout for a validating webhook is 10s.
+const (
+	DefaultConversionMaxObjects = 500
+	DefaultConversionTimeout    = 3 * time.Second
+)
 
 // Checks is the `checks` key, in the structure of crd-diff's configuration.
 type Checks struct {
@@ -254,6 +278,12 @@ type CRDChecks struct {
 	// removed, without the old CRD marking it deprecated first.
 	VersionLifecycle VersionLifecycleCheck
 	CRDDeletion      Toggle
+	// ConversionWebhook: the stored objects sent through the conversion
+	// webhook the new CRD names, as the apiserver will (the conversion
+	// probe): refusals, fields lost on a round trip, stash annotations
+	// near the size limit. A live check (and the tools command's
+	// --conversion-webhook-url).
+	ConversionWebhook ConversionWebhookCheck
 	// ApiserverRejects: the apiserver would refuse the new CRD. Its
 	// findings are errors in every mode and cannot be exempted.
 	ApiserverRejects Toggle
@@ -346,6 +376,17 @@ type ManagedFieldsCheck struct {
 	UnservedEnforcement Enforcement // Strict | Warn (default) | None
 }
 
+// ConversionWebhookCheck configures checks.crd.conversionWebhook. Objects
+// the new conversion refuses or answers wrongly (unreadable: every read
+// of them fails) and fields a round trip loses are always reported (when
+// enabled); annotations of stored or converted objects near the 256 KiB
+// limit (stash annotations that grow with each conversion) under
+// AnnotationEnforcement.
+type ConversionWebhookCheck struct {
+	Enabled               bool
+	AnnotationEnforcement Enforcement // Strict | Warn (default) | None
+}
+
 // ListTypeCheck configures the listType check. A change that adds
 // uniqueness to stored lists (none/atomic -> set or map, set -> map, map
 // keys changed) may invalidate stored objects; a change that only coarsens
@@ -417,17 +458,20 @@ func Default() Settings {
 		LiveChecksTimeout:       DefaultLiveChecksTimeout,
 		UnaffectedEnforcement:   EnforcementStrict,
 		AlphaVersionEnforcement: EnforcementStrict,
+		Webhook: WebhookSettings{Conversion: ConversionBudget{
+			MaxObjects: DefaultConversionMaxObjects, Timeout: DefaultConversionTimeout}},
 		Checks: Checks{
 			CRD: CRDChecks{
 				Scope: on, StoredVersionRemoval: on,
 				ServedVersionRemoval: ServedVersionRemovalCheck{Enabled: true, UnservedEnforcement: EnforcementWarn},
 				ExistingFieldRemoval: on, Subresources: on, SelectableFields: on,
 				ExistingResources: on, CRDDeletion: on,
-				ManagedFields:    ManagedFieldsCheck{Enabled: true, UnservedEnforcement: EnforcementWarn},
-				OwnerReferences:  on,
-				VersionLifecycle: VersionLifecycleCheck{Enabled: true, NotDeprecatedEnforcement: EnforcementWarn},
-				ApiserverRejects: on,
-				StoragePruning:   StoragePruningCheck{Enabled: true, ReadModifyWriteEnforcement: EnforcementWarn},
+				ManagedFields:     ManagedFieldsCheck{Enabled: true, UnservedEnforcement: EnforcementWarn},
+				OwnerReferences:   on,
+				VersionLifecycle:  VersionLifecycleCheck{Enabled: true, NotDeprecatedEnforcement: EnforcementWarn},
+				ApiserverRejects:  on,
+				ConversionWebhook: ConversionWebhookCheck{Enabled: true, AnnotationEnforcement: EnforcementWarn},
+				StoragePruning:    StoragePruningCheck{Enabled: true, ReadModifyWriteEnforcement: EnforcementWarn},
 			},
 			SameVersion:   defaultVersionChecks(),
 			ServedVersion: ServedVersionChecks{VersionChecks: defaultVersionChecks(), IgnoreConversion: true},
