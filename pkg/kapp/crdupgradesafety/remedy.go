@@ -93,6 +93,16 @@ const (
 	// RemedyFixObjects: fix the stored objects named (Objects) before the
 	// update, or keep the schema that accepts them.
 	RemedyFixObjects RemedyAction = "fixObjects"
+	// RemedyFixConversion: fix the new conversion webhook for the objects
+	// named (Objects) before the CRD names it (carry every field across,
+	// convert between every pair of versions, keep stash annotations
+	// small), and probe it in CI against sample objects.
+	RemedyFixConversion RemedyAction = "fixConversion"
+	// RemedyVerifyConversion: the new conversion webhook could not be
+	// asked (or only in part, within a budget): deploy it, and wait for
+	// it, before the CRD that names it changes (kapp change groups and
+	// rules), or probe it in CI with a webhook run locally.
+	RemedyVerifyConversion RemedyAction = "verifyConversion"
 	// RemedyRemoveWaiver: a stale waiver waives nothing: remove it.
 	RemedyRemoveWaiver RemedyAction = "removeWaiver"
 )
@@ -171,6 +181,7 @@ var remedyActions = map[string]RemedyAction{
 	config.CheckStoragePruning:        RemedyStoreEveryField,
 	config.CheckManagedFields:         RemedyMigrateManagedFields,
 	config.CheckOwnerReferences:       RemedyRepointOwners,
+	config.CheckConversionWebhook:     RemedyFixConversion,
 	config.CheckUnhandled:             RemedyReview,
 	config.CheckStaleWaiver:           RemedyRemoveWaiver,
 }
