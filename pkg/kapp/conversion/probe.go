@@ -689,11 +689,13 @@ func (p *prober) convert(ctx context.Context, group []hopItem, gv schema.GroupVe
 	}
 	sent := sentCount(group, gv)
 	out, err := p.conv.Convert(ctx, in, gv)
-	if sent > 0 {
+	var re *ResponseError
+	if sent > 0 && (err == nil || errors.As(err, &re)) {
+		// Sent and answered or refused; a review the context ended is
+		// none.
 		p.report.Reviews++
 		p.report.Conversions += sent
-		var re *ResponseError
-		if err == nil || errors.As(err, &re) && !re.Unanswered {
+		if err == nil || !re.Unanswered {
 			p.report.Answered++
 		}
 	}

@@ -221,12 +221,12 @@ func (r *ConversionReader) Unverified(why string) {
 	}
 }
 
-// Counted records objects given to the probe but not sent (past the
-// budget): they count as objects, not as probed.
-func (r *ConversionReader) Counted(objects int) {
+// Counted records objects not sent to the probe because the budget ran
+// out (cut: which part of it): they count as objects, not as probed.
+func (r *ConversionReader) Counted(objects int, cut conversion.Cut) {
 	r.objects += objects
 	if objects > 0 && r.cut == conversion.CutNone {
-		r.cut = conversion.CutMaxObjects
+		r.cut = cut
 	}
 }
 
@@ -238,6 +238,9 @@ func (r *ConversionReader) Findings(cfg *config.Settings) []Finding {
 		return nil
 	}
 	remedy := &Remedy{Action: RemedyFixConversion}
+	if r.unverified == "" && r.probed == 0 && r.cut == conversion.CutTimeout {
+		r.unverified = fmt.Sprintf("no object was probed within the budget (%s)", r.budgetText())
+	}
 	if r.unverified != "" {
 		fail := p.cfg.FailDecisionFor(config.FailConversionUnverified, nil)
 		p.crdLevelWith(fail.Decision.Enforcement(), "", config.CheckConversionWebhook, &Remedy{Action: RemedyVerifyConversion},

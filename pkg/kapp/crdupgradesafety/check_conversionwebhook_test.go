@@ -144,7 +144,7 @@ func TestConversionReaderPages(t *testing.T) {
 		}
 		r.Add(rep)
 	}
-	r.Counted(3)
+	r.Counted(3, conversion.CutMaxObjects)
 	var got []string
 	for _, f := range r.Findings(nil) {
 		got = append(got, convSummary(f))
