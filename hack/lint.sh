@@ -2,7 +2,9 @@
 # The linter beyond go vet: staticcheck (honnef.co/go/tools), built from
 # source through the Go module proxy (module hack/lint, pinned by its go.sum),
 # run on the main module and on the Go code of the hack/ modules that
-# hack/test.sh vets.
+# hack/test.sh vets; then `go mod tidy -diff` on every module of the
+# repository (the main one and each go.mod under hack/): a go.mod or go.sum
+# that tidy would change fails, with tidy's diff.
 #
 # The checks are staticcheck's defaults (no -checks flag). A check to turn off
 # goes in a staticcheck.conf at the repository root (staticcheck reads it for
@@ -14,8 +16,9 @@
 # ($STATICCHECK_CACHE, default ~/.cache/staticcheck), and later runs take
 # seconds.
 #
-# Usage: hack/lint.sh           build staticcheck if the pins changed, then run it
+# Usage: hack/lint.sh           build staticcheck if the pins changed, run it, check tidiness
 #        hack/lint.sh build     only build it
+#        hack/lint.sh tidy      only check that every module is tidy
 #
 # Every module is checked even when one has findings; the exit status is
 # non-zero if any had one.
@@ -113,11 +116,29 @@ lint() {
   fi
 }
 
+# tidy checks that go mod tidy would change no go.mod or go.sum (-diff
+# changes nothing and prints what it would change).
+tidy() {
+  local failed=() mod dir
+  while read -r mod; do
+    dir="$(dirname "$mod")"
+    log "go mod tidy -diff (in $dir)"
+    (cd "$ROOT/$dir" && go mod tidy -diff) || failed+=("$dir")
+  done < <(cd "$ROOT" && git ls-files -- go.mod '*/go.mod')
+  if ((${#failed[@]} > 0)); then
+    die "go mod tidy would change: ${failed[*]} (run go mod tidy there)"
+  fi
+}
+
 case "${1:-}" in
 "")
   build
-  lint
+  status=0
+  (lint) || status=$? # a subshell each: die leaves only it, so both run
+  (tidy) || status=$?
+  exit "$status"
   ;;
 build) build ;;
-*) die "usage: hack/lint.sh [build]" ;;
+tidy) tidy ;;
+*) die "usage: hack/lint.sh [build|tidy]" ;;
 esac

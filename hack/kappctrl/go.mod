@@ -13,7 +13,11 @@ module github.com/crdsafety/kapp/hack/kappctrl
 
 go 1.25.6
 
-require k8s.io/client-go v0.27.7
+require (
+	k8s.io/api v0.27.7
+	k8s.io/apimachinery v0.27.7
+	k8s.io/client-go v0.27.7
+)
 
 require (
 	carvel.dev/imgpkg v0.40.0 // indirect
@@ -163,8 +167,6 @@ require (
 	gopkg.in/natefinch/lumberjack.v2 v2.0.0 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
-	k8s.io/api v0.27.7 // indirect
-	k8s.io/apimachinery v0.27.7 // indirect
 	k8s.io/apiserver v0.27.7 // indirect
 	k8s.io/component-base v0.27.7 // indirect
 	k8s.io/klog/v2 v2.90.1 // indirect

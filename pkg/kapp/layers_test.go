@@ -13,19 +13,19 @@ const module = "github.com/crdsafety/kapp/"
 // layers are the module's packages from the bottom up: a package imports
 // only packages of lower layers (Go itself rules out cycles). Shared
 // helpers at the bottom; the configuration, the client-go adapter and the
-// conversion probe; the
-// engine; the outputs (report composes the English of findings); the
-// services built on them (evaluation, input loading, the storage
-// migration); test fixtures of the services; the kapp hook and the
-// admission webhook; the commands; the binary.
+// conversion probe; the engine; the services built on it (evaluation,
+// input loading, the storage migration), which return facts; the outputs
+// (report composes the English of findings and of the kapp error at the
+// edge, so no service can import it); test fixtures of the services; the
+// kapp hook and the admission webhook; the commands; the binary.
 var layers = [][]string{
 	{"docs", "pkg/kapp/internal/", "pkg/kapp/crdupgradesafety/internal/"},
 	// gittest builds its repositories' CRDs with testcrd. conversion talks
 	// to a conversion webhook as kube talks to the cluster.
 	{"pkg/kapp/config", "pkg/kapp/kube", "pkg/kapp/conversion", "pkg/kapp/conversion/conversiontest", "pkg/kapp/internal/gittest"},
 	{"pkg/kapp/crdupgradesafety"},
-	{"pkg/kapp/report"},
 	{"pkg/kapp/evaluation", "pkg/kapp/inputs", "pkg/kapp/migration"},
+	{"pkg/kapp/report"},
 	{"pkg/kapp/evaluation/evaluationtest", "pkg/kapp/webhook/webhooktest", "pkg/kapp/kube/kubetest"},
 	{"pkg/kapp/preflight", "pkg/kapp/webhook"},
 	{"pkg/kapp/cmd/tools"},
@@ -81,5 +81,37 @@ func TestLayers(t *testing.T) {
 	}
 	if checked < 15 {
 		t.Fatalf("only %d packages listed", checked)
+	}
+}
+
+// speechless are packages that return facts and compose no output: no
+// import, however indirect, of the package that words them (report) or of
+// kapp's terminal UI (go-cli-ui, which report's table brings).
+var speechless = map[string][]string{
+	"pkg/kapp/evaluation": {module + "pkg/kapp/report", "github.com/cppforlife/go-cli-ui/"},
+}
+
+// TestServicesComposeNoWords: the evaluation service returns findings and
+// its error as facts; the front-ends compose the words at the edge,
+// through report (issue 38). TestLayers keeps report above the services;
+// this test also catches a path through a package of the same or a lower
+// layer, or outside the module.
+func TestServicesComposeNoWords(t *testing.T) {
+	for pkg, forbidden := range speechless {
+		out, err := exec.Command("go", "list", "-deps", module+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list: %v", err)
+		}
+		deps := strings.Fields(string(out))
+		if len(deps) < 10 {
+			t.Fatalf("%s: only %d dependencies listed", pkg, len(deps))
+		}
+		for _, dep := range deps {
+			for _, f := range forbidden {
+				if dep == f || (strings.HasSuffix(f, "/") && strings.HasPrefix(dep, f)) {
+					t.Errorf("%s depends on %s: it returns facts, and the front-ends word them through report", pkg, dep)
+				}
+			}
+		}
 	}
 }

@@ -10,6 +10,17 @@ import "time"
 // start with it.
 const CheckName = "CRDUpgradeSafety"
 
+// FindingCause is the type of the status causes (metav1.StatusCause.Type)
+// by which the CRDUpgradeSafety admission webhook carries the error
+// findings of a denial as data: one cause per finding, its fingerprint in
+// the cause's field, its line in the cause's message. The apiserver passes
+// a webhook's status on to the client (k8s.io/apiserver's
+// webhookerrors.ToStatusErr prefixes the message and keeps the details),
+// so a preflight whose server-side dry run the webhook denies recognises
+// the denial and its findings by these causes, never by its words
+// (docs/webhook.md).
+const FindingCause = "CRDUpgradeSafetyFinding"
+
 // Check IDs. They name findings in messages and JSON and key the
 // configuration. They live here, beside the configuration they key, so that
 // the decoder can validate exemption lists without importing the engine.

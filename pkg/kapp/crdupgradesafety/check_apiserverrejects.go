@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -252,6 +253,45 @@ func Rejected(crdName, verb string, rs []Rejection, cfg *config.Settings) []Find
 	keyFindings(findings)
 	SortFindings(findings)
 	return findings
+}
+
+// DeniedFinding is one error finding of a denial by the CRDUpgradeSafety
+// admission webhook, as the denial carries it (config.FindingCause): its
+// fingerprint and its line ("" for one past the lines the denial lists).
+type DeniedFinding struct {
+	Fingerprint string
+	Line        string
+}
+
+// DeniedByWebhook returns the apiserverRejects finding of a request (verb
+// as for Rejected) about the named CRD that the CRDUpgradeSafety admission
+// webhook denies for findings this run does not report as errors itself
+// (denied: a webhook with other settings may find more); nil when there
+// are none (the run's own findings say what the webhook says, once) or
+// the check is disabled. Like Rejected's, it is an error in every mode
+// and cannot be exempted.
+func DeniedByWebhook(crdName, verb string, denied []DeniedFinding, cfg *config.Settings) []Finding {
+	if len(denied) == 0 || !newPolicy(cfg, crdName).cfg.Checks.CRD.ApiserverRejects.Enabled {
+		return nil
+	}
+	fps, items := make([]string, len(denied)), make([]string, len(denied))
+	for i, d := range denied {
+		fps[i], items[i] = d.Fingerprint, d.Line
+		if d.Line == "" {
+			items[i] = "[fp:" + d.Fingerprint + "]"
+		}
+	}
+	n := len(denied)
+	fs := []Finding{{
+		CRD: crdName, Check: config.CheckAPIServerRejects, Severity: SeverityError,
+		Change: Change{Kind: "deniedByWebhook", New: factSet(fps)},
+		ChangeText: boundText(fmt.Sprintf("the %s admission webhook denies the %s for %d %s this check does not report as %s: %s",
+			config.CheckName, verb, n, plural.Of(n, "finding", "findings"), plural.Of(n, "an error", "errors"), strings.Join(items, "; ")), maxMessageBytes),
+		Remedy: &Remedy{Action: RemedyApiserverReason,
+			Detail: "the webhook's findings above (its settings judge more strictly than this check's: compare the two)"},
+	}}
+	keyFindings(fs)
+	return fs
 }
 
 // Warned returns one apiserverRejects warning per warning the apiserver

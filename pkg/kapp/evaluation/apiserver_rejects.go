@@ -162,10 +162,14 @@ func describe(rs []crdupgradesafety.Rejection) string {
 // error finding (rejected), the apiserver's warnings on an accepted request
 // are apiserverRejects warnings, except that an update with fallback-on-replace that is refused
 // as invalid (422) is not refused for kapp: it replaces the CRD, and the
-// returned replace says why. Any other error (the apiserver did not answer,
-// a conflict, 5xx) is returned, naming the CRD.
+// returned replace says why. A denial by the CRDUpgradeSafety admission
+// webhook (webhookDenialOf) is returned as denial, not rejected: the
+// apiserver accepts the CRD, and the run's own checks judge what the
+// webhook judged (the caller says once what is left: webhookDenial.findings).
+// Any other error (the apiserver did not answer, a conflict, 5xx) is
+// returned, naming the CRD.
 func dryRunFindings(ctx context.Context, p Pair, cfg *config.Settings,
-	cluster Cluster) (findings []crdupgradesafety.Finding, rejected bool, replace string, err error) {
+	cluster Cluster) (findings []crdupgradesafety.Finding, rejected bool, replace string, denial *webhookDenial, err error) {
 
 	verb := VerbUpdate
 	switch {
@@ -177,20 +181,80 @@ func dryRunFindings(ctx context.Context, p Pair, cfg *config.Settings,
 	how := string(verb) + " (server-side dry run)"
 	warnings, sendErr := cluster.DryRun(ctx, verb, p.Send)
 	if sendErr == nil {
-		return crdupgradesafety.Warned(p.New.Name, how, notOurs(warnings), cfg), false, "", nil
+		return crdupgradesafety.Warned(p.New.Name, how, notOurs(warnings), cfg), false, "", nil, nil
 	}
 	rs, ok := refusal(sendErr)
 	if !ok {
 		if de := deadlineError(ctx, sendErr, ""); de != nil {
 			sendErr = de
 		}
-		return nil, false, "", fmt.Errorf("server-side dry run of the %s of CRD %s: %w", verb, p.New.Name, sendErr)
+		return nil, false, "", nil, fmt.Errorf("server-side dry run of the %s of CRD %s: %w", verb, p.New.Name, sendErr)
+	}
+	if d := webhookDenialOf(sendErr, how); d != nil {
+		return nil, false, "", d, nil
 	}
 	if verb == VerbUpdate && p.Strategy == StrategyFallbackOnReplace && apierrors.IsInvalid(sendErr) {
 		return nil, false, fmt.Sprintf("update strategy %s, and the apiserver refuses the update (server-side dry run: %s)",
-			StrategyFallbackOnReplace, describe(rs)), nil
+			StrategyFallbackOnReplace, describe(rs)), nil, nil
 	}
-	return crdupgradesafety.Rejected(p.New.Name, how, rs, cfg), true, "", nil
+	return crdupgradesafety.Rejected(p.New.Name, how, rs, cfg), true, "", nil, nil
+}
+
+// webhookDenial is a refusal of a dry run by the CRDUpgradeSafety
+// admission webhook, recognised by its data: the error findings of the
+// webhook's review, as the causes of its status carry them
+// (config.FindingCause, report.DenialCauses).
+type webhookDenial struct {
+	// how is the request, as crdupgradesafety.Rejected's verb.
+	how    string
+	denied []crdupgradesafety.DeniedFinding
+}
+
+// webhookDenialOf returns the denial of err, a refusal, when the
+// CRDUpgradeSafety admission webhook denied the request for its findings
+// (its status carries config.FindingCause causes; the apiserver keeps a
+// webhook's status details, k8s.io/apiserver's webhookerrors.ToStatusErr);
+// nil otherwise.
+func webhookDenialOf(err error, how string) *webhookDenial {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) || st.Status().Details == nil {
+		return nil
+	}
+	var d *webhookDenial
+	for _, c := range st.Status().Details.Causes {
+		if c.Type != metav1.CauseType(config.FindingCause) {
+			continue
+		}
+		if d == nil {
+			d = &webhookDenial{how: how}
+		}
+		d.denied = append(d.denied, crdupgradesafety.DeniedFinding{Fingerprint: c.Field, Line: c.Message})
+	}
+	return d
+}
+
+// findings says the denial once, after the pair's own findings (judged:
+// impacts applied): the webhook's findings that are the pair's own error
+// findings (by fingerprint) are not repeated; an apiserverRejects finding
+// names the rest (crdupgradesafety.DeniedByWebhook), none when nothing is
+// left. A nil denial has no findings.
+func (d *webhookDenial) findings(crdName string, own []crdupgradesafety.Finding, cfg *config.Settings) []crdupgradesafety.Finding {
+	if d == nil {
+		return nil
+	}
+	errs := make(map[string]bool, len(own))
+	for _, f := range own {
+		if f.Severity == crdupgradesafety.SeverityError && f.Fingerprint != "" {
+			errs[f.Fingerprint] = true
+		}
+	}
+	var rest []crdupgradesafety.DeniedFinding
+	for _, df := range d.denied {
+		if !errs[df.Fingerprint] {
+			rest = append(rest, df)
+		}
+	}
+	return crdupgradesafety.DeniedByWebhook(crdName, d.how, rest, cfg)
 }
 
 // notOurs drops the warnings of the CRDUpgradeSafety admission webhook

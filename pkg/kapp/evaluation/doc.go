@@ -10,7 +10,7 @@
 // Files, one concept each:
 //
 //	run.go                Run: the deadline, the cluster if needed, the old side from the cluster, progress, Evaluate
-//	unsafe.go             UnsafeUpgradeError and ErrUnsafeUpgrade: the error of a run with error findings
+//	unsafe.go             UnsafeUpgradeError and ErrUnsafeUpgrade: the error of a run with error findings, as facts (report words it)
 //	plan.go               what one run checks: pairs, removals, kapp's update strategies
 //	schedule.go           Evaluate: which work runs when, on how many cores and connections
 //	offline.go            the checks of one pair that need no cluster

@@ -51,7 +51,7 @@ func createPair(t *testing.T, yaml string) evaluation.Pair {
 }
 
 // run runs the plan against cluster with the settings raw, as a deploy
-// does, and returns the deploy's error (Result.ErrListed).
+// does, and returns the deploy's error (report.DeployError).
 func run(t *testing.T, plan evaluation.Plan, cluster *evaluationtest.Cluster, raw map[string]any) error {
 	t.Helper()
 	cfg, err := config.Decode(raw)
@@ -61,7 +61,10 @@ func run(t *testing.T, plan evaluation.Plan, cluster *evaluationtest.Cluster, ra
 	if err != nil {
 		return err
 	}
-	return res.ErrListed()
+	if err := res.Err(); err != nil {
+		return &report.DeployError{Err: err, Report: report.New(nil, res.Findings, cfg.MaxFindingsPerCRD, nil)}
+	}
+	return nil
 }
 
 // TestRunDryRunRefusals: how the apiserver's answer to the server-side dry
@@ -124,10 +127,11 @@ func TestRunDryRunRefusals(t *testing.T) {
 				require.NotErrorIs(t, err, evaluation.ErrUnsafeUpgrade)
 				return
 			}
-			var unsafe *evaluation.UnsafeUpgradeError
+			var unsafe *report.DeployError
 			require.ErrorAs(t, err, &unsafe)
-			require.Len(t, unsafe.Lines, 1, "%q", unsafe.Lines)
-			require.Contains(t, unsafe.Lines[0], tc.finding)
+			require.ErrorIs(t, err, evaluation.ErrUnsafeUpgrade)
+			require.Len(t, unsafe.Lines(), 1, "%q", unsafe.Lines())
+			require.Contains(t, unsafe.Lines()[0], tc.finding)
 			if !tc.newGadget {
 				require.Empty(t, cluster.Lists, "a refused update changes nothing: existing resources are not checked")
 			}
@@ -153,11 +157,13 @@ func TestRunDryRunValidates(t *testing.T) {
 		err := deploy(t, cluster, nil)
 		var unsafe *evaluation.UnsafeUpgradeError
 		require.ErrorAs(t, err, &unsafe)
-		require.Len(t, unsafe.Findings, 1, "%q", unsafe.Lines)
+		var deployErr *report.DeployError
+		require.ErrorAs(t, err, &deployErr)
+		require.Len(t, unsafe.Findings, 1, "%q", deployErr.Lines())
 		require.Equal(t, "crd gadgets.example.com field spec.versions[*].schema.openAPIV3Schema.properties[spec].additionalProperties: "+
 			"[apiserverRejects] the apiserver refuses the create (server-side dry run): Forbidden: additionalProperties and properties are mutual exclusive [fp:5d0ad33505fb]"+
 			"\n    way forward: fix what the apiserver names: Forbidden: additionalProperties and properties are mutual exclusive",
-			unsafe.Lines[0])
+			deployErr.Lines()[0])
 		require.Equal(t, []string{"create gadgets.example.com", "update widgets.example.com"}, cluster.DryRunVerbs())
 	})
 

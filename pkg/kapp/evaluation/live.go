@@ -23,20 +23,22 @@ var readBatch = (*crdupgradesafety.ObjectReader).Read
 // livePairFindings runs the live checks of one pair after its offline
 // checks (o): the dry run, then either the count of the custom resources a
 // replace deletes or the read of the stored ones (their impact, joined to
-// the findings by the caller).
+// the findings by the caller, who then says once what a denial of the dry
+// run by the CRDUpgradeSafety admission webhook adds: denial).
 func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.Settings,
-	cluster Cluster, tracker *liveTracker) ([]crdupgradesafety.Finding, []crdupgradesafety.VersionImpact, error) {
+	cluster Cluster, tracker *liveTracker) (findings []crdupgradesafety.Finding, impacts []crdupgradesafety.VersionImpact, denial *webhookDenial, err error) {
 
-	var findings []crdupgradesafety.Finding
-	var impacts []crdupgradesafety.VersionImpact
 	crd := &cfg.Checks.CRD
 	// A fallback-on-replace update the validation already refused needs no
 	// dry run: the apiserver stops at the same validation.
 	decided := p.Strategy == StrategyFallbackOnReplace && o.replace != ""
 	if p.Send != nil && !o.rejected && !decided && needsDryRun(p, cfg) {
-		fs, rejected, replace, err := dryRunFindings(ctx, p, cfg, cluster)
+		var fs []crdupgradesafety.Finding
+		var rejected bool
+		var replace string
+		fs, rejected, replace, denial, err = dryRunFindings(ctx, p, cfg, cluster)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		findings = append(findings, fs...)
 		if rejected {
@@ -55,10 +57,10 @@ func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.Se
 		if crd.CRDDeletion.Enabled {
 			count, err := cluster.CountCustomResources(ctx, p.Old)
 			if de := deadlineError(ctx, err, ""); de != nil {
-				return nil, nil, fmt.Errorf("counting custom resources of CRD %s: %w", p.New.Name, de)
+				return nil, nil, nil, fmt.Errorf("counting custom resources of CRD %s: %w", p.New.Name, de)
 			}
 			if err != nil {
-				return nil, nil, fmt.Errorf("checking replace of CRD %s: %w", p.New.Name, err)
+				return nil, nil, nil, fmt.Errorf("checking replace of CRD %s: %w", p.New.Name, err)
 			}
 			findings = append(findings, crdupgradesafety.Deletion(p.New.Name, count-p.AlsoDeleted, o.replace, cfg)...)
 		}
@@ -67,14 +69,14 @@ func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.Se
 		var err error
 		impacts, fs, err = readStoredObjects(ctx, p, o.findings, cfg, cluster, tracker, o.validators)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		findings = append(findings, fs...)
 	}
 	if p.Old != nil && o.replace == "" && !o.rejected && crd.ManagedFields.Enabled {
 		fs, err := readManagedFields(ctx, p, cfg, cluster, tracker)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		findings = append(findings, fs...)
 	}
@@ -88,11 +90,11 @@ func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.Se
 	if p.Old != nil && !o.rejected && crd.OwnerReferences.Enabled {
 		fs, err := readOwnerReferences(ctx, p, cfg, cluster)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		findings = append(findings, fs...)
 	}
-	return findings, impacts, nil
+	return findings, impacts, denial, nil
 }
 
 // readOwnerReferences runs the ownerReferences check of an update that

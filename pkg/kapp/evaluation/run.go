@@ -128,23 +128,13 @@ func judgedForServer(ctx context.Context, cfg *config.Settings, cluster Cluster)
 }
 
 // Err is an *UnsafeUpgradeError when a finding is an error (its text: how
-// many), nil otherwise. The tools command returns it after printing its
-// report.
+// many), nil otherwise: facts (the error findings, how many warnings, what
+// the per-CRD bound leaves out), whose words the front-ends compose
+// through package report (report.DeployError is the kapp hook's error).
+// The tools command returns it after printing its report.
 func (r Result) Err() error {
-	if e := newUnsafeUpgradeError(r.Findings); e != nil {
+	if e := newUnsafeUpgradeError(r.Findings, r.maxPerCRD); e != nil {
 		return e
 	}
 	return nil
-}
-
-// ErrListed is Err with the error findings in the error's text: those the
-// per-CRD bound (maxFindingsPerCRD) keeps, then its notes. It is the kapp
-// hook's error, all a blocked deploy prints of the findings.
-func (r Result) ErrListed() error {
-	e := newUnsafeUpgradeError(r.Findings)
-	if e == nil {
-		return nil
-	}
-	e.listBounded(r.Findings, r.maxPerCRD)
-	return e
 }

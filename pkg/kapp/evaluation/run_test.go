@@ -11,6 +11,7 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
+	"github.com/crdsafety/kapp/pkg/kapp/report"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/version"
 )
@@ -80,8 +81,10 @@ func TestRunReachesTheClusterWhenNeeded(t *testing.T) {
 	require.EqualError(t, err, "no kubeconfig")
 }
 
-// TestResultErr: error findings are one error type, whose text is their
-// count (Err) or the count and the bounded findings (ErrListed).
+// TestResultErr: error findings are one error type, facts only: its text
+// is their count, its fields the findings, the warnings and what the
+// per-CRD bound leaves out; report.DeployError, the kapp hook's error,
+// lists the bounded findings after it.
 func TestResultErr(t *testing.T) {
 	cfg := config.Default()
 	cfg.MaxFindingsPerCRD = 1
@@ -94,11 +97,15 @@ func TestResultErr(t *testing.T) {
 	require.ErrorAs(t, err, &unsafe)
 	require.ErrorIs(t, err, evaluation.ErrUnsafeUpgrade)
 	require.Len(t, unsafe.Findings, 2)
+	require.Zero(t, unsafe.Warnings)
+	require.Equal(t, map[string]int{"widgets.example.com": 1}, unsafe.Omitted)
 	require.EqualError(t, err, "unsafe CRD upgrade: 2 error findings")
 
-	err = res.ErrListed()
+	deployErr := &report.DeployError{Err: err, Report: report.New(nil, res.Findings, cfg.MaxFindingsPerCRD, nil)}
+	err = deployErr
 	require.ErrorAs(t, err, &unsafe)
-	require.Len(t, unsafe.Lines, 2, "one finding kept, then the note")
+	require.ErrorIs(t, err, evaluation.ErrUnsafeUpgrade)
+	require.Len(t, deployErr.Lines(), 2, "one finding kept, then the note")
 	require.True(t, strings.HasPrefix(err.Error(), "unsafe CRD upgrade: 2 error findings:\n  crd widgets.example.com "), err.Error())
 	require.Contains(t, err.Error(), "\n  ... and 1 more finding for CRD widgets.example.com")
 
@@ -106,7 +113,6 @@ func TestResultErr(t *testing.T) {
 	res, err = evaluation.Run(context.Background(), evaluation.Request{Plan: plan, Settings: &cfg})
 	require.NoError(t, err)
 	require.NoError(t, res.Err())
-	require.NoError(t, res.ErrListed())
 }
 
 // TestRunJudgesForTheServerVersion: a live run judges as the apiserver in

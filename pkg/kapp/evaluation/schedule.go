@@ -136,10 +136,13 @@ func liveFindings(ctx context.Context, pairs []Pair, offline func(context.Contex
 			offline(ctx, i)
 			var live []crdupgradesafety.Finding
 			var impacts []crdupgradesafety.VersionImpact
-			live, impacts, err = livePairFindings(ctx, pairs[i], outcomes[i], cfg, cluster, tracker)
+			var denial *webhookDenial
+			live, impacts, denial, err = livePairFindings(ctx, pairs[i], outcomes[i], cfg, cluster, tracker)
 			// The offline findings with what the stored objects showed,
-			// here rather than in outcomes.
+			// here rather than in outcomes; then what a denial by our own
+			// webhook adds to them, said once.
 			results[i] = crdupgradesafety.ApplyImpacts(append(outcomes[i].findings, live...), impacts, cfg)
+			results[i] = append(results[i], denial.findings(pairs[i].New.Name, results[i], cfg)...)
 			outcomes[i].findings = nil
 		} else {
 			results[i], err = removalFindings(ctx, removals[i-len(pairs)], cfg, cluster)

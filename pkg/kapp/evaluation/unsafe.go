@@ -3,11 +3,9 @@ package evaluation
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
-	"github.com/crdsafety/kapp/pkg/kapp/report"
 )
 
 // ErrUnsafeUpgrade is matched (errors.Is) by the error of a run in which a
@@ -15,39 +13,31 @@ import (
 // returns it.
 var ErrUnsafeUpgrade = errors.New("unsafe CRD upgrade")
 
-// UnsafeUpgradeError is the error of a run with error findings (see
-// Result.Err and Result.ErrListed). It unwraps to ErrUnsafeUpgrade. The
-// tools command maps it to its exit status 3; the kapp hook returns it as
-// the deploy's error.
+// UnsafeUpgradeError is the error of a run with error findings
+// (Result.Err): facts only. It unwraps to ErrUnsafeUpgrade; its text is
+// their count. The tools command maps it to its exit status 3; the kapp
+// hook wraps it in report.DeployError, which lists the findings as
+// report composes them.
 type UnsafeUpgradeError struct {
 	// Findings are all error findings, sorted.
 	Findings []crdupgradesafety.Finding
 	// Warnings is how many warning findings the run had besides.
 	Warnings int
-	// Lines, when set, are the rendered error findings kept by the per-CRD
-	// bound, followed by the "... and N more findings" notes: the error's
-	// text lists them after the count.
-	Lines []string
+	// Omitted is how many findings (errors and warnings) of each CRD the
+	// per-CRD bound (maxFindingsPerCRD, crdupgradesafety.Bound) leaves
+	// out of the outputs; CRDs it leaves nothing out of are not in it.
+	Omitted map[string]int
 }
 
 func (e *UnsafeUpgradeError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %d error %s", ErrUnsafeUpgrade, len(e.Findings), plural.Of(len(e.Findings), "finding", "findings"))
-	if len(e.Lines) > 0 {
-		b.WriteString(":")
-	}
-	for _, l := range e.Lines {
-		b.WriteString("\n  ")
-		b.WriteString(l)
-	}
-	return b.String()
+	return fmt.Sprintf("%s: %d error %s", ErrUnsafeUpgrade, len(e.Findings), plural.Of(len(e.Findings), "finding", "findings"))
 }
 
 func (e *UnsafeUpgradeError) Unwrap() error { return ErrUnsafeUpgrade }
 
-// newUnsafeUpgradeError returns the error of findings, nil when none is an
-// error.
-func newUnsafeUpgradeError(findings []crdupgradesafety.Finding) *UnsafeUpgradeError {
+// newUnsafeUpgradeError returns the error of findings (all of a run's,
+// sorted) under the per-CRD bound maxPerCRD, nil when none is an error.
+func newUnsafeUpgradeError(findings []crdupgradesafety.Finding, maxPerCRD int) *UnsafeUpgradeError {
 	e := &UnsafeUpgradeError{}
 	for _, f := range findings {
 		if f.Severity == crdupgradesafety.SeverityError {
@@ -59,17 +49,14 @@ func newUnsafeUpgradeError(findings []crdupgradesafety.Finding) *UnsafeUpgradeEr
 	if len(e.Findings) == 0 {
 		return nil
 	}
-	return e
-}
-
-// listBounded sets Lines: the error findings among those of all that the
-// per-CRD bound maxPerCRD keeps, then the bound's notes.
-func (e *UnsafeUpgradeError) listBounded(all []crdupgradesafety.Finding, maxPerCRD int) {
-	kept, omitted := crdupgradesafety.Bound(all, maxPerCRD)
-	for _, f := range kept {
-		if f.Severity == crdupgradesafety.SeverityError {
-			e.Lines = append(e.Lines, report.ErrorLine(f))
+	_, omitted := crdupgradesafety.Bound(findings, maxPerCRD)
+	for crd, n := range omitted {
+		if n > 0 {
+			if e.Omitted == nil {
+				e.Omitted = map[string]int{}
+			}
+			e.Omitted[crd] = n
 		}
 	}
-	e.Lines = append(e.Lines, report.OmittedLines(omitted)...)
+	return e
 }

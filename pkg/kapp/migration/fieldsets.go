@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	uitable "github.com/cppforlife/go-cli-ui/ui/table"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
@@ -51,10 +50,10 @@ const (
 	dropUnknownVersion
 )
 
-// fieldSetPolicy decides, per apiVersion of a managedFields entry, whether
+// FieldSetPolicy decides, per apiVersion of a managedFields entry, whether
 // its field set means the same at the storage version (moved) or not
 // (dropped). The zero value moves everything (conversion None).
-type fieldSetPolicy struct {
+type FieldSetPolicy struct {
 	// Webhook: the CRD converts through a webhook; only the versions of
 	// same move.
 	Webhook bool
@@ -67,11 +66,11 @@ type fieldSetPolicy struct {
 }
 
 // fieldSetPolicyOf is the policy of crd, whose storage version is storage.
-func fieldSetPolicyOf(crd *apiextv1.CustomResourceDefinition, storage string) fieldSetPolicy {
+func fieldSetPolicyOf(crd *apiextv1.CustomResourceDefinition, storage string) FieldSetPolicy {
 	if crd.Spec.Conversion == nil || crd.Spec.Conversion.Strategy != apiextv1.WebhookConverter {
-		return fieldSetPolicy{}
+		return FieldSetPolicy{}
 	}
-	p := fieldSetPolicy{Webhook: true, Group: crd.Spec.Group}
+	p := FieldSetPolicy{Webhook: true, Group: crd.Spec.Group}
 	var storageSchema *apiextv1.JSONSchemaProps
 	for _, v := range crd.Spec.Versions {
 		if v.Name == storage && v.Schema != nil {
@@ -95,7 +94,7 @@ func fieldSetPolicyOf(crd *apiextv1.CustomResourceDefinition, storage string) fi
 
 // keep reports whether an entry at apiVersion moves to the storage
 // version, and why not.
-func (p fieldSetPolicy) keep(apiVersion string) (bool, dropReason) {
+func (p FieldSetPolicy) keep(apiVersion string) (bool, dropReason) {
 	if !p.Webhook {
 		return true, 0
 	}
@@ -221,9 +220,9 @@ func sortDropped(d []DroppedManagedFields) {
 	})
 }
 
-// why says why the entry was dropped, e.g. "conversion Webhook, and
+// Why says why the entry was dropped, e.g. "conversion Webhook, and
 // v1alpha1 declares other fields than v1".
-func (d DroppedManagedFields) why() string {
+func (d DroppedManagedFields) Why() string {
 	version := d.APIVersion
 	if _, v, ok := strings.Cut(d.APIVersion, "/"); ok {
 		version = v
@@ -254,47 +253,15 @@ func (m *Migrator) reportDropped(p *Plan, dropped []DroppedManagedFields) {
 	m.dropped = append(m.dropped, dropped...)
 	parts := make([]string, len(dropped))
 	for i, d := range dropped {
-		parts[i] = fmt.Sprintf("%s on %s (%s)", d.entry(), plural.Count(d.Objects, "object", "objects"), d.why())
+		parts[i] = fmt.Sprintf("%s on %s (%s)", d.entry(), plural.Count(d.Objects, "object", "objects"), d.Why())
 	}
 	m.msgs.Notify([]string{fmt.Sprintf("crd %s: managedFields entries dropped, not moved to %s (their fields name other data there; "+
 		"each manager owns nothing until its next apply or update): %s", p.Name, p.Storage, strings.Join(parts, "; "))})
 }
 
-// DroppedTable lists the managedFields entries dropped. Its keys are the
-// JSON keys of the rows under kapp's --json.
-func DroppedTable(dropped []DroppedManagedFields) uitable.Table {
-	table := uitable.Table{
-		Title:   "managedFields entries dropped",
-		Content: "entries",
-		Header: []uitable.Header{
-			{Key: "crd", Title: "CRD"},
-			{Key: "manager", Title: "Manager"},
-			{Key: "operation", Title: "Operation"},
-			{Key: "subresource", Title: "Subresource"},
-			{Key: "api_version", Title: "apiVersion"},
-			{Key: "objects", Title: "Objects"},
-			{Key: "reason", Title: "Why"},
-		},
-		SortBy: []uitable.ColumnSort{{Column: 0, Asc: true}, {Column: 1, Asc: true}, {Column: 2, Asc: true},
-			{Column: 3, Asc: true}, {Column: 4, Asc: true}},
-	}
-	for _, d := range dropped {
-		table.Rows = append(table.Rows, []uitable.Value{
-			uitable.NewValueString(d.CRD),
-			uitable.NewValueString(d.Manager),
-			uitable.NewValueString(d.Operation),
-			uitable.NewValueString(d.Subresource),
-			uitable.NewValueString(d.APIVersion),
-			uitable.NewValueInt(d.Objects),
-			uitable.NewValueString(d.why()),
-		})
-	}
-	return table
-}
-
 // droppedVersions lists the versions of the CRD whose entries are dropped,
 // sorted.
-func (p fieldSetPolicy) droppedVersions() []string {
+func (p FieldSetPolicy) droppedVersions() []string {
 	var out []string
 	for _, v := range p.Versions {
 		if !slices.Contains(p.Same, v) {

@@ -181,7 +181,7 @@ func TestRelabelledFieldSets(t *testing.T) {
 
 	policy := fieldSetPolicyOf(renameCRD(), "v1")
 	require.Equal(t, []string{"v1alpha1"}, policy.droppedVersions(), "v1alpha1 declares other fields than v1")
-	relabelled, res, err := moveManagedFields([]metav1.ManagedFieldsEntry{flux}, "example.com/v1", fieldSetPolicy{}) // what conversion None does
+	relabelled, res, err := moveManagedFields([]metav1.ManagedFieldsEntry{flux}, "example.com/v1", FieldSetPolicy{}) // what conversion None does
 	require.NoError(t, err)
 	require.True(t, res.Changed)
 	require.Equal(t, "example.com/v1", relabelled[0].APIVersion)
@@ -268,7 +268,7 @@ func TestRelabelledFieldSetsConversionNone(t *testing.T) {
 		return tv
 	}
 	flux := mfEntry("flux", metav1.ManagedFieldsOperationApply, "v1alpha1", `{"f:spec":{"f:color":{},"f:size":{}}}`)
-	moved, res, err := moveManagedFields([]metav1.ManagedFieldsEntry{flux}, "example.com/v1", fieldSetPolicy{})
+	moved, res, err := moveManagedFields([]metav1.ManagedFieldsEntry{flux}, "example.com/v1", FieldSetPolicy{})
 	require.NoError(t, err)
 	require.Empty(t, res.Dropped)
 	live := at("v1", "{color: red, size: 3}")

@@ -218,27 +218,32 @@ func TestCRDMigrateStorageDropsManagedFields(t *testing.T) {
 			f.setManagers("a/obj-001", mfEntry("flux", apply, "v1alpha1", `{"f:spec":{"f:colour":{}}}`))
 			f.setManagers("a/obj-002", mfEntry("flux", apply, "v1", `{"f:spec":{"f:color":{}}}`))
 
-			out, err := runMigrate(t, f, migrateRun{names: []string{"widgets.example.com"}, dryRun: true, method: method})
+			rec, err := runMigrateRecorded(t, f, migrateRun{names: []string{"widgets.example.com"}, dryRun: true, method: method})
 			require.NoError(t, err)
-			require.Contains(t, out, "crd widgets.example.com converts through a webhook: managedFields entries at v1alpha1 "+
-				"(and at versions it no longer has) would be dropped, not moved to v1: their fields name other data at v1")
+			require.True(t, rec.preview.DryRun)
+			require.Equal(t, []string{"v1alpha1"}, rec.plans[0].DroppedVersions(),
+				"managedFields entries at v1alpha1 would be dropped, not moved to v1 (the command's words: TestMigratePreviewLines)")
 
-			out, err = runMigrate(t, f, migrateRun{names: []string{"widgets.example.com"}, method: method})
+			rec, err = runMigrateRecorded(t, f, migrateRun{names: []string{"widgets.example.com"}, method: method})
+			out := rec.out.String()
 			require.NoError(t, err)
 			require.Contains(t, out, "crd widgets.example.com: managedFields entries dropped, not moved to v1 (their fields name other data there; "+
 				"each manager owns nothing until its next apply or update): flux (Apply at example.com/v1alpha1) on 2 objects "+
 				"(conversion Webhook, and v1alpha1 declares other fields than v1)")
 			require.Contains(t, out, "(entries of 2 dropped)")
-			require.Regexp(t, `managedFields entries dropped\s+CRD\s+Manager\s+Operation\s+Subresource\s+apiVersion\s+Objects\s+Why\s+`+
-				`widgets\.example\.com\s+flux\s+Apply\s+-\s+example\.com/v1alpha1\s+2\s+conversion Webhook, and v1alpha1 declares other fields than v1`, out)
+			require.Len(t, rec.outcome.Dropped, 1, "the table of the entries dropped (the command's words: TestMigrateDroppedTable)")
+			d := rec.outcome.Dropped[0]
+			require.Equal(t, []string{"widgets.example.com", "flux", "Apply", "", "example.com/v1alpha1"}, []string{d.CRD, d.Manager, d.Operation, d.Subresource, d.APIVersion})
+			require.Equal(t, 2, d.Objects)
+			require.Equal(t, "conversion Webhook, and v1alpha1 declares other fields than v1", d.Why())
 			require.Equal(t, []metav1.ManagedFieldsEntry{mfEntry("ctl", update, "v1", `{"f:spec":{"f:replicas":{}}}`)}, f.managers("a/obj-000"))
 			require.Equal(t, []metav1.ManagedFieldsEntry{placeholderEntry("example.com/v1")}, f.managers("a/obj-001"))
 			require.Equal(t, []metav1.ManagedFieldsEntry{mfEntry("flux", apply, "v1", `{"f:spec":{"f:color":{}}}`)}, f.managers("a/obj-002"))
 			require.Equal(t, []string{"v1"}, liveStoredVersions(t, f, "widgets.example.com"))
 
-			out, err = runMigrate(t, f, migrateRun{names: []string{"widgets.example.com"}, method: method})
+			rec, err = runMigrateRecorded(t, f, migrateRun{names: []string{"widgets.example.com"}, method: method})
 			require.NoError(t, err)
-			require.Contains(t, out, "Nothing to migrate", "the placeholder is at the storage version")
+			require.Zero(t, rec.preview.Pending(), "Nothing to migrate: the placeholder is at the storage version")
 		})
 	}
 }

@@ -66,7 +66,7 @@ type moveResult struct {
 // apiVersion, or drops them, as policy says (see above), and reports what
 // it did. obj is changed only when the result's Changed is true and the
 // error nil.
-func migrateManagedFields(obj *unstructured.Unstructured, apiVersion string, policy fieldSetPolicy) (moveResult, error) {
+func migrateManagedFields(obj *unstructured.Unstructured, apiVersion string, policy FieldSetPolicy) (moveResult, error) {
 	entries := obj.GetManagedFields()
 	moved, res, err := moveManagedFields(entries, apiVersion, policy)
 	if err != nil || !res.Changed {
@@ -93,7 +93,7 @@ func placeholderEntry(apiVersion string) metav1.ManagedFieldsEntry {
 // moveManagedFields returns entries with every entry at apiVersion, or
 // dropped where policy says its fields mean other data there, merging
 // those that become one manager, in the order of their first occurrence.
-func moveManagedFields(entries []metav1.ManagedFieldsEntry, apiVersion string, policy fieldSetPolicy) ([]metav1.ManagedFieldsEntry, moveResult, error) {
+func moveManagedFields(entries []metav1.ManagedFieldsEntry, apiVersion string, policy FieldSetPolicy) ([]metav1.ManagedFieldsEntry, moveResult, error) {
 	var res moveResult
 	out := make([]metav1.ManagedFieldsEntry, 0, len(entries))
 	index := map[managerKey]int{} // position in out

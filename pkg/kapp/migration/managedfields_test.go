@@ -55,7 +55,7 @@ func TestMoveManagedFields(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, res, err := moveManagedFields(tc.in, "example.com/v1", fieldSetPolicy{})
+			got, res, err := moveManagedFields(tc.in, "example.com/v1", FieldSetPolicy{})
 			require.NoError(t, err)
 			require.Equal(t, tc.changed, res.Changed)
 			require.Empty(t, res.Dropped)
@@ -70,7 +70,7 @@ func TestMoveManagedFields(t *testing.T) {
 
 	t.Run("undecodable fields", func(t *testing.T) {
 		_, _, err := moveManagedFields([]metav1.ManagedFieldsEntry{
-			mfEntry("ctl", update, "v1alpha1", `{"f:spec":{}}`), mfEntry("ctl", update, "v1", `not json`)}, "example.com/v1", fieldSetPolicy{})
+			mfEntry("ctl", update, "v1alpha1", `{"f:spec":{}}`), mfEntry("ctl", update, "v1", `not json`)}, "example.com/v1", FieldSetPolicy{})
 		require.ErrorContains(t, err, `merging the managedFields entries of manager "ctl" (Update): decoding fieldsV1`)
 	})
 }
@@ -121,9 +121,9 @@ func TestCRDMigrateStorageMovesManagedFields(t *testing.T) {
 			require.JSONEq(t, `{"f:spec":{"f:color":{}}}`, f.managers("a/obj-000")[0].FieldsV1.GetRawString(), "fields and ownership kept")
 			require.Equal(t, "flux", f.managers("a/obj-000")[0].Manager)
 
-			out, err = runMigrate(t, f, migrateRun{names: []string{"widgets.example.com"}, method: tc.method})
+			rec, err := runMigrateRecorded(t, f, migrateRun{names: []string{"widgets.example.com"}, method: tc.method})
 			require.NoError(t, err)
-			require.Contains(t, out, "Nothing to migrate")
+			require.Zero(t, rec.preview.Pending(), "Nothing to migrate")
 			require.Equal(t, tc.wantWrites, f.writes, "a second run writes nothing")
 		})
 	}
@@ -138,13 +138,17 @@ func TestCRDMigrateStorageManagedFieldsAfterTrim(t *testing.T) {
 	f.addObjects("a", 5, "v1")
 	f.setManagers("a/obj-003", mfEntry("flux", metav1.ManagedFieldsOperationApply, "v1alpha1", `{"f:spec":{}}`))
 
-	out, err := runMigrate(t, f, migrateRun{names: []string{"widgets.example.com"}, dryRun: true})
+	rec, err := runMigrateRecorded(t, f, migrateRun{names: []string{"widgets.example.com"}, dryRun: true})
 	require.NoError(t, err)
-	require.Regexp(t, `widgets\.example\.com\s+v1\s+\[v1\] \(unchanged\)\s+5 \(managedFields of 1 to move\)`, out)
-	require.Contains(t, out, "Would move the managedFields of 1 object of crd widgets.example.com to v1 (status.storedVersions is [v1] already)")
+	require.Equal(t, []string{"widgets.example.com v1 [v1] (unchanged) 5 stale=1"}, rec.rows,
+		"the managedFields of 1 object to move (the command's words: TestMigratePlanTable, TestMigratePreviewLines)")
+	p := rec.plans[0]
+	require.True(t, p.Done() && p.Pending(), "status.storedVersions is [v1] already; managedFields to move")
+	require.Empty(t, p.DroppedVersions(), "moved, not dropped")
+	require.True(t, rec.preview.DryRun)
 	require.Zero(t, f.writes)
 
-	out, err = runMigrate(t, f, migrateRun{names: []string{"widgets.example.com"}, method: MethodRewrite})
+	out, err := runMigrate(t, f, migrateRun{names: []string{"widgets.example.com"}, method: MethodRewrite})
 	require.NoError(t, err)
 	require.Contains(t, out, "---- crd widgets.example.com: moving the managedFields of 1 object to v1 [0/1 CRDs done] ----")
 	require.Contains(t, out, "5/5 objects checked for managedFields at other versions (managedFields of 1 moved to v1, 4 at v1 already)")
@@ -229,7 +233,7 @@ func TestRewriteObjectManagedFieldsConflict(t *testing.T) {
 	f.conflicts["ns/obj-000"] = 1
 	f.setManagers("ns/obj-000", mfEntry("flux", metav1.ManagedFieldsOperationApply, "v1alpha1", `{"f:spec":{}}`),
 		mfEntry("other", metav1.ManagedFieldsOperationUpdate, "v1alpha1", `{"f:metadata":{}}`))
-	got, err := rewriteObject(t.Context(), objs, &list.Items[0], "example.com/v1", fieldSetPolicy{}, passManagedFields)
+	got, err := rewriteObject(t.Context(), objs, &list.Items[0], "example.com/v1", FieldSetPolicy{}, passManagedFields)
 	require.NoError(t, err)
 	require.Equal(t, objectResult{outcome: outcomeRewritten, managed: true}, got)
 	require.Equal(t, 1, f.gets)

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,14 +42,22 @@ type migrateRun struct {
 }
 
 // runMigrate runs a migration against cluster as the command does, and
-// returns its output and error.
+// returns its progress output and error.
 func runMigrate(t *testing.T, cluster *fakeMigrationCluster, r migrateRun) (string, error) {
 	t.Helper()
-	var out bytes.Buffer
-	confUI := ui.NewWrappingConfUI(ui.NewWriterUI(&out, &out, ui.NewNoopLogger()), ui.NewNoopLogger())
-	confUI.EnableNonInteractive() // --yes
+	rec, err := runMigrateRecorded(t, cluster, r)
+	return rec.out.String(), err
+}
+
+// runMigrateRecorded runs a migration against cluster as the command does
+// (confirmed, as with --yes), and returns what it showed its UI.
+func runMigrateRecorded(t *testing.T, cluster *fakeMigrationCluster, r migrateRun) (*recordUI, error) {
+	t.Helper()
+	rec := &recordUI{}
+	confUI := ui.NewWrappingConfUI(ui.NewWriterUI(&rec.out, &rec.out, ui.NewNoopLogger()), ui.NewNoopLogger())
+	rec.plainMessages = plainMessages{confUI}
 	req := Request{Names: r.names, To: r.to, Method: r.method, Concurrency: r.concurrency, DryRun: r.dryRun,
-		Cluster: cluster, UI: confUI, Messages: plainMessages{confUI}}
+		Cluster: cluster, UI: rec}
 	if r.method == "" {
 		req.Method = MethodAuto
 	}
@@ -63,8 +73,52 @@ func runMigrate(t *testing.T, cluster *fakeMigrationCluster, r migrateRun) (stri
 	}
 	err := Run(context.Background(), req)
 	confUI.Flush()
-	t.Logf("output:\n%s", out.String())
-	return out.String(), err
+	t.Logf("output:\n%s", rec.out.String())
+	return rec, err
+}
+
+// recordUI records the facts a migration shows its UI (the command words
+// and prints them: pkg/kapp/cmd/tools, crd_migrate_storage_output.go),
+// and prints its progress as plainMessages does.
+type recordUI struct {
+	plainMessages
+	out     bytes.Buffer
+	plans   []*Plan
+	rows    []string // the plans as Planned saw them (planRow): the migration changes them as it goes
+	preview *Preview
+	outcome *Outcome
+}
+
+func (r *recordUI) Planned(plans []*Plan) error {
+	r.plans = plans
+	for _, p := range plans {
+		r.rows = append(r.rows, planRow(p))
+	}
+	return nil
+}
+
+func (r *recordUI) Preview(p Preview) error  { r.preview = &p; return nil } // confirmed
+func (r *recordUI) Finished(o Outcome) error { r.outcome = &o; return nil }
+
+// planRow is a plan as the command's table shows it, in facts: name,
+// storage version, status.storedVersions change, objects (or "-": nothing
+// to do), and the objects whose managedFields are moved.
+func planRow(p *Plan) string {
+	objects := strconv.Itoa(p.Objects)
+	if !p.Pending() {
+		objects = "-"
+	}
+	return fmt.Sprintf("%s %s %s %s stale=%d", p.Name, p.Storage, p.StoredVersionsChange(), objects, p.StaleManagedFields)
+}
+
+// methodLine is the method and why, in the form of the command's line
+// (the command's own words: TestMigratePreviewLines in pkg/kapp/cmd/tools);
+// "" when the migration stopped before it resolved the method.
+func (r *recordUI) methodLine() string {
+	if r.preview == nil {
+		return ""
+	}
+	return "Method: " + r.preview.Method + " (" + r.preview.Why + ")"
 }
 
 // plainMessages prints as kapp's cmdcore.PlainMessagesUI does, without the
@@ -104,7 +158,8 @@ func TestCRDMigrateStorageMigrates(t *testing.T) {
 	f.addObjects("b", 10, "v1")
 	f.hashes = []string{StorageVersionHash("example.com", "v1", "Widget")}
 
-	out, err := runMigrate(t, f, migrateRun{names: []string{"widgets.example.com"}, concurrency: 3, pageSize: 7})
+	rec, err := runMigrateRecorded(t, f, migrateRun{names: []string{"widgets.example.com"}, concurrency: 3, pageSize: 7})
+	out := rec.out.String()
 	require.NoError(t, err)
 	require.Equal(t, map[string]int{"v1": 35}, f.storedAt(), "every object is stored at the storage version")
 	require.Equal(t, 25, f.writes, "only the objects stored at v1alpha1 were written")
@@ -112,7 +167,7 @@ func TestCRDMigrateStorageMigrates(t *testing.T) {
 	require.Equal(t, []string{"widgets.example.com"}, f.statusUpdates)
 	require.Equal(t, []string{"", "a/obj-007", "a/obj-014", "a/obj-021", "b/obj-003"}, f.lists, "paged LIST")
 
-	require.Regexp(t, `widgets\.example\.com\s+v1\s+\[v1alpha1 v1\] -> \[v1\]\s+35`, out, "the plan table")
+	require.Equal(t, []string{"widgets.example.com v1 [v1alpha1 v1] -> [v1] 35 stale=0"}, rec.rows, "the plan table")
 	require.Contains(t, out, "---- crd widgets.example.com: rewriting 35 objects at v1 [0/1 CRDs done] ----")
 	require.Contains(t, out, "crd widgets.example.com: 35/35 objects done (25 rewritten, 10 already at v1)")
 	require.Contains(t, out, "crd widgets.example.com: status.storedVersions [v1alpha1 v1] -> [v1]")
@@ -122,10 +177,10 @@ func TestCRDMigrateStorageMigrates(t *testing.T) {
 	require.LessOrEqual(t, len(lines), 11, "about one line per tenth of the objects, not one per object")
 
 	t.Run("a second run has nothing to do", func(t *testing.T) {
-		out, err := runMigrate(t, f, migrateRun{names: []string{"widgets.example.com"}})
+		rec, err := runMigrateRecorded(t, f, migrateRun{names: []string{"widgets.example.com"}})
 		require.NoError(t, err)
-		require.Contains(t, out, "Nothing to migrate: status.storedVersions of 1 CRD is the storage version alone")
-		require.Regexp(t, `widgets\.example\.com\s+v1\s+\[v1\] \(unchanged\)\s+-`, out)
+		require.Zero(t, rec.preview.Pending(), "Nothing to migrate")
+		require.Equal(t, []string{"widgets.example.com v1 [v1] (unchanged) - stale=0"}, rec.rows)
 		require.Equal(t, 25, f.writes)
 		require.Len(t, f.statusUpdates, 1)
 	})
@@ -135,13 +190,14 @@ func TestCRDMigrateStorageDryRun(t *testing.T) {
 	f := newFakeMigrationCluster(switched(), renamed(fakeCRD([]string{"v1"}, v1Stored), "gadgets"))
 	f.addObjects("a", 12, "v1alpha1")
 
-	out, err := runMigrate(t, f, migrateRun{names: []string{"gadgets.example.com", "widgets.example.com"}, dryRun: true})
+	rec, err := runMigrateRecorded(t, f, migrateRun{names: []string{"gadgets.example.com", "widgets.example.com"}, dryRun: true})
 	require.NoError(t, err)
-	require.Regexp(t, `gadgets\.example\.com\s+v1\s+\[v1\] \(unchanged\)\s+-`, out)
-	require.Regexp(t, `widgets\.example\.com\s+v1\s+\[v1alpha1 v1\] -> \[v1\]\s+12`, out)
-	require.Contains(t, out, "Would rewrite the 12 objects of crd widgets.example.com at v1 with their managedFields at v1 (those already stored at v1 with managedFields at v1 cost no write), then set status.storedVersions [v1alpha1 v1] -> [v1]")
-	require.NotContains(t, out, "Would rewrite the 12 objects of crd gadgets", "nothing to do for gadgets")
-	require.Contains(t, out, "Dry run: nothing changed")
+	require.Equal(t, []string{"gadgets.example.com v1 [v1] (unchanged) - stale=0", "widgets.example.com v1 [v1alpha1 v1] -> [v1] 12 stale=0"},
+		rec.rows, "nothing to do for gadgets; widgets' 12 objects rewritten (the command's words: TestMigratePreviewLines)")
+	require.True(t, rec.preview.DryRun)
+	require.Equal(t, MethodRewrite, rec.preview.Method, "the fake cluster serves no StorageVersionMigrations")
+	require.Equal(t, 1, rec.preview.Pending())
+	require.Empty(t, rec.out.String(), "no progress: nothing changed")
 	require.Zero(t, f.writes)
 	require.Empty(t, f.statusUpdates)
 	require.Equal(t, []string{""}, f.lists, "a dry run only reads: the objects of gadgets, migrated already, for managedFields at other versions")
@@ -361,7 +417,7 @@ func TestRewriteObject(t *testing.T) {
 			objs := f.Objects(widgetsGR.WithVersion("v1"))
 			list, err := objs.List(context.Background(), metav1.ListOptions{})
 			require.NoError(t, err)
-			got, err := rewriteObject(context.Background(), objs, &list.Items[0], "example.com/v1", fieldSetPolicy{}, passRewrite)
+			got, err := rewriteObject(context.Background(), objs, &list.Items[0], "example.com/v1", FieldSetPolicy{}, passRewrite)
 			if tc.wantErr != "" {
 				require.EqualError(t, err, tc.wantErr)
 				require.True(t, errors.Is(err, tc.failWith) || tc.failWith == nil)

@@ -49,9 +49,17 @@ type Plan struct {
 	// the objects are migrated again, and the record written.
 	Unproven *storedversions.Trim
 
-	// fields decides which managedFields entries move to the storage
-	// version and which are dropped (fieldsets.go).
-	fields fieldSetPolicy
+	// ManagedFields decides which managedFields entries move to the
+	// storage version and which are dropped (fieldsets.go).
+	ManagedFields FieldSetPolicy
+}
+
+// DroppedVersions lists, sorted, the versions whose managedFields entries
+// the migration drops instead of moving them to the storage version (a
+// conversion webhook, and versions whose schemas declare other fields);
+// none under conversion None.
+func (p *Plan) DroppedVersions() []string {
+	return p.ManagedFields.droppedVersions()
 }
 
 // Done reports whether status.storedVersions is already the storage
@@ -131,17 +139,17 @@ func planMigration(u *unstructured.Unstructured, to string) (*Plan, error) {
 	}
 
 	return &Plan{
-		Name:       crd.Name,
-		UID:        crd.UID,
-		Generation: crd.Generation,
-		Group:      crd.Spec.Group,
-		Kind:       crd.Spec.Names.Kind,
-		Plural:     crd.Spec.Names.Plural,
-		Storage:    storage.Name,
-		Stored:     crd.Status.StoredVersions,
-		Versions:   names,
-		Unproven:   storedversions.UnprovenTrim(crd),
-		fields:     fieldSetPolicyOf(crd, storage.Name),
+		Name:          crd.Name,
+		UID:           crd.UID,
+		Generation:    crd.Generation,
+		Group:         crd.Spec.Group,
+		Kind:          crd.Spec.Names.Kind,
+		Plural:        crd.Spec.Names.Plural,
+		Storage:       storage.Name,
+		Stored:        crd.Status.StoredVersions,
+		Versions:      names,
+		Unproven:      storedversions.UnprovenTrim(crd),
+		ManagedFields: fieldSetPolicyOf(crd, storage.Name),
 	}, nil
 }
 

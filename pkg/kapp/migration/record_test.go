@@ -66,9 +66,10 @@ func TestCRDMigrateStorageRecords(t *testing.T) {
 		}}
 		f := newFakeMigrationCluster(crd)
 		f.addObjects("a", 4, "v1alpha1")
-		out, err := runMigrate(t, f, migrateRun{names: []string{"widgets.example.com"}})
+		shown, err := runMigrateRecorded(t, f, migrateRun{names: []string{"widgets.example.com"}})
+		out := shown.out.String()
 		require.NoError(t, err)
-		require.Contains(t, out, "[v1] (trimmed by kubectl-patch without evidence: objects migrated again)")
+		require.Contains(t, shown.rows[0], "[v1] (trimmed by kubectl-patch without evidence: objects migrated again)", "the plan table")
 		require.Equal(t, map[string]int{"v1": 4}, f.storedAt())
 		rec, ok := record(t, f, "widgets.example.com")
 		require.True(t, ok)

@@ -100,7 +100,7 @@ func (m *Migrator) rewriteObjects(ctx context.Context, p *Plan, ps pass) (migrat
 		items := list.Items
 		// Failures are recorded per object, so the work itself never fails.
 		_ = parallel.ForEach(ctx, len(items), m.concurrency, func(ctx context.Context, i int) error {
-			res, err := rewriteObject(ctx, objs, &items[i], p.apiVersion(), p.fields, ps)
+			res, err := rewriteObject(ctx, objs, &items[i], p.apiVersion(), p.ManagedFields, ps)
 			if err != nil {
 				mu.Lock()
 				if len(failures) < maxCollectedFailures {
@@ -197,7 +197,7 @@ var errManagedFieldsKept = errors.New("managedFields still name another version 
 // managedFields moved to apiVersion. In passManagedFields an object whose
 // managedFields name no other version is not written. On a conflict it
 // re-reads the object and tries again.
-func rewriteObject(ctx context.Context, c ObjectClient, obj *unstructured.Unstructured, apiVersion string, policy fieldSetPolicy, ps pass) (objectResult, error) {
+func rewriteObject(ctx context.Context, c ObjectClient, obj *unstructured.Unstructured, apiVersion string, policy FieldSetPolicy, ps pass) (objectResult, error) {
 	ns, name := obj.GetNamespace(), obj.GetName()
 	verb := "rewriting"
 	if ps != passRewrite {

@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/cppforlife/go-cli-ui/ui"
-	uitable "github.com/cppforlife/go-cli-ui/ui/table"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 	"github.com/crdsafety/kapp/pkg/kapp/kube"
@@ -21,10 +18,60 @@ import (
 )
 
 // Messages prints the progress of a migration: kapp's cmdcore.MessagesUI
-// (a section line per CRD, then lines under it).
+// (a section line per CRD, then lines under it). Its lines are the
+// progress events of a migration, worded here as evaluation words the
+// progress of its live checks.
 type Messages interface {
 	NotifySection(msg string, args ...any)
 	Notify(msgs []string)
+}
+
+// UI is how a migration shows itself and asks before it changes
+// anything: the command implements it with go-cli-ui
+// (pkg/kapp/cmd/tools/crd_migrate_storage_output.go: the tables, the
+// lines of the plan, the confirmation), the tests record it. Run hands it
+// facts; their words are the UI's.
+type UI interface {
+	// Messages receives the progress while the CRDs are migrated.
+	Messages
+	// Planned is told the plan of every CRD, before the method is
+	// resolved.
+	Planned(plans []*Plan) error
+	// Preview is told what the migration will do once the method is
+	// known. When nothing is pending, or for a dry run, that is the end
+	// of the run; otherwise an error (a confirmation declined) stops it
+	// before anything is written.
+	Preview(p Preview) error
+	// Finished is told the outcome once every pending CRD was tried
+	// (not when the run is cancelled).
+	Finished(o Outcome) error
+}
+
+// Preview is what a migration will do, before anything is written.
+type Preview struct {
+	Plans []*Plan
+	// Method is the method that runs (MethodMigrator or MethodRewrite),
+	// Why says why (ResolveMethod).
+	Method, Why string
+	DryRun      bool
+}
+
+// Pending counts the CRDs the migration has anything to do for.
+func (p Preview) Pending() int {
+	n := 0
+	for _, plan := range p.Plans {
+		if plan.Pending() {
+			n++
+		}
+	}
+	return n
+}
+
+// Outcome is what a migration did, beyond its progress lines.
+type Outcome struct {
+	// Dropped are the managedFields entries dropped, not moved to the
+	// storage version (fieldsets.go), sorted.
+	Dropped []DroppedManagedFields
 }
 
 // Request is one migration of `kapp tools crd-migrate-storage`.
@@ -41,20 +88,17 @@ type Request struct {
 	DryRun bool
 
 	Cluster Cluster
-	// UI prints the plan, asks for confirmation and says which method runs.
-	UI ui.UI
-	// Messages prints the progress of the migration.
-	Messages Messages
-	// PrintTable prints the plan's table; nil: UI.PrintTable.
-	PrintTable func(uitable.Table) error
+	// UI is shown the plan and asked before anything is written; it
+	// receives the progress (Messages) and the outcome.
+	UI UI
 
 	// tune adjusts the migrator before it runs (tests shorten its waits).
 	tune func(*Migrator)
 }
 
 // Run plans the migration of every CRD of req (nothing is written when
-// any cannot be migrated), prints the plan, asks for confirmation, then
-// migrates the CRDs one after the other with the method req asks for
+// any cannot be migrated), shows the plan to req.UI, which may stop it
+// (a confirmation declined), then migrates the CRDs one after the other with the method req asks for
 // (auto: the cluster's storage version migrator where it is served, else
 // the client-side rewrite).
 func Run(ctx context.Context, req Request) error {
@@ -66,62 +110,26 @@ func Run(ctx context.Context, req Request) error {
 	if err != nil {
 		return err
 	}
-	printTable := req.PrintTable
-	if printTable == nil {
-		printTable = func(t uitable.Table) error { req.UI.PrintTable(t); return nil }
-	}
-	if err := printTable(Table(plans)); err != nil {
+	if err := req.UI.Planned(plans); err != nil {
 		return err
 	}
 	method, why, err := ResolveMethod(ctx, cluster, req.Method)
 	if err != nil {
 		return err
 	}
-	pending := 0
-	for _, p := range plans {
-		if p.Pending() {
-			pending++
-		}
-	}
-	if pending == 0 {
-		req.UI.PrintLinef("Nothing to migrate: status.storedVersions of %s is the storage version alone, and no managedFields name another version",
-			plural.Count(len(plans), "CRD", "CRDs"))
-		return nil
-	}
-	if req.DryRun {
-		for _, p := range plans {
-			switch {
-			case !p.Pending():
-			case p.Done():
-				req.UI.PrintLinef("Would move the managedFields of %s of crd %s to %s (status.storedVersions is [%s] already)",
-					plural.Count(p.StaleManagedFields, "object", "objects"), p.Name, p.Storage, p.Storage)
-			case method == MethodMigrator:
-				req.UI.PrintLinef("Would move the managedFields of the objects of crd %s to %s where they name another version, "+
-					"then create a StorageVersionMigration (%s at %s), whose migrator sets status.storedVersions %s",
-					p.Name, p.Storage, plural.Count(p.Objects, "object", "objects"), p.Storage, p.StoredVersionsChange())
-			default:
-				req.UI.PrintLinef("Would rewrite the %s of crd %s at %s with their managedFields at %s (those already stored at %s with managedFields at %s cost no write), then set status.storedVersions %s",
-					plural.Count(p.Objects, "object", "objects"), p.Name, p.Storage, p.Storage, p.Storage, p.Storage, p.StoredVersionsChange())
-			}
-		}
-		for _, p := range plans {
-			if drop := p.fields.droppedVersions(); p.Pending() && len(drop) > 0 {
-				req.UI.PrintLinef("crd %s converts through a webhook: managedFields entries at %s (and at versions it no longer has) would be dropped, not moved to %s: "+
-					"their fields name other data at %s", p.Name, strings.Join(drop, ", "), p.Storage, p.Storage)
-			}
-		}
-		req.UI.PrintLinef("Dry run: nothing changed")
-		return nil
-	}
-	if err := req.UI.AskForConfirmation(); err != nil {
+	preview := Preview{Plans: plans, Method: method, Why: why, DryRun: req.DryRun}
+	if err := req.UI.Preview(preview); err != nil {
 		return err
 	}
+	pending := preview.Pending()
+	if pending == 0 || req.DryRun {
+		return nil
+	}
 
-	req.UI.PrintLinef("Method: %s (%s)", method, why)
 	m := &Migrator{
 		method:          method,
 		cluster:         cluster,
-		msgs:            req.Messages,
+		msgs:            req.UI,
 		concurrency:     req.Concurrency,
 		pageSize:        kube.DefaultPageSize,
 		storageWait:     time.Minute,
@@ -188,11 +196,9 @@ func Run(ctx context.Context, req Request) error {
 	} else {
 		m.msgs.NotifySection("migration complete [%d/%d CRDs done]: %s", done, len(plans), summary)
 	}
-	if len(m.dropped) > 0 {
-		sortDropped(m.dropped)
-		if err := printTable(DroppedTable(m.dropped)); err != nil {
-			failed = append(failed, err)
-		}
+	sortDropped(m.dropped)
+	if err := req.UI.Finished(Outcome{Dropped: m.dropped}); err != nil {
+		failed = append(failed, err)
 	}
 	return errors.Join(failed...)
 }
@@ -319,42 +325,6 @@ func countStaleManagedFields(ctx context.Context, cluster Cluster, p *Plan) (obj
 			return objects, stale, nil
 		}
 	}
-}
-
-// Table lists what will happen to each CRD. Its keys are the JSON keys of
-// the rows under kapp's --json.
-func Table(plans []*Plan) uitable.Table {
-	table := uitable.Table{
-		Title:   "CRD storage migration",
-		Content: "CRDs",
-		Header: []uitable.Header{
-			{Key: "crd", Title: "CRD"},
-			{Key: "storage_version", Title: "Storage version"},
-			{Key: "stored_versions", Title: "status.storedVersions"},
-			{Key: "objects", Title: "Objects"},
-		},
-		SortBy: []uitable.ColumnSort{{Column: 0, Asc: true}},
-	}
-	for _, p := range plans {
-		objects := strconv.Itoa(p.Objects)
-		switch {
-		case !p.Pending():
-			objects = "-" // nothing to rewrite
-		case p.Done():
-			verb := "move"
-			if len(p.fields.droppedVersions()) > 0 {
-				verb = "move or drop" // entries at versions whose fields differ are dropped
-			}
-			objects = fmt.Sprintf("%d (managedFields of %d to %s)", p.Objects, p.StaleManagedFields, verb)
-		}
-		table.Rows = append(table.Rows, []uitable.Value{
-			uitable.NewValueString(p.Name),
-			uitable.NewValueString(p.Storage),
-			uitable.NewValueString(p.StoredVersionsChange()),
-			uitable.NewValueString(objects),
-		})
-	}
-	return table
 }
 
 func joinSpace(s []string) string { return strings.Join(s, " ") }

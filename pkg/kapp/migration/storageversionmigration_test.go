@@ -18,9 +18,10 @@ func TestCRDMigrateStorageMigrator(t *testing.T) {
 	f.addObjects("a", 5, "v1alpha1")
 	f.servesSVM, f.svmPolls = true, 3
 
-	out, err := runMigrate(t, f, migrateRun{names: []string{"widgets.example.com"}})
+	rec, err := runMigrateRecorded(t, f, migrateRun{names: []string{"widgets.example.com"}})
+	out := rec.out.String()
 	require.NoError(t, err)
-	require.Contains(t, out, "Method: migrator (the cluster serves storagemigration.k8s.io/v1: its storage version migrator rewrites the objects)")
+	require.Equal(t, "Method: migrator (the cluster serves storagemigration.k8s.io/v1: its storage version migrator rewrites the objects)", rec.methodLine())
 	require.Equal(t, []string{"widgets.example.com-0"}, f.svmsMade)
 	require.Equal(t, f.svmsMade, f.svmsGone, "the migration it created is deleted")
 	require.Contains(t, out, "crd widgets.example.com: StorageVersionMigration widgets.example.com-0 created")
@@ -52,14 +53,14 @@ func TestCRDMigrateStorageMethod(t *testing.T) {
 			f := newFakeMigrationCluster(switched())
 			f.addObjects("a", 2, "v1alpha1")
 			f.servesSVM = tc.serves
-			out, err := runMigrate(t, f, migrateRun{names: []string{"widgets.example.com"}, method: tc.method})
+			rec, err := runMigrateRecorded(t, f, migrateRun{names: []string{"widgets.example.com"}, method: tc.method})
 			if tc.err != "" {
 				require.EqualError(t, err, tc.err)
 				require.Zero(t, f.writes)
 				return
 			}
 			require.NoError(t, err)
-			require.Contains(t, out, tc.want)
+			require.Equal(t, tc.want, rec.methodLine())
 			require.Empty(t, f.svmsMade)
 			require.Equal(t, []string{"v1"}, liveStoredVersions(t, f, "widgets.example.com"))
 		})

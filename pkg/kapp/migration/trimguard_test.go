@@ -78,7 +78,7 @@ func TestResolveMethodTrimGuard(t *testing.T) {
 			// An object nobody can write any more (an admission policy):
 			// the migrator would fail on it, and trim on 1.37.0-1.37.2.
 			f.failUpdates["a/obj-001"] = denied
-			out, err := runMigrate(t, f, migrateRun{names: []string{"widgets.example.com"}, method: tc.method})
+			rec, err := runMigrateRecorded(t, f, migrateRun{names: []string{"widgets.example.com"}, method: tc.method})
 			switch tc.wantMethod {
 			case "":
 				require.ErrorIs(t, err, ErrMigratorTrimsOnFailure)
@@ -87,14 +87,14 @@ func TestResolveMethodTrimGuard(t *testing.T) {
 				require.Empty(t, f.svmsMade)
 				require.Equal(t, []string{"v1alpha1", "v1"}, liveStoredVersions(t, f, "widgets.example.com"))
 			case MethodRewrite:
-				require.Contains(t, out, tc.wantLine)
+				require.Contains(t, rec.methodLine(), tc.wantLine)
 				require.ErrorIs(t, err, ErrObjectsFailed)
 				require.Empty(t, f.svmsMade, "no StorageVersionMigration created")
 				require.Equal(t, []string{"v1alpha1", "v1"}, liveStoredVersions(t, f, "widgets.example.com"),
 					"status.storedVersions still names v1alpha1, where obj-001 is stored")
 				require.Equal(t, map[string]int{"v1": 2, "v1alpha1": 1}, f.storedAt())
 			case MethodMigrator:
-				require.Contains(t, out, tc.wantLine)
+				require.Contains(t, rec.methodLine(), tc.wantLine)
 				require.NotEmpty(t, f.svmsMade, "the migrator is used (the fake's migrator rewrites every object)")
 				require.NoError(t, err)
 			}
@@ -119,9 +119,10 @@ func TestMigratorTrimAfterFailureUndone(t *testing.T) {
 	f := newFakeMigrationCluster(switched())
 	f.servesSVM, f.svmFail, f.svmTrimOnFail = true, `"red" is forbidden: denied`, true
 	f.addObjects("a", 2, "v1alpha1")
-	out, err := runMigrate(t, f, migrateRun{names: []string{"widgets.example.com"}})
+	rec, err := runMigrateRecorded(t, f, migrateRun{names: []string{"widgets.example.com"}})
+	out := rec.out.String()
 	require.ErrorIs(t, err, ErrMigrationFailed)
-	require.Contains(t, out, "Method: migrator")
+	require.Contains(t, rec.methodLine(), "Method: migrator")
 	require.Contains(t, out, "crd widgets.example.com: the cluster's migrator trimmed status.storedVersions to [v1] although StorageVersionMigration widgets.example.com-0 failed (kubernetes/kubernetes#143103): restored to [v1alpha1 v1]")
 	require.Len(t, f.svmsMade, migratorAttempts)
 	require.Equal(t, []string{"v1alpha1", "v1"}, liveStoredVersions(t, f, "widgets.example.com"))

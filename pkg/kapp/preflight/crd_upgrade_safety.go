@@ -13,7 +13,6 @@ import (
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
 	"github.com/cppforlife/go-cli-ui/ui"
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
 	"github.com/crdsafety/kapp/pkg/kapp/report"
@@ -80,9 +79,11 @@ func (c *CRDUpgradeSafety) SetConfig(raw kpreflight.CheckConfig) error {
 }
 
 // Run checks every CRD upsert and delete in the change graph: the changes
-// become a plan for the evaluation service (evaluation.Run), whose warnings
-// it prints and whose error findings are the deploy's error (an
-// *evaluation.UnsafeUpgradeError listing them).
+// become a plan for the evaluation service (evaluation.Run), whose
+// findings it words through one report.Report: the warnings it prints,
+// and the deploy's error when a finding is an error (a
+// *report.DeployError listing them, around the run's
+// *evaluation.UnsafeUpgradeError).
 func (c *CRDUpgradeSafety) Run(ctx context.Context, changeGraph *ctldgraph.ChangeGraph) error {
 	defer evaluation.StartCheckTiming(timingOut()).Print()
 	plan, missingOld, err := planFromGraph(changeGraph)
@@ -100,27 +101,14 @@ func (c *CRDUpgradeSafety) Run(ctx context.Context, changeGraph *ctldgraph.Chang
 	if err != nil {
 		return err
 	}
-	c.printWarnings(res.Findings)
-	return res.ErrListed()
-}
-
-// printWarnings prints the warning findings kept by the per-CRD bound and,
-// when no finding is an error (the error lists them otherwise), the
-// bound's notes.
-func (c *CRDUpgradeSafety) printWarnings(findings []crdupgradesafety.Finding) {
-	kept, omitted := crdupgradesafety.Bound(findings, c.cfg.MaxFindingsPerCRD)
-	for _, f := range kept {
-		if f.Severity == crdupgradesafety.SeverityError {
-			continue
-		}
-		c.ui.PrintLinef("Warning: %s: %s", config.CheckName, report.FindingLine(f))
-	}
-	if errs, _ := report.Count(findings); errs > 0 {
-		return
-	}
-	for _, l := range report.OmittedLines(omitted) {
+	rep := report.New(nil, res.Findings, c.cfg.MaxFindingsPerCRD, nil)
+	for _, l := range rep.WarningLines() {
 		c.ui.PrintLinef("Warning: %s: %s", config.CheckName, l)
 	}
+	if err := res.Err(); err != nil {
+		return &report.DeployError{Err: err, Report: rep}
+	}
+	return nil
 }
 
 // planFromGraph collects the CRD changes of the graph: every create and

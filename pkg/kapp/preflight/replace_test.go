@@ -8,6 +8,7 @@ import (
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
+	"github.com/crdsafety/kapp/pkg/kapp/report"
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
@@ -131,11 +132,12 @@ func TestRunUpdateStrategies(t *testing.T) {
 			} else if len(tc.errors) == 0 {
 				require.NoError(t, err)
 			} else {
-				var unsafe *evaluation.UnsafeUpgradeError
+				var unsafe *report.DeployError
 				require.ErrorAs(t, err, &unsafe)
-				require.Len(t, unsafe.Lines, len(tc.errors), "error findings: %q", unsafe.Lines)
+				require.ErrorIs(t, err, evaluation.ErrUnsafeUpgrade)
+				require.Len(t, unsafe.Lines(), len(tc.errors), "error findings: %q", unsafe.Lines())
 				for i, want := range tc.errors {
-					require.Contains(t, unsafe.Lines[i], want)
+					require.Contains(t, unsafe.Lines()[i], want)
 				}
 			}
 			lines := nonEmptyLines(out.String())

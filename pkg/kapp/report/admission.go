@@ -8,6 +8,7 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // The admission webhook's answer to one CRD request, as kubectl and other
@@ -88,4 +89,25 @@ func AdmissionWarning(text string) string {
 	}, text)
 	w, _ := ShortenMessage(config.CheckName+": "+text, MaxWarningRunes)
 	return w
+}
+
+// DenialCauses are the findings of a denial as data (the status causes of
+// the admission response): one config.FindingCause cause per error
+// finding, its fingerprint in the cause's field and, for the first
+// MaxDenialLines, its line (FindingLine, at most MaxWarningRunes
+// characters) in the cause's message; the others carry their fingerprint
+// alone, which keeps the response small on a huge CRD.
+func DenialCauses(findings []crdupgradesafety.Finding) []metav1.StatusCause {
+	var causes []metav1.StatusCause
+	for _, f := range findings {
+		if f.Severity != crdupgradesafety.SeverityError {
+			continue
+		}
+		c := metav1.StatusCause{Type: metav1.CauseType(config.FindingCause), Field: f.Fingerprint}
+		if len(causes) < MaxDenialLines {
+			c.Message, _ = ShortenMessage(FindingLine(f), MaxWarningRunes)
+		}
+		causes = append(causes, c)
+	}
+	return causes
 }

@@ -49,7 +49,7 @@ func baselinesText(bs []crdupgradesafety.Baseline) string {
 
 // SeveralBaselines reports whether findings come from more than one
 // baseline: then every finding names its own.
-func SeveralBaselines(findings []crdupgradesafety.Finding) bool {
+func SeveralBaselines(findings []Finding) bool {
 	var first *crdupgradesafety.Baseline
 	for _, f := range findings {
 		switch {

@@ -38,7 +38,7 @@ func TestRemedyInEveryOutput(t *testing.T) {
 	sarif, err := SARIF(r)
 	require.NoError(t, err)
 	denial, _ := Admission([]crdupgradesafety.Finding{f})
-	table := FindingsTable([]crdupgradesafety.Finding{f}, nil, TableOptions{})
+	table := FindingsTable(r, TableOptions{})
 	outputs := map[string]string{
 		"json":       string(js),
 		"sarif":      string(sarif),

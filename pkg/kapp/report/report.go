@@ -3,8 +3,12 @@
 // finding with the file and line it is about, rendered as markdown (a
 // pull-request comment), GitHub Actions workflow commands, SARIF 2.1.0
 // (code scanning) or our own JSON document (docs/crd-upgrade-safety-report.schema.json).
-// table.go renders the kapp table of the default output and the lines the
-// preflight check prints.
+// table.go renders the kapp table of the default output from a Report;
+// deploy.go the lines the preflight check prints and its error
+// (DeployError), from one Report; admission.go the webhook's answer, its
+// findings also as status causes (DenialCauses). The services return facts
+// (evaluation's UnsafeUpgradeError); the words are composed here, at the
+// edge.
 package report
 
 import (
@@ -208,9 +212,7 @@ func New(checked []string, findings []crdupgradesafety.Finding, maxPerCRD int, l
 	}
 	kept, omitted := crdupgradesafety.Bound(findings, maxPerCRD)
 	for _, f := range kept {
-		rf := Finding{CRD: f.CRD, Version: VersionText(f), Field: FieldText(f), Check: f.Check,
-			Severity: string(f.Severity), Message: Message(f), Fingerprint: f.Fingerprint, DataLoss: f.DataLoss, Impact: f.Impact, Remedy: remedyOf(f),
-			Waiver: waiverOf(f), Acceptance: acceptanceOf(f), Baseline: f.Baseline}
+		rf := findingOf(f)
 		if locate != nil {
 			newLoc, oldLoc := locate(f)
 			rf.File, rf.Line = newLoc.File, newLoc.Line
@@ -232,6 +234,42 @@ func New(checked []string, findings []crdupgradesafety.Finding, maxPerCRD int, l
 	}
 	sort.Slice(r.CRDs, func(i, j int) bool { return r.CRDs[i].Name < r.CRDs[j].Name })
 	return r
+}
+
+// findingOf is the report's Finding of f, without its location.
+func findingOf(f crdupgradesafety.Finding) Finding {
+	return Finding{CRD: f.CRD, Version: VersionText(f), Field: FieldText(f), Check: f.Check,
+		Severity: string(f.Severity), Message: Message(f), Fingerprint: f.Fingerprint, DataLoss: f.DataLoss, Impact: f.Impact, Remedy: remedyOf(f),
+		Waiver: waiverOf(f), Acceptance: acceptanceOf(f), Baseline: f.Baseline}
+}
+
+// Ordered returns the findings r keeps, of every CRD, in the one order of
+// every output (crdupgradesafety.SortFindings, which New's findings come
+// in): those that lose stored data first, then the others, each by CRD.
+func (r Report) Ordered() []Finding {
+	var out []Finding
+	for _, dataLoss := range []bool{true, false} {
+		for _, c := range r.CRDs {
+			for _, f := range c.Findings {
+				if f.DataLoss == dataLoss {
+					out = append(out, f)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// omittedLines are the notes of what the per-CRD bound left out
+// (OmittedLine), one per CRD, by CRD name.
+func (r Report) omittedLines() []string {
+	var lines []string
+	for _, c := range r.CRDs {
+		if c.Omitted > 0 {
+			lines = append(lines, OmittedLine(c.Name, c.Omitted))
+		}
+	}
+	return lines
 }
 
 // Counts returns the number of CRDs that are unsafe, and the error and

@@ -20,29 +20,40 @@ import (
 //
 //	crd widgets.example.com version v1 field ^.spec.size: [minimum] minimum increased: 1 -> 5
 //
-// CRD-level findings leave out the version and field parts they lack.
-func FindingLine(f crdupgradesafety.Finding) string {
-	return FindingSubject(f.CRD, VersionText(f), FieldText(f)) + ": [" + f.Check + "] " + Message(f) + FingerprintSuffix(f.Fingerprint)
-}
+// CRD-level findings leave out the version and field parts they lack. It
+// is the Text of the finding as a Report holds it.
+func FindingLine(f crdupgradesafety.Finding) string { return findingOf(f).Text() }
 
 // RemedyLine renders a finding's way forward as the line that follows its
 // FindingLine in kapp's error and the webhook's denial ("" for none):
 //
 //	way forward: keep "v1alpha1", deploy the new storage version, run '...', then remove "v1alpha1"
-func RemedyLine(f crdupgradesafety.Finding) string {
-	if text := RemedyText(f); text != "" {
-		return "way forward: " + text
+func RemedyLine(f crdupgradesafety.Finding) string { return findingOf(f).RemedyLine() }
+
+// ErrorLine renders an error finding for kapp's error: its FindingLine,
+// then, indented on the next line, its RemedyLine.
+func ErrorLine(f crdupgradesafety.Finding) string { return findingOf(f).ErrorLine() }
+
+// Text renders the finding on one line (see FindingLine).
+func (f Finding) Text() string {
+	return f.subject() + ": [" + f.Check + "] " + f.Message + FingerprintSuffix(f.Fingerprint)
+}
+
+// RemedyLine renders the finding's way forward (see RemedyLine), "" for
+// none.
+func (f Finding) RemedyLine() string {
+	if f.Remedy != nil && f.Remedy.Text != "" {
+		return "way forward: " + f.Remedy.Text
 	}
 	return ""
 }
 
-// ErrorLine renders an error finding for kapp's error: its FindingLine,
-// then, indented on the next line, its RemedyLine.
-func ErrorLine(f crdupgradesafety.Finding) string {
-	if r := RemedyLine(f); r != "" {
-		return FindingLine(f) + "\n    " + r
+// ErrorLine renders the finding for kapp's error (see ErrorLine).
+func (f Finding) ErrorLine() string {
+	if r := f.RemedyLine(); r != "" {
+		return f.Text() + "\n    " + r
 	}
-	return FindingLine(f)
+	return f.Text()
 }
 
 // FindingSubject names what a finding is about: "crd widgets.example.com
@@ -116,9 +127,11 @@ type TableOptions struct {
 	FullOutputs string
 }
 
-// FindingsTable renders (already bounded) findings as a kapp table; the
-// omitted counts become table notes.
-func FindingsTable(findings []crdupgradesafety.Finding, omitted map[string]int, opts TableOptions) uitable.Table {
+// FindingsTable renders the findings of r (those its per-CRD bound
+// kept, in the one order of every output: Report.Ordered) as a kapp
+// table; what the bound left out becomes table notes.
+func FindingsTable(r Report, opts TableOptions) uitable.Table {
+	findings := r.Ordered()
 	table := uitable.Table{
 		Title:   "CRD upgrade safety findings",
 		Content: "findings",
@@ -127,7 +140,7 @@ func FindingsTable(findings []crdupgradesafety.Finding, omitted map[string]int, 
 		// (crdupgradesafety.SortFindings: data loss first), which no
 		// column sort gives.
 		FillFirstColumn: true,
-		Notes:           OmittedLines(omitted),
+		Notes:           r.omittedLines(),
 	}
 	several := SeveralBaselines(findings)
 	if several { // each row names the git baseline it comes from
@@ -135,7 +148,10 @@ func FindingsTable(findings []crdupgradesafety.Finding, omitted map[string]int, 
 	}
 	shortened := false
 	for _, f := range findings {
-		msg, remedy := Message(f)+FingerprintSuffix(f.Fingerprint), RemedyText(f)
+		msg, remedy := f.Message+FingerprintSuffix(f.Fingerprint), ""
+		if f.Remedy != nil {
+			remedy = f.Remedy.Text
+		}
 		if opts.MaxMessage > 0 {
 			var cut, rcut bool
 			msg, cut = ShortenMessage(msg, opts.MaxMessage)
@@ -147,12 +163,12 @@ func FindingsTable(findings []crdupgradesafety.Finding, omitted map[string]int, 
 		}
 		row := []uitable.Value{
 			uitable.NewValueString(f.CRD),
-			uitable.NewValueString(VersionText(f)),
-			uitable.NewValueString(FieldText(f)),
+			uitable.NewValueString(f.Version),
+			uitable.NewValueString(f.Field),
 			uitable.NewValueString(f.Check),
 			uitable.ValueFmt{
-				V:     uitable.NewValueString(string(f.Severity)),
-				Error: f.Severity == crdupgradesafety.SeverityError,
+				V:     uitable.NewValueString(f.Severity),
+				Error: f.Severity == string(crdupgradesafety.SeverityError),
 			},
 			uitable.NewValueString(msg),
 			uitable.NewValueString(remedy),

@@ -38,10 +38,14 @@ func TestFindingsTable(t *testing.T) {
 	findings := []crdupgradesafety.Finding{
 		{CRD: "a", Version: "v1", Field: "^.x", Check: "type", Severity: crdupgradesafety.SeverityError, ChangeText: "m"},
 		{CRD: "a", Version: "v1", Field: "^.y", Check: "celValidation", Severity: crdupgradesafety.SeverityError, ChangeText: long},
+		// Two warnings the report's bound (2 per CRD) leaves out.
+		{CRD: "a", Version: "v1", Field: "^.z", Check: "mapType", Severity: crdupgradesafety.SeverityWarning, ChangeText: "w"},
+		{CRD: "a", Version: "v1", Field: "^.zz", Check: "mapType", Severity: crdupgradesafety.SeverityWarning, ChangeText: "w"},
 	}
+	bounded := New(nil, findings, 2, nil)
 
 	t.Run("as kapp's --json renders it", func(t *testing.T) {
-		table := FindingsTable(findings, map[string]int{"a": 2}, TableOptions{})
+		table := FindingsTable(bounded, TableOptions{})
 		var keys []string
 		for _, h := range table.Header {
 			keys = append(keys, h.Key)
@@ -55,7 +59,7 @@ func TestFindingsTable(t *testing.T) {
 	})
 
 	t.Run("for a person", func(t *testing.T) {
-		table := FindingsTable(findings, map[string]int{"a": 2}, TableOptions{MaxMessage: 100, FullOutputs: "--output json"})
+		table := FindingsTable(bounded, TableOptions{MaxMessage: 100, FullOutputs: "--output json"})
 		require.Equal(t, "m", table.Rows[0][5].String())
 		short := table.Rows[1][5].String()
 		require.LessOrEqual(t, len([]rune(short)), 100)
@@ -69,7 +73,7 @@ func TestFindingsTable(t *testing.T) {
 	})
 
 	t.Run("nothing shortened, no note", func(t *testing.T) {
-		table := FindingsTable(findings[:1], nil, TableOptions{MaxMessage: 100})
+		table := FindingsTable(New(nil, findings[:1], 0, nil), TableOptions{MaxMessage: 100})
 		require.Empty(t, table.Notes)
 	})
 }

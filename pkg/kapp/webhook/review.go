@@ -401,7 +401,13 @@ func (r *Reviewer) respond(req *admissionv1.AdmissionRequest, v verdict) *admiss
 	}
 	msg := fmt.Sprintf("%s denied the %s: %d error %s:\n  %s", config.CheckName, subject, errs,
 		plural.Of(errs, "finding", "findings"), strings.Join(denial, "\n  "))
-	return deny(resp, msg)
+	resp = deny(resp, msg)
+	// The findings as data too: the apiserver passes the details on, and
+	// a preflight whose server-side dry run this denies tells its own
+	// findings from the webhook's by them (config.FindingCause).
+	resp.Result.Details = &metav1.StatusDetails{Name: req.Name, Group: crdResource.Group, Kind: crdResource.Resource,
+		Causes: report.DenialCauses(findings)}
+	return resp
 }
 
 // deny refuses the request with 403 Forbidden: never 422 Invalid, on which

@@ -21,7 +21,7 @@ import (
 )
 
 // The tests of the GitHub Action (action.yml, whose steps are
-// hack/action/run.sh) and of the pre-commit hooks (.pre-commit-hooks.yaml):
+// action/run.sh) and of the pre-commit hooks (.pre-commit-hooks.yaml):
 // run as GitHub and pre-commit run them, with the kapp built from this
 // checkout, against temporary repositories.
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/cppforlife/go-cli-ui/ui"
+	uitable "github.com/cppforlife/go-cli-ui/ui/table"
 
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/inputs"
@@ -126,7 +127,7 @@ func (r reporter) print(u ui.UI, output string, globalJSON bool) error {
 	if output == OutputTable {
 		rep := report.New(r.checked, r.findings, r.maxPerCRD, nil)
 		rep.Baselines = r.baselines
-		return printFindingsTable(u, globalJSON, rep, r.findings, r.maxPerCRD)
+		return printFindingsTable(u, globalJSON, rep)
 	}
 	rep := report.New(r.checked, r.findings, r.maxPerCRD, func(f crdupgradesafety.Finding) (newLoc, oldLoc report.Location) {
 		key := ""
@@ -161,19 +162,41 @@ func location(p inputs.Position) report.Location {
 	return report.Location{File: p.File, Line: p.Line, Rev: p.Rev}
 }
 
-// printFindingsTable prints kapp's table of findings and the summary line; with
-// no findings, the summary line alone (kapp's --json keeps its table, empty).
-func printFindingsTable(u ui.UI, globalJSON bool, rep report.Report, findings []crdupgradesafety.Finding, maxPerCRD int) error {
-	if len(findings) > 0 || globalJSON {
+// printFindingsTable prints kapp's table of the report's findings and its
+// summary line; with no findings, the summary line alone (kapp's --json
+// keeps its table, empty).
+func printFindingsTable(u ui.UI, globalJSON bool, rep report.Report) error {
+	if _, errs, warns := rep.Counts(); errs+warns > 0 || globalJSON {
 		opts := report.TableOptions{}
 		if !globalJSON {
 			opts = report.TableOptions{MaxMessage: TableMaxMessage, FullOutputs: "--output json, markdown, github and sarif"}
 		}
-		kept, omitted := crdupgradesafety.Bound(findings, maxPerCRD)
-		if err := printTable(u, "findings", report.FindingsTable(kept, omitted, opts)); err != nil {
+		if err := printTable(u, "findings", report.FindingsTable(rep, opts)); err != nil {
 			return err
 		}
 	}
 	u.PrintLinef("%s", rep.Summary())
 	return nil
+}
+
+// printTable prints a table of what (e.g. "findings"). go-cli-ui panics on a --column naming no
+// header; that is bad input, reported as an error here.
+func printTable(u ui.UI, what string, table uitable.Table) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			keys := make([]string, len(table.Header))
+			for i, h := range table.Header {
+				keys[i] = h.Key
+			}
+			err = fmt.Errorf("printing %s: %v (columns: %s)", what, r, strings.Join(keys, ", "))
+		}
+	}()
+	u.PrintTable(table)
+	return nil
+}
+
+// notef prints a note on how the run went (standard error: standard
+// output may be a document).
+func (o *CRDUpgradeSafetyOptions) notef(format string, args ...any) {
+	o.ui.ErrorLinef(format, args...)
 }

@@ -10,7 +10,6 @@ import (
 	goruntime "runtime"
 	"strings"
 	"syscall"
-	"time"
 
 	cmdcore "carvel.dev/kapp/pkg/kapp/cmd/core"
 	"github.com/cppforlife/go-cli-ui/ui"
@@ -20,50 +19,6 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/webhook"
 	"github.com/spf13/cobra"
 )
-
-// CRDUpgradeSafetyWebhookServingFlags are the serving flags, named as
-// Kubernetes components name them.
-type CRDUpgradeSafetyWebhookServingFlags struct {
-	BindAddress         string
-	SecurePort          int
-	TLSCertFile         string
-	TLSPrivateKeyFile   string
-	MaxRequestsInflight int
-	ShutdownDelay       time.Duration
-	MetricsBindAddress  string
-	LogFormat           string
-	ClientCAFile        string
-	ClientAllowedNames  []string
-	HealthBindAddress   string
-}
-
-// DefaultWebhookPort is the default of --secure-port.
-const DefaultWebhookPort = 9443
-
-func (s *CRDUpgradeSafetyWebhookServingFlags) Set(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&s.BindAddress, "bind-address", "0.0.0.0",
-		"Set the IP address on which to listen for --secure-port (0.0.0.0 or :: for all interfaces)")
-	cmd.Flags().IntVar(&s.SecurePort, "secure-port", DefaultWebhookPort,
-		"Set the port on which to serve HTTPS (0: any free port, logged at start)")
-	cmd.Flags().StringVar(&s.TLSCertFile, "tls-cert-file", "",
-		"Set file containing the x509 serving certificate (PEM, with any intermediates after it); reloaded when it changes")
-	cmd.Flags().StringVar(&s.TLSPrivateKeyFile, "tls-private-key-file", "",
-		"Set file containing the x509 private key matching --tls-cert-file; reloaded when it changes")
-	cmd.Flags().IntVar(&s.MaxRequestsInflight, "max-requests-inflight", 0,
-		"Set maximum number of reviews read and evaluated at once; the others wait within their deadline, their bodies unread (0: twice the number of CPUs, at least 4)")
-	cmd.Flags().DurationVar(&s.ShutdownDelay, "shutdown-delay-duration", 0,
-		"Set time to keep serving after SIGTERM with /readyz failing, so that endpoints stop routing to this replica first")
-	cmd.Flags().StringVar(&s.MetricsBindAddress, "metrics-bind-address", "",
-		"Set host:port on which to serve Prometheus metrics at /metrics over plain HTTP, apart from the reviews (e.g. :8080; empty: off)")
-	cmd.Flags().StringVar(&s.LogFormat, "log-format", webhook.LogFormatText,
-		"Set log format: text (a timestamp and key=value fields, one line per review) or json (one JSON object per line)")
-	cmd.Flags().StringVar(&s.ClientCAFile, "client-ca-file", "",
-		"Set file of CA certificates (PEM): every client must present a certificate signed by one of them, or is refused at the TLS handshake (the apiserver's AdmissionConfiguration, docs/webhook.md); reloaded when it changes; empty: any client")
-	cmd.Flags().StringSliceVar(&s.ClientAllowedNames, "client-allowed-names", nil,
-		"Set names (common name or DNS name) of which a client certificate must hold one, with --client-ca-file (empty: any certificate of the CA)")
-	cmd.Flags().StringVar(&s.HealthBindAddress, "health-probe-bind-address", "",
-		"Set host:port on which to serve /healthz and /readyz over plain HTTP as well, for probes that present no client certificate (e.g. :8081; empty: off)")
-}
 
 type CRDUpgradeSafetyWebhookOptions struct {
 	ui          ui.UI
@@ -146,56 +101,75 @@ per review, as JSON objects.`,
 	return cmd
 }
 
+// Run checks the flags, reads the settings, reaches the cluster and
+// serves until the context ends (SIGINT or SIGTERM).
 func (o *CRDUpgradeSafetyWebhookOptions) Run() error {
-	f := o.ServingFlags
-	if f.TLSCertFile == "" || f.TLSPrivateKeyFile == "" {
-		return fmt.Errorf("expected --tls-cert-file and --tls-private-key-file: the webhook serves TLS only")
+	if err := o.ServingFlags.check(); err != nil {
+		return err
 	}
-	if f.SecurePort < 0 || f.SecurePort > 65535 {
-		return fmt.Errorf("expected --secure-port between 0 and 65535, got %d", f.SecurePort)
+	logger, err := o.logger()
+	if err != nil {
+		return err
 	}
-	if f.MaxRequestsInflight < 0 || f.ShutdownDelay < 0 {
-		return fmt.Errorf("expected --max-requests-inflight and --shutdown-delay-duration not to be negative")
+	cfg, err := o.settings()
+	if err != nil {
+		return err
 	}
+	cluster, err := o.cluster()
+	if err != nil {
+		return err
+	}
+	ctx, stop := o.context()
+	defer stop()
+	return o.server(&cfg, cluster, logger).Run(ctx)
+}
+
+// logger writes the server's log to o.Log (standard error when nil) in
+// --log-format.
+func (o *CRDUpgradeSafetyWebhookOptions) logger() (*webhook.Logger, error) {
 	out := o.Log
 	if out == nil {
 		out = os.Stderr
 	}
-	logger, err := webhook.NewLogger(out, f.LogFormat)
+	logger, err := webhook.NewLogger(out, o.ServingFlags.LogFormat)
 	if err != nil {
-		return fmt.Errorf("--log-format: %w", err)
+		return nil, fmt.Errorf("--log-format: %w", err)
 	}
-	if f.MetricsBindAddress != "" {
-		if _, _, err := net.SplitHostPort(f.MetricsBindAddress); err != nil {
-			return fmt.Errorf("expected --metrics-bind-address as host:port: %w", err)
-		}
-	}
-	if f.HealthBindAddress != "" {
-		if _, _, err := net.SplitHostPort(f.HealthBindAddress); err != nil {
-			return fmt.Errorf("expected --health-probe-bind-address as host:port: %w", err)
-		}
-	}
-	if len(f.ClientAllowedNames) > 0 && f.ClientCAFile == "" {
-		return fmt.Errorf("expected --client-ca-file with --client-allowed-names")
-	}
+	return logger, nil
+}
+
+// settings are the check's settings of --config (the defaults without
+// it), as the webhook applies them.
+func (o *CRDUpgradeSafetyWebhookOptions) settings() (config.Settings, error) {
 	cfg := config.Default()
 	if o.ConfigFile != "" {
 		var err error
 		if cfg, _, err = config.ReadFile(o.ConfigFile); err != nil {
-			return fmt.Errorf("reading --config: %w", err)
+			return config.Settings{}, fmt.Errorf("reading --config: %w", err)
 		}
 	}
-	cfg = webhook.WebhookSettings(cfg)
+	return webhook.WebhookSettings(cfg), nil
+}
 
-	clusterFn := o.Cluster
-	if clusterFn == nil {
-		clusterFn = preflight.ClusterFromDeps(o.depsFactory)
+func (o *CRDUpgradeSafetyWebhookOptions) cluster() (evaluation.Cluster, error) {
+	if o.Cluster != nil {
+		return o.Cluster()
 	}
-	cluster, err := clusterFn()
-	if err != nil {
-		return err
-	}
+	return preflight.ClusterFromDeps(o.depsFactory)()
+}
 
+// context ends the server: o.Context, or SIGINT or SIGTERM.
+func (o *CRDUpgradeSafetyWebhookOptions) context() (context.Context, context.CancelFunc) {
+	if o.Context != nil {
+		return o.Context, func() {}
+	}
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// server assembles the webhook's server from the serving flags, and logs
+// its settings.
+func (o *CRDUpgradeSafetyWebhookOptions) server(cfg *config.Settings, cluster evaluation.Cluster, logger *webhook.Logger) *webhook.Server {
+	f := o.ServingFlags
 	inflight := f.MaxRequestsInflight
 	if inflight == 0 {
 		inflight = max(4, 2*goruntime.GOMAXPROCS(0))
@@ -208,14 +182,14 @@ func (o *CRDUpgradeSafetyWebhookOptions) Run() error {
 	if f.MetricsBindAddress != "" {
 		metrics = webhook.NewMetrics(certs)
 	}
-	reviewer := &webhook.Reviewer{Settings: &cfg, Cluster: cluster, Logf: logger.Printf, LogFields: logger.Fields, Metrics: metrics}
+	reviewer := &webhook.Reviewer{Settings: cfg, Cluster: cluster, Logf: logger.Printf, LogFields: logger.Fields, Metrics: metrics}
 	var clientAuth *webhook.ClientAuth
 	if f.ClientCAFile != "" {
 		clientAuth = &webhook.ClientAuth{CAFile: f.ClientCAFile, AllowedNames: f.ClientAllowedNames, Logf: logger.Printf}
 		logger.Printf("clients must present a certificate of the CA of %s (allowed names: %s)", f.ClientCAFile,
 			orDefault(strings.Join(f.ClientAllowedNames, ","), "any"))
 	}
-	srv := &webhook.Server{
+	return &webhook.Server{
 		ClientAuth:         clientAuth,
 		HealthBindAddress:  f.HealthBindAddress,
 		HealthListening:    o.HealthListening,
@@ -230,13 +204,6 @@ func (o *CRDUpgradeSafetyWebhookOptions) Run() error {
 		Metrics:            metrics,
 		MetricsListening:   o.MetricsListening,
 	}
-	ctx := o.Context
-	if ctx == nil {
-		var stop context.CancelFunc
-		ctx, stop = signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-	}
-	return srv.Run(ctx)
 }
 
 func orDefault(s, def string) string {
