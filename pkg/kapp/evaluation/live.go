@@ -83,7 +83,7 @@ func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.Se
 	if p.Old != nil && o.replace == "" && !o.rejected && crd.ConversionWebhook.Enabled {
 		fs, err := probeConversion(ctx, p, cfg, cluster)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		findings = append(findings, fs...)
 	}
