@@ -243,10 +243,15 @@ func (r *ConversionReader) Findings(cfg *config.Settings) []Finding {
 	}
 	if r.unverified != "" {
 		fail := p.cfg.FailDecisionFor(config.FailConversionUnverified, nil)
+		before := len(p.findings)
 		p.crdLevelWith(fail.Decision.Enforcement(), "", config.CheckConversionWebhook, &Remedy{Action: RemedyVerifyConversion},
 			Change{Kind: "unverified"},
-			"conversion not verified: the conversion webhook the new CRD names (%s) could not be asked what it does to the stored %s (failMode %s): %s",
-			r.webhook, plural.Noun(r.kind), fail.Mode, r.unverified)
+			"conversion not verified: the conversion webhook the new CRD names (%s) could not be asked what it does to the stored %s (failMode %s)",
+			r.webhook, plural.Noun(r.kind), fail.Mode)
+		for i := before; i < len(p.findings); i++ {
+			// Why, in the words of the transport or the apiserver.
+			p.findings[i].ReadError = boundText(r.unverified, maxMessageBytes)
+		}
 		return p.findings
 	}
 	impact := func(a *convAcc, e Effect) *Impact {

@@ -214,7 +214,7 @@ func TestConversionProbeTimeout(t *testing.T) {
 	for _, f := range res.Findings {
 		if f.Check == config.CheckConversionWebhook {
 			require.Contains(t, f.ChangeText, "conversion not verified")
-			require.Contains(t, f.ChangeText, "timeout 100ms")
+			require.Contains(t, f.ReadError, "timeout 100ms")
 		}
 	}
 }

@@ -45,9 +45,9 @@ func (e *ConversionError) Error() string {
 
 func (e *ConversionError) Unwrap() error { return ErrConversionUnsafe }
 
-// findingLine is a finding of the probe in one line: where, what, and the
-// objects it names (the command prints the whole findings,
-// crd_migrate_storage_output.go).
+// findingLine is a finding of the probe in one line, from its facts:
+// where, what, and the objects it names (the command prints the whole
+// findings as every output words them: crd_migrate_storage.go).
 func findingLine(f crdupgradesafety.Finding) string {
 	where := "crd " + f.CRD
 	if f.Version != "" {
@@ -59,11 +59,16 @@ func findingLine(f crdupgradesafety.Finding) string {
 	if f.Field != "" {
 		where += " field " + f.Field.String()
 	}
-	line := where + ": [" + f.Check + "] "
-	if f.DataLoss {
-		line += "data loss: "
+	what := f.Change.Kind
+	switch f.Change.Kind {
+	case "lost":
+		what = "data loss: lost on a round trip"
+	case "refused", "nonStorageHopRefused", "batchRefused":
+		what = "refused"
+	case "unverified":
+		what = "conversion not verified: " + f.ReadError
 	}
-	line += f.ChangeText
+	line := where + ": [" + f.Check + "] " + what
 	if f.Impact != nil {
 		var names []string
 		for _, e := range f.Impact.Effects {

@@ -19,9 +19,9 @@ func TestMigrateProbesTheConversionWebhook(t *testing.T) {
 	}{
 		{name: "lossless: migrated", hook: conversiontest.Hook{}},
 		{name: "lossy: nothing rewritten, the field and the object named", hook: conversiontest.Hook{Lossy: true},
-			want: []string{"nothing rewritten", "crd widgets.example.com version v1 field ^.spec.color: [conversionWebhook] data loss", "1 of 2 objects: ns/a"}},
+			want: []string{"nothing rewritten", "crd widgets.example.com version v1 field ^.spec.color: [conversionWebhook] data loss: lost on a round trip", "1 of 2 objects: ns/a"}},
 		{name: "failing on an object: nothing rewritten, the object named", hook: conversiontest.Hook{FailLabel: true},
-			want: []string{"nothing rewritten", "version v1 -> v2: [conversionWebhook] the new conversion webhook refuses", "1 of 2 objects: ns/c"}},
+			want: []string{"nothing rewritten", "version v1 -> v2: [conversionWebhook] refused", "1 of 2 objects: ns/c"}},
 		{name: "not answering: nothing rewritten, not verified", hook: conversiontest.Hook{HttpStatus: 503},
 			want: []string{"nothing rewritten", "conversion not verified"}},
 	}
