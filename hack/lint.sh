@@ -94,6 +94,7 @@ TARGETS=(
   "hack/bench ./..."
   "hack/kappctrl ./..."
   "hack/ssaclients ./..."
+  "hack/convwebhook ./..."
   "hack/release ./..."
 )
 

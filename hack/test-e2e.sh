@@ -74,6 +74,16 @@ mapfile -t helm3_env < <(hack/helm3.sh test-env)
   exit 1
 }
 
+# The three builds of a real conversion webhook (controller-runtime,
+# hub and spoke: lossless, lossy, failing), built from source likewise, for
+# the tests of conversion (test/e2e/conversion_*_test.go): CONVWEBHOOK_DIR.
+section "build the conversion webhooks"
+mapfile -t convwebhook_env < <(hack/convwebhook.sh test-env)
+[[ ${#convwebhook_env[@]} -eq 1 ]] || {
+  echo "hack/convwebhook.sh test-env failed" >&2
+  exit 1
+}
+
 # The registry tool of the Carvel package's tests
 # (test/e2e/install_package_test.go): PKGREPO_TOOL.
 section "build the registry tool"
@@ -130,7 +140,7 @@ mapfile -t cluster_env < <(hack/cluster.sh test-env)
   exit 1
 }
 version="$(printf '%s\n' "${cluster_env[@]}" | sed -n 's/^KUBE_VERSION=//p')"
-test_env=(KAPP_E2E_BINARY="$ROOT/bin/kapp" KAPP_UPSTREAM_BINARY="$KAPP_UPSTREAM_BINARY" "${cluster_env[@]}" "${ssaclients_env[@]}" "${helm3_env[@]}" "${pkgrepo_env[@]}")
+test_env=(KAPP_E2E_BINARY="$ROOT/bin/kapp" KAPP_UPSTREAM_BINARY="$KAPP_UPSTREAM_BINARY" "${cluster_env[@]}" "${ssaclients_env[@]}" "${helm3_env[@]}" "${pkgrepo_env[@]}" "${convwebhook_env[@]}")
 if $kapp_controller; then
   section "start kapp-controller"
   if hack/kapp-controller.sh status >/dev/null 2>&1; then

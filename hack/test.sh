@@ -26,7 +26,8 @@ fi
 section "build what the end-to-end tests need, in the background"
 # The control plane of each Kubernetes version of the matrix, the server-side
 # apply clients (Helm 4 and Flux's apply library, hack/ssaclients.sh: about
-# 6 minutes on a cold cache), Helm 3 (hack/helm3.sh: about
+# 6 minutes on a cold cache), the conversion webhooks (hack/convwebhook.sh:
+# about 3 CPU-minutes on a cold cache, little after the former), Helm 3 (hack/helm3.sh: about
 # 3 minutes on a cold cache) and kapp-controller: on a cold cache most of a
 # CI run (about 15 minutes each on 2 cores for the control plane and
 # kapp-controller), so they build from here on, one after the other in the
@@ -41,7 +42,7 @@ read -ra versions <<<"${KUBE_VERSIONS:-1.37 1.35}"
 mkdir -p .cache/test
 prebuild_log=.cache/test/background-build.log
 release_version=v0.0.0-test
-builds=("KUBE_VERSION=${versions[0]} hack/cluster.sh build" "hack/ssaclients.sh build" "hack/kapp-controller.sh build" "hack/pkgrepo.sh build" "hack/helm3.sh build")
+builds=("KUBE_VERSION=${versions[0]} hack/cluster.sh build" "hack/ssaclients.sh build" "hack/convwebhook.sh build" "hack/kapp-controller.sh build" "hack/pkgrepo.sh build" "hack/helm3.sh build")
 for v in "${versions[@]:1}"; do
   builds+=("KUBE_VERSION=$v hack/cluster.sh build")
 done
@@ -60,6 +61,7 @@ go vet ./...
 (cd hack/bench && go vet ./...)
 (cd hack/kappctrl && go vet ./...)
 (cd hack/ssaclients && go vet ./...)
+(cd hack/convwebhook && go vet ./...)
 (cd hack/release && go vet ./...)
 
 section "staticcheck"
@@ -87,6 +89,9 @@ mapfile -t pkgs < <(go list ./... | grep -v '/test/e2e')
 go test -count=1 -json "${pkgs[@]}" | summarize
 # The scale benchmarks' own parsing of kapp's output (hack/bench/scale).
 (cd hack/bench && go test -count=1 -json ./scale) | summarize
+# The three builds of the conversion webhook of the e2e tests, each through
+# controller-runtime's handler in process (hack/convwebhook).
+(cd hack/convwebhook && go test -count=1 -json ./...) | summarize
 
 section "end-to-end tests"
 # Against each Kubernetes version of the matrix, with kapp-controller (built

@@ -10,7 +10,7 @@ import (
 
 	"github.com/cppforlife/go-cli-ui/ui"
 	"github.com/crdsafety/kapp/pkg/kapp/cmd/tools"
-	ours "github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/apivalidation"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
@@ -96,7 +96,7 @@ func BenchmarkCommand(b *testing.B) {
 			// validation-floor: the apiserver's own validation of the update
 			// of the old CRD to the new one, alone (apiextensions-apiserver's
 			// ValidateCustomResourceDefinitionUpdate through
-			// crdupgradesafety.ValidateCRD, on CRDs already decoded): work the
+			// apivalidation.ValidateCRD, on CRDs already decoded): work the
 			// whole command cannot skip while apiserverRejects is enabled, so
 			// a lower bound of "ours" (one call of the apiserver's library,
 			// which runs on one core).
@@ -107,7 +107,7 @@ func BenchmarkCommand(b *testing.B) {
 				defer debug.SetGCPercent(debug.SetGCPercent(tools.GCPercentFor(fileSize(b, old) + fileSize(b, new))))
 				b.ReportAllocs()
 				for b.Loop() {
-					_ = ours.ValidateCRD(context.Background(), o, n)
+					_ = apivalidation.ValidateCRD(context.Background(), o, n)
 				}
 			})
 			// ours: the whole command. ours-compare: the same work as

@@ -22,6 +22,7 @@ import (
 	upstream "carvel.dev/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	ours "github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -373,7 +374,7 @@ func countProperties(root *apiextv1.JSONSchemaProps) int {
 func TestSanity(t *testing.T) {
 	crdDir(t)
 	cfg := config.Default()
-	report := func(name string, old, new *apiextv1.CustomResourceDefinition) ([]ours.Finding, string) {
+	report := func(name string, old, new *apiextv1.CustomResourceDefinition) ([]finding.Finding, string) {
 		fs := ours.Compare(old, new, &cfg)
 		uerr := newUpstreamValidator().Validate(*old, *new)
 		utext := ""
@@ -383,7 +384,7 @@ func TestSanity(t *testing.T) {
 		t.Logf("sanity: %-22s ours: %s | upstream: %s", name, summarizeOurs(fs), summarizeUpstream(utext))
 		return fs, utext
 	}
-	caught := func(fs []ours.Finding, utext, field string) string {
+	caught := func(fs []finding.Finding, utext, field string) string {
 		o, u := "missed", "missed"
 		for _, f := range fs {
 			if string(f.Field) == field {
@@ -420,7 +421,7 @@ func TestSanity(t *testing.T) {
 
 // summarizeOurs renders findings as "N findings (check@field, ...)",
 // deduplicated across versions.
-func summarizeOurs(fs []ours.Finding) string {
+func summarizeOurs(fs []finding.Finding) string {
 	if len(fs) == 0 {
 		return "no findings"
 	}

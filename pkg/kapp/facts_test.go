@@ -27,7 +27,7 @@ const textOnlyAt = "pkg/kapp/report/"
 // sortOnlyAt is the one other file that reads them: SortFindings, as the
 // last tie-break of the one output order (findings of one check at one
 // field), which decides nothing but the order lines print in.
-const sortOnlyAt = "pkg/kapp/crdupgradesafety/findings.go"
+const sortOnlyAt = "pkg/kapp/crdupgradesafety/finding/findings.go"
 
 // pinnedParsers are the only functions that may read a library's words:
 // each reads words that a library gives in no other form, and each has a
@@ -39,7 +39,7 @@ const sortOnlyAt = "pkg/kapp/crdupgradesafety/findings.go"
 var pinnedParsers = map[string]string{
 	// kube-openapi's combinator and range errors name their field only
 	// in their words (TestErrorFieldPinnedToKubeOpenAPI).
-	"pkg/kapp/crdupgradesafety.errorField": "kube-openapi names some errors' fields only in words",
+	"pkg/kapp/crdupgradesafety/objects.ErrorField": "kube-openapi names some errors' fields only in words",
 	// The apiserver says that a webhook cannot be called on a dry run
 	// only in words (TestDryRunUnsupportedIsTheAPIServersWords).
 	"pkg/kapp/evaluation.dryRunUnsupportedBy": "the apiserver's refusal of a webhook on a dry run",

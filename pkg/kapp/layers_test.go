@@ -13,20 +13,31 @@ const module = "github.com/crdsafety/kapp/"
 // layers are the module's packages from the bottom up: a package imports
 // only packages of lower layers (Go itself rules out cycles). Shared
 // helpers at the bottom; the configuration, the client-go adapter and the
-// conversion probe; the engine; the services built on it (evaluation,
-// input loading, the storage migration), which return facts; the outputs
-// (report composes the English of findings and of the kapp error at the
-// edge, so no service can import it); test fixtures of the services; the
-// kapp hook and the admission webhook; the commands; the binary.
+// conversion probe; the engine's rooms; the services built on it
+// (evaluation, input loading, the storage migration), which return facts;
+// the outputs (report composes the English of findings and of the kapp
+// error at the edge, so no service can import it); test fixtures of the
+// engine and of the services; the kapp hook and the admission webhook; the
+// commands; the binary.
 var layers = [][]string{
-	{"docs", "pkg/kapp/internal/", "pkg/kapp/crdupgradesafety/internal/"},
+	{"docs", "pkg/kapp/internal/", "pkg/kapp/crdupgradesafety/internal/relang"},
 	// gittest builds its repositories' CRDs with testcrd. conversion talks
 	// to a conversion webhook as kube talks to the cluster.
 	{"pkg/kapp/config", "pkg/kapp/kube", "pkg/kapp/conversion", "pkg/kapp/conversion/conversiontest", "pkg/kapp/internal/gittest"},
+	// The engine in rooms, from the bottom up: the finding model (and the
+	// policy that makes findings); the schema and CRD checks and the
+	// apiserver's validation of a CRD, which know only findings; the
+	// stored-object readers (they read what the checks found); the
+	// engine's front (one call per pair).
+	{"pkg/kapp/crdupgradesafety/finding"},
+	{"pkg/kapp/crdupgradesafety/checks", "pkg/kapp/crdupgradesafety/apivalidation"},
+	{"pkg/kapp/crdupgradesafety/objects"},
 	{"pkg/kapp/crdupgradesafety"},
 	{"pkg/kapp/evaluation", "pkg/kapp/inputs", "pkg/kapp/migration"},
 	{"pkg/kapp/report"},
-	{"pkg/kapp/evaluation/evaluationtest", "pkg/kapp/webhook/webhooktest", "pkg/kapp/kube/kubetest"},
+	// The engine tests' fixtures render findings through report.
+	{"pkg/kapp/evaluation/evaluationtest", "pkg/kapp/webhook/webhooktest", "pkg/kapp/kube/kubetest",
+		"pkg/kapp/crdupgradesafety/internal/enginetest", "pkg/kapp/crdupgradesafety/internal/prooftest"},
 	{"pkg/kapp/preflight", "pkg/kapp/webhook"},
 	{"pkg/kapp/cmd/tools"},
 	{"pkg/kapp/cmd"},

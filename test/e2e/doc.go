@@ -21,6 +21,10 @@
 //	PKGREPO_TOOL     release-image of hack/release (hack/pkgrepo.sh builds it):
 //	                 the registry on loopback and the bundles of the Carvel
 //	                 package's test (TestInstallCarvelPackage)
+//	CONVWEBHOOK_DIR  the folder of the three builds of a controller-runtime
+//	                 conversion webhook (lossless, lossy, failing;
+//	                 hack/convwebhook.sh builds them), for the tests of
+//	                 conversion (conversion_*_test.go)
 //
 // The tests of the installs (install_*_test.go) render the package with the
 // ytt of hack/kapp-controller.sh (KAPPCTRL_E2E_YTT, else

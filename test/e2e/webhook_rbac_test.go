@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/report"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -187,7 +187,7 @@ func TestWebhookLeastPrivilege(t *testing.T) {
 	require.Contains(t, msg, "CRDUpgradeSafety denied the update of CRD "+n.CRD)
 	require.Regexp(t, `the ownerReferences of \d+ resources could not be read, so dependents of the removed version there are unknown \(failMode closed\): `+
 		`apiservices.apiregistration.k8s.io: forbidden; `, msg)
-	require.Contains(t, msg, crdupgradesafety.DependentsRBACCommand)
+	require.Contains(t, msg, finding.DependentsRBACCommand)
 	require.Contains(t, e.crdSchemaJSON(t, n, "v0"), "priority", "v0 is kept")
 
 	applyRole("--dependents")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	ours "github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -192,9 +193,9 @@ func preserves(s map[string]any) bool {
 	return p
 }
 
-func hasError(fs []ours.Finding) bool {
+func hasError(fs []finding.Finding) bool {
 	for _, f := range fs {
-		if f.Severity == ours.SeverityError {
+		if f.Severity == finding.SeverityError {
 			return true
 		}
 	}

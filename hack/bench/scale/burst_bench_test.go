@@ -6,14 +6,15 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	ours "github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/objects"
 )
 
 // BenchmarkBurstRead is the engine's part of the burst of
 // hack/bench-webhook.sh without a cluster: the stored objects of each of
 // the 10 largest CRDs (1,000 minimal custom resources each, as the burst
 // creates them) read under its updated CRD, as a review of the burst reads
-// them (crdupgradesafety.ObjectReader). One iteration is one burst. For a
+// them (objects.ObjectReader). One iteration is one burst. For a
 // profile of where a burst's CPU goes:
 //
 //	cd hack/bench && go test ./scale -run '^$' -bench BurstRead -benchtime 5x -cpuprofile /tmp/burst.prof
@@ -50,8 +51,8 @@ func BenchmarkBurstRead(b *testing.B) {
 	cfg := config.Default()
 	for b.Loop() {
 		for _, it := range items {
-			for _, v := range ours.VersionsToRead(it.p.oldCRD, it.p.newCRD) {
-				r, err := ours.NewObjectReader(it.p.oldCRD, it.p.newCRD, v, ours.SourceCluster, nil, &cfg)
+			for _, v := range objects.VersionsToRead(it.p.oldCRD, it.p.newCRD) {
+				r, err := objects.NewObjectReader(it.p.oldCRD, it.p.newCRD, v, finding.SourceCluster, nil, &cfg)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -9,7 +9,8 @@ import (
 	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	ours "github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/objects"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -59,12 +60,12 @@ func minimalObject(crd *apiextv1.CustomResourceDefinition, name string) (obj map
 		obj["apiVersion"] = crd.Spec.Group + "/" + v
 		// Read under the CRD as both the old and the new one: any rejection
 		// is an existingResources finding.
-		r, err := ours.NewObjectReader(crd, crd, v, ours.SourceSamples, nil, &cfg)
+		r, err := objects.NewObjectReader(crd, crd, v, finding.SourceSamples, nil, &cfg)
 		if err != nil {
 			return obj, false
 		}
 		r.Read([]map[string]any{obj})
-		if findings := ours.ApplyImpacts(nil, []ours.VersionImpact{r.Result()}, &cfg); len(findings) > 0 {
+		if findings := finding.ApplyImpacts(nil, []finding.VersionImpact{r.Result()}, &cfg); len(findings) > 0 {
 			return obj, false
 		}
 	}

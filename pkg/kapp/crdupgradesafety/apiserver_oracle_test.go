@@ -10,6 +10,9 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
@@ -120,62 +123,62 @@ func TestFindingsAgainstApiserver(t *testing.T) {
 		wantErrs, wantWarned []string // check IDs of error and warning findings
 	}{
 		// Combinators by meaning.
-		{name: "oneOf branch bound raised", old: specX(`{type: integer, oneOf: [{maximum: 5}, {minimum: 8}]}`),
-			new: specX(`{type: integer, oneOf: [{maximum: 10}, {minimum: 8}]}`), objects: []string{widgetX("9"), widgetX("3")},
+		{name: "oneOf branch bound raised", old: enginetest.SpecX(`{type: integer, oneOf: [{maximum: 5}, {minimum: 8}]}`),
+			new: enginetest.SpecX(`{type: integer, oneOf: [{maximum: 10}, {minimum: 8}]}`), objects: []string{widgetX("9"), widgetX("3")},
 			wantErrs: []string{config.CheckOneOf}},
-		{name: "oneOf branch required dropped", old: specX(`{type: object, properties: {a: {type: string}, b: {type: string}, c: {type: string}}, oneOf: [{required: [a, c]}, {required: [b]}]}`),
-			new:     specX(`{type: object, properties: {a: {type: string}, b: {type: string}, c: {type: string}}, oneOf: [{required: [a]}, {required: [b]}]}`),
+		{name: "oneOf branch required dropped", old: enginetest.SpecX(`{type: object, properties: {a: {type: string}, b: {type: string}, c: {type: string}}, oneOf: [{required: [a, c]}, {required: [b]}]}`),
+			new:     enginetest.SpecX(`{type: object, properties: {a: {type: string}, b: {type: string}, c: {type: string}}, oneOf: [{required: [a]}, {required: [b]}]}`),
 			objects: []string{widgetX("{a: xa, b: yb}"), widgetX("{a: x, c: z}")}, wantErrs: []string{config.CheckOneOf}},
-		{name: "oneOf branch emptied", old: specX(`{type: object, properties: {a: {type: string}, b: {type: string}}, oneOf: [{required: [a]}, {required: [b]}]}`),
-			new:     specX(`{type: object, properties: {a: {type: string}, b: {type: string}}, oneOf: [{}, {required: [b]}]}`),
+		{name: "oneOf branch emptied", old: enginetest.SpecX(`{type: object, properties: {a: {type: string}, b: {type: string}}, oneOf: [{required: [a]}, {required: [b]}]}`),
+			new:     enginetest.SpecX(`{type: object, properties: {a: {type: string}, b: {type: string}}, oneOf: [{}, {required: [b]}]}`),
 			objects: []string{widgetX("{b: yb}"), widgetX("{a: x}")}, wantErrs: []string{config.CheckOneOf}},
-		{name: "oneOf branch tightened", old: specX(`{type: integer, oneOf: [{maximum: 5}, {minimum: 8}]}`),
-			new: specX(`{type: integer, oneOf: [{maximum: 4}, {minimum: 8}]}`), objects: []string{widgetX("5"), widgetX("9")},
+		{name: "oneOf branch tightened", old: enginetest.SpecX(`{type: integer, oneOf: [{maximum: 5}, {minimum: 8}]}`),
+			new: enginetest.SpecX(`{type: integer, oneOf: [{maximum: 4}, {minimum: 8}]}`), objects: []string{widgetX("5"), widgetX("9")},
 			wantErrs: []string{config.CheckMaximum}},
-		{name: "oneOf branches reordered", old: specX(`{type: integer, oneOf: [{maximum: 5}, {minimum: 8}]}`),
-			new: specX(`{type: integer, oneOf: [{minimum: 8}, {maximum: 5}]}`), objects: []string{widgetX("5"), widgetX("9")}},
-		{name: "anyOf branch loosened", old: specX(`{type: integer, anyOf: [{minimum: 5}, {maximum: 0}]}`),
-			new: specX(`{type: integer, anyOf: [{minimum: 4}, {maximum: 0}]}`), objects: []string{widgetX("5"), widgetX("0"), widgetX("-3"), widgetX("100")}},
-		{name: "anyOf branch added", old: specX(`{type: integer, anyOf: [{minimum: 5}, {maximum: 0}]}`),
-			new: specX(`{type: integer, anyOf: [{minimum: 5}, {maximum: 0}, {multipleOf: 3}]}`), objects: []string{widgetX("5"), widgetX("-1")}},
-		{name: "anyOf branch removed", old: specX(`{type: integer, anyOf: [{minimum: 5}, {maximum: 0}]}`),
-			new: specX(`{type: integer, anyOf: [{minimum: 5}]}`), objects: []string{widgetX("5"), widgetX("-1")},
+		{name: "oneOf branches reordered", old: enginetest.SpecX(`{type: integer, oneOf: [{maximum: 5}, {minimum: 8}]}`),
+			new: enginetest.SpecX(`{type: integer, oneOf: [{minimum: 8}, {maximum: 5}]}`), objects: []string{widgetX("5"), widgetX("9")}},
+		{name: "anyOf branch loosened", old: enginetest.SpecX(`{type: integer, anyOf: [{minimum: 5}, {maximum: 0}]}`),
+			new: enginetest.SpecX(`{type: integer, anyOf: [{minimum: 4}, {maximum: 0}]}`), objects: []string{widgetX("5"), widgetX("0"), widgetX("-3"), widgetX("100")}},
+		{name: "anyOf branch added", old: enginetest.SpecX(`{type: integer, anyOf: [{minimum: 5}, {maximum: 0}]}`),
+			new: enginetest.SpecX(`{type: integer, anyOf: [{minimum: 5}, {maximum: 0}, {multipleOf: 3}]}`), objects: []string{widgetX("5"), widgetX("-1")}},
+		{name: "anyOf branch removed", old: enginetest.SpecX(`{type: integer, anyOf: [{minimum: 5}, {maximum: 0}]}`),
+			new: enginetest.SpecX(`{type: integer, anyOf: [{minimum: 5}]}`), objects: []string{widgetX("5"), widgetX("-1")},
 			wantErrs: []string{config.CheckAnyOf}},
-		{name: "anyOf branch removed that another covers", old: specX(`{type: integer, anyOf: [{minimum: 5}, {minimum: 10}, {maximum: 0}]}`),
-			new: specX(`{type: integer, anyOf: [{minimum: 5}, {maximum: 0}]}`), objects: []string{widgetX("5"), widgetX("12"), widgetX("-1")}},
-		{name: "allOf branch removed", old: specX(`{type: integer, allOf: [{minimum: 1}, {maximum: 9}]}`),
-			new: specX(`{type: integer, allOf: [{maximum: 9}]}`), objects: []string{widgetX("1"), widgetX("9")}},
-		{name: "allOf branch added", old: specX(`{type: integer, allOf: [{minimum: 1}]}`),
-			new: specX(`{type: integer, allOf: [{minimum: 1}, {maximum: 9}]}`), objects: []string{widgetX("1"), widgetX("10")},
+		{name: "anyOf branch removed that another covers", old: enginetest.SpecX(`{type: integer, anyOf: [{minimum: 5}, {minimum: 10}, {maximum: 0}]}`),
+			new: enginetest.SpecX(`{type: integer, anyOf: [{minimum: 5}, {maximum: 0}]}`), objects: []string{widgetX("5"), widgetX("12"), widgetX("-1")}},
+		{name: "allOf branch removed", old: enginetest.SpecX(`{type: integer, allOf: [{minimum: 1}, {maximum: 9}]}`),
+			new: enginetest.SpecX(`{type: integer, allOf: [{maximum: 9}]}`), objects: []string{widgetX("1"), widgetX("9")}},
+		{name: "allOf branch added", old: enginetest.SpecX(`{type: integer, allOf: [{minimum: 1}]}`),
+			new: enginetest.SpecX(`{type: integer, allOf: [{minimum: 1}, {maximum: 9}]}`), objects: []string{widgetX("1"), widgetX("10")},
 			wantErrs: []string{config.CheckAllOf}},
-		{name: "not tightened inside", old: specX(`{type: integer, not: {maximum: 5}}`), new: specX(`{type: integer, not: {maximum: 4}}`),
+		{name: "not tightened inside", old: enginetest.SpecX(`{type: integer, not: {maximum: 5}}`), new: enginetest.SpecX(`{type: integer, not: {maximum: 4}}`),
 			objects: []string{widgetX("6"), widgetX("100")}},
-		{name: "not loosened inside", old: specX(`{type: integer, not: {maximum: 4}}`), new: specX(`{type: integer, not: {maximum: 5}}`),
+		{name: "not loosened inside", old: enginetest.SpecX(`{type: integer, not: {maximum: 4}}`), new: enginetest.SpecX(`{type: integer, not: {maximum: 5}}`),
 			objects: []string{widgetX("5"), widgetX("6")}, wantErrs: []string{config.CheckNot}},
 
 		// A map turned into an object that keeps unknown fields.
-		{name: "map to preserve-unknown-fields with typed properties", old: specX(`{type: object, additionalProperties: {type: string}}`),
-			new:     specX(`{type: object, x-kubernetes-preserve-unknown-fields: true, properties: {a: {type: integer}}}`),
+		{name: "map to preserve-unknown-fields with typed properties", old: enginetest.SpecX(`{type: object, additionalProperties: {type: string}}`),
+			new:     enginetest.SpecX(`{type: object, x-kubernetes-preserve-unknown-fields: true, properties: {a: {type: integer}}}`),
 			objects: []string{widgetX("{a: xa, b: yb}")}, wantErrs: []string{config.CheckType}},
-		{name: "map to preserve-unknown-fields with compatible properties", old: specX(`{type: object, additionalProperties: {type: string}}`),
-			new:     specX(`{type: object, x-kubernetes-preserve-unknown-fields: true, properties: {a: {type: string}}}`),
+		{name: "map to preserve-unknown-fields with compatible properties", old: enginetest.SpecX(`{type: object, additionalProperties: {type: string}}`),
+			new:     enginetest.SpecX(`{type: object, x-kubernetes-preserve-unknown-fields: true, properties: {a: {type: string}}}`),
 			objects: []string{widgetX("{a: xa, b: yb}")}},
-		{name: "map to preserve-unknown-fields", old: specX(`{type: object, additionalProperties: {type: string}}`),
-			new:     specX(`{type: object, x-kubernetes-preserve-unknown-fields: true}`),
+		{name: "map to preserve-unknown-fields", old: enginetest.SpecX(`{type: object, additionalProperties: {type: string}}`),
+			new:     enginetest.SpecX(`{type: object, x-kubernetes-preserve-unknown-fields: true}`),
 			objects: []string{widgetX("{a: xa, b: yb}")}},
 
 		// New properties where stored objects may already hold data.
-		{name: "property added where unknown fields were kept", old: specX(`{type: object, x-kubernetes-preserve-unknown-fields: true, properties: {k: {type: string}}}`),
-			new:     specX(`{type: object, x-kubernetes-preserve-unknown-fields: true, properties: {k: {type: string}, num: {type: integer}}}`),
+		{name: "property added where unknown fields were kept", old: enginetest.SpecX(`{type: object, x-kubernetes-preserve-unknown-fields: true, properties: {k: {type: string}}}`),
+			new:     enginetest.SpecX(`{type: object, x-kubernetes-preserve-unknown-fields: true, properties: {k: {type: string}, num: {type: integer}}}`),
 			objects: []string{widgetX("{k: a, num: text}"), widgetX("{k: a}")}, wantErrs: []string{config.CheckType}},
-		{name: "object property added where unknown fields were kept", old: specX(`{type: object, x-kubernetes-preserve-unknown-fields: true}`),
-			new:     specX(`{type: object, x-kubernetes-preserve-unknown-fields: true, properties: {num: {type: object, properties: {a: {type: string}}}}}`),
+		{name: "object property added where unknown fields were kept", old: enginetest.SpecX(`{type: object, x-kubernetes-preserve-unknown-fields: true}`),
+			new:     enginetest.SpecX(`{type: object, x-kubernetes-preserve-unknown-fields: true, properties: {num: {type: object, properties: {a: {type: string}}}}}`),
 			objects: []string{widgetX("{num: {a: xa, b: yb}}")}, wantErrs: []string{config.CheckPreserveUnknownFields, config.CheckType}},
-		{name: "property accepting anything added where unknown fields were kept", old: specX(`{type: object, x-kubernetes-preserve-unknown-fields: true}`),
-			new:     specX(`{type: object, x-kubernetes-preserve-unknown-fields: true, properties: {num: {x-kubernetes-preserve-unknown-fields: true, nullable: true}}}`),
+		{name: "property accepting anything added where unknown fields were kept", old: enginetest.SpecX(`{type: object, x-kubernetes-preserve-unknown-fields: true}`),
+			new:     enginetest.SpecX(`{type: object, x-kubernetes-preserve-unknown-fields: true, properties: {num: {x-kubernetes-preserve-unknown-fields: true, nullable: true}}}`),
 			objects: []string{widgetX("{num: {a: xa}}"), widgetX("{num: 3}"), widgetX("{num: null}")}},
-		{name: "property accepting anything but null added where unknown fields were kept", old: specX(`{type: object, x-kubernetes-preserve-unknown-fields: true}`),
-			new:     specX(`{type: object, x-kubernetes-preserve-unknown-fields: true, properties: {num: {x-kubernetes-preserve-unknown-fields: true}}}`),
+		{name: "property accepting anything but null added where unknown fields were kept", old: enginetest.SpecX(`{type: object, x-kubernetes-preserve-unknown-fields: true}`),
+			new:     enginetest.SpecX(`{type: object, x-kubernetes-preserve-unknown-fields: true, properties: {num: {x-kubernetes-preserve-unknown-fields: true}}}`),
 			objects: []string{widgetX("{num: {a: xa}}"), widgetX("{num: null}")}, wantErrs: []string{config.CheckNullable}},
 		{name: "property added under a CRD that keeps unknown fields", oldKeepAll: true, keepAll: true,
 			old:     `{type: object, properties: {spec: {type: object, properties: {k: {type: string}}}}}`,
@@ -185,8 +188,8 @@ func TestFindingsAgainstApiserver(t *testing.T) {
 			old:     `{type: object, properties: {spec: {type: object, properties: {k: {type: string}}}}}`,
 			new:     `{type: object, properties: {spec: {type: object, properties: {k: {type: string}}}}}`,
 			objects: []string{`{apiVersion: example.com/v1, kind: Widget, metadata: {name: w}, spec: {k: a, u: kept}}`}, wantErrs: []string{config.CheckPreserveUnknownFields}},
-		{name: "property added where nothing was kept", old: specX(`{type: object, properties: {k: {type: string}}}`),
-			new:     specX(`{type: object, properties: {k: {type: string}, num: {type: integer}}}`),
+		{name: "property added where nothing was kept", old: enginetest.SpecX(`{type: object, properties: {k: {type: string}}}`),
+			new:     enginetest.SpecX(`{type: object, properties: {k: {type: string}, num: {type: integer}}}`),
 			objects: []string{widgetX("{k: a}")}},
 
 		// metadata: every object has it, whatever the schema declares.
@@ -201,35 +204,35 @@ func TestFindingsAgainstApiserver(t *testing.T) {
 			objects: []string{`{apiVersion: example.com/v1, kind: Widget, metadata: {name: abc, labels: {a: b}}}`}},
 
 		// x-kubernetes-embedded-resource.
-		{name: "embedded resource added", old: specX(`{type: object, x-kubernetes-preserve-unknown-fields: true}`),
-			new:     specX(`{type: object, x-kubernetes-preserve-unknown-fields: true, x-kubernetes-embedded-resource: true}`),
+		{name: "embedded resource added", old: enginetest.SpecX(`{type: object, x-kubernetes-preserve-unknown-fields: true}`),
+			new:     enginetest.SpecX(`{type: object, x-kubernetes-preserve-unknown-fields: true, x-kubernetes-embedded-resource: true}`),
 			objects: []string{widgetX("{replicas: 1}")}, wantErrs: []string{config.CheckEmbeddedResource}},
-		{name: "embedded resource removed, unknown fields kept", old: specX(`{type: object, x-kubernetes-preserve-unknown-fields: true, x-kubernetes-embedded-resource: true}`),
-			new:     specX(`{type: object, x-kubernetes-preserve-unknown-fields: true}`),
+		{name: "embedded resource removed, unknown fields kept", old: enginetest.SpecX(`{type: object, x-kubernetes-preserve-unknown-fields: true, x-kubernetes-embedded-resource: true}`),
+			new:     enginetest.SpecX(`{type: object, x-kubernetes-preserve-unknown-fields: true}`),
 			objects: []string{widgetX("{apiVersion: v1, kind: ConfigMap, metadata: {name: c, labels: {a: b}}, data: {k: v}}")}},
-		{name: "embedded resource removed, fields pruned", old: specX(`{type: object, x-kubernetes-embedded-resource: true, properties: {data: {type: object, x-kubernetes-preserve-unknown-fields: true}}}`),
-			new:     specX(`{type: object, properties: {data: {type: object, x-kubernetes-preserve-unknown-fields: true}}}`),
+		{name: "embedded resource removed, fields pruned", old: enginetest.SpecX(`{type: object, x-kubernetes-embedded-resource: true, properties: {data: {type: object, x-kubernetes-preserve-unknown-fields: true}}}`),
+			new:     enginetest.SpecX(`{type: object, properties: {data: {type: object, x-kubernetes-preserve-unknown-fields: true}}}`),
 			objects: []string{widgetX("{apiVersion: v1, kind: ConfigMap, metadata: {name: c}, data: {k: v}}")}, wantErrs: []string{config.CheckEmbeddedResource}},
 
 		// Server-side apply granularity is not data.
-		{name: "map type made atomic", old: specX(`{type: object, properties: {name: {type: string}}}`),
-			new:     specX(`{type: object, x-kubernetes-map-type: atomic, properties: {name: {type: string}}}`),
+		{name: "map type made atomic", old: enginetest.SpecX(`{type: object, properties: {name: {type: string}}}`),
+			new:     enginetest.SpecX(`{type: object, x-kubernetes-map-type: atomic, properties: {name: {type: string}}}`),
 			objects: []string{widgetX("{name: a}")}, wantWarned: []string{config.CheckMapType}},
-		{name: "list type set -> atomic", old: specX(`{type: array, x-kubernetes-list-type: set, items: {type: string}}`),
-			new: specX(`{type: array, items: {type: string}}`), objects: []string{widgetX("[a, b]")}, wantWarned: []string{config.CheckListType}},
-		{name: "list type map -> atomic", old: specX(`{type: array, x-kubernetes-list-type: map, x-kubernetes-list-map-keys: [name], items: {type: object, required: [name], properties: {name: {type: string}, v: {type: string}}}}`),
-			new:     specX(`{type: array, items: {type: object, required: [name], properties: {name: {type: string}, v: {type: string}}}}`),
+		{name: "list type set -> atomic", old: enginetest.SpecX(`{type: array, x-kubernetes-list-type: set, items: {type: string}}`),
+			new: enginetest.SpecX(`{type: array, items: {type: string}}`), objects: []string{widgetX("[a, b]")}, wantWarned: []string{config.CheckListType}},
+		{name: "list type map -> atomic", old: enginetest.SpecX(`{type: array, x-kubernetes-list-type: map, x-kubernetes-list-map-keys: [name], items: {type: object, required: [name], properties: {name: {type: string}, v: {type: string}}}}`),
+			new:     enginetest.SpecX(`{type: array, items: {type: object, required: [name], properties: {name: {type: string}, v: {type: string}}}}`),
 			objects: []string{widgetX("[{name: a, v: x}, {name: b, v: x}]")}, wantWarned: []string{config.CheckListType}},
-		{name: "list type atomic -> set", old: specX(`{type: array, items: {type: string}}`),
-			new: specX(`{type: array, x-kubernetes-list-type: set, items: {type: string}}`), objects: []string{widgetX("[a, a]")},
+		{name: "list type atomic -> set", old: enginetest.SpecX(`{type: array, items: {type: string}}`),
+			new: enginetest.SpecX(`{type: array, x-kubernetes-list-type: set, items: {type: string}}`), objects: []string{widgetX("[a, a]")},
 			wantErrs: []string{config.CheckListType}},
-		{name: "list map keys changed", old: specX(`{type: array, x-kubernetes-list-type: map, x-kubernetes-list-map-keys: [name, port], items: {type: object, required: [name, port], properties: {name: {type: string}, port: {type: integer}}}}`),
-			new:     specX(`{type: array, x-kubernetes-list-type: map, x-kubernetes-list-map-keys: [name], items: {type: object, required: [name, port], properties: {name: {type: string}, port: {type: integer}}}}`),
+		{name: "list map keys changed", old: enginetest.SpecX(`{type: array, x-kubernetes-list-type: map, x-kubernetes-list-map-keys: [name, port], items: {type: object, required: [name, port], properties: {name: {type: string}, port: {type: integer}}}}`),
+			new:     enginetest.SpecX(`{type: array, x-kubernetes-list-type: map, x-kubernetes-list-map-keys: [name], items: {type: object, required: [name, port], properties: {name: {type: string}, port: {type: integer}}}}`),
 			objects: []string{widgetX("[{name: a, port: 1}, {name: a, port: 2}]")}, wantErrs: []string{config.CheckListType}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			old, new := oracleCRD(t, tc.old, tc.oldKeepAll), oracleCRD(t, tc.new, tc.keepAll)
+			old, new := enginetest.OracleCRD(t, tc.old, tc.oldKeepAll), enginetest.OracleCRD(t, tc.new, tc.keepAll)
 			for _, crd := range []*apiextv1.CustomResourceDefinition{old, new} {
 				if errs := validateCRD(t, crd); len(errs) > 0 {
 					t.Fatalf("invalid CRD in the case: %s", strings.Join(errs, "; "))
@@ -238,7 +241,7 @@ func TestFindingsAgainstApiserver(t *testing.T) {
 			fs := Compare(old, new, nil)
 			var gotErrs, gotWarned []string
 			for _, f := range fs {
-				if f.Severity == SeverityError {
+				if f.Severity == finding.SeverityError {
 					gotErrs = append(gotErrs, f.Check)
 				} else {
 					gotWarned = append(gotWarned, f.Check)
@@ -246,10 +249,10 @@ func TestFindingsAgainstApiserver(t *testing.T) {
 			}
 			if !reflect.DeepEqual(uniqueSorted(gotErrs), uniqueSorted(tc.wantErrs)) || !reflect.DeepEqual(uniqueSorted(gotWarned), uniqueSorted(tc.wantWarned)) {
 				t.Fatalf("findings: errors %v, warnings %v; want errors %v, warnings %v\n%s",
-					uniqueSorted(gotErrs), uniqueSorted(gotWarned), tc.wantErrs, tc.wantWarned, goldenText(fs))
+					uniqueSorted(gotErrs), uniqueSorted(gotWarned), tc.wantErrs, tc.wantWarned, enginetest.GoldenText(fs))
 			}
 
-			oldSchema, newSchema := versionSchema(&old.Spec.Versions[0]), versionSchema(&new.Spec.Versions[0])
+			oldSchema, newSchema := checks.VersionSchema(&old.Spec.Versions[0]), checks.VersionSchema(&new.Spec.Versions[0])
 			broken := 0
 			for _, y := range tc.objects {
 				obj := parseObject(t, y)

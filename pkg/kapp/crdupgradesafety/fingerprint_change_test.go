@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/objects"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -15,21 +18,21 @@ import (
 // findings of change variant 0 or 1 under cfg.
 type fpChangeCase struct {
 	check string
-	run   func(t *testing.T, variant int, cfg *config.Settings) []Finding
+	run   func(t *testing.T, variant int, cfg *config.Settings) []finding.Finding
 }
 
 // fpField is a case of a property check: ^.spec.x goes from old to
 // news[variant] (schemas as YAML).
 func fpField(check, old string, news ...string) fpChangeCase {
-	return fpChangeCase{check: check, run: func(t *testing.T, variant int, cfg *config.Settings) []Finding {
-		return Compare(crdWithField(t, old), crdWithField(t, news[variant]), cfg)
+	return fpChangeCase{check: check, run: func(t *testing.T, variant int, cfg *config.Settings) []finding.Finding {
+		return Compare(enginetest.CRDWithField(t, old), enginetest.CRDWithField(t, news[variant]), cfg)
 	}}
 }
 
 // fpPair is a case of a CRD-level check: the CRDs of variant come from
 // build.
 func fpPair(check string, build func(t *testing.T, variant int) (old, new *apiextv1.CustomResourceDefinition)) fpChangeCase {
-	return fpChangeCase{check: check, run: func(t *testing.T, variant int, cfg *config.Settings) []Finding {
+	return fpChangeCase{check: check, run: func(t *testing.T, variant int, cfg *config.Settings) []finding.Finding {
 		old, new := build(t, variant)
 		return Compare(old, new, cfg)
 	}}
@@ -62,15 +65,15 @@ var fpFixedContent = map[string]string{
 // waive the other. Every check ID is covered here or in fpFixedContent.
 func TestFingerprintCoversTheChange(t *testing.T) {
 	twoVersions := func(t *testing.T, v2 string) (*apiextv1.CustomResourceDefinition, *apiextv1.CustomResourceDefinition) {
-		old := crdWithField(t, "{type: string, maxLength: 9}")
-		new := crdWithField(t, "{type: string, maxLength: 9}")
-		second := crdWithField(t, v2).Spec.Versions[0]
+		old := enginetest.CRDWithField(t, "{type: string, maxLength: 9}")
+		new := enginetest.CRDWithField(t, "{type: string, maxLength: 9}")
+		second := enginetest.CRDWithField(t, v2).Spec.Versions[0]
 		second.Name, second.Storage = "v2", false
 		new.Spec.Versions = append(new.Spec.Versions, second)
 		return old, new
 	}
 	withVersions := func(t *testing.T, edit func(vs []apiextv1.CustomResourceDefinitionVersion) []apiextv1.CustomResourceDefinitionVersion) *apiextv1.CustomResourceDefinition {
-		crd := crdWithField(t, "{type: string}")
+		crd := enginetest.CRDWithField(t, "{type: string}")
 		alpha := crd.Spec.Versions[0]
 		alpha.Name, alpha.Storage = "v1alpha1", false
 		crd.Spec.Versions = append(crd.Spec.Versions, alpha)
@@ -123,8 +126,8 @@ func TestFingerprintCoversTheChange(t *testing.T) {
 		fpField(config.CheckType, "{type: string}", "{type: integer}", "{type: boolean}"),
 		fpField(config.CheckUnhandled, "{type: string}", "{type: string, items: {type: string}}", "{type: string, items: {type: integer}}"),
 		fpPair(config.CheckExistingFieldRemoval, func(t *testing.T, variant int) (*apiextv1.CustomResourceDefinition, *apiextv1.CustomResourceDefinition) {
-			return oracleCRD(t, `{type: object, properties: {spec: {type: object, properties: {y: {type: string}, x: `+[]string{"{type: string}", "{type: integer}"}[variant]+`}}}}`, false),
-				oracleCRD(t, `{type: object, properties: {spec: {type: object, properties: {y: {type: string}}}}}`, false)
+			return enginetest.OracleCRD(t, `{type: object, properties: {spec: {type: object, properties: {y: {type: string}, x: `+[]string{"{type: string}", "{type: integer}"}[variant]+`}}}}`, false),
+				enginetest.OracleCRD(t, `{type: object, properties: {spec: {type: object, properties: {y: {type: string}}}}}`, false)
 		}),
 		fpPair(config.CheckServedVersion, func(t *testing.T, variant int) (*apiextv1.CustomResourceDefinition, *apiextv1.CustomResourceDefinition) {
 			return twoVersions(t, []string{"{type: string, maxLength: 5}", "{type: string, maxLength: 4}"}[variant])
@@ -132,18 +135,18 @@ func TestFingerprintCoversTheChange(t *testing.T) {
 		fpPair(config.CheckServedVersionRemoval, retire),
 		fpPair(config.CheckVersionLifecycle, retire),
 		fpPair(config.CheckSubresources, func(t *testing.T, variant int) (*apiextv1.CustomResourceDefinition, *apiextv1.CustomResourceDefinition) {
-			old, new := crdWithField(t, "{type: integer}"), crdWithField(t, "{type: integer}")
+			old, new := enginetest.CRDWithField(t, "{type: integer}"), enginetest.CRDWithField(t, "{type: integer}")
 			old.Spec.Versions[0].Subresources = scale(".spec.x")
 			new.Spec.Versions[0].Subresources = scale([]string{".spec.y", ".spec.z"}[variant])
 			return old, new
 		}),
 		fpPair(config.CheckSelectableFields, func(t *testing.T, variant int) (*apiextv1.CustomResourceDefinition, *apiextv1.CustomResourceDefinition) {
-			old, new := crdWithField(t, "{type: string}"), crdWithField(t, "{type: string}")
+			old, new := enginetest.CRDWithField(t, "{type: string}"), enginetest.CRDWithField(t, "{type: string}")
 			old.Spec.Versions[0].SelectableFields = []apiextv1.SelectableField{{JSONPath: []string{".spec.x", ".metadata.name"}[variant]}}
 			return old, new
 		}),
-		{check: config.CheckCRDDeletion, run: func(t *testing.T, variant int, cfg *config.Settings) []Finding {
-			return Deletion(testCRDName, 2, []string{"", "update strategy always-replace"}[variant], cfg)
+		{check: config.CheckCRDDeletion, run: func(t *testing.T, variant int, cfg *config.Settings) []finding.Finding {
+			return objects.Deletion(enginetest.TestCRDName, 2, []string{"", "update strategy always-replace"}[variant], cfg)
 		}},
 	}
 
@@ -151,9 +154,9 @@ func TestFingerprintCoversTheChange(t *testing.T) {
 	for _, tc := range cases {
 		covered[tc.check] = true
 		t.Run(tc.check, func(t *testing.T) {
-			find := func(fs []Finding) *Finding {
+			find := func(fs []finding.Finding) *finding.Finding {
 				t.Helper()
-				var out *Finding
+				var out *finding.Finding
 				for i := range fs {
 					if fs[i].Check == tc.check {
 						if out != nil {
@@ -163,27 +166,27 @@ func TestFingerprintCoversTheChange(t *testing.T) {
 					}
 				}
 				if out == nil {
-					t.Fatalf("no %s finding among %q", tc.check, render(fs))
+					t.Fatalf("no %s finding among %q", tc.check, enginetest.Render(fs))
 				}
 				return out
 			}
 			cfg := config.Default()
 			a, b := find(tc.run(t, 0, &cfg)), find(tc.run(t, 1, &cfg))
-			if WaiverSubject(a).Path != WaiverSubject(b).Path || a.Version != b.Version || a.PairVersion != b.PairVersion {
-				t.Fatalf("not the same place: %s %s %s; %s %s %s", a.Version, a.PairVersion, WaiverSubject(a).Path, b.Version, b.PairVersion, WaiverSubject(b).Path)
+			if finding.WaiverSubject(a).Path != finding.WaiverSubject(b).Path || a.Version != b.Version || a.PairVersion != b.PairVersion {
+				t.Fatalf("not the same place: %s %s %s; %s %s %s", a.Version, a.PairVersion, finding.WaiverSubject(a).Path, b.Version, b.PairVersion, finding.WaiverSubject(b).Path)
 			}
 			if a.Fingerprint == b.Fingerprint {
 				t.Fatalf("one fingerprint %s for two changes:\n  %s (%+v)\n  %s (%+v)", a.Fingerprint, a.ChangeText, a.Change, b.ChangeText, b.Change)
 			}
 			// A waiver of the first change's fingerprint matches it, and
 			// not the amended one.
-			cfg.Waivers = []config.Waiver{{Fingerprint: a.Fingerprint, CRD: testCRDName, Reason: "reviewed", Source: config.SourceSettings}}
+			cfg.Waivers = []config.Waiver{{Fingerprint: a.Fingerprint, CRD: enginetest.TestCRDName, Reason: "reviewed", Source: config.SourceSettings}}
 			a, b = find(tc.run(t, 0, &cfg)), find(tc.run(t, 1, &cfg))
 			if a.Waiver == nil && a.RefusedWaiver == nil {
 				t.Fatalf("the waiver of %s does not match the change it was reviewed for", a.Fingerprint)
 			}
 			if b.Waiver != nil || b.RefusedWaiver != nil {
-				t.Fatalf("the waiver of %s matches another change: %s", cfg.Waivers[0].Fingerprint, testMessage(*b))
+				t.Fatalf("the waiver of %s matches another change: %s", cfg.Waivers[0].Fingerprint, enginetest.Message(*b))
 			}
 		})
 	}
@@ -214,16 +217,16 @@ func TestFingerprintHashesWholeValues(t *testing.T) {
 			"{type: string, enum: [" + long("2") + ", x]}", "{type: string, enum: [" + long("1") + ", x]}"},
 	} {
 		t.Run(tc.check, func(t *testing.T) {
-			a := Compare(crdWithField(t, tc.old), crdWithField(t, tc.new1), nil)
-			b := Compare(crdWithField(t, tc.old), crdWithField(t, tc.new2), nil)
+			a := Compare(enginetest.CRDWithField(t, tc.old), enginetest.CRDWithField(t, tc.new1), nil)
+			b := Compare(enginetest.CRDWithField(t, tc.old), enginetest.CRDWithField(t, tc.new2), nil)
 			if len(a) != 1 || len(b) != 1 {
-				t.Fatalf("want one finding each, got %q and %q", render(a), render(b))
+				t.Fatalf("want one finding each, got %q and %q", enginetest.Render(a), enginetest.Render(b))
 			}
 			if a[0].Fingerprint == b[0].Fingerprint {
 				t.Fatalf("one fingerprint %s for two values that differ beyond the display bound", a[0].Fingerprint)
 			}
-			for _, f := range []Finding{a[0], b[0]} {
-				if len(f.Change.Old) > maxMessageBytes || len(f.Change.New) > maxMessageBytes {
+			for _, f := range []finding.Finding{a[0], b[0]} {
+				if len(f.Change.Old) > finding.MaxMessageBytes || len(f.Change.New) > finding.MaxMessageBytes {
 					t.Fatalf("the displayed change is not bounded: %d, %d bytes", len(f.Change.Old), len(f.Change.New))
 				}
 			}

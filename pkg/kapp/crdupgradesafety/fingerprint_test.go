@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
@@ -63,7 +65,7 @@ func parseFP(t *testing.T, s string) *apiextv1.CustomResourceDefinition {
 }
 
 // fingerprints maps "check field" to the fingerprint of each finding.
-func fingerprints(fs []Finding) map[string]string {
+func fingerprints(fs []finding.Finding) map[string]string {
 	out := map[string]string{}
 	for _, f := range fs {
 		out[f.Check+" "+string(f.Field)] = f.Fingerprint
@@ -88,7 +90,7 @@ func TestFingerprintStable(t *testing.T) {
 	}
 	got := fingerprints(base)
 	if len(got) != len(want) {
-		t.Fatalf("findings: %v", render(base))
+		t.Fatalf("findings: %v", enginetest.Render(base))
 	}
 	for k, fp := range want {
 		if got[k] != fp {
@@ -100,11 +102,11 @@ func TestFingerprintStable(t *testing.T) {
 		t.Errorf("reformatted: %v, want %v", re, got)
 	}
 
-	before := render(base)
-	defer SetRenderMessage(renderMessage)
-	SetRenderMessage(func(f Finding) string { return strings.ToUpper(f.Check) + " IS UNHAPPY" })
+	before := enginetest.Render(base)
+	defer func(m func(finding.Finding) string) { enginetest.RenderMessage = m }(enginetest.RenderMessage)
+	enginetest.RenderMessage = func(f finding.Finding) string { return strings.ToUpper(f.Check) + " IS UNHAPPY" }
 	reworded := Compare(old, parseFP(t, fpNew), nil)
-	if render(reworded)[0] == before[0] {
+	if enginetest.Render(reworded)[0] == before[0] {
 		t.Fatal("the renderer was not swapped")
 	}
 	if fps := fingerprints(reworded); !maps.Equal(fps, got) {
@@ -145,7 +147,7 @@ func TestWaiversInPolicy(t *testing.T) {
 			"warning maximum v1 ^.spec.replicas: maximum decreased: 20 -> 5 (exempted: load test only; owner team-widgets; until 2026-11-26)",
 			`error enum v1 ^.spec.size: enum values removed: ["small"]`,
 		}},
-		{"by path pattern", config.Waiver{CRD: testCRDName, Path: "^.spec.s*", Reason: "sizes renamed", Source: config.SourceAnnotation}, []string{
+		{"by path pattern", config.Waiver{CRD: enginetest.TestCRDName, Path: "^.spec.s*", Reason: "sizes renamed", Source: config.SourceAnnotation}, []string{
 			"error existingFieldRemoval v1 ^.spec.color: data loss: existing field removed (was string)",
 			"error maximum v1 ^.spec.replicas: maximum decreased: 20 -> 5",
 			`warning enum v1 ^.spec.size: enum values removed: ["small"] (exempted: waive annotation: sizes renamed)`,
@@ -167,7 +169,7 @@ func TestWaiversInPolicy(t *testing.T) {
 			cfg.Now = now
 			cfg.Waivers = []config.Waiver{tc.waiver}
 			fs := Compare(old, new, &cfg)
-			if got := render(fs); !equalLines(got, tc.want) {
+			if got := enginetest.Render(fs); !enginetest.EqualLines(got, tc.want) {
 				t.Fatalf("findings differ\n got: %q\nwant: %q", got, tc.want)
 			}
 			if got := fingerprints(fs)["maximum ^.spec.replicas"]; got != fp {
@@ -185,40 +187,40 @@ func TestStaleWaivers(t *testing.T) {
 	cfg := config.Default()
 	cfg.Now = time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
 	cfg.Waivers = []config.Waiver{
-		{CRD: testCRDName, Checks: []string{config.CheckEnum}, Reason: "in use"},
-		{CRD: testCRDName, Checks: []string{config.CheckType}, Reason: "gone", Owner: "team-widgets"},
+		{CRD: enginetest.TestCRDName, Checks: []string{config.CheckEnum}, Reason: "in use"},
+		{CRD: enginetest.TestCRDName, Checks: []string{config.CheckType}, Reason: "gone", Owner: "team-widgets"},
 		{CRD: "gadgets.example.com", Reason: "not in this run"},
 		{Fingerprint: "0123456789ab", Reason: "which CRD?"},
-		{Fingerprint: "0123456789ab", CRD: testCRDName, Reason: "stale by fingerprint"},
-		{CRD: testCRDName, Path: "^.spec.replicas", Reason: "expired", Expires: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{Fingerprint: "0123456789ab", CRD: enginetest.TestCRDName, Reason: "stale by fingerprint"},
+		{CRD: enginetest.TestCRDName, Path: "^.spec.replicas", Reason: "expired", Expires: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
 	}
 	fs := Compare(old, new, &cfg)
-	stale := StaleWaivers(&cfg, []string{testCRDName}, fs)
+	stale := finding.StaleWaivers(&cfg, []string{enginetest.TestCRDName}, fs)
 	want := []string{
 		"warning staleWaiver  : stale waiver: it matches no finding of this CRD (checks type), gone; owner team-widgets",
 		"warning staleWaiver  : stale waiver: it matches no finding of this CRD (fingerprint 0123456789ab), stale by fingerprint",
 	}
-	if got := render(stale); !equalLines(got, want) {
+	if got := enginetest.Render(stale); !enginetest.EqualLines(got, want) {
 		t.Fatalf("stale waivers differ\n got: %q\nwant: %q", got, want)
 	}
 	for _, f := range stale {
-		if f.Remedy == nil || f.Remedy.Action != RemedyRemoveWaiver || len(f.Fingerprint) != config.FingerprintLen || f.CRD != testCRDName {
+		if f.Remedy == nil || f.Remedy.Action != finding.RemedyRemoveWaiver || len(f.Fingerprint) != config.FingerprintLen || f.CRD != enginetest.TestCRDName {
 			t.Errorf("stale finding %+v", f)
 		}
 	}
-	if got := StaleWaivers(&cfg, nil, fs); len(got) != 0 {
-		t.Errorf("no CRD evaluated, nothing judged: %q", render(got))
+	if got := finding.StaleWaivers(&cfg, nil, fs); len(got) != 0 {
+		t.Errorf("no CRD evaluated, nothing judged: %q", enginetest.Render(got))
 	}
 }
 
 // TestFingerprintsOfLikeFindings: two findings whose facts are all alike
 // (one CEL rule added twice) still get fingerprints of their own.
 func TestFingerprintsOfLikeFindings(t *testing.T) {
-	old := newCRD(t, testVersion{"v1", true, true, `{type: object, properties: {a: {type: string}}}`})
-	new := newCRD(t, testVersion{"v1", true, true, `{type: object, properties: {a: {type: string}}, x-kubernetes-validations: [{rule: "self.a != 'x'", message: one}, {rule: "self.a != 'x'", message: two}]}`})
+	old := enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true, Spec: `{type: object, properties: {a: {type: string}}}`})
+	new := enginetest.NewCRD(t, enginetest.TestVersion{Name: "v1", Served: true, Storage: true, Spec: `{type: object, properties: {a: {type: string}}, x-kubernetes-validations: [{rule: "self.a != 'x'", message: one}, {rule: "self.a != 'x'", message: two}]}`})
 	fs := Compare(old, new, nil)
 	if len(fs) != 2 || fs[0].Fingerprint == fs[1].Fingerprint {
-		t.Fatalf("want two findings with fingerprints of their own, got %q %v", render(fs), fingerprints(fs))
+		t.Fatalf("want two findings with fingerprints of their own, got %q %v", enginetest.Render(fs), fingerprints(fs))
 	}
 }
 

@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/prooftest"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -27,10 +30,10 @@ import (
 // default), which can take most of a short run; -fuzzminimizetime=5s
 // leaves more time for mutation.
 func FuzzCompare(f *testing.F) {
-	for _, c := range goldenCases(f) {
-		f.Add(c.old, c.new)
-		oldJSON, err1 := yaml.YAMLToJSON(c.old)
-		newJSON, err2 := yaml.YAMLToJSON(c.new)
+	for _, c := range prooftest.GoldenCases(f) {
+		f.Add(c.Old, c.New)
+		oldJSON, err1 := yaml.YAMLToJSON(c.Old)
+		newJSON, err2 := yaml.YAMLToJSON(c.New)
 		if err1 == nil && err2 == nil {
 			f.Add(oldJSON, newJSON)
 		}
@@ -86,7 +89,7 @@ func fuzzCheckCompare(t *testing.T, old, new *apiextv1.CustomResourceDefinition)
 		got := Compare(old, new, cfg)
 		checkFindingInvariants(t, new.Name, got)
 		if again := Compare(old, new, cfg); !reflect.DeepEqual(got, again) {
-			t.Fatalf("config %d: Compare is not deterministic:\n%s---\n%s", i, goldenText(got), goldenText(again))
+			t.Fatalf("config %d: Compare is not deterministic:\n%s---\n%s", i, enginetest.GoldenText(got), enginetest.GoldenText(again))
 		}
 	}
 	if fuzzSnapshot(t, old) != oldBefore || fuzzSnapshot(t, new) != newBefore {
@@ -102,7 +105,7 @@ func fuzzCheckCompare(t *testing.T, old, new *apiextv1.CustomResourceDefinition)
 		for i, cfg := range fuzzConfigs() {
 			if fs := Compare(crd, crd, cfg); len(fs) > 0 {
 				in, _ := json.Marshal(crd)
-				t.Fatalf("config %d: comparing a CRD with itself found:\n%sCRD: %s", i, goldenText(fs), in)
+				t.Fatalf("config %d: comparing a CRD with itself found:\n%sCRD: %s", i, enginetest.GoldenText(fs), in)
 			}
 		}
 	}
@@ -239,7 +242,7 @@ func (g *schemaGen) schema(depth int) *apiextv1.JSONSchemaProps {
 	// Value keywords mostly where they apply: the apiserver ignores a
 	// keyword of another kind than the type's (clearIgnoredKeywords).
 	often := func(kind string, rarely int) int {
-		if holdsKind(s.Type, kind) {
+		if checks.HoldsKind(s.Type, kind) {
 			return 3
 		}
 		return rarely

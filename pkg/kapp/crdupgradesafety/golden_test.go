@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/prooftest"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
@@ -22,114 +25,23 @@ import (
 // what docs/checks.md says, not whatever the engine happens to do.
 var updateGolden = flag.Bool("update", false, "rewrite testdata/*/expected.txt with the current findings")
 
-// goldenCase is one directory of testdata/: old.yaml and new.yaml (full
-// apiextensions.k8s.io/v1 CRDs), an optional config.yaml (the `config` map
-// of the CRDUpgradeSafety preflight rule) and expected.txt.
-type goldenCase struct {
-	name     string
-	dir      string
-	old, new []byte
-	config   []byte // nil when the case has no config.yaml
-}
-
-// goldenCases lists the case directories of testdata/ (fuzz corpora are
-// not cases), sorted by name.
-func goldenCases(tb testing.TB) []goldenCase {
-	tb.Helper()
-	entries, err := os.ReadDir("testdata")
-	if err != nil {
-		tb.Fatalf("reading testdata: %v", err)
-	}
-	var cases []goldenCase
-	for _, e := range entries {
-		if !e.IsDir() || e.Name() == "fuzz" {
-			continue
-		}
-		dir := filepath.Join("testdata", e.Name())
-		c := goldenCase{name: e.Name(), dir: dir, old: readFile(tb, dir, "old.yaml"), new: readFile(tb, dir, "new.yaml")}
-		if b, err := os.ReadFile(filepath.Join(dir, "config.yaml")); err == nil {
-			c.config = b
-		} else if !os.IsNotExist(err) {
-			tb.Fatalf("reading %s/config.yaml: %v", dir, err)
-		}
-		cases = append(cases, c)
-	}
-	if len(cases) == 0 {
-		tb.Fatal("no cases in testdata/")
-	}
-	return cases
-}
-
-func readFile(tb testing.TB, dir, name string) []byte {
-	tb.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		tb.Fatalf("reading case file: %v", err)
-	}
-	return b
-}
-
-// parseCRDStrict parses a CRD file and rejects unknown fields, so that a
-// typo in a case (propertise:, x-kubernetes-int-or-strin:) fails loudly
-// instead of silently testing nothing.
-func parseCRDStrict(tb testing.TB, path string, b []byte) *apiextv1.CustomResourceDefinition {
-	tb.Helper()
-	var crd apiextv1.CustomResourceDefinition
-	if err := yaml.UnmarshalStrict(b, &crd); err != nil {
-		tb.Fatalf("parsing %s: %v", path, err)
-	}
-	if crd.APIVersion != "apiextensions.k8s.io/v1" || crd.Kind != "CustomResourceDefinition" {
-		tb.Fatalf("%s: want an apiextensions.k8s.io/v1 CustomResourceDefinition, got %s %s", path, crd.APIVersion, crd.Kind)
-	}
-	return &crd
-}
-
 // caseConfig decodes config.yaml with config.Decode; no file means the
 // default policy.
-func caseConfig(tb testing.TB, c goldenCase) *config.Settings {
+func caseConfig(tb testing.TB, c prooftest.GoldenCase) *config.Settings {
 	tb.Helper()
-	if c.config == nil {
+	if c.Config == nil {
 		def := config.Default()
 		return &def
 	}
 	var raw map[string]any
-	if err := yaml.Unmarshal(c.config, &raw); err != nil {
-		tb.Fatalf("parsing %s/config.yaml: %v", c.dir, err)
+	if err := yaml.Unmarshal(c.Config, &raw); err != nil {
+		tb.Fatalf("parsing %s/config.yaml: %v", c.Dir, err)
 	}
 	cfg, err := config.Decode(raw)
 	if err != nil {
-		tb.Fatalf("decoding %s/config.yaml: %v", c.dir, err)
+		tb.Fatalf("decoding %s/config.yaml: %v", c.Dir, err)
 	}
 	return &cfg
-}
-
-// goldenLine renders a finding as one line of expected.txt:
-//
-//	<severity> <check> <version> <field>: <message>
-//
-// with "-" for the version and field of CRD-level findings.
-func goldenLine(f Finding) string {
-	version, field := testVersionText(f), string(f.Field)+f.CRDField
-	if version == "" {
-		version = "-"
-	}
-	if field == "" {
-		field = "-"
-	}
-	line := string(f.Severity) + " " + f.Check + " " + version + " " + field + ": " + testMessage(f)
-	if f.Severity == SeverityError && f.Remedy == nil {
-		line += " (no remedy)"
-	}
-	return line + " [fp:" + f.Fingerprint + "]"
-}
-
-func goldenText(fs []Finding) string {
-	var b strings.Builder
-	for _, f := range fs {
-		b.WriteString(goldenLine(f))
-		b.WriteByte('\n')
-	}
-	return b.String()
 }
 
 // TestGolden runs every testdata case through Compare and compares the
@@ -137,10 +49,10 @@ func goldenText(fs []Finding) string {
 // must hold: findings are sorted and name the new CRD, and comparing
 // either file with itself finds nothing.
 func TestGolden(t *testing.T) {
-	for _, c := range goldenCases(t) {
-		t.Run(c.name, func(t *testing.T) {
-			old := parseCRDStrict(t, filepath.Join(c.dir, "old.yaml"), c.old)
-			new := parseCRDStrict(t, filepath.Join(c.dir, "new.yaml"), c.new)
+	for _, c := range prooftest.GoldenCases(t) {
+		t.Run(c.Name, func(t *testing.T) {
+			old := enginetest.ParseCRDStrict(t, filepath.Join(c.Dir, "old.yaml"), c.Old)
+			new := enginetest.ParseCRDStrict(t, filepath.Join(c.Dir, "new.yaml"), c.New)
 			cfg := caseConfig(t, c)
 
 			got := Compare(old, new, cfg)
@@ -151,12 +63,12 @@ func TestGolden(t *testing.T) {
 				crd  *apiextv1.CustomResourceDefinition
 			}{{"old.yaml", old}, {"new.yaml", new}} {
 				if fs := Compare(self.crd, self.crd, cfg); len(fs) > 0 {
-					t.Errorf("comparing %s with itself: want no findings, got:\n%s", self.file, goldenText(fs))
+					t.Errorf("comparing %s with itself: want no findings, got:\n%s", self.file, enginetest.GoldenText(fs))
 				}
 			}
 
-			expectedPath := filepath.Join(c.dir, "expected.txt")
-			gotText := goldenText(got)
+			expectedPath := filepath.Join(c.Dir, "expected.txt")
+			gotText := enginetest.GoldenText(got)
 			if *updateGolden {
 				if err := os.WriteFile(expectedPath, []byte(gotText), 0o644); err != nil {
 					t.Fatalf("writing %s: %v", expectedPath, err)
@@ -177,7 +89,7 @@ func TestGolden(t *testing.T) {
 // checkFindingInvariants holds for every Compare result: each finding names
 // the CRD, a known check and a message, carries a severity, and the list is
 // sorted by CRD, version, field, check and message.
-func checkFindingInvariants(tb testing.TB, crdName string, fs []Finding) {
+func checkFindingInvariants(tb testing.TB, crdName string, fs []finding.Finding) {
 	tb.Helper()
 	for i, f := range fs {
 		if f.CRD != crdName {
@@ -189,7 +101,7 @@ func checkFindingInvariants(tb testing.TB, crdName string, fs []Finding) {
 		if !knownCheckIDs[f.Check] {
 			tb.Errorf("finding %d: unknown check ID %q", i, f.Check)
 		}
-		if f.Severity != SeverityError && f.Severity != SeverityWarning {
+		if f.Severity != finding.SeverityError && f.Severity != finding.SeverityWarning {
 			tb.Errorf("finding %d: unknown severity %q", i, f.Severity)
 		}
 		if len(f.Fingerprint) != config.FingerprintLen {
@@ -197,11 +109,11 @@ func checkFindingInvariants(tb testing.TB, crdName string, fs []Finding) {
 		}
 		for _, g := range fs[:i] {
 			if g.Fingerprint == f.Fingerprint {
-				tb.Errorf("findings %s and %s share a fingerprint: give them a fact (Change) that tells them apart", goldenLine(g), goldenLine(f))
+				tb.Errorf("findings %s and %s share a fingerprint: give them a fact (Change) that tells them apart", enginetest.GoldenLine(g), enginetest.GoldenLine(f))
 			}
 		}
 		if i > 0 && findingLess(f, fs[i-1]) {
-			tb.Errorf("findings not sorted: %d (%s) before %d (%s)", i-1, goldenLine(fs[i-1]), i, goldenLine(f))
+			tb.Errorf("findings not sorted: %d (%s) before %d (%s)", i-1, enginetest.GoldenLine(fs[i-1]), i, enginetest.GoldenLine(f))
 		}
 	}
 }
@@ -220,7 +132,7 @@ var knownCheckIDs = func() map[string]bool {
 
 // findingLess is the documented order of findings, written out here rather
 // than borrowed from the engine so that the tests check it independently.
-func findingLess(a, b Finding) bool {
+func findingLess(a, b finding.Finding) bool {
 	if a.DataLoss != b.DataLoss {
 		return a.DataLoss // data loss first
 	}
@@ -239,15 +151,15 @@ func findingLess(a, b Finding) bool {
 // storage version, and every version's schema is structural. No case
 // should test a change nobody could make.
 func TestGoldenCRDsAreValid(t *testing.T) {
-	for _, c := range goldenCases(t) {
-		t.Run(c.name, func(t *testing.T) {
+	for _, c := range prooftest.GoldenCases(t) {
+		t.Run(c.Name, func(t *testing.T) {
 			for _, file := range []string{"old.yaml", "new.yaml"} {
-				b := c.old
+				b := c.Old
 				if file == "new.yaml" {
-					b = c.new
+					b = c.New
 				}
-				path := filepath.Join(c.dir, file)
-				if errs := validateCRD(t, parseCRDStrict(t, path, b)); len(errs) > 0 {
+				path := filepath.Join(c.Dir, file)
+				if errs := validateCRD(t, enginetest.ParseCRDStrict(t, path, b)); len(errs) > 0 {
 					t.Errorf("%s is not a valid CRD:\n  %s", path, strings.Join(errs, "\n  "))
 				}
 			}

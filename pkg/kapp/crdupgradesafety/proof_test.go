@@ -40,6 +40,11 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/prooftest"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/objects"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -94,23 +99,23 @@ type proofRun struct {
 	maxMisses int
 	// compare overrides Compare under the default policy (to test the
 	// harness).
-	compare func(old, new *apiextv1.CustomResourceDefinition) []Finding
+	compare func(old, new *apiextv1.CustomResourceDefinition) []finding.Finding
 	// version, when set, is the only version proven (the one a mutation
 	// changed).
 	version string
 	// served caches the old CRD's served schemas across runs.
-	served map[string]*servedSchema
+	served map[string]*prooftest.ServedSchema
 }
 
 // servedSchema returns crd's version as served, from the cache for the
 // old CRD.
-func (p *proofRun) servedSchema(crd *apiextv1.CustomResourceDefinition, version string) *servedSchema {
+func (p *proofRun) servedSchema(crd *apiextv1.CustomResourceDefinition, version string) *prooftest.ServedSchema {
 	if crd == p.old && p.served != nil {
 		if s, ok := p.served[version]; ok {
 			return s
 		}
 	}
-	s, err := newServedSchema(crd, version)
+	s, err := prooftest.NewServedSchema(crd, version)
 	if err != nil {
 		p.tb.Fatalf("%s: version %s: %v", p.name, version, err)
 	}
@@ -127,18 +132,18 @@ func (p *proofRun) run() {
 		compare = proofCompare
 	}
 	findings := compare(p.old, p.new)
-	newVersions := versionsByName(p.new)
+	newVersions := checks.VersionsByName(p.new)
 	for _, ov := range p.old.Spec.Versions {
 		if _, ok := newVersions[ov.Name]; !ok || p.version != "" && ov.Name != p.version {
 			continue
 		}
 		mo, mn := p.servedSchema(p.old, ov.Name), p.servedSchema(p.new, ov.Name)
 		p.stats.versions++
-		gen := newObjGen(p.r, p.focus)
+		gen := prooftest.NewObjGen(p.r, p.focus)
 		var storedObjs []map[string]any
 		for range p.objects {
 			p.stats.generated++
-			raw := gen.object(mo.gvk.GroupVersion().String(), mo.gvk.Kind, mo.namespaced, mo.structural, mn.structural)
+			raw := gen.Object(mo.GVK.GroupVersion().String(), mo.GVK.Kind, mo.Namespaced, mo.Structural, mn.Structural)
 			changes, stored := p.prove(mo, mn, raw)
 			if stored == nil {
 				continue
@@ -156,7 +161,7 @@ func (p *proofRun) run() {
 				if p.stats.misses <= p.maxMisses {
 					obj, _ := json.Marshal(raw)
 					p.tb.Errorf("%s: version %s: no finding covers %s at %s (%s)\n  object: %s\n  findings:\n%s",
-						p.name, ov.Name, c.reason, c.field, c.path, obj, indent(goldenText(findings)))
+						p.name, ov.Name, c.reason, c.field, c.path, obj, indent(enginetest.GoldenText(findings)))
 				}
 			}
 		}
@@ -164,8 +169,8 @@ func (p *proofRun) run() {
 	}
 }
 
-func impactsText(v VersionImpact) string {
-	b, _ := json.Marshal(v.impacts)
+func impactsText(v finding.VersionImpact) string {
+	b, _ := json.Marshal(v.Impacts)
 	return string(b)
 }
 
@@ -174,9 +179,9 @@ func impactsText(v VersionImpact) string {
 // finding of Compare, none left for existingResources. The objects were
 // valid when stored, so an effect joined to no finding is the update's,
 // unexplained.
-func (p *proofRun) readStored(findings []Finding, version string, objs []map[string]any) {
+func (p *proofRun) readStored(findings []finding.Finding, version string, objs []map[string]any) {
 	cfg := proofPolicy()
-	r, err := NewObjectReader(p.old, p.new, version, SourceCluster, findings, &cfg)
+	r, err := objects.NewObjectReader(p.old, p.new, version, finding.SourceCluster, findings, &cfg)
 	if err != nil {
 		p.tb.Fatalf("%s: version %s: %v", p.name, version, err)
 	}
@@ -185,30 +190,30 @@ func (p *proofRun) readStored(findings []Finding, version string, objs []map[str
 	// The shortcut of a reader whose schemas read stored objects alike
 	// (readsDiffer false: objects only validated) finds what the full read
 	// finds.
-	if !r.readChanges {
-		full, err := NewObjectReader(p.old, p.new, version, SourceCluster, findings, &cfg)
+	if r.Shortcut() {
+		full, err := objects.NewObjectReader(p.old, p.new, version, finding.SourceCluster, findings, &cfg)
 		if err != nil {
 			p.tb.Fatalf("%s: version %s: %v", p.name, version, err)
 		}
-		full.readChanges = true
+		full.FullRead()
 		full.Read(objs)
-		if fr := full.Result(); fr.affected != res.affected || !reflect.DeepEqual(fr.impacts, res.impacts) {
+		if fr := full.Result(); fr.Affected != res.Affected || !reflect.DeepEqual(fr.Impacts, res.Impacts) {
 			p.tb.Errorf("%s: version %s: readsDiffer is false, but reading the objects finds %d affected, not %d:\n%s\n%s",
-				p.name, version, fr.affected, res.affected, impactsText(fr), impactsText(res))
+				p.name, version, fr.Affected, res.Affected, impactsText(fr), impactsText(res))
 		}
 	}
 	// The objects were valid under the old CRD: none is noted as already
 	// invalid (the old CRD's judgement agrees with the proof's).
-	for i, f := range res.notes {
+	for i, f := range res.Notes {
 		if i < p.maxMisses {
-			p.tb.Errorf("%s: version %s: an object valid when stored is noted as invalid under the old CRD: %s", p.name, version, testMessage(f))
+			p.tb.Errorf("%s: version %s: an object valid when stored is noted as invalid under the old CRD: %s", p.name, version, enginetest.Message(f))
 		}
 	}
-	for _, f := range res.residual {
+	for _, f := range res.Residual {
 		p.stats.residual++
 		if p.stats.residual <= p.maxMisses {
 			p.tb.Errorf("%s: version %s: the object reader joined an effect to no finding: %s\n  findings:\n%s",
-				p.name, version, testMessage(f), indent(goldenText(findings)))
+				p.name, version, enginetest.Message(f), indent(enginetest.GoldenText(findings)))
 		}
 	}
 }
@@ -231,51 +236,51 @@ func indent(s string) string {
 // only after decoding (an anyOf that required a field the new schema
 // prunes) is a consequence of a pruned or defaulted field: that field is
 // the change, and it is checked itself.
-func (p *proofRun) prove(mo, mn *servedSchema, raw map[string]any) (changes []dataChange, stored map[string]any) {
+func (p *proofRun) prove(mo, mn *prooftest.ServedSchema, raw map[string]any) (changes []dataChange, stored map[string]any) {
 	raw, err := normalizeJSON(raw)
 	if err != nil {
 		p.tb.Fatalf("%s: %v", p.name, err)
 	}
-	s := deepCopyJSON(raw).(map[string]any)
-	if err := mo.decode(s, false); err != nil || len(mo.validate(s)) > 0 {
+	s := finding.DeepCopyJSON(raw).(map[string]any)
+	if err := mo.Decode(s, false); err != nil || len(mo.Validate(s)) > 0 {
 		return nil, nil
 	}
 	add := func(path dataPath, reason string) {
-		changes = append(changes, dataChange{path: path, field: schemaPath(mn.structural, path),
-			oldField: schemaPath(mo.structural, path), reason: reason})
+		changes = append(changes, dataChange{path: path, field: schemaPath(mn.Structural, path),
+			oldField: schemaPath(mo.Structural, path), reason: reason})
 	}
 	transformed := false // decoding under the new schema changed something
 	// Read back under the new schema.
-	r := deepCopyJSON(s).(map[string]any)
-	if err := mn.decode(r, true); err != nil {
+	r := finding.DeepCopyJSON(s).(map[string]any)
+	if err := mn.Decode(r, true); err != nil {
 		add(nil, "read fails: "+err.Error())
 	}
 	for _, d := range diffJSON(nil, s, r) {
 		transformed = true
-		if mo.storable(d.path) || d.hadOld {
+		if servedStorable(mo, d.path) || d.hadOld {
 			add(d.path, "read back as "+d.what)
 		}
 	}
 	// The same request under the new schema: what each schema defaulted
 	// must agree.
-	c := deepCopyJSON(raw).(map[string]any)
-	cErr := mn.decode(c, false)
+	c := finding.DeepCopyJSON(raw).(map[string]any)
+	cErr := mn.Decode(c, false)
 	if cErr != nil {
 		add(nil, "create fails: "+cErr.Error())
 	} else {
 		for _, d := range defaultDiffs(mo, mn, raw, s, c) {
 			transformed = true
-			if mo.storable(d.path) || d.hadOld {
+			if servedStorable(mo, d.path) || d.hadOld {
 				add(d.path, "defaulted differently: "+d.what)
 			}
 		}
 	}
 	inherent := map[string]bool{}
-	for _, e := range mn.validate(deepCopyJSON(s).(map[string]any)) {
+	for _, e := range mn.Validate(finding.DeepCopyJSON(s).(map[string]any)) {
 		inherent[errorKey(e)] = true
 	}
 	rejected := func(obj map[string]any, how string) {
-		for _, e := range mn.validate(obj) {
+		for _, e := range mn.Validate(obj) {
 			if inherent[errorKey(e)] || !transformed {
 				add(errorPath(e, obj), how+": "+e.Error())
 			}
@@ -296,12 +301,12 @@ func errorKey(e *field.Error) string {
 // defaultDiffs compares the defaults each schema applies to the request
 // raw (s and c are raw decoded with the old and the new schema): at every
 // path one of them defaulted, the two decoded objects must agree.
-func defaultDiffs(mo, mn *servedSchema, raw, s, c map[string]any) []jsonDiff {
+func defaultDiffs(mo, mn *prooftest.ServedSchema, raw, s, c map[string]any) []jsonDiff {
 	paths := map[string]dataPath{}
-	for _, m := range []*servedSchema{mo, mn} {
-		undefaulted := deepCopyJSON(raw).(map[string]any)
-		defaulted := deepCopyJSON(raw).(map[string]any)
-		if m.decodeWithoutDefaults(undefaulted, false) != nil || m.decode(defaulted, false) != nil {
+	for _, m := range []*prooftest.ServedSchema{mo, mn} {
+		undefaulted := finding.DeepCopyJSON(raw).(map[string]any)
+		defaulted := finding.DeepCopyJSON(raw).(map[string]any)
+		if m.DecodeWithoutDefaults(undefaulted, false) != nil || m.Decode(defaulted, false) != nil {
 			continue
 		}
 		for _, d := range diffJSON(nil, undefaulted, defaulted) {
@@ -418,7 +423,7 @@ func compactJSON(v any) string {
 // a CRD-level finding, a finding at field or an ancestor (inside a
 // combinator branch, the field the branch constrains), or a finding inside
 // a combinator of field itself.
-func covered(findings []Finding, version, field string) bool {
+func covered(findings []finding.Finding, version, field string) bool {
 	for _, f := range findings {
 		if f.Version != version && f.Version != "" {
 			continue
@@ -426,8 +431,8 @@ func covered(findings []Finding, version, field string) bool {
 		if f.Field == "" {
 			return true
 		}
-		base, stripped := splitCombinators(string(f.Field))
-		if isAncestorOrSelf(stripped, field) || base == field {
+		base, stripped := enginetest.SplitCombinators(string(f.Field))
+		if prooftest.IsAncestorOrSelf(stripped, field) || base == field {
 			return true
 		}
 	}
@@ -443,7 +448,7 @@ func proofPolicy() config.Settings {
 	return cfg
 }
 
-func proofCompare(old, new *apiextv1.CustomResourceDefinition) []Finding {
+func proofCompare(old, new *apiextv1.CustomResourceDefinition) []finding.Finding {
 	cfg := proofPolicy()
 	return Compare(old, new, &cfg)
 }
@@ -453,13 +458,13 @@ func proofCompare(old, new *apiextv1.CustomResourceDefinition) []Finding {
 func TestNoFalseNegativesGolden(t *testing.T) {
 	var total proofStats
 	r := rand.New(rand.NewPCG(1, 2))
-	for _, c := range goldenCases(t) {
-		old := parseCRDStrict(t, c.dir+"/old.yaml", c.old)
-		new := parseCRDStrict(t, c.dir+"/new.yaml", c.new)
+	for _, c := range prooftest.GoldenCases(t) {
+		old := enginetest.ParseCRDStrict(t, c.Dir+"/old.yaml", c.Old)
+		new := enginetest.ParseCRDStrict(t, c.Dir+"/new.yaml", c.New)
 		for _, dir := range []struct {
 			name     string
 			old, new *apiextv1.CustomResourceDefinition
-		}{{c.name, old, new}, {c.name + " (reversed)", new, old}} {
+		}{{c.Name, old, new}, {c.Name + " (reversed)", new, old}} {
 			p := &proofRun{tb: t, name: dir.name, old: dir.old, new: dir.new, r: r, objects: 40, maxMisses: 3}
 			p.run()
 			total.add(p.stats)
@@ -474,12 +479,12 @@ func TestNoFalseNegativesGolden(t *testing.T) {
 func TestProofHarness(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	var total proofStats
-	for _, c := range goldenCases(t) {
-		crd := parseCRDStrict(t, c.dir+"/old.yaml", c.old)
-		p := &proofRun{tb: t, name: c.name + " (itself)", old: crd, new: crd, r: r, objects: 10, maxMisses: 3}
+	for _, c := range prooftest.GoldenCases(t) {
+		crd := enginetest.ParseCRDStrict(t, c.Dir+"/old.yaml", c.Old)
+		p := &proofRun{tb: t, name: c.Name + " (itself)", old: crd, new: crd, r: r, objects: 10, maxMisses: 3}
 		p.run()
 		if p.stats.changed > 0 {
-			t.Errorf("%s: comparing with itself changed %d objects", c.name, p.stats.changed)
+			t.Errorf("%s: comparing with itself changed %d objects", c.Name, p.stats.changed)
 		}
 		total.add(p.stats)
 	}
@@ -490,13 +495,13 @@ func TestProofHarness(t *testing.T) {
 
 	// With a finding removed, the proof must notice.
 	c := goldenCaseByName(t, "prohibited-maxlength-decreased")
-	old := parseCRDStrict(t, c.dir+"/old.yaml", c.old)
-	new := parseCRDStrict(t, c.dir+"/new.yaml", c.new)
+	old := enginetest.ParseCRDStrict(t, c.Dir+"/old.yaml", c.Old)
+	new := enginetest.ParseCRDStrict(t, c.Dir+"/new.yaml", c.New)
 	rec := &recordingTB{TB: t}
-	p := &proofRun{tb: rec, name: c.name, old: old, new: new, r: r, objects: 40, maxMisses: 1}
+	p := &proofRun{tb: rec, name: c.Name, old: old, new: new, r: r, objects: 40, maxMisses: 1}
 	cfg := proofPolicy()
 	cfg.Checks.SameVersion.MaxLength.Enabled = false
-	p.compare = func(old, new *apiextv1.CustomResourceDefinition) []Finding { return Compare(old, new, &cfg) }
+	p.compare = func(old, new *apiextv1.CustomResourceDefinition) []finding.Finding { return Compare(old, new, &cfg) }
 	p.run()
 	if p.stats.misses == 0 || len(rec.errors) == 0 {
 		t.Fatalf("with the maxLength check disabled, the proof found no uncovered change: %s", p.stats)
@@ -513,15 +518,15 @@ func (r *recordingTB) Errorf(format string, args ...any) {
 	r.errors = append(r.errors, fmt.Sprintf(format, args...))
 }
 
-func goldenCaseByName(tb testing.TB, name string) goldenCase {
+func goldenCaseByName(tb testing.TB, name string) prooftest.GoldenCase {
 	tb.Helper()
-	for _, c := range goldenCases(tb) {
-		if c.name == name {
+	for _, c := range prooftest.GoldenCases(tb) {
+		if c.Name == name {
 			return c
 		}
 	}
 	tb.Fatalf("no golden case %s", name)
-	return goldenCase{}
+	return prooftest.GoldenCase{}
 }
 
 // TestProofDetectsMissingFindings shows the proof has teeth: for every
@@ -543,9 +548,9 @@ func TestProofDetectsMissingFindings(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	caught := map[string]bool{}
 	seen := map[string]bool{}
-	for _, c := range goldenCases(t) {
-		old := parseCRDStrict(t, c.dir+"/old.yaml", c.old)
-		new := parseCRDStrict(t, c.dir+"/new.yaml", c.new)
+	for _, c := range prooftest.GoldenCases(t) {
+		old := enginetest.ParseCRDStrict(t, c.Dir+"/old.yaml", c.Old)
+		new := enginetest.ParseCRDStrict(t, c.Dir+"/new.yaml", c.New)
 		all := proofCompare(old, new)
 		checks := map[string]bool{}
 		for _, f := range all {
@@ -557,15 +562,15 @@ func TestProofDetectsMissingFindings(t *testing.T) {
 				continue
 			}
 			rec := &recordingTB{TB: t}
-			p := &proofRun{tb: rec, name: c.name + " without " + check, old: old, new: new, r: r, objects: 80, maxMisses: 1,
-				compare: func(_, _ *apiextv1.CustomResourceDefinition) []Finding {
-					var kept []Finding
+			p := &proofRun{tb: rec, name: c.Name + " without " + check, old: old, new: new, r: r, objects: 80, maxMisses: 1,
+				compare: func(_, _ *apiextv1.CustomResourceDefinition) []finding.Finding {
+					var kept []finding.Finding
 					for _, f := range all {
 						if f.Check != check {
 							kept = append(kept, f)
 						}
 					}
-					return append(kept, Finding{Version: "none"}) // never nil: no fallback to Compare
+					return append(kept, finding.Finding{Version: "none"}) // never nil: no fallback to Compare
 				}}
 			p.run()
 			if p.stats.misses > 0 {

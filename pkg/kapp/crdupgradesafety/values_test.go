@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -43,7 +45,7 @@ func TestCanonicalJSON(t *testing.T) {
 		{`1e99999999999999999999`, `1e99999999999999999999`},
 	}
 	for _, tc := range cases {
-		if got := canonicalJSON([]byte(tc.in)); got != tc.want {
+		if got := finding.CanonicalJSON([]byte(tc.in)); got != tc.want {
 			t.Errorf("canonicalJSON(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
@@ -51,12 +53,12 @@ func TestCanonicalJSON(t *testing.T) {
 
 func TestBoundText(t *testing.T) {
 	for _, s := range []string{strings.Repeat("a", 5000), strings.Repeat("é", 3000), strings.Repeat("日本", 1000) + "end"} {
-		got := boundText(s, 300)
+		got := finding.BoundText(s, 300)
 		if len(got) > 300 || !utf8.ValidString(got) || !strings.Contains(got, " bytes)...") {
 			t.Errorf("boundText of %d bytes: %d bytes, valid UTF-8 %v: %q", len(s), len(got), utf8.ValidString(got), got)
 		}
 	}
-	if got := boundText("short", 300); got != "short" {
+	if got := finding.BoundText("short", 300); got != "short" {
 		t.Errorf("boundText(short) = %q", got)
 	}
 }
@@ -65,7 +67,7 @@ func TestBoundText(t *testing.T) {
 // enum and default values keep their bytes as written.
 func crdFromJSON(t *testing.T, specX string) *apiextv1.CustomResourceDefinition {
 	t.Helper()
-	js := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"` + testCRDName + `"},
+	js := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"` + enginetest.TestCRDName + `"},
 	"spec":{"group":"example.com","scope":"Namespaced","names":{"plural":"widgets","kind":"Widget"},
 	"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","properties":{
 	"spec":{"type":"object","properties":{"x":` + specX + `}}}}}}]}}`
@@ -112,15 +114,15 @@ func TestBoundedOutput(t *testing.T) {
 			fs := Compare(crdFromJSON(t, tc.old), crdFromJSON(t, tc.new), nil)
 			if tc.want == "" {
 				if len(fs) > 0 {
-					t.Fatalf("want no findings, got:\n%s", goldenText(fs))
+					t.Fatalf("want no findings, got:\n%s", enginetest.GoldenText(fs))
 				}
 				return
 			}
 			if len(fs) != 1 {
-				t.Fatalf("want one finding, got %d:\n%.2000s", len(fs), goldenText(fs))
+				t.Fatalf("want one finding, got %d:\n%.2000s", len(fs), enginetest.GoldenText(fs))
 			}
-			if m := fs[0].ChangeText; len(m) > maxMessageBytes || !strings.Contains(m, tc.want) {
-				t.Fatalf("message of %d bytes (bound %d) without %q:\n%.3000s", len(m), maxMessageBytes, tc.want, m)
+			if m := fs[0].ChangeText; len(m) > finding.MaxMessageBytes || !strings.Contains(m, tc.want) {
+				t.Fatalf("message of %d bytes (bound %d) without %q:\n%.3000s", len(m), finding.MaxMessageBytes, tc.want, m)
 			}
 		})
 	}
@@ -130,17 +132,17 @@ func TestBoundedOutput(t *testing.T) {
 		old := crdFromJSON(t, `{"type":"object","properties":{"`+name+`":{"type":"string"}}}`)
 		new := crdFromJSON(t, `{"type":"object","properties":{"`+name+`":{"type":"integer"}}}`)
 		cfg := config.Default()
-		cfg.Waivers = []config.Waiver{{CRD: testCRDName, Reason: long}}
+		cfg.Waivers = []config.Waiver{{CRD: enginetest.TestCRDName, Reason: long}}
 		fs := Compare(old, new, &cfg)
 		if len(fs) != 1 {
 			t.Fatalf("want one finding, got %d", len(fs))
 		}
 		f := fs[0]
-		if len(f.Field) > maxFieldBytes || !strings.HasPrefix(string(f.Field), "^.spec.x.ppp") {
-			t.Errorf("field of %d bytes (bound %d): %.100s", len(f.Field), maxFieldBytes, f.Field)
+		if len(f.Field) > finding.MaxFieldBytes || !strings.HasPrefix(string(f.Field), "^.spec.x.ppp") {
+			t.Errorf("field of %d bytes (bound %d): %.100s", len(f.Field), finding.MaxFieldBytes, f.Field)
 		}
-		if m := testMessage(f); len(m) > 2*maxMessageBytes+len(" (exempted: )")+len("data loss: ") {
-			t.Errorf("message of %d bytes", len(testMessage(f)))
+		if m := enginetest.Message(f); len(m) > 2*finding.MaxMessageBytes+len(" (exempted: )")+len("data loss: ") {
+			t.Errorf("message of %d bytes", len(enginetest.Message(f)))
 		}
 	})
 }

@@ -8,7 +8,8 @@ import (
 	"sync"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/apivalidation"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -16,7 +17,7 @@ import (
 
 // The apiserverRejects check, as an evaluation runs it: which request of a
 // change the apiserver validates, offline with its own library
-// (crdupgradesafety.PrepareCRD) or as a server-side dry run, and what a
+// (apivalidation.PrepareCRD) or as a server-side dry run, and what a
 // refusal means for kapp (a finding, or a replace under
 // fallback-on-replace).
 
@@ -29,7 +30,7 @@ type offlineValidation struct {
 	validate         bool
 	oldFromFiles     bool
 	unchanged        bool
-	prepOld, prepNew func() *crdupgradesafety.PreparedCRD
+	prepOld, prepNew func() *apivalidation.PreparedCRD
 }
 
 // newOfflineValidation prepares the validations of a pair. Each CRD is
@@ -40,8 +41,8 @@ func newOfflineValidation(ctx context.Context, p Pair, oldFromFiles bool, cfg *c
 		ctx: ctx, p: p, cfg: cfg,
 		validate:     cfg.Checks.CRD.ApiserverRejects.Enabled,
 		oldFromFiles: oldFromFiles,
-		prepOld:      sync.OnceValue(func() *crdupgradesafety.PreparedCRD { return crdupgradesafety.PrepareCRD(p.Old) }),
-		prepNew:      sync.OnceValue(func() *crdupgradesafety.PreparedCRD { return crdupgradesafety.PrepareCRD(p.New) }),
+		prepOld:      sync.OnceValue(func() *apivalidation.PreparedCRD { return apivalidation.PrepareCRD(p.Old) }),
+		prepNew:      sync.OnceValue(func() *apivalidation.PreparedCRD { return apivalidation.PrepareCRD(p.New) }),
 		// The same object on both sides: the old and new inputs hold the
 		// same document (the tools command decodes identical documents
 		// once). kapp sends no update for it, and creating it is what the
@@ -72,27 +73,27 @@ func newOfflineValidation(ctx context.Context, p Pair, oldFromFiles bool, cfg *c
 // it is the new document too (then that validation is the only one), or to
 // explain a refusal. An update the apiserver accepts needs no other
 // validation: on 300 real CRDs that halved the offline command's work.
-func (v *offlineValidation) finish(live bool) (rejected bool, replace string, findings []crdupgradesafety.Finding) {
+func (v *offlineValidation) finish(live bool) (rejected bool, replace string, findings []finding.Finding) {
 	p, cfg, ctx := v.p, v.cfg, v.ctx
 	dryRunValidates := live && p.Send != nil && (p.Old == nil || p.Strategy == StrategyUpdate)
 	// The old CRD's own validation, once, when it is needed.
 	explainOld := p.Old != nil && v.oldFromFiles && v.validate
 	oldErrs := sync.OnceValue(func() field.ErrorList { return v.prepOld().Create(ctx) })
-	createErrs := func() []crdupgradesafety.Rejection {
+	createErrs := func() []apivalidation.Rejection {
 		if v.unchanged {
-			return crdupgradesafety.Rejections(oldErrs())
+			return apivalidation.Rejections(oldErrs())
 		}
-		return crdupgradesafety.Rejections(v.prepNew().Create(ctx))
+		return apivalidation.Rejections(v.prepNew().Create(ctx))
 	}
-	updateErrs := func() []crdupgradesafety.Rejection {
-		return crdupgradesafety.Rejections(v.prepNew().Update(ctx, v.prepOld()))
+	updateErrs := func() []apivalidation.Rejection {
+		return apivalidation.Rejections(v.prepNew().Update(ctx, v.prepOld()))
 	}
 	// The apiserver's warnings on the request, once it accepts it.
 	createWarnings := func() []string { return v.prepNew().WarningsOnCreate(ctx) }
 	updateWarnings := func() []string { return v.prepNew().WarningsOnUpdate(ctx, v.prepOld()) }
 
 	var verb string
-	var errs []crdupgradesafety.Rejection
+	var errs []apivalidation.Rejection
 	var warnings func() []string
 	refused := false // a validation here refused the change
 	switch {
@@ -125,13 +126,13 @@ func (v *offlineValidation) finish(live bool) (rejected bool, replace string, fi
 	}
 	switch {
 	case len(errs) > 0:
-		findings = append(findings, crdupgradesafety.Rejected(p.New.Name, verb, errs, cfg)...)
+		findings = append(findings, apivalidation.Rejected(p.New.Name, verb, errs, cfg)...)
 		rejected, refused = true, true
 	case warnings != nil:
-		findings = append(findings, crdupgradesafety.Warned(p.New.Name, verb, warnings(), cfg)...)
+		findings = append(findings, apivalidation.Warned(p.New.Name, verb, warnings(), cfg)...)
 	}
 	if explainOld && (v.unchanged || refused) {
-		findings = append(findings, crdupgradesafety.InvalidOld(p.New.Name, oldErrs(), cfg)...)
+		findings = append(findings, apivalidation.InvalidOld(p.New.Name, oldErrs(), cfg)...)
 	}
 	return rejected, replace, findings
 }
@@ -145,9 +146,9 @@ func needsDryRun(p Pair, cfg *config.Settings) bool {
 }
 
 // describe renders the first rejection, and how many more there are.
-func describe(rs []crdupgradesafety.Rejection) string {
+func describe(rs []apivalidation.Rejection) string {
 	s := rs[0].Message
-	if f := crdupgradesafety.V1FieldPath(rs[0].Field); f != "" {
+	if f := apivalidation.V1FieldPath(rs[0].Field); f != "" {
 		s = f + ": " + s
 	}
 	if len(rs) > 1 {
@@ -169,7 +170,7 @@ func describe(rs []crdupgradesafety.Rejection) string {
 // Any other error (the apiserver did not answer, a conflict, 5xx) is
 // returned, naming the CRD.
 func dryRunFindings(ctx context.Context, p Pair, cfg *config.Settings,
-	cluster Cluster) (findings []crdupgradesafety.Finding, rejected bool, replace string, denial *webhookDenial, err error) {
+	cluster Cluster) (findings []finding.Finding, rejected bool, replace string, denial *webhookDenial, err error) {
 
 	verb := VerbUpdate
 	switch {
@@ -181,7 +182,7 @@ func dryRunFindings(ctx context.Context, p Pair, cfg *config.Settings,
 	how := string(verb) + " (server-side dry run)"
 	warnings, sendErr := cluster.DryRun(ctx, verb, p.Send)
 	if sendErr == nil {
-		return crdupgradesafety.Warned(p.New.Name, how, notOurs(warnings), cfg), false, "", nil, nil
+		return apivalidation.Warned(p.New.Name, how, notOurs(warnings), cfg), false, "", nil, nil
 	}
 	rs, ok := refusal(sendErr)
 	if !ok {
@@ -197,7 +198,7 @@ func dryRunFindings(ctx context.Context, p Pair, cfg *config.Settings,
 		return nil, false, fmt.Sprintf("update strategy %s, and the apiserver refuses the update (server-side dry run: %s)",
 			StrategyFallbackOnReplace, describe(rs)), nil, nil
 	}
-	return crdupgradesafety.Rejected(p.New.Name, how, rs, cfg), true, "", nil, nil
+	return apivalidation.Rejected(p.New.Name, how, rs, cfg), true, "", nil, nil
 }
 
 // webhookDenial is a refusal of a dry run by the CRDUpgradeSafety
@@ -205,9 +206,9 @@ func dryRunFindings(ctx context.Context, p Pair, cfg *config.Settings,
 // webhook's review, as the causes of its status carry them
 // (config.FindingCause, report.DenialCauses).
 type webhookDenial struct {
-	// how is the request, as crdupgradesafety.Rejected's verb.
+	// how is the request, as apivalidation.Rejected's verb.
 	how    string
-	denied []crdupgradesafety.DeniedFinding
+	denied []apivalidation.DeniedFinding
 }
 
 // webhookDenialOf returns the denial of err, a refusal, when the
@@ -228,7 +229,7 @@ func webhookDenialOf(err error, how string) *webhookDenial {
 		if d == nil {
 			d = &webhookDenial{how: how}
 		}
-		d.denied = append(d.denied, crdupgradesafety.DeniedFinding{Fingerprint: c.Field, Line: c.Message})
+		d.denied = append(d.denied, apivalidation.DeniedFinding{Fingerprint: c.Field, Line: c.Message})
 	}
 	return d
 }
@@ -236,25 +237,25 @@ func webhookDenialOf(err error, how string) *webhookDenial {
 // findings says the denial once, after the pair's own findings (judged:
 // impacts applied): the webhook's findings that are the pair's own error
 // findings (by fingerprint) are not repeated; an apiserverRejects finding
-// names the rest (crdupgradesafety.DeniedByWebhook), none when nothing is
+// names the rest (apivalidation.DeniedByWebhook), none when nothing is
 // left. A nil denial has no findings.
-func (d *webhookDenial) findings(crdName string, own []crdupgradesafety.Finding, cfg *config.Settings) []crdupgradesafety.Finding {
+func (d *webhookDenial) findings(crdName string, own []finding.Finding, cfg *config.Settings) []finding.Finding {
 	if d == nil {
 		return nil
 	}
 	errs := make(map[string]bool, len(own))
 	for _, f := range own {
-		if f.Severity == crdupgradesafety.SeverityError && f.Fingerprint != "" {
+		if f.Severity == finding.SeverityError && f.Fingerprint != "" {
 			errs[f.Fingerprint] = true
 		}
 	}
-	var rest []crdupgradesafety.DeniedFinding
+	var rest []apivalidation.DeniedFinding
 	for _, df := range d.denied {
 		if !errs[df.Fingerprint] {
 			rest = append(rest, df)
 		}
 	}
-	return crdupgradesafety.DeniedByWebhook(crdName, d.how, rest, cfg)
+	return apivalidation.DeniedByWebhook(crdName, d.how, rest, cfg)
 }
 
 // notOurs drops the warnings of the CRDUpgradeSafety admission webhook
@@ -292,7 +293,7 @@ func dryRunUnsupportedBy(s metav1.Status) bool {
 // state that may pass on a retry (conflict, not found, too many requests,
 // 5xx), and returns its reasons: the status causes when they carry a
 // message, else the status message.
-func refusal(err error) ([]crdupgradesafety.Rejection, bool) {
+func refusal(err error) ([]apivalidation.Rejection, bool) {
 	var st apierrors.APIStatus
 	if !errors.As(err, &st) {
 		return nil, false
@@ -310,16 +311,16 @@ func refusal(err error) ([]crdupgradesafety.Rejection, bool) {
 	if dryRunUnsupportedBy(s) {
 		return nil, false
 	}
-	var rs []crdupgradesafety.Rejection
+	var rs []apivalidation.Rejection
 	if s.Details != nil {
 		for _, c := range s.Details.Causes {
 			if c.Message != "" {
-				rs = append(rs, crdupgradesafety.Rejection{Field: c.Field, Message: c.Message})
+				rs = append(rs, apivalidation.Rejection{Field: c.Field, Message: c.Message})
 			}
 		}
 	}
 	if len(rs) == 0 {
-		rs = []crdupgradesafety.Rejection{{Message: s.Message}}
+		rs = []apivalidation.Rejection{{Message: s.Message}}
 	}
 	return rs, true
 }

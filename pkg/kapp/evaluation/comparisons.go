@@ -10,6 +10,8 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/objects"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/lru"
 )
 
@@ -28,13 +30,13 @@ import (
 // are read by every run, but the validators built for a batch of them are
 // kept too, by the CRD they were built from (the webhook's CRDs are shared
 // and never modified), the version and the shape of the batch
-// (crdupgradesafety.Validators). Safe for concurrent use; a nil
+// (objects.Validators). Safe for concurrent use; a nil
 // *Comparisons compares every time.
 type Comparisons struct {
 	// validators keeps the validators of the batches of stored objects
-	// read under the new CRDs of the runs (crdupgradesafety.Validators).
-	validators *crdupgradesafety.Validators
-	cache      *lru.Cache[string, []crdupgradesafety.Finding]
+	// read under the new CRDs of the runs (objects.Validators).
+	validators *objects.Validators
+	cache      *lru.Cache[string, []finding.Finding]
 }
 
 // DefaultComparisons and DefaultComparisonsBytes bound the webhook's
@@ -52,11 +54,11 @@ const (
 // of its version (CEL rules are compiled against it) and keeps its CRD
 // alive: megabytes for the largest CRDs, so the bound is the burst of 10
 // CRDs of the benchmark with some room, not more; and
-// crdupgradesafety.DefaultValidatorsBytes of their estimated memory.
+// objects.DefaultValidatorsBytes of their estimated memory.
 const DefaultValidators = 16
 
 // validatorsOf returns the validators' cache of c, nil for a nil c.
-func (c *Comparisons) validatorsOf() *crdupgradesafety.Validators {
+func (c *Comparisons) validatorsOf() *objects.Validators {
 	if c == nil {
 		return nil
 	}
@@ -72,8 +74,8 @@ func NewComparisons(max int) *Comparisons {
 // NewComparisonsWithin returns a cache of at most max comparisons and
 // maxBytes of findings (findingsMemory).
 func NewComparisonsWithin(max int, maxBytes int64) *Comparisons {
-	return &Comparisons{cache: lru.New[string, []crdupgradesafety.Finding](max, maxBytes),
-		validators: crdupgradesafety.NewValidators(DefaultValidators)}
+	return &Comparisons{cache: lru.New[string, []finding.Finding](max, maxBytes),
+		validators: objects.NewValidators(DefaultValidators)}
 }
 
 // Stats are the counters of the cache of comparisons.
@@ -82,7 +84,7 @@ func (c *Comparisons) Stats() lru.Stats { return c.cache.Stats() }
 // compare returns crdupgradesafety.Compare(p.Old, p.New, cfg), from the
 // cache when p has a Key and a comparison of the same key is there. The
 // findings returned are the caller's (a copy of those kept).
-func (c *Comparisons) compare(p Pair, cfg *config.Settings) []crdupgradesafety.Finding {
+func (c *Comparisons) compare(p Pair, cfg *config.Settings) []finding.Finding {
 	if c == nil || p.Key == "" {
 		return crdupgradesafety.Compare(p.Old, p.New, cfg)
 	}
@@ -101,13 +103,13 @@ func (c *Comparisons) compare(p Pair, cfg *config.Settings) []crdupgradesafety.F
 
 // findingMemory is the memory of a Finding's struct, without what it
 // points to.
-const findingMemory = int64(unsafe.Sizeof(crdupgradesafety.Finding{}))
+const findingMemory = int64(unsafe.Sizeof(finding.Finding{}))
 
 // findingsMemory estimates the memory findings hold: their structs and
 // the length of their JSON, which holds each string they reach once and
 // more than the structs they point to (TestFindingsSizeEstimate). A
 // result that does not encode is not kept (the largest estimate).
-func findingsMemory(findings []crdupgradesafety.Finding) int64 {
+func findingsMemory(findings []finding.Finding) int64 {
 	data, err := json.Marshal(findings)
 	if err != nil {
 		return math.MaxInt64
@@ -144,6 +146,6 @@ func comparisonKey(pairKey string, cfg *config.Settings) (string, error) {
 
 // cloneFindings copies findings deeply enough that the caller may change
 // the copy (ApplyImpacts sets each finding's impact and level).
-func cloneFindings(findings []crdupgradesafety.Finding) []crdupgradesafety.Finding {
+func cloneFindings(findings []finding.Finding) []finding.Finding {
 	return slices.Clone(findings)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/lru"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -123,7 +124,7 @@ func TestComparisonsBound(t *testing.T) {
 
 // findingLines are the facts of findings, one line each (a finding's
 // unexported sort key aside).
-func findingLines(fs []crdupgradesafety.Finding) []string {
+func findingLines(fs []finding.Finding) []string {
 	out := make([]string, len(fs))
 	for i, f := range fs {
 		out[i] = fmt.Sprintf("%s %s %s %s %s %s %s waived=%t expired=%t: %s", f.Severity, f.Check, f.CRD, f.Version, f.Field,

@@ -8,7 +8,8 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/conversion"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/objects"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -40,8 +41,8 @@ var errProbeDone = errors.New("conversion probe done")
 // is applied. A webhook the run cannot ask is a finding
 // (conversionUnverified), not an error; an error means the run could not
 // finish (the deadline, a list the identity may not make).
-func probeConversion(ctx context.Context, p Pair, cfg *config.Settings, cluster Cluster) ([]crdupgradesafety.Finding, error) {
-	reader, crd, opts, err := conversionReader(ctx, p, cfg, cluster, crdupgradesafety.SourceCluster)
+func probeConversion(ctx context.Context, p Pair, cfg *config.Settings, cluster Cluster) ([]finding.Finding, error) {
+	reader, crd, opts, err := conversionReader(ctx, p, cfg, cluster, finding.SourceCluster)
 	if reader == nil || err != nil {
 		return nil, err
 	}
@@ -71,11 +72,11 @@ func probeConversion(ctx context.Context, p Pair, cfg *config.Settings, cluster 
 // against the --objects samples, when the run names a webhook to probe
 // (ConversionProbe.URL): the samples are taken at the version of their
 // apiVersion.
-func probeSamples(ctx context.Context, p Pair, cfg *config.Settings) ([]crdupgradesafety.Finding, error) {
+func probeSamples(ctx context.Context, p Pair, cfg *config.Settings) ([]finding.Finding, error) {
 	if p.conversion == nil || p.conversion.URL == "" || len(p.Samples) == 0 {
 		return nil, nil
 	}
-	reader, crd, opts, err := conversionReader(ctx, p, cfg, nil, crdupgradesafety.SourceSamples)
+	reader, crd, opts, err := conversionReader(ctx, p, cfg, nil, finding.SourceSamples)
 	if reader == nil || err != nil {
 		return nil, err
 	}
@@ -93,7 +94,7 @@ func probeSamples(ctx context.Context, p Pair, cfg *config.Settings) ([]crdupgra
 // the options to probe with: no reader when p needs no probe; no options
 // when the webhook cannot be reached (the reader says why).
 func conversionReader(ctx context.Context, p Pair, cfg *config.Settings, cluster ServiceProxier,
-	source string) (*crdupgradesafety.ConversionReader, *apiextv1.CustomResourceDefinition, *conversion.Options, error) {
+	source string) (*objects.ConversionReader, *apiextv1.CustomResourceDefinition, *conversion.Options, error) {
 
 	if !cfg.Checks.CRD.ConversionWebhook.Enabled || p.Old == nil || p.New.Spec.Conversion == nil ||
 		p.New.Spec.Conversion.Strategy != apiextv1.WebhookConverter {
@@ -111,11 +112,11 @@ func conversionReader(ctx context.Context, p Pair, cfg *config.Settings, cluster
 		}
 		u := probe.URL
 		newCRD.Spec.Conversion.Webhook.ClientConfig = &apiextv1.WebhookClientConfig{URL: &u, CABundle: probe.CABundle}
-	} else if !crdupgradesafety.NeedsConversionProbe(p.Old, p.New) {
+	} else if !objects.NeedsConversionProbe(p.Old, p.New) {
 		return nil, nil, nil, nil
 	}
-	reader := crdupgradesafety.NewConversionReader(newCRD, conversionService(newCRD), source,
-		crdupgradesafety.ConversionBudget{MaxObjects: probe.MaxObjects, Timeout: probe.Timeout})
+	reader := objects.NewConversionReader(newCRD, conversionService(newCRD), source,
+		objects.ConversionBudget{MaxObjects: probe.MaxObjects, Timeout: probe.Timeout})
 	opts := &conversion.Options{MaxObjects: probe.MaxObjects, Timeout: probe.Timeout, StoredVersions: storedAfter(p.Old, p.New)}
 	ep, err := conversion.EndpointFor(newCRD)
 	if err != nil {
@@ -154,7 +155,7 @@ func conversionReader(ctx context.Context, p Pair, cfg *config.Settings, cluster
 type pager struct {
 	ctx      context.Context
 	crd      *apiextv1.CustomResourceDefinition
-	reader   *crdupgradesafety.ConversionReader
+	reader   *objects.ConversionReader
 	opts     conversion.Options
 	deadline time.Time
 	given    int
@@ -162,7 +163,7 @@ type pager struct {
 	err      error
 }
 
-func newPager(ctx context.Context, crd *apiextv1.CustomResourceDefinition, reader *crdupgradesafety.ConversionReader, opts *conversion.Options) *pager {
+func newPager(ctx context.Context, crd *apiextv1.CustomResourceDefinition, reader *objects.ConversionReader, opts *conversion.Options) *pager {
 	pg := &pager{ctx: ctx, crd: crd, reader: reader, opts: *opts}
 	if opts.Timeout > 0 {
 		pg.deadline = time.Now().Add(opts.Timeout)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/conversion/conversiontest"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
 	"github.com/stretchr/testify/require"
@@ -191,7 +191,7 @@ func TestConversionProbeService(t *testing.T) {
 			for _, f := range res.Findings {
 				if f.Change.Kind == "unverified" {
 					require.Contains(t, f.ChangeText, "service operators/widget-converter")
-					require.Equal(t, crdupgradesafety.RemedyVerifyConversion, f.Remedy.Action)
+					require.Equal(t, finding.RemedyVerifyConversion, f.Remedy.Action)
 				}
 			}
 		})

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
@@ -31,10 +31,10 @@ func TestFailModeUnreadableStoredObjects(t *testing.T) {
 	listFails := errors.New(`conversion webhook for example.com/v1, Kind=Widget failed: Post "https://converter.default.svc:443/convert": dial tcp: connection refused`)
 	for _, tc := range []struct {
 		failMode config.FailMode
-		severity crdupgradesafety.Severity
+		severity finding.Severity
 	}{
-		{config.FailModeClosed, crdupgradesafety.SeverityError},
-		{config.FailModeOpen, crdupgradesafety.SeverityWarning},
+		{config.FailModeClosed, finding.SeverityError},
+		{config.FailModeOpen, finding.SeverityWarning},
 	} {
 		t.Run(string(tc.failMode), func(t *testing.T) {
 			cfg := config.Default()

@@ -6,19 +6,21 @@ import (
 	"fmt"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/objects"
 	"github.com/crdsafety/kapp/pkg/kapp/kube"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
 // objectsPerRead batches stored custom resources for one
-// crdupgradesafety.ObjectReader.Read: pages are released once read, so
+// objects.ObjectReader.Read: pages are released once read, so
 // memory stays flat however many objects a CRD has.
 const objectsPerRead = 2000
 
 // readBatch reads one batch of stored custom resources; tests replace it
 // to watch the batches.
-var readBatch = (*crdupgradesafety.ObjectReader).Read
+var readBatch = (*objects.ObjectReader).Read
 
 // livePairFindings runs the live checks of one pair after its offline
 // checks (o): the dry run, then either the count of the custom resources a
@@ -26,14 +28,14 @@ var readBatch = (*crdupgradesafety.ObjectReader).Read
 // the findings by the caller, who then says once what a denial of the dry
 // run by the CRDUpgradeSafety admission webhook adds: denial).
 func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.Settings,
-	cluster Cluster, tracker *liveTracker) (findings []crdupgradesafety.Finding, impacts []crdupgradesafety.VersionImpact, denial *webhookDenial, err error) {
+	cluster Cluster, tracker *liveTracker) (findings []finding.Finding, impacts []finding.VersionImpact, denial *webhookDenial, err error) {
 
 	crd := &cfg.Checks.CRD
 	// A fallback-on-replace update the validation already refused needs no
 	// dry run: the apiserver stops at the same validation.
 	decided := p.Strategy == StrategyFallbackOnReplace && o.replace != ""
 	if p.Send != nil && !o.rejected && !decided && needsDryRun(p, cfg) {
-		var fs []crdupgradesafety.Finding
+		var fs []finding.Finding
 		var rejected bool
 		var replace string
 		fs, rejected, replace, denial, err = dryRunFindings(ctx, p, cfg, cluster)
@@ -62,10 +64,10 @@ func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.Se
 			if err != nil {
 				return nil, nil, nil, fmt.Errorf("checking replace of CRD %s: %w", p.New.Name, err)
 			}
-			findings = append(findings, crdupgradesafety.Deletion(p.New.Name, count-p.AlsoDeleted, o.replace, cfg)...)
+			findings = append(findings, objects.Deletion(p.New.Name, count-p.AlsoDeleted, o.replace, cfg)...)
 		}
 	case crd.ExistingResources.Enabled && !o.rejected:
-		var fs []crdupgradesafety.Finding
+		var fs []finding.Finding
 		var err error
 		impacts, fs, err = readStoredObjects(ctx, p, o.findings, cfg, cluster, tracker, o.validators)
 		if err != nil {
@@ -102,8 +104,8 @@ func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.Se
 // objects of every kind, once, for ownerReferences naming the CRD's kind at
 // a removed version. A Cluster that cannot list dependents
 // (ErrNotSupported: a test's) skips it.
-func readOwnerReferences(ctx context.Context, pair Pair, cfg *config.Settings, lister DependentsLister) ([]crdupgradesafety.Finding, error) {
-	reader := crdupgradesafety.NewOwnerReferencesReader(pair.Old, pair.New)
+func readOwnerReferences(ctx context.Context, pair Pair, cfg *config.Settings, lister DependentsLister) ([]finding.Finding, error) {
+	reader := objects.NewOwnerReferencesReader(pair.Old, pair.New)
 	if reader == nil {
 		return nil, nil
 	}
@@ -120,9 +122,9 @@ func readOwnerReferences(ctx context.Context, pair Pair, cfg *config.Settings, l
 	if err != nil {
 		return nil, fmt.Errorf("reading ownerReferences to CRD %s: %w", pair.New.Name, err)
 	}
-	unreadable := make([]crdupgradesafety.UnreadableResource, 0, len(skipped))
+	unreadable := make([]objects.UnreadableResource, 0, len(skipped))
 	for _, s := range skipped {
-		unreadable = append(unreadable, crdupgradesafety.UnreadableResource{Resource: s.Name(), Forbidden: s.Forbidden, Err: s.Err})
+		unreadable = append(unreadable, objects.UnreadableResource{Resource: s.Name(), Forbidden: s.Forbidden, Err: s.Err})
 	}
 	reader.Done(read, unreadable)
 	return reader.Findings(cfg), nil
@@ -133,9 +135,9 @@ func readOwnerReferences(ctx context.Context, pair Pair, cfg *config.Settings, l
 // the stored objects, at a version the live CRD serves (managedFields are
 // the same at every version).
 func readManagedFields(ctx context.Context, pair Pair, cfg *config.Settings, cluster Cluster,
-	tracker *liveTracker) ([]crdupgradesafety.Finding, error) {
+	tracker *liveTracker) ([]finding.Finding, error) {
 
-	reader := crdupgradesafety.NewManagedFieldsReader(pair.Old, pair.New)
+	reader := objects.NewManagedFieldsReader(pair.Old, pair.New)
 	if reader == nil {
 		return nil, nil
 	}
@@ -148,19 +150,19 @@ func readManagedFields(ctx context.Context, pair Pair, cfg *config.Settings, clu
 	if version == "" {
 		return nil, nil // nothing served: nothing a client can apply
 	}
-	pages, objects := 0, 0
+	pages, listed := 0, 0
 	err := cluster.ListCustomResources(ctx, pair.Old, version, func(objs []map[string]any) error {
-		pages, objects = pages+1, objects+len(objs)
+		pages, listed = pages+1, listed+len(objs)
 		reader.Read(objs)
 		tracker.add(0, len(objs))
 		return nil
 	})
-	if de := deadlineError(ctx, err, pagesRead(pages, objects)); de != nil {
+	if de := deadlineError(ctx, err, pagesRead(pages, listed)); de != nil {
 		return nil, fmt.Errorf("listing %s of CRD %s for their managedFields: %w", pair.Old.Spec.Names.Plural, pair.New.Name, de)
 	}
 	if err != nil {
 		if webhook := conversionService(pair.Old); webhook != "" && !forbidden(err) {
-			return crdupgradesafety.Unreadable(pair.New.Name, version, webhook, err, cfg), nil
+			return objects.Unreadable(pair.New.Name, version, webhook, err, cfg), nil
 		}
 		return nil, fmt.Errorf("checking the managedFields of custom resources of CRD %s: %w", pair.New.Name, err)
 	}
@@ -168,25 +170,25 @@ func readManagedFields(ctx context.Context, pair Pair, cfg *config.Settings, clu
 }
 
 // readStoredObjects reads the stored custom resources of an updated CRD as
-// the apiserver will under the new CRD (crdupgradesafety.ObjectReader), at
-// the versions whose schema changed (crdupgradesafety.VersionsToRead):
+// the apiserver will under the new CRD (objects.ObjectReader), at
+// the versions whose schema changed (objects.VersionsToRead):
 // objects come back converted to the version asked for, through the CRD's
 // conversion webhook if it has one, so no version is read that need not
 // be. A read that fails through the conversion webhook is a finding
 // (unreadableFinding) rather than an error.
-func readStoredObjects(ctx context.Context, pair Pair, pairFindings []crdupgradesafety.Finding, cfg *config.Settings,
-	cluster Cluster, tracker *liveTracker, validators *crdupgradesafety.Validators) ([]crdupgradesafety.VersionImpact, []crdupgradesafety.Finding, error) {
+func readStoredObjects(ctx context.Context, pair Pair, pairFindings []finding.Finding, cfg *config.Settings,
+	cluster Cluster, tracker *liveTracker, validators *objects.Validators) ([]finding.VersionImpact, []finding.Finding, error) {
 
-	var impacts []crdupgradesafety.VersionImpact
-	var findings []crdupgradesafety.Finding
-	for _, version := range crdupgradesafety.VersionsToRead(pair.Old, pair.New) {
+	var impacts []finding.VersionImpact
+	var findings []finding.Finding
+	for _, version := range objects.VersionsToRead(pair.Old, pair.New) {
 		// The reader is built for the first object: a version without
-		// objects needs none of its schemas (crdupgradesafety.NoObjectsRead).
-		var reader *crdupgradesafety.ObjectReader
+		// objects needs none of its schemas (objects.NoObjectsRead).
+		var reader *objects.ObjectReader
 		newReader := func() (err error) {
 			// Read as the cluster's apiserver validates (its version's).
-			reader, err = crdupgradesafety.NewObjectReader(crdupgradesafety.ValidatedAt(pair.Old, cfg.KubeVersion),
-				crdupgradesafety.ValidatedAt(pair.New, cfg.KubeVersion), version, crdupgradesafety.SourceCluster, pairFindings, cfg)
+			reader, err = objects.NewObjectReader(checks.ValidatedAt(pair.Old, cfg.KubeVersion),
+				checks.ValidatedAt(pair.New, cfg.KubeVersion), version, finding.SourceCluster, pairFindings, cfg)
 			if err != nil {
 				return fmt.Errorf("reading custom resources of CRD %s: %w", pair.New.Name, err)
 			}
@@ -194,7 +196,7 @@ func readStoredObjects(ctx context.Context, pair Pair, pairFindings []crdupgrade
 			return nil
 		}
 		var batch []map[string]any
-		pages, objects := 0, 0
+		pages, listed := 0, 0
 		flush := func() error {
 			if reader == nil {
 				if err := newReader(); err != nil {
@@ -209,7 +211,7 @@ func readStoredObjects(ctx context.Context, pair Pair, pairFindings []crdupgrade
 		}
 		var readerErr error
 		err := cluster.ListCustomResources(ctx, pair.Old, version, func(objs []map[string]any) error {
-			pages, objects = pages+1, objects+len(objs)
+			pages, listed = pages+1, listed+len(objs)
 			batch = append(batch, objs...)
 			if len(batch) >= objectsPerRead {
 				if readerErr = flush(); readerErr != nil {
@@ -221,12 +223,12 @@ func readStoredObjects(ctx context.Context, pair Pair, pairFindings []crdupgrade
 		if readerErr != nil {
 			return nil, nil, readerErr
 		}
-		if de := deadlineError(ctx, err, pagesRead(pages, objects)); de != nil {
+		if de := deadlineError(ctx, err, pagesRead(pages, listed)); de != nil {
 			return nil, nil, fmt.Errorf("listing %s of CRD %s at version %s: %w", pair.Old.Spec.Names.Plural, pair.New.Name, version, de)
 		}
 		if err != nil {
 			if webhook := conversionService(pair.Old); webhook != "" && !forbidden(err) {
-				findings = append(findings, crdupgradesafety.Unreadable(pair.New.Name, version, webhook, err, cfg)...)
+				findings = append(findings, objects.Unreadable(pair.New.Name, version, webhook, err, cfg)...)
 				continue
 			}
 			return nil, nil, fmt.Errorf("checking existing custom resources of CRD %s: %w", pair.New.Name, err)
@@ -237,7 +239,7 @@ func readStoredObjects(ctx context.Context, pair Pair, pairFindings []crdupgrade
 			}
 		}
 		if reader == nil {
-			impact, err := crdupgradesafety.NoObjectsRead(pair.New, version, crdupgradesafety.SourceCluster, pairFindings, cfg)
+			impact, err := objects.NoObjectsRead(pair.New, version, finding.SourceCluster, pairFindings, cfg)
 			if err != nil {
 				return nil, nil, fmt.Errorf("reading custom resources of CRD %s: %w", pair.New.Name, err)
 			}
@@ -274,7 +276,7 @@ func conversionService(crd *apiextv1.CustomResourceDefinition) string {
 }
 
 func removalFindings(ctx context.Context, r Removal, cfg *config.Settings,
-	cluster Cluster) ([]crdupgradesafety.Finding, error) {
+	cluster Cluster) ([]finding.Finding, error) {
 
 	n, err := cluster.CountCustomResources(ctx, r.CRD)
 	if de := deadlineError(ctx, err, ""); de != nil {
@@ -283,5 +285,5 @@ func removalFindings(ctx context.Context, r Removal, cfg *config.Settings,
 	if err != nil {
 		return nil, fmt.Errorf("checking deletion of CRD %s: %w", r.CRD.Name, err)
 	}
-	return crdupgradesafety.Deletion(r.CRD.Name, n-r.AlsoDeleted, "", cfg), nil
+	return objects.Deletion(r.CRD.Name, n-r.AlsoDeleted, "", cfg), nil
 }

@@ -9,7 +9,7 @@ import (
 	"weak"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/objects"
 	"github.com/crdsafety/kapp/pkg/kapp/kube/kubetest"
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -63,7 +63,7 @@ type batchWatch struct {
 func watchBatches(t *testing.T) *batchWatch {
 	w := &batchWatch{seen: map[int]int{}}
 	prev := readBatch
-	readBatch = func(_ *crdupgradesafety.ObjectReader, objs []map[string]any) {
+	readBatch = func(_ *objects.ObjectReader, objs []map[string]any) {
 		w.sizes = append(w.sizes, len(objs))
 		for _, o := range objs {
 			if tr, ok := o["tracker"].(*tracker); ok {

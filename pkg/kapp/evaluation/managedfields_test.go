@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
@@ -112,7 +112,7 @@ func TestRunOwnerReferences(t *testing.T) {
 	// that grants the read.
 	unreadable := `the ownerReferences of 2 resources could not be read, so dependents of the removed version there are unknown (failMode %s): ` +
 		`pods.metrics.k8s.io: the server is currently unable to handle the request; secrets: forbidden | ` +
-		`let the check list the 1 resource it may not (secrets), then try again: for the webhook, '` + crdupgradesafety.DependentsRBACCommand + `' ` +
+		`let the check list the 1 resource it may not (secrets), then try again: for the webhook, '` + finding.DependentsRBACCommand + `' ` +
 		`(list on every resource); for a deploy or the tools command, an identity that may list them; or keep the removed versions`
 	require.Equal(t, []string{"error " + fmt.Sprintf(unreadable, "closed"), dependents}, ownerFindings(&cfg))
 	// Under failMode open: a warning.

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 )
 
 // Request is one run of the evaluation service: what the kapp hook, the
@@ -40,8 +40,8 @@ type Request struct {
 
 // Result is what a run found.
 type Result struct {
-	// Findings are every finding, sorted (crdupgradesafety.SortFindings).
-	Findings []crdupgradesafety.Finding
+	// Findings are every finding, sorted (finding.SortFindings).
+	Findings []finding.Finding
 	// Live says the run read the cluster.
 	Live bool
 

@@ -4,14 +4,16 @@ import (
 	"fmt"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/objects"
 )
 
 // readSamples reads the sample custom resources of an updated CRD (Pair.Samples)
 // as stored objects, at the versions whose schema changed, and returns
 // what they showed (none when the pair is a create, has no samples or
 // existingResources is disabled).
-func readSamples(p Pair, pairFindings []crdupgradesafety.Finding, cfg *config.Settings) ([]crdupgradesafety.VersionImpact, error) {
+func readSamples(p Pair, pairFindings []finding.Finding, cfg *config.Settings) ([]finding.VersionImpact, error) {
 	if p.Old == nil || len(p.Samples) == 0 || !cfg.Checks.CRD.ExistingResources.Enabled {
 		return nil, nil
 	}
@@ -20,11 +22,11 @@ func readSamples(p Pair, pairFindings []crdupgradesafety.Finding, cfg *config.Se
 		v := SampleVersion(obj)
 		byVersion[v] = append(byVersion[v], obj)
 	}
-	var impacts []crdupgradesafety.VersionImpact
-	for _, version := range crdupgradesafety.VersionsToRead(p.Old, p.New) {
+	var impacts []finding.VersionImpact
+	for _, version := range objects.VersionsToRead(p.Old, p.New) {
 		// Read as the target version's apiserver validates (--kube-version).
-		reader, err := crdupgradesafety.NewObjectReader(crdupgradesafety.ValidatedAt(p.Old, cfg.KubeVersion),
-			crdupgradesafety.ValidatedAt(p.New, cfg.KubeVersion), version, crdupgradesafety.SourceSamples, pairFindings, cfg)
+		reader, err := objects.NewObjectReader(checks.ValidatedAt(p.Old, cfg.KubeVersion),
+			checks.ValidatedAt(p.New, cfg.KubeVersion), version, finding.SourceSamples, pairFindings, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("reading sample objects of CRD %s: %w", p.New.Name, err)
 		}

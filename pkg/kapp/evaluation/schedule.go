@@ -5,14 +5,15 @@ import (
 	goruntime "runtime"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/objects"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
 )
 
 // pairOutcome is what the offline pass learnt about one pair and the live
 // pass goes on from.
 type pairOutcome struct {
-	findings []crdupgradesafety.Finding
+	findings []finding.Finding
 	// rejected: the apiserver would refuse the change (apiserverRejects
 	// enabled), so the CRD stays as it is: no request is dry-run and the
 	// existing custom resources are not checked against the new schema.
@@ -22,11 +23,11 @@ type pairOutcome struct {
 	replace string
 	// validators keeps the validators of stored objects' batches (nil:
 	// built for each batch).
-	validators *crdupgradesafety.Validators
+	validators *objects.Validators
 }
 
 // Evaluate runs the engine over a plan and returns every finding, sorted
-// (see crdupgradesafety.SortFindings).
+// (see finding.SortFindings).
 //
 // Offline, for every pair: the comparison of an update, and the apiserver's
 // own validation of the create or update (apiserverRejects; for a replace,
@@ -43,7 +44,7 @@ type pairOutcome struct {
 // waivedSettings); an invalid one fails it (config.ErrInvalidWaiver). A
 // waiver of a CRD the run evaluates that matches none of its findings is
 // a staleWaiver warning (staleWaivers).
-func Evaluate(ctx context.Context, plan Plan, cfg *config.Settings, cluster Cluster) ([]crdupgradesafety.Finding, error) {
+func Evaluate(ctx context.Context, plan Plan, cfg *config.Settings, cluster Cluster) ([]finding.Finding, error) {
 	cfg, err := waivedSettings(plan, cfg, cluster != nil)
 	if err != nil {
 		return nil, err
@@ -75,7 +76,7 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.Settings, cluster Clus
 		timing.offlineDone()
 	}
 
-	var live [][]crdupgradesafety.Finding
+	var live [][]finding.Finding
 	if cluster == nil {
 		err = parallel.ForEach(ctx, len(pairs), workers, func(ctx context.Context, i int) error {
 			offline(ctx, i)
@@ -87,7 +88,7 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.Settings, cluster Clus
 			if err != nil {
 				return err
 			}
-			outcomes[i].findings = crdupgradesafety.ApplyImpacts(append(outcomes[i].findings, conv...), impacts, cfg)
+			outcomes[i].findings = finding.ApplyImpacts(append(outcomes[i].findings, conv...), impacts, cfg)
 			return nil
 		})
 	} else {
@@ -98,7 +99,7 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.Settings, cluster Clus
 		return nil, err
 	}
 
-	var all []crdupgradesafety.Finding
+	var all []finding.Finding
 	for _, o := range outcomes {
 		all = append(all, o.findings...)
 	}
@@ -108,11 +109,11 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.Settings, cluster Clus
 	if cluster == nil {
 		// No cluster to count the custom resources a removal loses.
 		for _, r := range plan.Removals {
-			all = append(all, crdupgradesafety.ApplyImpacts(crdupgradesafety.Dropped(r.CRD.Name, cfg), nil, cfg)...)
+			all = append(all, finding.ApplyImpacts(objects.Dropped(r.CRD.Name, cfg), nil, cfg)...)
 		}
 	}
 	all = append(all, staleWaivers(pairs, plan.Removals, cfg, all)...)
-	crdupgradesafety.SortFindings(all)
+	finding.SortFindings(all)
 	return all, nil
 }
 
@@ -122,31 +123,31 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.Settings, cluster Clus
 // resources a replace deletes or the validation of the existing ones; for
 // each removal the count of its custom resources.
 func liveFindings(ctx context.Context, pairs []Pair, offline func(context.Context, int), outcomes []pairOutcome,
-	removals []Removal, cfg *config.Settings, cluster Cluster, progress func(LiveProgress)) ([][]crdupgradesafety.Finding, error) {
+	removals []Removal, cfg *config.Settings, cluster Cluster, progress func(LiveProgress)) ([][]finding.Finding, error) {
 
 	n := len(pairs)
 	if cfg.Checks.CRD.CRDDeletion.Enabled {
 		n += len(removals)
 	}
-	results := make([][]crdupgradesafety.Finding, n)
+	results := make([][]finding.Finding, n)
 	tracker := &liveTracker{report: progress, p: LiveProgress{CRDs: n}}
 	err := parallel.ForEach(ctx, n, DefaultConcurrency, func(ctx context.Context, i int) error {
 		var err error
 		if i < len(pairs) {
 			offline(ctx, i)
-			var live []crdupgradesafety.Finding
-			var impacts []crdupgradesafety.VersionImpact
+			var live []finding.Finding
+			var impacts []finding.VersionImpact
 			var denial *webhookDenial
 			live, impacts, denial, err = livePairFindings(ctx, pairs[i], outcomes[i], cfg, cluster, tracker)
 			// The offline findings with what the stored objects showed,
 			// here rather than in outcomes; then what a denial by our own
 			// webhook adds to them, said once.
-			results[i] = crdupgradesafety.ApplyImpacts(append(outcomes[i].findings, live...), impacts, cfg)
+			results[i] = finding.ApplyImpacts(append(outcomes[i].findings, live...), impacts, cfg)
 			results[i] = append(results[i], denial.findings(pairs[i].New.Name, results[i], cfg)...)
 			outcomes[i].findings = nil
 		} else {
 			results[i], err = removalFindings(ctx, removals[i-len(pairs)], cfg, cluster)
-			results[i] = crdupgradesafety.ApplyImpacts(results[i], nil, cfg)
+			results[i] = finding.ApplyImpacts(results[i], nil, cfg)
 		}
 		if err == nil {
 			tracker.add(1, 0)

@@ -6,7 +6,8 @@ import (
 	"fmt"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/storedversions"
 	"github.com/crdsafety/kapp/pkg/kapp/kube"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -31,8 +32,8 @@ type StoredVersionsVerdict struct {
 	// is dropped).
 	Evidence string
 	// Findings: one storedVersionRemoval finding per dropped version when
-	// no evidence backs the drop (crdupgradesafety.CompareStatus).
-	Findings []crdupgradesafety.Finding
+	// no evidence backs the drop (checks.CompareStatus).
+	Findings []finding.Finding
 }
 
 // JudgeStoredVersions judges a write of the status of a CRD (old: the
@@ -67,6 +68,6 @@ func JudgeStoredVersions(ctx context.Context, cluster Cluster, old, new *apiextv
 		v.Evidence = fmt.Sprintf("StorageVersionMigration %s succeeded at storage version %s", ev.Migration, ev.Version)
 		return v, nil
 	}
-	v.Findings = crdupgradesafety.CompareStatus(old, new, cfg)
+	v.Findings = checks.CompareStatus(old, new, cfg)
 	return v, nil
 }

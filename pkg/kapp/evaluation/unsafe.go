@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 )
 
@@ -20,11 +20,11 @@ var ErrUnsafeUpgrade = errors.New("unsafe CRD upgrade")
 // report composes them.
 type UnsafeUpgradeError struct {
 	// Findings are all error findings, sorted.
-	Findings []crdupgradesafety.Finding
+	Findings []finding.Finding
 	// Warnings is how many warning findings the run had besides.
 	Warnings int
 	// Omitted is how many findings (errors and warnings) of each CRD the
-	// per-CRD bound (maxFindingsPerCRD, crdupgradesafety.Bound) leaves
+	// per-CRD bound (maxFindingsPerCRD, finding.Bound) leaves
 	// out of the outputs; CRDs it leaves nothing out of are not in it.
 	Omitted map[string]int
 }
@@ -37,10 +37,10 @@ func (e *UnsafeUpgradeError) Unwrap() error { return ErrUnsafeUpgrade }
 
 // newUnsafeUpgradeError returns the error of findings (all of a run's,
 // sorted) under the per-CRD bound maxPerCRD, nil when none is an error.
-func newUnsafeUpgradeError(findings []crdupgradesafety.Finding, maxPerCRD int) *UnsafeUpgradeError {
+func newUnsafeUpgradeError(findings []finding.Finding, maxPerCRD int) *UnsafeUpgradeError {
 	e := &UnsafeUpgradeError{}
 	for _, f := range findings {
-		if f.Severity == crdupgradesafety.SeverityError {
+		if f.Severity == finding.SeverityError {
 			e.Findings = append(e.Findings, f)
 		} else {
 			e.Warnings++
@@ -49,7 +49,7 @@ func newUnsafeUpgradeError(findings []crdupgradesafety.Finding, maxPerCRD int) *
 	if len(e.Findings) == 0 {
 		return nil
 	}
-	_, omitted := crdupgradesafety.Bound(findings, maxPerCRD)
+	_, omitted := finding.Bound(findings, maxPerCRD)
 	for crd, n := range omitted {
 		if n > 0 {
 			if e.Omitted == nil {

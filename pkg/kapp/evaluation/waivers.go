@@ -2,7 +2,7 @@ package evaluation
 
 import (
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 )
 
 // waivedSettings returns cfg with the waivers of the plan's CRDs added
@@ -49,9 +49,9 @@ func waivedSettings(plan Plan, cfg *config.Settings, live bool) (*config.Setting
 
 // staleWaivers returns the staleWaiver warnings of a run: the waivers
 // (settings and annotations) of the CRDs it evaluated, pairs and removals,
-// that match none of their findings (crdupgradesafety.StaleWaivers). A
+// that match none of their findings (finding.StaleWaivers). A
 // waiver of a CRD the run did not evaluate is not judged.
-func staleWaivers(pairs []Pair, removals []Removal, cfg *config.Settings, findings []crdupgradesafety.Finding) []crdupgradesafety.Finding {
+func staleWaivers(pairs []Pair, removals []Removal, cfg *config.Settings, findings []finding.Finding) []finding.Finding {
 	crds := make([]string, 0, len(pairs)+len(removals))
 	for _, p := range pairs {
 		crds = append(crds, p.New.Name)
@@ -59,5 +59,5 @@ func staleWaivers(pairs []Pair, removals []Removal, cfg *config.Settings, findin
 	for _, r := range removals {
 		crds = append(crds, r.CRD.Name)
 	}
-	return crdupgradesafety.StaleWaivers(cfg, crds, findings)
+	return finding.StaleWaivers(cfg, crds, findings)
 }

@@ -8,7 +8,8 @@ import (
 	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/conversion"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/objects"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -27,7 +28,7 @@ var ErrConversionUnsafe = errors.New("the conversion webhook is not safe for the
 // CRD (check conversionWebhook), as facts.
 type ConversionError struct {
 	// Findings are the error findings, by CRD in the order of the run.
-	Findings []crdupgradesafety.Finding
+	Findings []finding.Finding
 }
 
 func (e *ConversionError) Error() string {
@@ -48,7 +49,7 @@ func (e *ConversionError) Unwrap() error { return ErrConversionUnsafe }
 // findingLine is a finding of the probe in one line, from its facts:
 // where, what, and the objects it names (the command prints the whole
 // findings as every output words them: crd_migrate_storage.go).
-func findingLine(f crdupgradesafety.Finding) string {
+func findingLine(f finding.Finding) string {
 	where := "crd " + f.CRD
 	if f.Version != "" {
 		where += " version " + f.Version
@@ -93,7 +94,7 @@ func findingLine(f crdupgradesafety.Finding) string {
 // the first version of status.storedVersions that is not the storage
 // version (the one the migration moves them from).
 func probeConversions(ctx context.Context, cluster Cluster, plans []*Plan, pageSize int64) error {
-	var errs []crdupgradesafety.Finding
+	var errs []finding.Finding
 	for _, p := range plans {
 		if !p.Pending() || p.Done() {
 			continue
@@ -103,7 +104,7 @@ func probeConversions(ctx context.Context, cluster Cluster, plans []*Plan, pageS
 			return err
 		}
 		for _, f := range fs {
-			if f.Severity == crdupgradesafety.SeverityError {
+			if f.Severity == finding.SeverityError {
 				errs = append(errs, f)
 			}
 		}
@@ -114,7 +115,7 @@ func probeConversions(ctx context.Context, cluster Cluster, plans []*Plan, pageS
 	return nil
 }
 
-func probeConversion(ctx context.Context, cluster Cluster, p *Plan, pageSize int64) ([]crdupgradesafety.Finding, error) {
+func probeConversion(ctx context.Context, cluster Cluster, p *Plan, pageSize int64) ([]finding.Finding, error) {
 	from := ""
 	for _, v := range p.Stored {
 		if v != p.Storage {
@@ -140,7 +141,7 @@ func probeConversion(ctx context.Context, cluster Cluster, p *Plan, pageSize int
 	if errors.Is(err, conversion.ErrNoWebhook) {
 		return nil, nil // no client config: nothing the probe can call
 	}
-	reader := crdupgradesafety.NewConversionReader(crd, webhookName(ep), crdupgradesafety.SourceCluster, crdupgradesafety.ConversionBudget{})
+	reader := objects.NewConversionReader(crd, webhookName(ep), finding.SourceCluster, objects.ConversionBudget{})
 	opts := conversion.Options{StoredVersions: p.Stored}
 	switch {
 	case err != nil:
@@ -161,10 +162,10 @@ func probeConversion(ctx context.Context, cluster Cluster, p *Plan, pageSize int
 		}
 		opts.Transport = tr
 	}
-	objects := cluster.Objects(schema.GroupVersionResource{Group: p.Group, Version: from, Resource: p.Plural})
+	client := cluster.Objects(schema.GroupVersionResource{Group: p.Group, Version: from, Resource: p.Plural})
 	cont := ""
 	for {
-		list, err := objects.List(ctx, metav1.ListOptions{Limit: pageSize, Continue: cont})
+		list, err := client.List(ctx, metav1.ListOptions{Limit: pageSize, Continue: cont})
 		if err != nil {
 			reader.Unverified(fmt.Sprintf("listing the stored objects at %s failed: %v", from, err))
 			break

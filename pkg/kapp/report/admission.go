@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -33,10 +33,10 @@ const (
 // at most MaxDenialLines, then "... and N more error findings"), and
 // warnings, every other finding (at most MaxWarnings, each at most
 // MaxWarningRunes characters: the start and the end of a long one).
-func Admission(findings []crdupgradesafety.Finding) (denial, warnings []string) {
-	var errs, warns []crdupgradesafety.Finding
+func Admission(findings []finding.Finding) (denial, warnings []string) {
+	var errs, warns []finding.Finding
 	for _, f := range findings {
-		if f.Severity == crdupgradesafety.SeverityError {
+		if f.Severity == finding.SeverityError {
 			errs = append(errs, f)
 		} else {
 			warns = append(warns, f)
@@ -69,7 +69,7 @@ func Admission(findings []crdupgradesafety.Finding) (denial, warnings []string) 
 // WarningText renders a finding for an admission warning: FindingLine
 // without the CRD, which the request names already, e.g.
 // "version v1 field ^.spec.size: [mapType] ...".
-func WarningText(f crdupgradesafety.Finding) string {
+func WarningText(f finding.Finding) string {
 	subject := strings.TrimSpace(strings.TrimPrefix(FindingSubject("", VersionText(f), FieldText(f)), "crd "))
 	if subject == "" {
 		return "[" + f.Check + "] " + Message(f) + FingerprintSuffix(f.Fingerprint)
@@ -97,10 +97,10 @@ func AdmissionWarning(text string) string {
 // MaxDenialLines, its line (FindingLine, at most MaxWarningRunes
 // characters) in the cause's message; the others carry their fingerprint
 // alone, which keeps the response small on a huge CRD.
-func DenialCauses(findings []crdupgradesafety.Finding) []metav1.StatusCause {
+func DenialCauses(findings []finding.Finding) []metav1.StatusCause {
 	var causes []metav1.StatusCause
 	for _, f := range findings {
-		if f.Severity != crdupgradesafety.SeverityError {
+		if f.Severity != finding.SeverityError {
 			continue
 		}
 		c := metav1.StatusCause{Type: metav1.CauseType(config.FindingCause), Field: f.Fingerprint}

@@ -3,7 +3,7 @@ package report
 import (
 	"strings"
 
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 )
 
 // This file names the git baselines a run compared with (--git-ref): the
@@ -19,7 +19,7 @@ const shortCommit = 7
 // the revision and HEAD when the revision moved on since. A revision given
 // as a commit hash (a pull request's base commit) is shortened like the
 // commit: "abc1234", "abc1234 (merge base def5678)".
-func BaselineText(b crdupgradesafety.Baseline) string {
+func BaselineText(b finding.Baseline) string {
 	c := b.Commit[:min(shortCommit, len(b.Commit))]
 	ref, isCommit := b.Ref, len(b.Ref) >= shortCommit && strings.Trim(strings.ToLower(b.Ref), "0123456789abcdef") == ""
 	if isCommit {
@@ -36,7 +36,7 @@ func BaselineText(b crdupgradesafety.Baseline) string {
 
 // baselinesText names the baselines of a run: "v1.1.0 (abc1234) and
 // v1.2.0 (def5678)".
-func baselinesText(bs []crdupgradesafety.Baseline) string {
+func baselinesText(bs []finding.Baseline) string {
 	texts := make([]string, len(bs))
 	for i, b := range bs {
 		texts[i] = BaselineText(b)
@@ -50,7 +50,7 @@ func baselinesText(bs []crdupgradesafety.Baseline) string {
 // SeveralBaselines reports whether findings come from more than one
 // baseline: then every finding names its own.
 func SeveralBaselines(findings []Finding) bool {
-	var first *crdupgradesafety.Baseline
+	var first *finding.Baseline
 	for _, f := range findings {
 		switch {
 		case f.Baseline == nil:

@@ -3,7 +3,7 @@ package report
 import (
 	"strings"
 
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 )
 
 // The kapp hook's outputs (pkg/kapp/preflight): the warning lines it prints
@@ -46,7 +46,7 @@ func (e *DeployError) Unwrap() error { return e.Err }
 func (e *DeployError) Lines() []string {
 	var lines []string
 	for _, f := range e.Report.Ordered() {
-		if f.Severity == string(crdupgradesafety.SeverityError) {
+		if f.Severity == string(finding.SeverityError) {
 			lines = append(lines, f.ErrorLine())
 		}
 	}
@@ -60,7 +60,7 @@ func (e *DeployError) Lines() []string {
 func (r Report) WarningLines() []string {
 	var lines []string
 	for _, f := range r.Ordered() {
-		if f.Severity != string(crdupgradesafety.SeverityError) {
+		if f.Severity != string(finding.SeverityError) {
 			lines = append(lines, f.Text())
 		}
 	}

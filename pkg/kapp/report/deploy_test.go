@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 	"github.com/stretchr/testify/require"
 )
@@ -13,25 +13,25 @@ import (
 // findings the report keeps in the one order of every output (data loss
 // first across CRDs, then by CRD), each with its way forward, then what
 // the per-CRD bound left out: the same lines as each finding rendered on
-// its own (ErrorLine) after crdupgradesafety.Bound. It unwraps to the
+// its own (ErrorLine) after finding.Bound. It unwraps to the
 // run's error.
 func TestDeployError(t *testing.T) {
 	runErr := errors.New("unsafe CRD upgrade: 4 error findings")
-	findings := []crdupgradesafety.Finding{
-		{CRD: "b.example.com", Version: "v1", Check: "storedVersionRemoval", Severity: crdupgradesafety.SeverityError, DataLoss: true,
+	findings := []finding.Finding{
+		{CRD: "b.example.com", Version: "v1", Check: "storedVersionRemoval", Severity: finding.SeverityError, DataLoss: true,
 			ChangeText: "stored version removed", Fingerprint: "bbbbbbbbbbbb",
-			Remedy: &crdupgradesafety.Remedy{Action: crdupgradesafety.RemedyMigrateStorage, Version: "v1", Command: "kapp tools crd-migrate-storage"}},
-		{CRD: "a.example.com", Version: "v1", Field: "^.spec.x", Check: "type", Severity: crdupgradesafety.SeverityError, ChangeText: "type changed"},
-		{CRD: "a.example.com", Version: "v1", Field: "^.spec.y", Check: "enum", Severity: crdupgradesafety.SeverityError, ChangeText: "enum added"},
-		{CRD: "a.example.com", Version: "v1", Field: "^.spec.z", Check: "mapType", Severity: crdupgradesafety.SeverityWarning, ChangeText: "map type"},
-		{CRD: "c.example.com", Version: "v1", Field: "^.spec.w", Check: "maximum", Severity: crdupgradesafety.SeverityError, ChangeText: "maximum added"},
+			Remedy: &finding.Remedy{Action: finding.RemedyMigrateStorage, Version: "v1", Command: "kapp tools crd-migrate-storage"}},
+		{CRD: "a.example.com", Version: "v1", Field: "^.spec.x", Check: "type", Severity: finding.SeverityError, ChangeText: "type changed"},
+		{CRD: "a.example.com", Version: "v1", Field: "^.spec.y", Check: "enum", Severity: finding.SeverityError, ChangeText: "enum added"},
+		{CRD: "a.example.com", Version: "v1", Field: "^.spec.z", Check: "mapType", Severity: finding.SeverityWarning, ChangeText: "map type"},
+		{CRD: "c.example.com", Version: "v1", Field: "^.spec.w", Check: "maximum", Severity: finding.SeverityError, ChangeText: "maximum added"},
 	}
-	crdupgradesafety.SortFindings(findings)
+	finding.SortFindings(findings)
 	for _, maxPerCRD := range []int{0, 1, 2} {
-		kept, omitted := crdupgradesafety.Bound(findings, maxPerCRD)
+		kept, omitted := finding.Bound(findings, maxPerCRD)
 		var want []string
 		for _, f := range kept {
-			if f.Severity == crdupgradesafety.SeverityError {
+			if f.Severity == finding.SeverityError {
 				want = append(want, ErrorLine(f))
 			}
 		}
@@ -54,16 +54,16 @@ func TestDeployError(t *testing.T) {
 // TestWarningLines: the kapp hook prints the warning findings the report
 // keeps and, only when no finding is an error, what the bound left out.
 func TestWarningLines(t *testing.T) {
-	warn := func(crd, field string) crdupgradesafety.Finding {
-		return crdupgradesafety.Finding{CRD: crd, Version: "v1", Field: schemapath.Path(field), Check: "mapType",
-			Severity: crdupgradesafety.SeverityWarning, ChangeText: "map type"}
+	warn := func(crd, field string) finding.Finding {
+		return finding.Finding{CRD: crd, Version: "v1", Field: schemapath.Path(field), Check: "mapType",
+			Severity: finding.SeverityWarning, ChangeText: "map type"}
 	}
-	warnings := []crdupgradesafety.Finding{warn("a.example.com", "^.x"), warn("a.example.com", "^.y")}
+	warnings := []finding.Finding{warn("a.example.com", "^.x"), warn("a.example.com", "^.y")}
 	require.Equal(t, []string{"crd a.example.com version v1 field ^.x: [mapType] map type",
 		"... and 1 more finding for CRD a.example.com"}, New(nil, warnings, 1, nil).WarningLines())
 
-	withError := append([]crdupgradesafety.Finding{{CRD: "a.example.com", Version: "v1", Field: "^.a", Check: "type",
-		Severity: crdupgradesafety.SeverityError, ChangeText: "type changed"}}, warnings...)
+	withError := append([]finding.Finding{{CRD: "a.example.com", Version: "v1", Field: "^.a", Check: "type",
+		Severity: finding.SeverityError, ChangeText: "type changed"}}, warnings...)
 	require.Equal(t, []string{"crd a.example.com version v1 field ^.x: [mapType] map type"},
 		New(nil, withError, 2, nil).WarningLines(), "the error lists the note")
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 )
 
@@ -26,7 +26,7 @@ type Remedy struct {
 }
 
 // remedyOf is the JSON report's remedy of a finding (nil for none).
-func remedyOf(f crdupgradesafety.Finding) *Remedy {
+func remedyOf(f finding.Finding) *Remedy {
 	if f.Remedy == nil {
 		return nil
 	}
@@ -37,7 +37,7 @@ func remedyOf(f crdupgradesafety.Finding) *Remedy {
 // RemedyText says a finding's safe way forward, "" when it has none; for
 // a loss of stored data, followed by the act that accepts it
 // (acceptText).
-func RemedyText(f crdupgradesafety.Finding) string {
+func RemedyText(f finding.Finding) string {
 	text := actionText(f)
 	if f.Remedy != nil && f.Remedy.Accept != nil {
 		if text != "" {
@@ -50,7 +50,7 @@ func RemedyText(f crdupgradesafety.Finding) string {
 
 // acceptText says how to accept a loss of stored data: an acceptDataLoss
 // entry in the settings that names it, never an annotation.
-func acceptText(a *crdupgradesafety.AcceptHint) string {
+func acceptText(a *finding.AcceptHint) string {
 	entry := "crd: " + a.CRD + ", check: " + a.Check
 	if a.Version != "" {
 		entry += ", version: " + a.Version
@@ -78,7 +78,7 @@ type AcceptDataLoss struct {
 }
 
 // acceptOf is the JSON form of a remedy's acceptDataLoss entry.
-func acceptOf(a *crdupgradesafety.AcceptHint) *AcceptDataLoss {
+func acceptOf(a *finding.AcceptHint) *AcceptDataLoss {
 	if a == nil {
 		return nil
 	}
@@ -91,7 +91,7 @@ func acceptOf(a *crdupgradesafety.AcceptHint) *AcceptDataLoss {
 }
 
 // actionText says the way forward of a finding's remedy action.
-func actionText(f crdupgradesafety.Finding) string {
+func actionText(f finding.Finding) string {
 	r := f.Remedy
 	if r == nil {
 		return ""
@@ -102,66 +102,66 @@ func actionText(f crdupgradesafety.Finding) string {
 		version = f.Version
 	}
 	switch r.Action {
-	case crdupgradesafety.RemedyMigrateStorage:
+	case finding.RemedyMigrateStorage:
 		return fmt.Sprintf("keep %q, deploy the new storage version, run '%s', then remove %q", version, r.Command, version)
-	case crdupgradesafety.RemedyProveMigration:
+	case finding.RemedyProveMigration:
 		return fmt.Sprintf("keep %q (status.storedVersions was trimmed %s, and nothing proves its objects were migrated), run '%s' to rewrite every object and record it, then remove %q",
 			version, r.Detail, r.Command, version)
-	case crdupgradesafety.RemedyMigrateBeforeTrim:
+	case finding.RemedyMigrateBeforeTrim:
 		return fmt.Sprintf("leave %q in status.storedVersions and run '%s': it rewrites every object at the storage version and trims status.storedVersions on that evidence", version, r.Command)
-	case crdupgradesafety.RemedyWaitForMigration:
+	case finding.RemedyWaitForMigration:
 		return fmt.Sprintf("keep %q until the running migration (%s) is done and status.storedVersions no longer lists it, then remove it", version, r.Detail)
-	case crdupgradesafety.RemedyUnserveFirst:
+	case finding.RemedyUnserveFirst:
 		return fmt.Sprintf("keep %q with served: false for a release (its clients get 404 Not Found and can move on), then remove it", version)
-	case crdupgradesafety.RemedyDeprecateFirst:
+	case finding.RemedyDeprecateFirst:
 		return fmt.Sprintf("keep %q served and mark it deprecated: true (with a deprecationWarning) in a release first, so its clients are warned; then stop serving it", version)
-	case crdupgradesafety.RemedyKeepField:
+	case finding.RemedyKeepField:
 		if objects != "" {
 			return "keep the field (mark it deprecated in its description), or move the data out first: " + objects + " hold data there"
 		}
 		return "keep the field (mark it deprecated in its description), or move the data stored objects hold there to its replacement first"
-	case crdupgradesafety.RemedyFixObjectsFirst:
+	case finding.RemedyFixObjectsFirst:
 		if objects != "" {
 			return "fix the stored objects that fail the new constraint first (" + objects + "): the change is safe once none does; or keep the old constraint"
 		}
 		return "make sure no stored object fails it first (a live run or --objects names those that do), or keep the old constraint, or make the change in a new version"
-	case crdupgradesafety.RemedyDefaultOrOptional:
+	case finding.RemedyDefaultOrOptional:
 		return "give the new required field a default, or keep it optional: objects stored without it are rejected on their next write"
-	case crdupgradesafety.RemedyKeepDefault:
+	case finding.RemedyKeepDefault:
 		if objects != "" {
 			return "keep the old default, or change it in a new version: " + objects + " read differently"
 		}
 		return "keep the old default, or change it in a new version: objects that never set the field read differently"
-	case crdupgradesafety.RemedyKeepUnknownFields:
+	case finding.RemedyKeepUnknownFields:
 		if objects != "" {
 			return "keep the fields stored data uses (declare them, or keep x-kubernetes-preserve-unknown-fields) before pruning starts: " + objects + " hold data there"
 		}
 		return "declare the fields stored objects hold there, or keep x-kubernetes-preserve-unknown-fields, before pruning starts"
-	case crdupgradesafety.RemedyNewVersion:
+	case finding.RemedyNewVersion:
 		return "make the change in a new version (with a conversion webhook where the schemas differ) and retire this one through its lifecycle (served: false, then removed)"
-	case crdupgradesafety.RemedyNewCRD:
+	case finding.RemedyNewCRD:
 		return "the scope of a CRD cannot change in place: create a new CRD (another group or name) with the new scope and move the objects to it"
-	case crdupgradesafety.RemedyConversionWebhook:
+	case finding.RemedyConversionWebhook:
 		return "add a conversion webhook (spec.conversion.strategy: Webhook) that converts between the two versions, or make their schemas compatible"
-	case crdupgradesafety.RemedyKeepClientFacing:
+	case finding.RemedyKeepClientFacing:
 		return "keep it in this version (clients depend on it); make the change in a new version"
-	case crdupgradesafety.RemedyBackupObjects:
+	case finding.RemedyBackupObjects:
 		return fmt.Sprintf("back up the custom resources ('%s'), then delete them explicitly before the CRD; or keep the CRD", r.Command)
-	case crdupgradesafety.RemedyUpdateInPlace:
+	case finding.RemedyUpdateInPlace:
 		return fmt.Sprintf("update the CRD in place instead of replacing it (%s): remove the kapp.k14s.io/update-strategy annotation, or fix what makes the apiserver refuse the update", r.Detail)
-	case crdupgradesafety.RemedyMigrateManagedFields:
+	case finding.RemedyMigrateManagedFields:
 		of := "the stored objects"
 		if objects != "" {
 			of += " (" + objects + ")"
 		}
 		return fmt.Sprintf("keep %q and migrate the managedFields of %s to the storage version first: run '%s' (it migrates managedFields too), then remove it", version, of, r.Command)
-	case crdupgradesafety.RemedyRepointOwners:
+	case finding.RemedyRepointOwners:
 		of := "the dependents"
 		if objects != "" {
 			of += " (" + objects + ")"
 		}
 		return fmt.Sprintf("keep %q until the ownerReferences of %s name a version the CRD keeps (their controllers rewrite them, or patch their apiVersion), then remove it", version, of)
-	case crdupgradesafety.RemedyReadDependents:
+	case finding.RemedyReadDependents:
 		if r.Command != "" {
 			forbidden := r.Resources
 			listed := strings.Join(forbidden[:min(len(forbidden), 3)], ", ")
@@ -173,25 +173,25 @@ func actionText(f crdupgradesafety.Finding) string {
 				len(forbidden), plural.Of(len(forbidden), "resource", "resources"), listed, r.Command)
 		}
 		return "try again once the resources can be listed (an aggregated API that was down), or keep the removed versions"
-	case crdupgradesafety.RemedyStoreEveryField:
+	case finding.RemedyStoreEveryField:
 		return fmt.Sprintf("declare the field in the storage version %q too (or make the version that has it the storage version and migrate), or add a conversion webhook that carries it", r.Version)
-	case crdupgradesafety.RemedyApiserverReason:
+	case finding.RemedyApiserverReason:
 		return "fix what the apiserver names: " + r.Detail
-	case crdupgradesafety.RemedyReview:
+	case finding.RemedyReview:
 		return "review the change by hand; once it is known to be safe, waive it with a reason (a waiver, or the waiver annotation)"
-	case crdupgradesafety.RemedyRemoveWaiver:
+	case finding.RemedyRemoveWaiver:
 		return "remove the waiver: the change it waived is gone (a fingerprint changes with the change it names: waive the new one, after a review)"
-	case crdupgradesafety.RemedyFixConversion:
+	case finding.RemedyFixConversion:
 		of := "the stored objects"
 		if objects != "" {
 			of = objects
 		}
 		return "fix the new conversion webhook for " + of + " before the CRD names it (carry every field across, convert between every pair of versions, keep stash annotations small), " +
 			"and probe it in CI against sample objects ('kapp tools crd-upgrade-safety --objects ... --conversion-webhook-url ... --conversion-webhook-ca-file ...')"
-	case crdupgradesafety.RemedyVerifyConversion:
+	case finding.RemedyVerifyConversion:
 		return "deploy the new conversion webhook and wait for it before the CRD that names it changes (kapp's change-group and change-rule annotations), then try again; " +
 			"or probe it in CI against sample objects with a webhook run locally ('kapp tools crd-upgrade-safety --objects ... --conversion-webhook-url ... --conversion-webhook-ca-file ...')"
-	case crdupgradesafety.RemedyFixObjects:
+	case finding.RemedyFixObjects:
 		if objects != "" {
 			return "fix " + objects + " before the update, or keep the schema that accepts them"
 		}
@@ -201,7 +201,7 @@ func actionText(f crdupgradesafety.Finding) string {
 }
 
 // objectList names a remedy's objects: "default/a, default/b and 3 more".
-func objectList(r *crdupgradesafety.Remedy) string {
+func objectList(r *finding.Remedy) string {
 	if len(r.Objects) == 0 {
 		return ""
 	}

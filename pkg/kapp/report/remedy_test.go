@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/stretchr/testify/require"
 )
 
@@ -13,9 +13,9 @@ import (
 // worded here and documented in its section of docs/checks.md.
 func TestEveryCheckHasARemedy(t *testing.T) {
 	for _, id := range config.AllCheckIDs() {
-		a := crdupgradesafety.RemedyActionOf(id)
+		a := finding.RemedyActionOf(id)
 		require.NotEmpty(t, a, "check %s has no remedy (crdupgradesafety.remedyActions)", id)
-		text := RemedyText(crdupgradesafety.Finding{Check: id, Remedy: &crdupgradesafety.Remedy{Action: a}})
+		text := RemedyText(finding.Finding{Check: id, Remedy: &finding.Remedy{Action: a}})
 		require.NotEmpty(t, text, "remedy %s of check %s has no words (RemedyText)", a, id)
 		h, ok := HelpFor(id)
 		require.True(t, ok, id)
@@ -26,18 +26,18 @@ func TestEveryCheckHasARemedy(t *testing.T) {
 // TestRemedyInEveryOutput: a finding's remedy, with the facts it names
 // (the command, the objects), appears in every output.
 func TestRemedyInEveryOutput(t *testing.T) {
-	f := crdupgradesafety.Finding{CRD: "widgets.example.com", Version: "v1alpha1", Check: config.CheckStoredVersionRemoval,
-		Severity: crdupgradesafety.SeverityError, DataLoss: true,
+	f := finding.Finding{CRD: "widgets.example.com", Version: "v1alpha1", Check: config.CheckStoredVersionRemoval,
+		Severity: finding.SeverityError, DataLoss: true,
 		ChangeText: `stored version "v1alpha1" removed: objects stored in it must be migrated first`,
-		Remedy: &crdupgradesafety.Remedy{Action: crdupgradesafety.RemedyMigrateStorage, Version: "v1alpha1",
+		Remedy: &finding.Remedy{Action: finding.RemedyMigrateStorage, Version: "v1alpha1",
 			Command: "kapp tools crd-migrate-storage --crd widgets.example.com --to v1"}}
 	const cmd = "kapp tools crd-migrate-storage --crd widgets.example.com --to v1"
-	r := New([]string{f.CRD}, []crdupgradesafety.Finding{f}, 0, nil)
+	r := New([]string{f.CRD}, []finding.Finding{f}, 0, nil)
 	js, err := JSON(r)
 	require.NoError(t, err)
 	sarif, err := SARIF(r)
 	require.NoError(t, err)
-	denial, _ := Admission([]crdupgradesafety.Finding{f})
+	denial, _ := Admission([]finding.Finding{f})
 	table := FindingsTable(r, TableOptions{})
 	outputs := map[string]string{
 		"json":       string(js),
@@ -57,7 +57,7 @@ func TestRemedyInEveryOutput(t *testing.T) {
 	// Objects read: the remedy names them.
 	g := f
 	g.Check, g.Version = config.CheckMaximum, "v1"
-	g.Remedy = &crdupgradesafety.Remedy{Action: crdupgradesafety.RemedyFixObjectsFirst, Objects: []string{"ns/nine", "ns/seven"}, MoreObjects: 2}
+	g.Remedy = &finding.Remedy{Action: finding.RemedyFixObjectsFirst, Objects: []string{"ns/nine", "ns/seven"}, MoreObjects: 2}
 	require.Contains(t, RemedyText(g), "ns/nine, ns/seven and 2 more objects")
 }
 
@@ -66,11 +66,11 @@ func TestRemedyInEveryOutput(t *testing.T) {
 // list, however many there are (the least-privilege webhook may list
 // almost none).
 func TestReadDependentsRemedy(t *testing.T) {
-	f := crdupgradesafety.Finding{Check: config.CheckOwnerReferences, Remedy: &crdupgradesafety.Remedy{Action: crdupgradesafety.RemedyReadDependents,
-		Command: crdupgradesafety.DependentsRBACCommand, Resources: []string{"configmaps", "deployments.apps", "pods", "secrets", "services"}}}
+	f := finding.Finding{Check: config.CheckOwnerReferences, Remedy: &finding.Remedy{Action: finding.RemedyReadDependents,
+		Command: finding.DependentsRBACCommand, Resources: []string{"configmaps", "deployments.apps", "pods", "secrets", "services"}}}
 	require.Equal(t, "let the check list the 5 resources it may not (configmaps, deployments.apps, pods and 2 more), then try again: for the webhook, '"+
-		crdupgradesafety.DependentsRBACCommand+"' (list on every resource); for a deploy or the tools command, an identity that may list them; "+
+		finding.DependentsRBACCommand+"' (list on every resource); for a deploy or the tools command, an identity that may list them; "+
 		"or keep the removed versions", RemedyText(f))
-	f.Remedy = &crdupgradesafety.Remedy{Action: crdupgradesafety.RemedyReadDependents}
+	f.Remedy = &finding.Remedy{Action: finding.RemedyReadDependents}
 	require.Equal(t, "try again once the resources can be listed (an aggregated API that was down), or keep the removed versions", RemedyText(f))
 }

@@ -18,7 +18,7 @@ import (
 	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 )
 
@@ -31,7 +31,7 @@ type Report struct {
 	CRDs []CRD `json:"crds"`
 	// Baselines are the git commits the old CRDs were read at (--git-ref,
 	// in the order given); omitted for other inputs. The caller sets them.
-	Baselines []crdupgradesafety.Baseline `json:"baselines,omitempty"`
+	Baselines []finding.Baseline `json:"baselines,omitempty"`
 }
 
 // CRD is one CRD checked.
@@ -40,17 +40,17 @@ type CRD struct {
 	// Safe: none of its findings is an error.
 	Safe bool `json:"safe"`
 	// Findings are its findings in the one order of every output
-	// (crdupgradesafety.SortFindings), at most maxFindingsPerCRD of them.
+	// (finding.SortFindings), at most maxFindingsPerCRD of them.
 	Findings []Finding `json:"findings"`
 	// Omitted is how many more findings maxFindingsPerCRD left out.
 	Omitted int `json:"omitted"`
 
 	errors, warnings int            // over all findings, omitted ones included
-	affected         map[string]int // objects affected per version (crdupgradesafety.Impact.VersionAffected)
+	affected         map[string]int // objects affected per version (finding.Impact.VersionAffected)
 	source           string         // where the objects read came from
 }
 
-// Finding is a crdupgradesafety.Finding with where it is.
+// Finding is a finding.Finding with where it is.
 type Finding struct {
 	CRD      string `json:"crd"`
 	Version  string `json:"version"`
@@ -78,12 +78,12 @@ type Finding struct {
 	DataLoss bool `json:"dataLoss"`
 	// Impact: what the finding does to the stored objects read (a
 	// cluster, or --objects samples); omitted when none were read.
-	Impact *crdupgradesafety.Impact `json:"impact,omitempty"`
+	Impact *finding.Impact `json:"impact,omitempty"`
 	// Remedy: the safe way forward; every error finding has one.
 	Remedy *Remedy `json:"remedy,omitempty"`
 	// Baseline: the git commit the old CRD was read at (--git-ref);
 	// omitted for other inputs.
-	Baseline *crdupgradesafety.Baseline `json:"baseline,omitempty"`
+	Baseline *finding.Baseline `json:"baseline,omitempty"`
 	// Waiver is the waiver the finding is about: the one that waived it,
 	// an expired one that no longer does, or the stale one of a
 	// staleWaiver finding; nil for none.
@@ -111,7 +111,7 @@ type Acceptance struct {
 }
 
 // acceptanceOf is the acceptance a finding is about, nil for none.
-func acceptanceOf(f crdupgradesafety.Finding) *Acceptance {
+func acceptanceOf(f finding.Finding) *Acceptance {
 	a, gap := f.Acceptance, ""
 	if a == nil {
 		a, gap = f.ShortAcceptance, string(f.AcceptanceGap)
@@ -141,7 +141,7 @@ type Waiver struct {
 }
 
 // waiverOf is the waiver a finding is about, nil for none.
-func waiverOf(f crdupgradesafety.Finding) *Waiver {
+func waiverOf(f finding.Finding) *Waiver {
 	w, expired, stale, refused := f.Waiver, false, false, ""
 	switch {
 	case f.RefusedWaiver != nil:
@@ -175,13 +175,13 @@ type Location struct {
 // Locator returns where a finding is in the new inputs and, for something
 // the new inputs no longer have, where it was in the old inputs (zero
 // Locations when unknown).
-type Locator func(crdupgradesafety.Finding) (newLoc, oldLoc Location)
+type Locator func(finding.Finding) (newLoc, oldLoc Location)
 
 // New builds the report of a run: checked names every CRD checked (the new
 // CRDs and the removed ones), findings are all findings, sorted. At most
 // maxPerCRD findings are kept per CRD (0 keeps all); locate (nil: no
 // locations) is called for the kept ones only.
-func New(checked []string, findings []crdupgradesafety.Finding, maxPerCRD int, locate Locator) Report {
+func New(checked []string, findings []finding.Finding, maxPerCRD int, locate Locator) Report {
 	byName := map[string]*CRD{}
 	for _, name := range checked {
 		byName[name] = &CRD{Name: name, Safe: true, Findings: []Finding{}}
@@ -203,14 +203,14 @@ func New(checked []string, findings []crdupgradesafety.Finding, maxPerCRD int, l
 			c.affected[f.Version] = max(c.affected[f.Version], f.Impact.VersionAffected)
 			c.source = f.Impact.Source
 		}
-		if f.Severity == crdupgradesafety.SeverityError {
+		if f.Severity == finding.SeverityError {
 			c.errors++
 			c.Safe = false
 		} else {
 			c.warnings++
 		}
 	}
-	kept, omitted := crdupgradesafety.Bound(findings, maxPerCRD)
+	kept, omitted := finding.Bound(findings, maxPerCRD)
 	for _, f := range kept {
 		rf := findingOf(f)
 		if locate != nil {
@@ -237,14 +237,14 @@ func New(checked []string, findings []crdupgradesafety.Finding, maxPerCRD int, l
 }
 
 // findingOf is the report's Finding of f, without its location.
-func findingOf(f crdupgradesafety.Finding) Finding {
+func findingOf(f finding.Finding) Finding {
 	return Finding{CRD: f.CRD, Version: VersionText(f), Field: FieldText(f), Check: f.Check,
 		Severity: string(f.Severity), Message: Message(f), Fingerprint: f.Fingerprint, DataLoss: f.DataLoss, Impact: f.Impact, Remedy: remedyOf(f),
 		Waiver: waiverOf(f), Acceptance: acceptanceOf(f), Baseline: f.Baseline}
 }
 
 // Ordered returns the findings r keeps, of every CRD, in the one order of
-// every output (crdupgradesafety.SortFindings, which New's findings come
+// every output (finding.SortFindings, which New's findings come
 // in): those that lose stored data first, then the others, each by CRD.
 func (r Report) Ordered() []Finding {
 	var out []Finding
@@ -316,7 +316,7 @@ func (r Report) Summary() string {
 	}
 	if read {
 		noun := "stored"
-		if source == crdupgradesafety.SourceSamples {
+		if source == finding.SourceSamples {
 			noun = "sample"
 		}
 		s += fmt.Sprintf("; %d %s %s affected", affected, noun, plural.Of(affected, "object", "objects"))

@@ -15,7 +15,7 @@ import (
 
 	"github.com/crdsafety/kapp/docs"
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 )
@@ -33,7 +33,7 @@ var celRule = "self.spec.replicas <= 10 || (has(self.spec.override) && self.spec
 // dropped, whose only location is in the old inputs at a git revision.
 // maxFindingsPerCRD is 4, so one finding of the unsafe CRD is left out.
 func fixture() Report {
-	findings := []crdupgradesafety.Finding{
+	findings := []finding.Finding{
 		{CRD: "widgets.example.com", Version: "v1", Field: "^.spec.color", Check: "existingFieldRemoval",
 			Severity: "error", ChangeText: "existing field removed (was string)"},
 		{CRD: "widgets.example.com", Version: "v1", Field: "^.spec.replicas", Check: "maximum",
@@ -57,7 +57,7 @@ func fixture() Report {
 		// Fingerprints as the engine makes them: 12 hex digits.
 		findings[i].Fingerprint = fmt.Sprintf("%012x", sha256.Sum256([]byte(strconv.Itoa(i))))[:12]
 	}
-	crdupgradesafety.SortFindings(findings)
+	finding.SortFindings(findings)
 	locations := map[string][2]Location{
 		"^.spec.color":          {{File: "config/crds/widgets.yaml", Line: 14}, {File: "config/crds/widgets.yaml", Line: 17, Rev: "origin/main"}},
 		"^.spec.replicas":       {{File: "config/crds/widgets.yaml", Line: 21}},
@@ -67,7 +67,7 @@ func fixture() Report {
 		"":                      {{}, {File: "config/crds/sprockets.yaml", Line: 1, Rev: "origin/main"}},
 	}
 	checked := []string{"widgets.example.com", "gadgets.example.com", "bolts.example.com", "sprockets.example.com"}
-	return New(checked, findings, 4, func(f crdupgradesafety.Finding) (Location, Location) {
+	return New(checked, findings, 4, func(f finding.Finding) (Location, Location) {
 		l := locations[FieldText(f)]
 		return l[0], l[1]
 	})
@@ -100,10 +100,10 @@ func TestNew(t *testing.T) {
 	// maxFindingsPerCRD keeps the findings that affect stored objects
 	// before those that affect none, in the output order.
 	t.Run("bounded: what affects stored objects is kept", func(t *testing.T) {
-		imp := func(affected int) *crdupgradesafety.Impact {
-			return &crdupgradesafety.Impact{Source: "cluster", Kind: "Widget", Objects: 2, Affected: affected, VersionAffected: 1}
+		imp := func(affected int) *finding.Impact {
+			return &finding.Impact{Source: "cluster", Kind: "Widget", Objects: 2, Affected: affected, VersionAffected: 1}
 		}
-		findings := []crdupgradesafety.Finding{
+		findings := []finding.Finding{
 			{CRD: "a.example.com", Version: "v1", Field: "^.spec.a", Check: "maximum", Severity: "error", ChangeText: "a", Impact: imp(0)},
 			{CRD: "a.example.com", Version: "v1", Field: "^.spec.b", Check: "maximum", Severity: "error", ChangeText: "b", Impact: imp(0)},
 			{CRD: "a.example.com", Version: "v1", Field: "^.spec.c", Check: "maximum", Severity: "error", ChangeText: "c", Impact: imp(1)},
@@ -114,26 +114,26 @@ func TestNew(t *testing.T) {
 		require.Equal(t, 1, r.CRDs[0].Omitted)
 	})
 	t.Run("without locations", func(t *testing.T) {
-		r := New([]string{"a.example.com"}, []crdupgradesafety.Finding{{CRD: "a.example.com", Check: "scope", Severity: "error", ChangeText: "m"}}, 0, nil)
+		r := New([]string{"a.example.com"}, []finding.Finding{{CRD: "a.example.com", Check: "scope", Severity: "error", ChangeText: "m"}}, 0, nil)
 		require.Equal(t, "", r.CRDs[0].Findings[0].File)
 		require.Equal(t, 0, r.CRDs[0].Findings[0].Line)
 	})
 }
 
 func TestSummary(t *testing.T) {
-	f := func(crd string, sev crdupgradesafety.Severity) crdupgradesafety.Finding {
-		return crdupgradesafety.Finding{CRD: crd, Check: "scope", Severity: sev, ChangeText: "m"}
+	f := func(crd string, sev finding.Severity) finding.Finding {
+		return finding.Finding{CRD: crd, Check: "scope", Severity: sev, ChangeText: "m"}
 	}
 	cases := []struct {
 		checked  []string
-		findings []crdupgradesafety.Finding
+		findings []finding.Finding
 		want     string
 	}{
 		{[]string{"a"}, nil, "1 CRD checked: no unsafe changes"},
 		{[]string{"a", "b", "c"}, nil, "3 CRDs checked: no unsafe changes"},
-		{[]string{"a", "b"}, []crdupgradesafety.Finding{f("a", "warning"), f("b", "warning")}, "2 CRDs checked, none unsafe: 0 errors, 2 warnings"},
-		{[]string{"a", "b", "c"}, []crdupgradesafety.Finding{f("a", "error"), f("a", "error"), f("b", "warning")}, "3 CRDs checked, 1 unsafe: 2 errors, 1 warning"},
-		{[]string{"a", "b"}, []crdupgradesafety.Finding{f("a", "error"), f("b", "error")}, "2 CRDs checked, 2 unsafe: 2 errors, 0 warnings"},
+		{[]string{"a", "b"}, []finding.Finding{f("a", "warning"), f("b", "warning")}, "2 CRDs checked, none unsafe: 0 errors, 2 warnings"},
+		{[]string{"a", "b", "c"}, []finding.Finding{f("a", "error"), f("a", "error"), f("b", "warning")}, "3 CRDs checked, 1 unsafe: 2 errors, 1 warning"},
+		{[]string{"a", "b"}, []finding.Finding{f("a", "error"), f("b", "error")}, "2 CRDs checked, 2 unsafe: 2 errors, 0 warnings"},
 	}
 	for _, tc := range cases {
 		require.Equal(t, tc.want, New(tc.checked, tc.findings, 0, nil).Summary())
@@ -346,17 +346,17 @@ func TestAnchor(t *testing.T) {
 func TestBaselineText(t *testing.T) {
 	const commit = "0123456789abcdef0123456789abcdef01234567"
 	for _, tc := range []struct {
-		b    crdupgradesafety.Baseline
+		b    finding.Baseline
 		want string
 	}{
-		{crdupgradesafety.Baseline{Ref: "v1.2.0", Commit: commit}, "v1.2.0 (0123456)"},
-		{crdupgradesafety.Baseline{Ref: "origin/main", Commit: commit, MergeBase: true}, "origin/main (merge base 0123456)"},
-		{crdupgradesafety.Baseline{Ref: "FEDCBA9876543210", Commit: commit, MergeBase: true}, "fedcba9 (merge base 0123456)"},
-		{crdupgradesafety.Baseline{Ref: commit, Commit: commit}, "0123456"},
-		{crdupgradesafety.Baseline{Ref: "cafe", Commit: commit}, "cafe (0123456)"},
+		{finding.Baseline{Ref: "v1.2.0", Commit: commit}, "v1.2.0 (0123456)"},
+		{finding.Baseline{Ref: "origin/main", Commit: commit, MergeBase: true}, "origin/main (merge base 0123456)"},
+		{finding.Baseline{Ref: "FEDCBA9876543210", Commit: commit, MergeBase: true}, "fedcba9 (merge base 0123456)"},
+		{finding.Baseline{Ref: commit, Commit: commit}, "0123456"},
+		{finding.Baseline{Ref: "cafe", Commit: commit}, "cafe (0123456)"},
 	} {
 		require.Equal(t, tc.want, BaselineText(tc.b))
 	}
-	require.Equal(t, "a (0123456), b (0123456) and c (0123456)", baselinesText([]crdupgradesafety.Baseline{
+	require.Equal(t, "a (0123456), b (0123456) and c (0123456)", baselinesText([]finding.Baseline{
 		{Ref: "a", Commit: commit}, {Ref: "b", Commit: commit}, {Ref: "c", Commit: commit}}))
 }

@@ -4,11 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"net/url"
 	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 )
 
 // ToolName and ToolURL name this tool in SARIF.
@@ -202,11 +202,11 @@ type (
 	// sarifProperties: what a finding does to stored objects (SARIF's
 	// property bag of a result).
 	sarifProperties struct {
-		DataLoss bool                     `json:"dataLoss,omitempty"`
-		Impact   *crdupgradesafety.Impact `json:"impact,omitempty"`
-		Remedy   *Remedy                  `json:"remedy,omitempty"`
+		DataLoss bool            `json:"dataLoss,omitempty"`
+		Impact   *finding.Impact `json:"impact,omitempty"`
+		Remedy   *Remedy         `json:"remedy,omitempty"`
 		// Baseline: the git commit the old CRD was read at (--git-ref).
-		Baseline *crdupgradesafety.Baseline `json:"baseline,omitempty"`
+		Baseline *finding.Baseline `json:"baseline,omitempty"`
 	}
 	sarifLocation struct {
 		PhysicalLocation *sarifPhysicalLocation `json:"physicalLocation,omitempty"`

@@ -8,7 +8,7 @@ import (
 	"unicode"
 
 	uitable "github.com/cppforlife/go-cli-ui/ui/table"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 )
 
@@ -22,17 +22,17 @@ import (
 //
 // CRD-level findings leave out the version and field parts they lack. It
 // is the Text of the finding as a Report holds it.
-func FindingLine(f crdupgradesafety.Finding) string { return findingOf(f).Text() }
+func FindingLine(f finding.Finding) string { return findingOf(f).Text() }
 
 // RemedyLine renders a finding's way forward as the line that follows its
 // FindingLine in kapp's error and the webhook's denial ("" for none):
 //
 //	way forward: keep "v1alpha1", deploy the new storage version, run '...', then remove "v1alpha1"
-func RemedyLine(f crdupgradesafety.Finding) string { return findingOf(f).RemedyLine() }
+func RemedyLine(f finding.Finding) string { return findingOf(f).RemedyLine() }
 
 // ErrorLine renders an error finding for kapp's error: its FindingLine,
 // then, indented on the next line, its RemedyLine.
-func ErrorLine(f crdupgradesafety.Finding) string { return findingOf(f).ErrorLine() }
+func ErrorLine(f finding.Finding) string { return findingOf(f).ErrorLine() }
 
 // Text renders the finding on one line (see FindingLine).
 func (f Finding) Text() string {
@@ -74,7 +74,7 @@ func FindingSubject(crd, version, field string) string {
 	return b.String()
 }
 
-// OmittedLines renders the counts left out by crdupgradesafety.Bound, one
+// OmittedLines renders the counts left out by finding.Bound, one
 // line per CRD, sorted by CRD name.
 func OmittedLines(omitted map[string]int) []string {
 	names := make([]string, 0, len(omitted))
@@ -91,14 +91,14 @@ func OmittedLines(omitted map[string]int) []string {
 	return lines
 }
 
-// OmittedLine renders how many findings of a CRD crdupgradesafety.Bound
+// OmittedLine renders how many findings of a CRD finding.Bound
 // left out: "... and 3 more findings for CRD widgets.example.com".
 func OmittedLine(crd string, n int) string {
 	return fmt.Sprintf("... and %d more %s for CRD %s", n, plural.Of(n, "finding", "findings"), crd)
 }
 
 // Table keys double as the JSON keys of the rows under the global --json
-// flag; they match the json tags of crdupgradesafety.Finding.
+// flag; they match the json tags of finding.Finding.
 var findingsHeader = []uitable.Header{
 	{Key: "crd", Title: "CRD"},
 	{Key: "version", Title: "Version"},
@@ -137,7 +137,7 @@ func FindingsTable(r Report, opts TableOptions) uitable.Table {
 		Content: "findings",
 		Header:  append([]uitable.Header(nil), findingsHeader...),
 		// No SortBy: the rows keep the order of the findings
-		// (crdupgradesafety.SortFindings: data loss first), which no
+		// (finding.SortFindings: data loss first), which no
 		// column sort gives.
 		FillFirstColumn: true,
 		Notes:           r.omittedLines(),
@@ -168,7 +168,7 @@ func FindingsTable(r Report, opts TableOptions) uitable.Table {
 			uitable.NewValueString(f.Check),
 			uitable.ValueFmt{
 				V:     uitable.NewValueString(f.Severity),
-				Error: f.Severity == string(crdupgradesafety.SeverityError),
+				Error: f.Severity == string(finding.SeverityError),
 			},
 			uitable.NewValueString(msg),
 			uitable.NewValueString(remedy),
@@ -240,9 +240,9 @@ func oneLine(msg string) string {
 }
 
 // Count returns the number of error and warning findings.
-func Count(findings []crdupgradesafety.Finding) (errs, warns int) {
+func Count(findings []finding.Finding) (errs, warns int) {
 	for _, f := range findings {
-		if f.Severity == crdupgradesafety.SeverityError {
+		if f.Severity == finding.SeverityError {
 			errs++
 		} else {
 			warns++

@@ -4,21 +4,21 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/stretchr/testify/require"
 )
 
 func TestFindingLine(t *testing.T) {
 	cases := []struct {
-		f    crdupgradesafety.Finding
+		f    finding.Finding
 		want string
 	}{
-		{crdupgradesafety.Finding{CRD: "widgets.example.com", Version: "v1", Field: "^.spec.size", Check: "minimum",
+		{finding.Finding{CRD: "widgets.example.com", Version: "v1", Field: "^.spec.size", Check: "minimum",
 			ChangeText: "minimum increased: 1 -> 5"},
 			"crd widgets.example.com version v1 field ^.spec.size: [minimum] minimum increased: 1 -> 5"},
-		{crdupgradesafety.Finding{CRD: "widgets.example.com", Check: "scope", ChangeText: "scope changed: Namespaced -> Cluster"},
+		{finding.Finding{CRD: "widgets.example.com", Check: "scope", ChangeText: "scope changed: Namespaced -> Cluster"},
 			"crd widgets.example.com: [scope] scope changed: Namespaced -> Cluster"},
-		{crdupgradesafety.Finding{CRD: "widgets.example.com", Version: "v1beta1", Check: "servedVersionRemoval", ChangeText: "m"},
+		{finding.Finding{CRD: "widgets.example.com", Version: "v1beta1", Check: "servedVersionRemoval", ChangeText: "m"},
 			"crd widgets.example.com version v1beta1: [servedVersionRemoval] m"},
 	}
 	for _, tc := range cases {
@@ -35,12 +35,12 @@ func TestOmitted(t *testing.T) {
 
 func TestFindingsTable(t *testing.T) {
 	long := "rule added: " + strings.Repeat("self.a > 0 && ", 60) + "self.b\n  || self.c"
-	findings := []crdupgradesafety.Finding{
-		{CRD: "a", Version: "v1", Field: "^.x", Check: "type", Severity: crdupgradesafety.SeverityError, ChangeText: "m"},
-		{CRD: "a", Version: "v1", Field: "^.y", Check: "celValidation", Severity: crdupgradesafety.SeverityError, ChangeText: long},
+	findings := []finding.Finding{
+		{CRD: "a", Version: "v1", Field: "^.x", Check: "type", Severity: finding.SeverityError, ChangeText: "m"},
+		{CRD: "a", Version: "v1", Field: "^.y", Check: "celValidation", Severity: finding.SeverityError, ChangeText: long},
 		// Two warnings the report's bound (2 per CRD) leaves out.
-		{CRD: "a", Version: "v1", Field: "^.z", Check: "mapType", Severity: crdupgradesafety.SeverityWarning, ChangeText: "w"},
-		{CRD: "a", Version: "v1", Field: "^.zz", Check: "mapType", Severity: crdupgradesafety.SeverityWarning, ChangeText: "w"},
+		{CRD: "a", Version: "v1", Field: "^.z", Check: "mapType", Severity: finding.SeverityWarning, ChangeText: "w"},
+		{CRD: "a", Version: "v1", Field: "^.zz", Check: "mapType", Severity: finding.SeverityWarning, ChangeText: "w"},
 	}
 	bounded := New(nil, findings, 2, nil)
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 )
@@ -23,7 +23,7 @@ import (
 // exemption that waived it, e.g.
 //
 //	data loss: existing field removed (was string): 2 of 2 stored Widgets hold data here, lost on their next write: default/a ("red"), default/b ("blue")
-func Message(f crdupgradesafety.Finding) string {
+func Message(f finding.Finding) string {
 	var b strings.Builder
 	if f.DataLoss {
 		b.WriteString("data loss: ")
@@ -104,7 +104,7 @@ func refusalText(r config.WaiverRefusal, w *config.Waiver) string {
 
 // acceptanceText words an acceptDataLoss entry: its reason, the most
 // objects it accepts, its owner and expiry.
-func acceptanceText(a *config.Acceptance, f crdupgradesafety.Finding) string {
+func acceptanceText(a *config.Acceptance, f finding.Finding) string {
 	parts := []string{a.Reason, fmt.Sprintf("at most %d %s", a.Objects, plural.Of(a.Objects, "object", "objects"))}
 	if f.Acceptance == a && f.Impact == nil && f.Object == nil {
 		parts[1] += ", not counted in this run (no objects read): the count is enforced where the objects are read"
@@ -118,12 +118,12 @@ func acceptanceText(a *config.Acceptance, f crdupgradesafety.Finding) string {
 
 // gapText says why an acceptDataLoss entry that names a loss does not
 // cover it.
-func gapText(g config.AcceptanceGap, a *config.Acceptance, f crdupgradesafety.Finding) string {
+func gapText(g config.AcceptanceGap, a *config.Acceptance, f finding.Finding) string {
 	switch g {
 	case config.GapExpired:
 		return "the acceptance expired at the end of " + a.ExpiresText() + " UTC"
 	case config.GapMoreObjects:
-		n := crdupgradesafety.LossSubject(&f, true).Objects
+		n := finding.LossSubject(&f, true).Objects
 		return fmt.Sprintf("the loss affects %d %s, more than the %d accepted", n, plural.Of(n, "object", "objects"), a.Objects)
 	case config.GapUncounted:
 		return "this run reads the cluster but could not count the objects the loss affects, so it cannot tell that the acceptance covers it"
@@ -188,7 +188,7 @@ func staleText(w *config.Waiver) string {
 
 // VersionText is the version a finding is about as outputs print it:
 // "v1", "v1beta1 -> v1" for a servedVersion pair, "" for none.
-func VersionText(f crdupgradesafety.Finding) string {
+func VersionText(f finding.Finding) string {
 	if f.PairVersion != "" {
 		return f.Version + " -> " + f.PairVersion
 	}
@@ -197,7 +197,7 @@ func VersionText(f crdupgradesafety.Finding) string {
 
 // FieldText is the field a finding is about as outputs print it: its
 // schema path, or the field of the CRD object the apiserver names.
-func FieldText(f crdupgradesafety.Finding) string {
+func FieldText(f finding.Finding) string {
 	if f.Field != "" {
 		return f.Field.String()
 	}
@@ -206,7 +206,7 @@ func FieldText(f crdupgradesafety.Finding) string {
 
 // ImpactText says what a finding does to the stored objects read ("" when
 // none were read, and for a CRD deletion, whose message counts them).
-func ImpactText(f crdupgradesafety.Finding) string {
+func ImpactText(f finding.Finding) string {
 	imp := f.Impact
 	if imp == nil || f.Object != nil || f.Check == config.CheckCRDDeletion {
 		return ""
@@ -228,33 +228,33 @@ func ImpactText(f crdupgradesafety.Finding) string {
 		}
 		examples := exampleList(e, field)
 		switch e.Effect {
-		case crdupgradesafety.EffectPruned:
-			if imp.Source == crdupgradesafety.SourceSamples {
+		case finding.EffectPruned:
+			if imp.Source == finding.SourceSamples {
 				parts = append(parts, fmt.Sprintf("%s %s data here, pruned when applied: %s", of, plural.Of(e.Objects, "holds", "hold"), examples))
 			} else {
 				parts = append(parts, fmt.Sprintf("%s %s data here, lost on their next write: %s", of, plural.Of(e.Objects, "holds", "hold"), examples))
 			}
-		case crdupgradesafety.EffectDefaulted:
+		case finding.EffectDefaulted:
 			parts = append(parts, fmt.Sprintf("%s %s differently: %s", of, plural.Of(e.Objects, "reads", "read"), examples))
-		case crdupgradesafety.EffectGCStopped:
+		case finding.EffectGCStopped:
 			// Objects of every kind were read, not the CRD's stored objects.
 			parts = append(parts, fmt.Sprintf("%d of %d objects read %s ownerReferences to it: %s",
 				e.Objects, imp.Objects, plural.Of(e.Objects, "has", "have"), examples))
-		case crdupgradesafety.EffectConversionRefused:
+		case finding.EffectConversionRefused:
 			parts = append(parts, fmt.Sprintf("%s refused: %s", of, examples))
-		case crdupgradesafety.EffectConversionLost:
+		case finding.EffectConversionLost:
 			parts = append(parts, fmt.Sprintf("%s %s it: %s", of, plural.Of(e.Objects, "loses", "lose"), examples))
-		case crdupgradesafety.EffectAnnotationsNearLimit:
+		case finding.EffectAnnotationsNearLimit:
 			parts = append(parts, fmt.Sprintf("%s near the limit: %s", of, examples))
-		case crdupgradesafety.EffectSSARefused:
+		case finding.EffectSSARefused:
 			parts = append(parts, fmt.Sprintf("%s %s managedFields entries at it: %s", of, plural.Of(e.Objects, "has", "have"), examples))
-		case crdupgradesafety.EffectRejected:
+		case finding.EffectRejected:
 			note := ratchetNote(imp.Source, imp.Ratcheted > 0, imp.Ratcheted, e.Objects)
-			if imp.UpdatesRefused == e.Objects && imp.Source == crdupgradesafety.SourceCluster {
+			if imp.UpdatesRefused == e.Objects && imp.Source == finding.SourceCluster {
 				note = "; every update is refused by a transition rule (oldSelf), which validation ratcheting does not cover; a create passes"
 			}
 			parts = append(parts, fmt.Sprintf("%s rejected: %s%s", of, examples, note))
-		case crdupgradesafety.EffectStatusRejected:
+		case finding.EffectStatusRejected:
 			parts = append(parts, fmt.Sprintf("%s: status writes refused: %s%s", of, examples,
 				statusNote(imp.Source, imp.StatusRatcheted, e.Objects)))
 		}
@@ -264,9 +264,9 @@ func ImpactText(f crdupgradesafety.Finding) string {
 
 // objectText says what happens to one stored object that no finding about
 // the schema explains.
-func objectText(o *crdupgradesafety.ObjectFinding) string {
+func objectText(o *finding.ObjectFinding) string {
 	noun := "existing"
-	if o.Source == crdupgradesafety.SourceSamples {
+	if o.Source == finding.SourceSamples {
 		noun = "sample"
 	}
 	items := make([]string, 0, len(o.Fields)+1)
@@ -286,11 +286,11 @@ func objectText(o *crdupgradesafety.ObjectFinding) string {
 		return fmt.Sprintf("%s is already invalid under the old CRD and still is, which the update does not change: %s", subject, detail)
 	}
 	switch o.Effect {
-	case crdupgradesafety.EffectPruned:
+	case finding.EffectPruned:
 		return fmt.Sprintf("%s would lose data, pruned under the new schema: %s", subject, detail)
-	case crdupgradesafety.EffectDefaulted:
+	case finding.EffectDefaulted:
 		return fmt.Sprintf("%s would read differently under the new schema: %s", subject, detail)
-	case crdupgradesafety.EffectStatusRejected:
+	case finding.EffectStatusRejected:
 		ratcheted := 0
 		if o.Ratchets {
 			ratcheted = 1
@@ -302,7 +302,7 @@ func objectText(o *crdupgradesafety.ObjectFinding) string {
 
 // sourceNoun is how an impact message names objects of a source.
 func sourceNoun(source string) string {
-	if source == crdupgradesafety.SourceSamples {
+	if source == finding.SourceSamples {
 		return "sample"
 	}
 	return "stored"
@@ -310,7 +310,7 @@ func sourceNoun(source string) string {
 
 // exampleList names the example objects of an effect with their values;
 // the field is named where it is below the finding's.
-func exampleList(e crdupgradesafety.EffectCount, field schemapath.Path) string {
+func exampleList(e finding.EffectCount, field schemapath.Path) string {
 	items := make([]string, 0, len(e.Examples)+1)
 	for _, ex := range e.Examples {
 		text := effectText(ex)
@@ -334,8 +334,8 @@ func exampleList(e crdupgradesafety.EffectCount, field schemapath.Path) string {
 // effectText is what happens at one field of an object: for a rejection
 // the apiserver's error as it prints it (its type, the value refused, its
 // detail: field.Error.ErrorBody), else the value; the parts an output left
-// out (crdupgradesafety.Finding.WithoutStoredValues) are left out here.
-func effectText(ex crdupgradesafety.ObjectEffect) string {
+// out (finding.Finding.WithoutStoredValues) are left out here.
+func effectText(ex finding.ObjectEffect) string {
 	if ex.Type == "" {
 		return ex.Value
 	}
@@ -355,7 +355,7 @@ func effectText(ex crdupgradesafety.ObjectEffect) string {
 // are left alone.
 func statusNote(source string, ratcheted, rejected int) string {
 	note := "; only writes of the status (its controller's) are refused: a create drops status and an update of the object keeps the stored one"
-	if source == crdupgradesafety.SourceSamples {
+	if source == finding.SourceSamples {
 		return note + " (applied, the sample's status is dropped)"
 	}
 	switch {
@@ -371,7 +371,7 @@ func statusNote(source string, ratcheted, rejected int) string {
 // does for rejected objects: ratcheted of rejected can still be updated
 // while their invalid fields are left alone.
 func ratchetNote(source string, ratchets bool, ratcheted, rejected int) string {
-	if source == crdupgradesafety.SourceSamples {
+	if source == finding.SourceSamples {
 		return " (refused when applied)"
 	}
 	them, these := "them", "these fields"

@@ -2,13 +2,14 @@ package webhook
 
 import (
 	"context"
-	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
 	"reflect"
 	"slices"
 	"testing"
 
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
+
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 )
 
@@ -31,7 +32,7 @@ func TestApiserverRejectsRedundantInWebhook(t *testing.T) {
 	accepted, refused := 0, 0
 	for _, pair := range testcrd.Pairs(t, "../crdupgradesafety/testdata") {
 		dir, oldCRD, newCRD := pair.Dir, pair.Old, pair.New
-		evaluate := func(cfg *config.Settings) []crdupgradesafety.Finding {
+		evaluate := func(cfg *config.Settings) []finding.Finding {
 			plan := evaluation.Plan{Pairs: []evaluation.Pair{{Old: oldCRD, New: newCRD, Strategy: evaluation.StrategyUpdate}}}
 			res, err := evaluation.Run(context.Background(), evaluation.Request{Plan: plan, Settings: cfg})
 			if err != nil {
@@ -40,14 +41,14 @@ func TestApiserverRejectsRedundantInWebhook(t *testing.T) {
 			return res.Findings
 		}
 		with := evaluate(&full)
-		if slices.ContainsFunc(with, func(f crdupgradesafety.Finding) bool {
-			return f.Check == config.CheckAPIServerRejects && f.Severity == crdupgradesafety.SeverityError
+		if slices.ContainsFunc(with, func(f finding.Finding) bool {
+			return f.Check == config.CheckAPIServerRejects && f.Severity == finding.SeverityError
 		}) {
 			refused++ // the apiserver refuses it before any webhook
 			continue
 		}
 		accepted++
-		others := slices.DeleteFunc(slices.Clone(with), func(f crdupgradesafety.Finding) bool {
+		others := slices.DeleteFunc(slices.Clone(with), func(f finding.Finding) bool {
 			return f.Check == config.CheckAPIServerRejects
 		})
 		without := evaluate(&webhook)

@@ -214,7 +214,7 @@ const (
 // changed in any byte (a new resourceVersion at least) has another key:
 // the cache never serves another CRD than the review's. The CRDs it
 // returns are shared and must not be modified (the evaluation copies what
-// it changes: crdupgradesafety.ValidatedAt).
+// it changes: checks.ValidatedAt).
 type crdCache struct {
 	cache *lru.Cache[[sha256.Size]byte, *apiextv1.CustomResourceDefinition]
 }

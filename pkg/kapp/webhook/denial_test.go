@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
@@ -76,7 +76,7 @@ func TestOwnDenialSaidOnce(t *testing.T) {
 	// deploy runs the kapp hook's evaluation of the update with the
 	// settings raw, its dry run answered with dryRunErr; it returns the
 	// findings, the objects listed and the deploy's error.
-	deploy := func(t *testing.T, raw map[string]any, dryRunErr error) ([]crdupgradesafety.Finding, []string, error) {
+	deploy := func(t *testing.T, raw map[string]any, dryRunErr error) ([]finding.Finding, []string, error) {
 		t.Helper()
 		cfg, err := config.Decode(raw)
 		require.NoError(t, err)
@@ -95,8 +95,8 @@ func TestOwnDenialSaidOnce(t *testing.T) {
 		}
 		return res.Findings, cluster.Lists, nil
 	}
-	rejects := func(fs []crdupgradesafety.Finding) []crdupgradesafety.Finding {
-		var out []crdupgradesafety.Finding
+	rejects := func(fs []finding.Finding) []finding.Finding {
+		var out []finding.Finding
 		for _, f := range fs {
 			if f.Check == config.CheckAPIServerRejects {
 				out = append(out, f)
@@ -123,7 +123,7 @@ func TestOwnDenialSaidOnce(t *testing.T) {
 		findings, _, err := deploy(t, exempt, ours())
 		rs := rejects(findings)
 		require.Len(t, rs, 1)
-		require.Equal(t, crdupgradesafety.SeverityError, rs[0].Severity)
+		require.Equal(t, finding.SeverityError, rs[0].Severity)
 		line := report.FindingLine(rs[0])
 		require.True(t, strings.HasPrefix(line, "crd "+crd+": [apiserverRejects] the CRDUpgradeSafety admission webhook denies the "+
 			"update (server-side dry run) for 1 finding this check does not report as an error: crd "+crd+" version v1 field ^.spec.color: [enum] "), line)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/kube"
 	"github.com/prometheus/client_golang/prometheus"
@@ -128,14 +128,14 @@ func (m *Metrics) observe(op admissionv1.Operation, v verdict, took time.Duratio
 	default:
 		denied := false
 		for _, f := range v.findings {
-			denied = denied || f.Severity == crdupgradesafety.SeverityError
+			denied = denied || f.Severity == finding.SeverityError
 		}
 		if denied {
 			decision = DecisionDenied
 		}
 		for _, f := range v.findings {
 			switch {
-			case f.Severity != crdupgradesafety.SeverityError:
+			case f.Severity != finding.SeverityError:
 				m.findings.WithLabelValues(f.Check, "warning").Inc()
 			case denied:
 				m.findings.WithLabelValues(f.Check, "error").Inc()

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
@@ -83,7 +83,7 @@ var crdResource = metav1.GroupVersionResource{Group: apiextv1.GroupName, Version
 
 // verdict is what a review decided, before it becomes a response.
 type verdict struct {
-	findings []crdupgradesafety.Finding
+	findings []finding.Finding
 	// skip says why the request was let through without judging it.
 	skip string
 	// err: the review could not judge the request; failMode decides.
@@ -399,7 +399,7 @@ func (r *Reviewer) respond(req *admissionv1.AdmissionRequest, v verdict) *admiss
 	// settings reveal them (webhook.revealStoredValues).
 	findings := v.findings
 	if !r.Settings.Webhook.RevealStoredValues {
-		findings = crdupgradesafety.WithoutStoredValues(findings)
+		findings = finding.WithoutStoredValues(findings)
 	}
 	denial, warnings := report.Admission(findings)
 	resp.Warnings = warnings

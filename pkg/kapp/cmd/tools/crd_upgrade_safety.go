@@ -8,7 +8,7 @@ import (
 	cmdapp "carvel.dev/kapp/pkg/kapp/cmd/app"
 	cmdcore "carvel.dev/kapp/pkg/kapp/cmd/core"
 	"github.com/cppforlife/go-cli-ui/ui"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/spf13/cobra"
 )
@@ -173,7 +173,7 @@ func (o *CRDUpgradeSafetyOptions) Run() error {
 // compare evaluates the new CRDs against each old side (the --file inputs,
 // each --git-ref baseline, or the cluster) in turn, and returns the names
 // of the CRDs checked and every finding, sorted, each with its baseline.
-func (o *CRDUpgradeSafetyOptions) compare(ctx context.Context, in *runInputs) (checked []string, findings []crdupgradesafety.Finding, err error) {
+func (o *CRDUpgradeSafetyOptions) compare(ctx context.Context, in *runInputs) (checked []string, findings []finding.Finding, err error) {
 	seen := map[string]bool{}
 	check := func(name string) {
 		if !seen[name] {
@@ -206,6 +206,6 @@ func (o *CRDUpgradeSafetyOptions) compare(ctx context.Context, in *runInputs) (c
 	}
 	// Each side's findings come sorted; the sort is stable, so findings
 	// alike from several baselines keep the baselines' order.
-	crdupgradesafety.SortFindings(findings)
+	finding.SortFindings(findings)
 	return checked, findings, nil
 }

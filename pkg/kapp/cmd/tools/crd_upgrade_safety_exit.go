@@ -1,7 +1,7 @@
 package tools
 
 import (
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 )
 
@@ -26,7 +26,7 @@ func (e exitStatusError) ExitStatus() int { return e.status }
 // exitStatusOf is the outcome of a run whose reports are printed: nil
 // without error findings, else the unsafe-upgrade error with exit status
 // UnsafeExitStatus.
-func exitStatusOf(findings []crdupgradesafety.Finding) error {
+func exitStatusOf(findings []finding.Finding) error {
 	if err := (evaluation.Result{Findings: findings}).Err(); err != nil {
 		return exitStatusError{err: err, status: UnsafeExitStatus}
 	}

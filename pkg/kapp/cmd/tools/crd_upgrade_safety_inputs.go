@@ -9,7 +9,7 @@ import (
 	ctlconf "carvel.dev/kapp/pkg/kapp/config"
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/inputs"
 	"github.com/crdsafety/kapp/pkg/kapp/preflight"
@@ -40,7 +40,7 @@ type runInputs struct {
 // empty, baseline nil) the cluster.
 type oldSide struct {
 	set      inputs.Set
-	baseline *crdupgradesafety.Baseline
+	baseline *finding.Baseline
 }
 
 // checkFileFlags checks the file flags that need no input read.
@@ -222,7 +222,7 @@ func (o *CRDUpgradeSafetyOptions) load() (newSet inputs.Set, sides []oldSide, er
 			continue
 		}
 		read[b.Commit] = ref
-		sides = append(sides, oldSide{set: oldSet, baseline: &crdupgradesafety.Baseline{Ref: b.Ref, Commit: b.Commit, MergeBase: b.MergeBase}})
+		sides = append(sides, oldSide{set: oldSet, baseline: &finding.Baseline{Ref: b.Ref, Commit: b.Commit, MergeBase: b.MergeBase}})
 	}
 	return newSet, sides, nil
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/cppforlife/go-cli-ui/ui"
 	uitable "github.com/cppforlife/go-cli-ui/ui/table"
 
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/inputs"
 	"github.com/crdsafety/kapp/pkg/kapp/report"
 )
@@ -81,7 +81,7 @@ func (o *CRDUpgradeSafetyOptions) checkOutput() ([]outputFileFlag, error) {
 // writes each --output-file. checked names every CRD checked; newCRDs and
 // the old sides locate the findings (only the outputs that print
 // locations read them, and only for CRDs with findings).
-func (o *CRDUpgradeSafetyOptions) printReports(files []outputFileFlag, checked []string, findings []crdupgradesafety.Finding, maxPerCRD int,
+func (o *CRDUpgradeSafetyOptions) printReports(files []outputFileFlag, checked []string, findings []finding.Finding, maxPerCRD int,
 	newCRDs []inputs.CRD, sides []oldSide) error {
 
 	r := reporter{checked: checked, findings: findings, maxPerCRD: maxPerCRD, locators: map[string]*inputs.Locator{}}
@@ -114,9 +114,9 @@ func (o *CRDUpgradeSafetyOptions) printReports(files []outputFileFlag, checked [
 // reporter renders one run's outcome in any output.
 type reporter struct {
 	checked   []string
-	findings  []crdupgradesafety.Finding
+	findings  []finding.Finding
 	maxPerCRD int
-	baselines []crdupgradesafety.Baseline
+	baselines []finding.Baseline
 	// locators by the commit of a finding's baseline ("" for none).
 	locators map[string]*inputs.Locator
 }
@@ -129,7 +129,7 @@ func (r reporter) print(u ui.UI, output string, globalJSON bool) error {
 		rep.Baselines = r.baselines
 		return printFindingsTable(u, globalJSON, rep)
 	}
-	rep := report.New(r.checked, r.findings, r.maxPerCRD, func(f crdupgradesafety.Finding) (newLoc, oldLoc report.Location) {
+	rep := report.New(r.checked, r.findings, r.maxPerCRD, func(f finding.Finding) (newLoc, oldLoc report.Location) {
 		key := ""
 		if f.Baseline != nil {
 			key = f.Baseline.Commit

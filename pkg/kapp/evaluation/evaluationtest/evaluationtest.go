@@ -16,7 +16,7 @@ import (
 	"sync"
 
 	"github.com/crdsafety/kapp/pkg/kapp/conversion/conversiontest"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/apivalidation"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/kube"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -161,11 +161,11 @@ func (f *Cluster) DryRun(_ context.Context, verb evaluation.Verb, obj *unstructu
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, crd); err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	prepared := crdupgradesafety.PrepareCRD(crd)
+	prepared := apivalidation.PrepareCRD(crd)
 	errs := prepared.Create(context.Background())
 	warnings := prepared.WarningsOnCreate(context.Background())
 	if verb == evaluation.VerbUpdate {
-		old := crdupgradesafety.PrepareCRD(f.CRDs[crd.Name])
+		old := apivalidation.PrepareCRD(f.CRDs[crd.Name])
 		errs = prepared.Update(context.Background(), old)
 		warnings = prepared.WarningsOnUpdate(context.Background(), old)
 	}

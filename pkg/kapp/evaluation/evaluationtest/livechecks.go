@@ -12,7 +12,7 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/conversion/conversiontest"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/storedversions"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"
@@ -42,7 +42,7 @@ type LiveCheck struct {
 // Summary is a finding as LiveCheck compares it: severity, check, version,
 // field, and the stored objects it affects where it has an impact
 // ("cluster 1/2": 1 of 2 objects read live).
-func Summary(f crdupgradesafety.Finding) string {
+func Summary(f finding.Finding) string {
 	s := fmt.Sprintf("%s %s %s %s", f.Severity, f.Check, f.Version, f.Field)
 	if f.Impact != nil {
 		s += fmt.Sprintf(" %s %d/%d", f.Impact.Source, f.Impact.Affected, f.Impact.Objects)

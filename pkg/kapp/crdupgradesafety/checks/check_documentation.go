@@ -1,0 +1,13 @@
+package checks
+
+// checkDocumentation clears keywords that only document a schema, and those
+// the apiserver ignores for the schema's type (clearIgnoredKeywords, while
+// the types are still there: checkType clears them): changing them is
+// never a finding.
+func checkDocumentation(n *node) {
+	clearIgnoredKeywords(n)
+	n.old.Description, n.new.Description = "", ""
+	n.old.Title, n.new.Title = "", ""
+	n.old.Example, n.new.Example = nil, nil
+	n.old.ExternalDocs, n.new.ExternalDocs = nil, nil
+}

@@ -1,0 +1,19 @@
+package checks
+
+import (
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+)
+
+// checkMapType: x-kubernetes-map-type decides server-side apply ownership
+// of map entries and nothing else: no stored object becomes invalid. An
+// absent map type means granular. Reported at changeEnforcement (Warn by
+// default).
+func checkMapType(n *node) {
+	o, nw := orDefault(n.old.XMapType, "granular"), orDefault(n.new.XMapType, "granular")
+	n.old.XMapType, n.new.XMapType = nil, nil
+	if c := n.run.vc.MapType; o != nw && c.Enabled {
+		n.reportAt(c.ChangeEnforcement, config.CheckMapType, finding.Change{Kind: "changed", Old: o, New: nw},
+			"x-kubernetes-map-type changed: %s -> %s: no stored object becomes invalid, only server-side apply ownership changes", o, nw)
+	}
+}
