@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 )
@@ -71,19 +70,14 @@ func (e *ProxyError) Error() string {
 
 func (e *ProxyError) Unwrap() error { return e.Err }
 
-// Unanswered: the request never reached the webhook: no answer, the
-// proxy's own refusal (403: the identity may not create services/proxy;
-// 404 of the Service itself: not deployed), or a gateway status (502, 503:
-// no ready endpoints, 504).
+// Unanswered: the request never reached a webhook that answers: no
+// answer, the proxy's own refusal (403: the identity may not create
+// services/proxy; 404: no such Service, or nothing at its path), or a
+// gateway status (502, 503: no ready endpoints, 504).
 func (e *ProxyError) Unanswered() bool {
 	switch e.Code {
-	case 0, http.StatusForbidden, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+	case 0, http.StatusForbidden, http.StatusNotFound, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return true
-	case http.StatusNotFound:
-		var se *apierrors.StatusError
-		if errors.As(e.Err, &se) && se.ErrStatus.Details != nil && se.ErrStatus.Details.Kind == "services" {
-			return true
-		}
 	}
 	return false
 }

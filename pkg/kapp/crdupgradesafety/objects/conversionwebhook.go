@@ -28,6 +28,9 @@ func NeedsConversionProbe(old, new *apiextv1.CustomResourceDefinition) bool {
 	if old == nil || !hasConversionWebhook(new) {
 		return false
 	}
+	// As the apiserver stores them: the live CRD has its defaults (a
+	// service's port 443), a file may not.
+	old, new = defaulted(old), defaulted(new)
 	if !equality.Semantic.DeepEqual(old.Spec.Conversion, new.Spec.Conversion) {
 		return true
 	}
@@ -44,6 +47,21 @@ func NeedsConversionProbe(old, new *apiextv1.CustomResourceDefinition) bool {
 		return out
 	}
 	return !slices.Equal(shapes(old), shapes(new))
+}
+
+func defaulted(crd *apiextv1.CustomResourceDefinition) *apiextv1.CustomResourceDefinition {
+	c := &apiextv1.CustomResourceDefinition{Spec: apiextv1.CustomResourceDefinitionSpec{
+		Conversion: crd.Spec.Conversion.DeepCopy(), PreserveUnknownFields: crd.Spec.PreserveUnknownFields}}
+	c.Spec.Versions = make([]apiextv1.CustomResourceDefinitionVersion, len(crd.Spec.Versions))
+	for i, v := range crd.Spec.Versions {
+		c.Spec.Versions[i] = apiextv1.CustomResourceDefinitionVersion{Name: v.Name, Served: v.Served, Storage: v.Storage}
+	}
+	apiextv1.SetObjectDefaults_CustomResourceDefinition(c)
+	apiextv1.SetDefaults_CustomResourceDefinitionSpec(&c.Spec)
+	if w := c.Spec.Conversion.Webhook; w != nil && w.ClientConfig != nil && len(w.ClientConfig.CABundle) == 0 {
+		w.ClientConfig.CABundle = nil
+	}
+	return c
 }
 
 func hasConversionWebhook(crd *apiextv1.CustomResourceDefinition) bool {

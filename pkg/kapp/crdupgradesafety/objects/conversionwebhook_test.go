@@ -219,6 +219,12 @@ func TestNeedsConversionProbe(t *testing.T) {
 			u := "https://example.com/convert-v2"
 			new.Spec.Conversion.Webhook.ClientConfig = &apiextv1.WebhookClientConfig{URL: &u}
 		}},
+		{name: "a service's port as the apiserver defaults it, and a file without it: no change", edit: func(old, new *apiextv1.CustomResourceDefinition) {
+			port := int32(443)
+			path := "/convert"
+			old.Spec.Conversion.Webhook.ClientConfig = &apiextv1.WebhookClientConfig{Service: &apiextv1.ServiceReference{Namespace: "ops", Name: "conv", Path: &path, Port: &port}}
+			new.Spec.Conversion.Webhook.ClientConfig = &apiextv1.WebhookClientConfig{Service: &apiextv1.ServiceReference{Namespace: "ops", Name: "conv", Path: &path}}
+		}},
 		{name: "conversion None -> Webhook", want: true, edit: func(old, new *apiextv1.CustomResourceDefinition) {
 			old.Spec.Conversion = &apiextv1.CustomResourceConversion{Strategy: apiextv1.NoneConverter}
 		}},
