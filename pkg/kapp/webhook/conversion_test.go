@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/crdsafety/kapp/pkg/kapp/conversion/conversiontest"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
@@ -61,6 +62,13 @@ func TestReviewConversionWebhook(t *testing.T) {
 		require.True(t, resp.Allowed, "ns/c, the object refused, is past the budget")
 		require.Len(t, resp.Warnings, 1)
 		require.Contains(t, resp.Warnings[0], "conversion probed for 1 of 4 stored Widgets: the budget (maxObjects 1, timeout 2s; maxObjects reached) cut it short")
+	})
+	t.Run("the budget: a webhook slower than timeout verified nothing", func(t *testing.T) {
+		r, _ := reviewer(t, map[string]any{"webhook": map[string]any{"conversion": map[string]any{"timeout": "100ms"}}},
+			&evaluationtest.Cluster{Objs: objs()})
+		resp := r.Review(context.Background(), update(&conversiontest.Hook{Delay: 300 * time.Millisecond}))
+		require.False(t, resp.Allowed)
+		require.Contains(t, resp.Result.Message, "conversion not verified")
 	})
 	t.Run("the default budget probes the four", func(t *testing.T) {
 		r, _ := reviewer(t, nil, &evaluationtest.Cluster{Objs: objs()})
