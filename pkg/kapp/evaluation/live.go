@@ -82,6 +82,13 @@ func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.Se
 		}
 		findings = append(findings, fs...)
 	}
+	if p.Old != nil && o.replace == "" && !o.rejected && crd.ConversionWebhook.Enabled {
+		fs, err := probeConversion(ctx, p, cfg, cluster)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		findings = append(findings, fs...)
+	}
 	if p.Old != nil && !o.rejected && crd.OwnerReferences.Enabled {
 		fs, err := readOwnerReferences(ctx, p, cfg, cluster)
 		if err != nil {

@@ -58,6 +58,7 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.Settings, cluster Clus
 		if p.Old != nil && p.Strategy == StrategySkip {
 			continue // kapp leaves the CRD alone
 		}
+		p.conversion = &plan.Conversion
 		pairs = append(pairs, p)
 	}
 
@@ -83,7 +84,11 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.Settings, cluster Clus
 			if err != nil {
 				return err
 			}
-			outcomes[i].findings = finding.ApplyImpacts(outcomes[i].findings, impacts, cfg)
+			conv, err := probeSamples(ctx, pairs[i], cfg)
+			if err != nil {
+				return err
+			}
+			outcomes[i].findings = finding.ApplyImpacts(append(outcomes[i].findings, conv...), impacts, cfg)
 			return nil
 		})
 	} else {

@@ -191,6 +191,16 @@ func actionText(f finding.Finding) string {
 		return orderingText(f.Ordering)
 	case finding.RemedyRemoveWaiver:
 		return "remove the waiver: the change it waived is gone (a fingerprint changes with the change it names: waive the new one, after a review)"
+	case finding.RemedyFixConversion:
+		of := "the stored objects"
+		if objects != "" {
+			of = objects
+		}
+		return "fix the new conversion webhook for " + of + " before the CRD names it (carry every field across, convert between every pair of versions, keep stash annotations small), " +
+			"and probe it in CI against sample objects ('kapp tools crd-upgrade-safety --objects ... --conversion-webhook-url ... --conversion-webhook-ca-file ...')"
+	case finding.RemedyVerifyConversion:
+		return "deploy the new conversion webhook and wait for it before the CRD that names it changes (kapp's change-group and change-rule annotations), then try again; " +
+			"or probe it in CI against sample objects with a webhook run locally ('kapp tools crd-upgrade-safety --objects ... --conversion-webhook-url ... --conversion-webhook-ca-file ...')"
 	case finding.RemedyFixObjects:
 		if objects != "" {
 			return "fix " + objects + " before the update, or keep the schema that accepts them"

@@ -249,9 +249,21 @@ func (r *Reviewer) judgeUpdate(ctx context.Context, objs objects) verdict {
 		return verdict{skip: "spec unchanged", waiver: waiverAudit(newCRD.Annotations)}
 	}
 	plan := evaluation.Plan{Pairs: []evaluation.Pair{{Old: oldCRD, New: newCRD, Strategy: evaluation.StrategyUpdate, Key: objs.key}},
-		Comparisons: r.Comparisons}
+		Comparisons: r.Comparisons, Conversion: r.conversionBudget()}
 	res, err := r.run(ctx, plan)
 	return verdict{findings: res.Findings, err: err, waiver: waiverAudit(newCRD.Annotations)}
+}
+
+// conversionBudget bounds the conversion probe of a review: the settings'
+// webhook.conversion (config.Default's when unset).
+func (r *Reviewer) conversionBudget() evaluation.ConversionProbe {
+	b := config.Default().Webhook.Conversion
+	if r.Settings != nil {
+		if c := r.Settings.Webhook.Conversion; c.MaxObjects > 0 || c.Timeout > 0 {
+			b = c
+		}
+	}
+	return evaluation.ConversionProbe{MaxObjects: b.MaxObjects, Timeout: b.Timeout}
 }
 
 // bothCRDs is the decode error of an update's review (of the CRD or of its

@@ -99,6 +99,16 @@ const (
 	// the change rule on the CRD (Finding.Ordering names the annotations),
 	// or a kapp Config that does it for the whole app.
 	RemedyOrderWorkloadFirst RemedyAction = "orderWorkloadFirst"
+	// RemedyFixConversion: fix the new conversion webhook for the objects
+	// named (Objects) before the CRD names it (carry every field across,
+	// convert between every pair of versions, keep stash annotations
+	// small), and probe it in CI against sample objects.
+	RemedyFixConversion RemedyAction = "fixConversion"
+	// RemedyVerifyConversion: the new conversion webhook could not be
+	// asked (or only in part, within a budget): deploy it, and wait for
+	// it, before the CRD that names it changes (kapp change groups and
+	// rules), or probe it in CI with a webhook run locally.
+	RemedyVerifyConversion RemedyAction = "verifyConversion"
 	// RemedyRemoveWaiver: a stale waiver waives nothing: remove it.
 	RemedyRemoveWaiver RemedyAction = "removeWaiver"
 	// RemedyWebhookBeforeWrites: the conversion webhook changes while
@@ -183,6 +193,7 @@ var remedyActions = map[string]RemedyAction{
 	config.CheckStoragePruning:        RemedyStoreEveryField,
 	config.CheckManagedFields:         RemedyMigrateManagedFields,
 	config.CheckOwnerReferences:       RemedyRepointOwners,
+	config.CheckConversionWebhook:     RemedyFixConversion,
 	config.CheckUnhandled:             RemedyReview,
 	config.CheckStaleWaiver:           RemedyRemoveWaiver,
 	config.CheckConversionOrdering:    RemedyOrderWorkloadFirst,
