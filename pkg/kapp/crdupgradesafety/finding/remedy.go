@@ -109,6 +109,11 @@ const (
 	// it, before the CRD that names it changes (kapp change groups and
 	// rules), or probe it in CI with a webhook run locally.
 	RemedyVerifyConversion RemedyAction = "verifyConversion"
+	// RemedyJudgeAtApplyTime: the new conversion code ships in the same
+	// deploy (Resources: its workloads, rolled out before the CRD): the
+	// admission webhook (Detail, "" when none is installed) judges it when
+	// kapp updates the CRD; to know before the deploy, probe it in CI.
+	RemedyJudgeAtApplyTime RemedyAction = "judgeAtApplyTime"
 	// RemedyRemoveWaiver: a stale waiver waives nothing: remove it.
 	RemedyRemoveWaiver RemedyAction = "removeWaiver"
 	// RemedyWebhookBeforeWrites: the conversion webhook changes while
