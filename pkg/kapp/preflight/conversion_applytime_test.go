@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // TestConversionAtApplyTime: a deploy that ships the conversion webhook's
@@ -59,10 +60,13 @@ func TestConversionAtApplyTime(t *testing.T) {
 		config        map[string]any
 		errors        []string // substrings of the error findings' lines (one each)
 		warnings      []string // substrings of the printed lines (one each)
+		// marked: the dry run of the CRD update carries the apply-time
+		// mark for the admission webhook (evaluation.ApplyTimeAnnotation).
+		marked bool
 	}{
 		{name: "ordered, the admission webhook installed: the apply-time warning",
 			existing: concat(crd1(), op1()), new: ordered(crd2(), op2()), admission: admission,
-			warnings: []string{applyTime}},
+			warnings: []string{applyTime}, marked: true},
 		{name: "ordered, no admission webhook: failMode closed blocks, saying nothing verifies it",
 			existing: concat(crd1(), op1()), new: ordered(crd2(), op2()),
 			errors: []string{nothing + " (failMode closed)"}},
@@ -78,7 +82,7 @@ func TestConversionAtApplyTime(t *testing.T) {
 			errors: []string{notVerified, "[conversionOrdering]"}},
 		{name: "a url webhook: a changed workload the CRD's change waits for counts",
 			existing: concat(crd1(), op1()), new: ordered(edit(crd2(), "CustomResourceDefinition", "", toURL), op2()), admission: admission,
-			warnings: []string{applyTime}},
+			warnings: []string{applyTime}, marked: true},
 		{name: "no object stored: nothing to convert, no verdict",
 			existing: concat(crd1(), op1()), new: ordered(crd2(), op2()), count: ptr(0)},
 		{name: "a url webhook, the CRD waiting for no workload: probed",
@@ -126,6 +130,15 @@ func TestConversionAtApplyTime(t *testing.T) {
 					require.True(t, containsAny(lines, want), "%q\nnot in %q", want, lines)
 				}
 			}
+			require.Len(t, cluster.DryRuns, 1)
+			mark := evaluation.ApplyTimeMark(mustCRD(t, cluster.DryRuns[0].Obj))
+			if tc.marked {
+				require.NotNil(t, mark, "the dry run carries the apply-time mark")
+				require.Equal(t, admission, mark.AdmissionWebhook)
+				require.Equal(t, gizmoOperator, mark.Shipped()[0].Ref())
+			} else {
+				require.Nil(t, mark, "the dry run carries no mark")
+			}
 			lines := nonEmptyLines(out.String())
 			require.Len(t, lines, len(tc.warnings), "printed: %q", lines)
 			for i, want := range tc.warnings {
@@ -133,6 +146,13 @@ func TestConversionAtApplyTime(t *testing.T) {
 			}
 		})
 	}
+}
+
+func mustCRD(t *testing.T, obj *unstructured.Unstructured) *apiextv1.CustomResourceDefinition {
+	t.Helper()
+	crd := &apiextv1.CustomResourceDefinition{}
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, crd))
+	return crd
 }
 
 func containsAny(lines []string, want string) bool {

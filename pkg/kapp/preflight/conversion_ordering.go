@@ -89,7 +89,7 @@ func orderConversions(ctx context.Context, graph *ctldgraph.ChangeGraph, plan *e
 		}
 		return r.ServiceSelector(ctx, ns, name)
 	}
-	var shipped []*finding.ConversionOrdering
+	var shipped []int
 	for _, change := range graph.All() {
 		res := change.Change.Resource()
 		i, ok := pairs[res.Name()]
@@ -102,7 +102,7 @@ func orderConversions(ctx context.Context, graph *ctldgraph.ChangeGraph, plan *e
 		}
 		plan.Pairs[i].Ordering = o
 		if len(o.Shipped()) > 0 {
-			shipped = append(shipped, o)
+			shipped = append(shipped, i)
 		}
 	}
 	if len(shipped) == 0 || cluster == nil {
@@ -125,8 +125,19 @@ func orderConversions(ctx context.Context, graph *ctldgraph.ChangeGraph, plan *e
 	if err != nil {
 		return fmt.Errorf("finding the admission webhook that judges the conversion at apply time: %w", err)
 	}
-	for _, o := range shipped {
-		o.AdmissionWebhook = name
+	for _, i := range shipped {
+		p := &plan.Pairs[i]
+		p.Ordering.AdmissionWebhook = name
+		if name != "" && p.Send != nil {
+			// The dry run of the update reaches that admission webhook
+			// too, before the rollout: it says so (honoured on dry runs
+			// only), so the webhook does not probe the code running now.
+			send, err := evaluation.MarkApplyTime(p.Send, p.Ordering)
+			if err != nil {
+				return err
+			}
+			p.Send = send
+		}
 	}
 	return nil
 }
