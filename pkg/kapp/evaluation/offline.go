@@ -5,6 +5,7 @@ import (
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 )
 
 // offlineFindings runs the checks of one pair that need no cluster: the
@@ -13,9 +14,11 @@ import (
 // in a kapp deploy, the order of the conversion webhook's rollout.
 func offlineFindings(ctx context.Context, p Pair, oldFromFiles, live bool, cfg *config.Settings, comparisons *Comparisons) pairOutcome {
 	v := newOfflineValidation(ctx, p, oldFromFiles, cfg)
-	var o pairOutcome
+	// The pair's one policy: its comparison's, then the engine's
+	// judgement of the pair (crdupgradesafety.Judge).
+	o := pairOutcome{policy: finding.NewPolicy(cfg, p.New.Name)}
 	if p.Old != nil {
-		o.findings = comparisons.compare(p, cfg)
+		o.findings = comparisons.compareWith(p, o.policy)
 		o.findings = append(o.findings, checks.ConversionOrderingFindings(p.Old, p.New, p.Ordering, cfg)...)
 	}
 	rejected, replace, findings := v.finish(live)

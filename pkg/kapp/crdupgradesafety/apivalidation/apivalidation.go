@@ -18,6 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
+// The descriptor of apiserverRejects: the apiserver refuses the new CRD (library validation offline, a server-side dry run in a deploy).
+var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckAPIServerRejects}, Runs: finding.RunsOnCRD, Remedy: finding.RemedyApiserverReason})
+
 // The apiserverRejects check: the apiserver's own validation of a CRD
 // create or update, run offline with the apiextensions-apiserver library.
 // A CRD the apiserver refuses would make a deploy fail half way, after the
@@ -240,7 +243,7 @@ func V1FieldPath(path string) string {
 // whatever the configuration says, and going on would apply the rest of the
 // change set and then fail half way.
 func Rejected(crdName, verb string, rs []Rejection, cfg *config.Settings) []finding.Finding {
-	if len(rs) == 0 || !finding.NewPolicy(cfg, crdName).Settings.Checks.CRD.ApiserverRejects.Enabled {
+	if len(rs) == 0 || !finding.SettingsOf(cfg).Checks.CRD.ApiserverRejects.Enabled {
 		return nil
 	}
 	findings := make([]finding.Finding, len(rs))
@@ -267,7 +270,7 @@ func Rejected(crdName, verb string, rs []Rejection, cfg *config.Settings) []find
 // and cannot be exempted. The denied findings are its facts (Denied),
 // which the outputs word; its fingerprint hashes theirs.
 func DeniedByWebhook(crdName, verb string, denied []finding.DeniedFinding, cfg *config.Settings) []finding.Finding {
-	if len(denied) == 0 || !finding.NewPolicy(cfg, crdName).Settings.Checks.CRD.ApiserverRejects.Enabled {
+	if len(denied) == 0 || !finding.SettingsOf(cfg).Checks.CRD.ApiserverRejects.Enabled {
 		return nil
 	}
 	fps := make([]string, len(denied))
@@ -293,7 +296,7 @@ func DeniedByWebhook(crdName, verb string, denied []finding.DeniedFinding, cfg *
 // CRD; nil when the check is disabled. The apiserver applies the change;
 // the warning names what will not work as its author may expect.
 func Warned(crdName, verb string, warnings []string, cfg *config.Settings) []finding.Finding {
-	if len(warnings) == 0 || !finding.NewPolicy(cfg, crdName).Settings.Checks.CRD.ApiserverRejects.Enabled {
+	if len(warnings) == 0 || !finding.SettingsOf(cfg).Checks.CRD.ApiserverRejects.Enabled {
 		return nil
 	}
 	findings := make([]finding.Finding, len(warnings))
@@ -315,7 +318,7 @@ func Warned(crdName, verb string, warnings []string, cfg *config.Settings) []fin
 // still runs, but its old side may not be what a cluster holds. nil when
 // errs is empty or the check is disabled.
 func InvalidOld(crdName string, errs field.ErrorList, cfg *config.Settings) []finding.Finding {
-	if len(errs) == 0 || !finding.NewPolicy(cfg, crdName).Settings.Checks.CRD.ApiserverRejects.Enabled {
+	if len(errs) == 0 || !finding.SettingsOf(cfg).Checks.CRD.ApiserverRejects.Enabled {
 		return nil
 	}
 	fs := []finding.Finding{{

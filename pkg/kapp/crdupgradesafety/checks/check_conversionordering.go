@@ -10,6 +10,12 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
+// The descriptor of conversionOrdering: a CRD update that needs its
+// conversion webhook's new code, in a change set that may apply it before
+// the webhook's workloads (facts of kapp's change graph, judged offline).
+var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckConversionOrdering}, Runs: finding.RunsOnCRD,
+	Remedy: finding.RemedyOrderWorkloadFirst})
+
 // ConversionNeedOf says whether updating old to new needs new conversion
 // code, and why (the first reason, in the order of the constants; version
 // names the version it is about). The rule: only an update (old not nil)
@@ -144,7 +150,7 @@ func ConversionOrderingFindings(old, new *apiextv1.CustomResourceDefinition, o *
 	for i := range p.Findings {
 		p.Findings[i].Ordering = &facts
 	}
-	return p.Findings
+	return p.Judged(p.Findings)
 }
 
 func rolledOut(n int) string {

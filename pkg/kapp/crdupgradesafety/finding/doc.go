@@ -11,6 +11,7 @@
 // Files:
 //
 //	findings.go    Finding, Severity, Cause, ObjectFinding; HasErrors, Bound, SortFindings, StaleWaivers
+//	descriptor.go  Descriptor: what a check is, declared in its own file (Register): IDs, how it runs, remedy, data loss, unaffectedEnforcement
 //	policy.go      Draft and Policy: a check's change made a finding (severity, waivers, acceptances); KeyFindings
 //	alpha.go       IsAlphaVersion and alphaVersionEnforcement's leniency
 //	fingerprint.go Change (a finding's facts) and the fingerprint that hashes them

@@ -282,8 +282,8 @@ func SortFindings(fs []Finding) {
 // fingerprint alone, cannot be judged: the run does not know its CRD's
 // findings. findings are all the run's findings.
 func StaleWaivers(cfg *config.Settings, crds []string, findings []Finding) []Finding {
-	p := NewPolicy(cfg, "")
-	if len(p.Settings.Waivers) == 0 {
+	cfg = SettingsOf(cfg)
+	if len(cfg.Waivers) == 0 {
 		return nil
 	}
 	evaluated := make(map[string]bool, len(crds))
@@ -291,9 +291,9 @@ func StaleWaivers(cfg *config.Settings, crds []string, findings []Finding) []Fin
 		evaluated[c] = true
 	}
 	var out []Finding
-	fps := map[string]int{}
-	for i := range p.Settings.Waivers {
-		w := &p.Settings.Waivers[i]
+	var ids identities
+	for i := range cfg.Waivers {
+		w := &cfg.Waivers[i]
 		// apiserverRejects findings are never waived: a waiver naming one
 		// waives nothing, and is stale.
 		if !evaluated[w.CRD] || slices.ContainsFunc(findings, func(f Finding) bool {
@@ -304,9 +304,7 @@ func StaleWaivers(cfg *config.Settings, crds []string, findings []Finding) []Fin
 		f := Finding{CRD: w.CRD, Check: config.CheckStaleWaiver, Severity: SeverityWarning, StaleWaiver: w,
 			Change: Change{Kind: string(w.Source), Old: w.Fingerprint, New: strings.Join(w.Checks, ",") + " " + w.Path},
 			Remedy: DefaultRemedy(config.CheckStaleWaiver, "")}
-		fp := Fingerprint(&f, 0)
-		f.Fingerprint = Fingerprint(&f, fps[fp])
-		fps[fp]++
+		ids.fingerprint(&f)
 		out = append(out, f)
 	}
 	return out

@@ -12,6 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 )
 
+// The descriptor of managedFields: server-side apply entries at a removed or unserved version.
+var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckManagedFields}, Runs: finding.RunsLive, Remedy: finding.RemedyMigrateManagedFields})
+
 // ManagedFieldsReader is the managedFields live check: it reads the stored
 // objects of an updated CRD (any version: managedFields do not change with
 // the version read) and counts those whose metadata.managedFields entries
@@ -190,7 +193,7 @@ func (r *ManagedFieldsReader) Findings(cfg *config.Settings) []finding.Finding {
 		}
 	}
 	r.conversionFinding(p)
-	return p.Findings
+	return p.Judged(p.Findings)
 }
 
 // conversionFinding adds the warning of a conversion webhook change while

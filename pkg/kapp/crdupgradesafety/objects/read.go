@@ -38,6 +38,9 @@ import (
 	"k8s.io/apiserver/pkg/cel/common"
 )
 
+// The descriptor of existingResources: stored objects the new CRD rejects, prunes or defaults differently.
+var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckExistingResources}, Runs: finding.RunsLive, Remedy: finding.RemedyFixObjects})
+
 // ObjectReader reads the stored objects of one version of an updated CRD
 // as the apiserver will read and write them under the new CRD, with the
 // apiserver's own code: pruning (fields no longer declared, unknown fields
@@ -106,8 +109,15 @@ type objectValidator interface {
 // comparison of the pair, source is SourceCluster or SourceSamples.
 func NewObjectReader(oldCRD, newCRD *apiextv1.CustomResourceDefinition, version, source string,
 	findings []finding.Finding, cfg *config.Settings) (r *ObjectReader, err error) {
+	return NewObjectReaderFor(finding.NewPolicy(cfg, newCRD.Name), oldCRD, newCRD, version, source, findings)
+}
 
-	r = newReaderBase(newCRD, oldCRD.Spec.PreserveUnknownFields, version, source, findings, cfg)
+// NewObjectReaderFor is NewObjectReader under the pair's policy p (of
+// newCRD's name): the findings the reader makes are lists of p.
+func NewObjectReaderFor(p *finding.Policy, oldCRD, newCRD *apiextv1.CustomResourceDefinition, version, source string,
+	findings []finding.Finding) (r *ObjectReader, err error) {
+
+	r = newReaderBase(p, newCRD, oldCRD.Spec.PreserveUnknownFields, version, source, findings)
 	defer func() {
 		if r != nil {
 			r.readChanges = r.oldS == nil || r.oldPrunes != r.newPrunes || readsDiffer(r.oldS, r.newS)
@@ -156,22 +166,29 @@ func NewObjectReader(oldCRD, newCRD *apiextv1.CustomResourceDefinition, version,
 func NoObjectsRead(newCRD *apiextv1.CustomResourceDefinition, version, source string,
 	findings []finding.Finding, cfg *config.Settings) (finding.VersionImpact, error) {
 
+	return NoObjectsReadFor(finding.NewPolicy(cfg, newCRD.Name), newCRD, version, source, findings)
+}
+
+// NoObjectsReadFor is NoObjectsRead under the pair's policy p.
+func NoObjectsReadFor(p *finding.Policy, newCRD *apiextv1.CustomResourceDefinition, version, source string,
+	findings []finding.Finding) (finding.VersionImpact, error) {
+
 	if checks.VersionsByName(newCRD)[version] == nil {
 		return finding.VersionImpact{}, fmt.Errorf("crd %s has no version %s", newCRD.Name, version)
 	}
-	return newReaderBase(newCRD, false, version, source, findings, cfg).Result(), nil
+	return newReaderBase(p, newCRD, false, version, source, findings).Result(), nil
 }
 
 // newReaderBase is an ObjectReader without its schemas: its findings
 // indexed by field.
-func newReaderBase(newCRD *apiextv1.CustomResourceDefinition, oldPreserves bool, version, source string,
-	findings []finding.Finding, cfg *config.Settings) *ObjectReader {
+func newReaderBase(pol *finding.Policy, newCRD *apiextv1.CustomResourceDefinition, oldPreserves bool, version, source string,
+	findings []finding.Finding) *ObjectReader {
 
-	p := finding.NewPolicy(cfg, newCRD.Name)
+	p := pol.Sub()
 	r := &ObjectReader{source: source, kind: newCRD.Spec.Names.Kind, version: version, cfg: p.Settings, newCRD: newCRD,
 		oldPrunes: !oldPreserves, newPrunes: !newCRD.Spec.PreserveUnknownFields,
 		findings: findings, byField: map[schemapath.Path][]int{}, acc: map[int]*impactAcc{}, residual: p,
-		notes: finding.NewPolicy(cfg, newCRD.Name)}
+		notes: pol.Sub()}
 	r.cel = celSemantics(r.cfg.KubeVersion)
 	for i, f := range findings {
 		switch {
@@ -838,6 +855,13 @@ func VersionsToRead(oldCRD, newCRD *apiextv1.CustomResourceDefinition) []string 
 // closed, a warning under open.
 func Unreadable(crdName, version, webhook string, err error, cfg *config.Settings) []finding.Finding {
 	p := finding.NewPolicy(cfg, crdName)
+	return p.Judged(UnreadableFor(p, version, webhook, err))
+}
+
+// UnreadableFor is Unreadable under the pair's policy (a list of its own),
+// before it is judged (finding.Policy.Apply judges it with the pair's).
+func UnreadableFor(pol *finding.Policy, version, webhook string, err error) []finding.Finding {
+	p := pol.Sub()
 	fail := p.Settings.FailDecisionFor(config.FailUnreadableObjects, nil)
 	p.CRDLevel(fail.Decision.Enforcement(), version, config.CheckExistingResources, finding.Change{Kind: "unreadable", New: webhook},
 		"stored objects could not be read at version %s through the conversion webhook (%s), so what the update does to them is unknown (failMode %s)",
