@@ -63,6 +63,13 @@ go vet ./...
 (cd hack/ssaclients && go vet ./...)
 (cd hack/convwebhook && go vet ./...)
 (cd hack/release && go vet ./...)
+(cd hack/celoracle && go vet ./...)
+
+section "CEL oracle of 1.35"
+# celcompat's expectations of 1.35 are apiextensions-apiserver v0.35.0's own
+# verdicts: the golden file must be what the oracle prints today.
+hack/cel-oracle.sh
+git diff --exit-code -- pkg/kapp/internal/celcompat/testdata/v135.golden.json
 
 section "staticcheck"
 # The same code as go vet, with staticcheck's default checks; built once from

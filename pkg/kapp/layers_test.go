@@ -35,10 +35,11 @@ var layers = [][]string{
 	{"pkg/kapp/crdupgradesafety"},
 	{"pkg/kapp/evaluation", "pkg/kapp/inputs", "pkg/kapp/migration"},
 	{"pkg/kapp/report"},
-	// The engine tests' fixtures render findings through report.
+	// The engine tests' fixtures render findings through report; the
+	// proofs' generators build on them.
 	{"pkg/kapp/evaluation/evaluationtest", "pkg/kapp/webhook/webhooktest", "pkg/kapp/kube/kubetest",
-		"pkg/kapp/crdupgradesafety/internal/enginetest", "pkg/kapp/crdupgradesafety/internal/prooftest"},
-	{"pkg/kapp/preflight", "pkg/kapp/webhook"},
+		"pkg/kapp/crdupgradesafety/internal/enginetest"},
+	{"pkg/kapp/preflight", "pkg/kapp/webhook", "pkg/kapp/crdupgradesafety/internal/prooftest"},
 	{"pkg/kapp/cmd/tools"},
 	{"pkg/kapp/cmd"},
 	{"cmd/kapp", "test/e2e", "hack/", "pkg/kapp"},

@@ -37,6 +37,7 @@ func main() {
 		"offline": offline,
 		"webhook": webhookBench,
 		"soak":    soak,
+		"list":    listBench,
 		// The server of the webhook benchmark, in its own process.
 		"webhook-serve": webhookServe,
 	}
@@ -51,6 +52,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: scale grow|change|app|memory|deploy|live|offline|webhook|soak [flags] (see hack/bench/scale/main.go)")
+	fmt.Fprintln(os.Stderr, "usage: scale grow|change|app|memory|deploy|live|offline|webhook|soak|list [flags] (see hack/bench/scale/main.go)")
 	os.Exit(2)
 }

@@ -443,7 +443,8 @@ func crdFields(c *CRDChecks) fields {
 			"enabled":             boolean(&c.ManagedFields.Enabled),
 			"unservedEnforcement": choice(&c.ManagedFields.UnservedEnforcement, strictWarnNone),
 		}),
-		CheckOwnerReferences: toggle(&c.OwnerReferences),
+		CheckOwnerReferences:    toggle(&c.OwnerReferences),
+		CheckConversionOrdering: toggle(&c.ConversionOrdering),
 		CheckConversionWebhook: nested(fields{
 			"enabled":               boolean(&c.ConversionWebhook.Enabled),
 			"annotationEnforcement": choice(&c.ConversionWebhook.AnnotationEnforcement, strictWarnNone),
@@ -772,3 +773,8 @@ func digits(s string) (run, rest string) {
 	}
 	return strings.TrimLeft(s[:i], "0"), s[i:]
 }
+
+// Waivable reports whether a waiver, an acceptance or annotationWaivers may
+// name the check id (exemptableCheckIDs): the one list of waivable checks,
+// which the engine's check descriptors read (finding.Descriptor.Waivable).
+func Waivable(id string) bool { return slices.Contains(exemptableCheckIDs(), id) }

@@ -128,8 +128,8 @@ func TestDefaultPolicy(t *testing.T) {
 			assert.Equal(t, want, config.Enforcement(f.String()), path)
 		}
 	})
-	// 14 CRD checks + 2 x (pair switch + 14 property checks with options).
-	assert.Equal(t, 14+2*(1+14), enabled)
+	// 15 CRD checks + 2 x (pair switch + 14 property checks with options).
+	assert.Equal(t, 15+2*(1+14), enabled)
 	// unaffectedEnforcement + alphaVersionEnforcement +
 	// servedVersionRemoval.unservedEnforcement + 2 x
 	// (enum 2, default 3, required 1, type 1, 8 bounds x 2, listType 2,
@@ -460,7 +460,7 @@ func TestDecodeEveryOption(t *testing.T) {
 	// per spelling of each pair: enabled, unhandledFailureMode, the fields
 	// of the 14 checks with options (enum 3, default 4, required 2, type 2,
 	// 8 bounds x 3, listType 3, mapType 2), the toggles; 2 ignoreConversion.
-	require.Len(t, opts, 14+5+2*2*(2+(3+4+2+2+8*3+3+2)+(len(config.PropertyCheckIDs)-14))+2)
+	require.Len(t, opts, 15+5+2*2*(2+(3+4+2+2+8*3+3+2)+(len(config.PropertyCheckIDs)-14))+2)
 
 	// Every enforcement option rejects unknown values; each accepts Strict,
 	// Warn and None, except enum.additionEnforcement, which accepts Strict,
@@ -616,7 +616,7 @@ func TestDecodeErrors(t *testing.T) {
 		{name: "unknown checks key", in: `checks: {enum: {enabled: false}}`, kind: config.ErrUnknownKey,
 			want: []string{`checks.enum: unknown key (allowed: crd, sameVersion, servedVersion, versions)`}},
 		{name: "unknown crd check", in: `checks: {crd: {scopee: {enabled: false}}}`, kind: config.ErrUnknownKey,
-			want: []string{`checks.crd.scopee: unknown key (allowed: apiserverRejects, conversionWebhook, crdDeletion, existingFieldRemoval, existingResources, managedFields, ownerReferences, scope, selectableFields, servedVersionRemoval, storagePruning, storedVersionRemoval, subresources, versionLifecycle)`}},
+			want: []string{`checks.crd.scopee: unknown key (allowed: apiserverRejects, conversionOrdering, conversionWebhook, crdDeletion, existingFieldRemoval, existingResources, managedFields, ownerReferences, scope, selectableFields, servedVersionRemoval, storagePruning, storedVersionRemoval, subresources, versionLifecycle)`}},
 		{name: "versionLifecycle keys", in: `checks: {crd: {versionLifecycle: {enforcement: Strict}}}`, kind: config.ErrUnknownKey,
 			want: []string{`checks.crd.versionLifecycle.enforcement: unknown key (allowed: enabled, notDeprecatedEnforcement)`}},
 		{name: "versionLifecycle notDeprecatedEnforcement value", in: `checks: {crd: {versionLifecycle: {notDeprecatedEnforcement: Lenient}}}`, kind: config.ErrInvalidValue,

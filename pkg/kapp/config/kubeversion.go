@@ -28,6 +28,18 @@ var DefaultKubeVersion = SupportedKubeVersions[len(SupportedKubeVersions)-1]
 // validation enforces the int32, int64, float and double ranges.
 var KubeVersionEnforcingNumericFormats = KubeVersion{1, 37}
 
+// KubeVersionCELListSemantics is the first version whose CEL rules compare
+// (==) and add (+) lists of x-kubernetes-list-type set and map with the
+// semantics of kubernetes#140293 (equality counts duplicates, + merges by
+// key); older apiservers evaluate stored objects' rules otherwise.
+var KubeVersionCELListSemantics = KubeVersion{1, 37}
+
+// KubeVersionKeepingManagedFields is the first version whose apiserver
+// keeps an object's managedFields on a write while the CRD's conversion
+// webhook is down; older ones drop them all when the entries name two or
+// more versions (kubernetes#136919).
+var KubeVersionKeepingManagedFields = KubeVersion{1, 37}
+
 // OrDefault is v, or DefaultKubeVersion when v is the zero value.
 func (v KubeVersion) OrDefault() KubeVersion {
 	if v == (KubeVersion{}) {

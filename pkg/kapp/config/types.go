@@ -12,8 +12,9 @@ const CheckName = "CRDUpgradeSafety"
 
 // FindingCause is the type of the status causes (metav1.StatusCause.Type)
 // by which the CRDUpgradeSafety admission webhook carries the error
-// findings of a denial as data: one cause per finding, its fingerprint in
-// the cause's field, its line in the cause's message. The apiserver passes
+// findings of a denial as data: one cause per finding, its facts
+// (FindingFacts: fingerprint, check, version, field) in the cause's field,
+// its line in the cause's message (the first 20). The apiserver passes
 // a webhook's status on to the client (k8s.io/apiserver's
 // webhookerrors.ToStatusErr prefixes the message and keeps the details),
 // so a preflight whose server-side dry run the webhook denies recognises
@@ -39,7 +40,11 @@ const (
 	CheckManagedFields        = "managedFields"
 	CheckOwnerReferences      = "ownerReferences"
 	CheckVersionLifecycle     = "versionLifecycle"
-	CheckConversionWebhook    = "conversionWebhook"
+	// CheckConversionOrdering: in a kapp deploy, a CRD update that needs
+	// its conversion webhook's new code is not ordered after the rollout of
+	// the workload that serves the webhook (the kapp hook only).
+	CheckConversionOrdering = "conversionOrdering"
+	CheckConversionWebhook  = "conversionWebhook"
 
 	// Property checks (checks.sameVersion.* and checks.servedVersion.*).
 	CheckRequired              = "required"
@@ -84,7 +89,7 @@ const (
 
 // CRDCheckIDs are the checks configured under checks.crd, sorted.
 var CRDCheckIDs = []string{
-	CheckAPIServerRejects, CheckConversionWebhook, CheckCRDDeletion, CheckExistingFieldRemoval, CheckExistingResources,
+	CheckAPIServerRejects, CheckConversionOrdering, CheckConversionWebhook, CheckCRDDeletion, CheckExistingFieldRemoval, CheckExistingResources,
 	CheckManagedFields, CheckOwnerReferences, CheckScope, CheckSelectableFields, CheckServedVersionRemoval,
 	CheckStoragePruning, CheckStoredVersionRemoval, CheckSubresources, CheckVersionLifecycle,
 }
@@ -289,6 +294,10 @@ type CRDChecks struct {
 	// removed, without the old CRD marking it deprecated first.
 	VersionLifecycle VersionLifecycleCheck
 	CRDDeletion      Toggle
+	// ConversionOrdering: in a kapp deploy, a CRD update whose conversion
+	// webhook needs the new code of a workload the same change set rolls
+	// out, without kapp's change rules making the CRD wait for it.
+	ConversionOrdering Toggle
 	// ConversionWebhook: the stored objects sent through the conversion
 	// webhook the new CRD names, as the apiserver will (the conversion
 	// probe): refusals, fields lost on a round trip, stash annotations
@@ -477,10 +486,10 @@ func Default() Settings {
 				ServedVersionRemoval: ServedVersionRemovalCheck{Enabled: true, UnservedEnforcement: EnforcementWarn},
 				ExistingFieldRemoval: on, Subresources: on, SelectableFields: on,
 				ExistingResources: on, CRDDeletion: on,
-				ManagedFields:     ManagedFieldsCheck{Enabled: true, UnservedEnforcement: EnforcementWarn},
-				OwnerReferences:   on,
-				VersionLifecycle:  VersionLifecycleCheck{Enabled: true, NotDeprecatedEnforcement: EnforcementWarn},
-				ApiserverRejects:  on,
+				ManagedFields:    ManagedFieldsCheck{Enabled: true, UnservedEnforcement: EnforcementWarn},
+				OwnerReferences:  on,
+				VersionLifecycle: VersionLifecycleCheck{Enabled: true, NotDeprecatedEnforcement: EnforcementWarn},
+				ApiserverRejects: on, ConversionOrdering: on,
 				ConversionWebhook: ConversionWebhookCheck{Enabled: true, AnnotationEnforcement: EnforcementWarn},
 				StoragePruning:    StoragePruningCheck{Enabled: true, ReadModifyWriteEnforcement: EnforcementWarn},
 			},

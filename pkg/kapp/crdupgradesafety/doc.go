@@ -8,5 +8,6 @@
 //
 // Files:
 //
-//	engine.go  Compare: one pair compared, no stored object read
+//	engine.go       Judge: one call per pair (compare, read a source of stored objects, judge); Pair, Objects; Compare
+//	descriptors.go  every room's check descriptors loaded (finding.Descriptor)
 package crdupgradesafety

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/objects"
@@ -147,6 +148,24 @@ func TestFingerprintCoversTheChange(t *testing.T) {
 		}),
 		{check: config.CheckCRDDeletion, run: func(t *testing.T, variant int, cfg *config.Settings) []finding.Finding {
 			return objects.Deletion(enginetest.TestCRDName, 2, []string{"", "update strategy always-replace"}[variant], cfg)
+		}},
+		{check: config.CheckConversionOrdering, run: func(t *testing.T, variant int, cfg *config.Settings) []finding.Finding {
+			// v1 and v2 behind a conversion webhook; the update moves the
+			// storage version to v2; the workloads differ.
+			crd := func(storeV2 bool) *apiextv1.CustomResourceDefinition {
+				c := enginetest.CRDWithField(t, "{type: string}")
+				v2 := *c.Spec.Versions[0].DeepCopy()
+				v2.Name = "v2"
+				c.Spec.Versions = append(c.Spec.Versions, v2)
+				c.Spec.Versions[0].Storage, c.Spec.Versions[1].Storage = !storeV2, storeV2
+				c.Spec.Conversion = &apiextv1.CustomResourceConversion{Strategy: apiextv1.WebhookConverter,
+					Webhook: &apiextv1.WebhookConversion{ConversionReviewVersions: []string{"v1"},
+						ClientConfig: &apiextv1.WebhookClientConfig{Service: &apiextv1.ServiceReference{Namespace: "conv", Name: "webhook"}}}}
+				return c
+			}
+			o := &finding.ConversionOrdering{Service: "conv/webhook", Group: "g/" + enginetest.TestCRDName,
+				Workloads: []finding.OrderedWorkload{{Kind: "Deployment", Namespace: "conv", Name: []string{"operator", "webhook"}[variant]}}}
+			return checks.ConversionOrderingFindings(crd(false), crd(true), o, cfg)
 		}},
 	}
 

@@ -191,7 +191,7 @@ func dryRunFindings(ctx context.Context, p Pair, cfg *config.Settings,
 		}
 		return nil, false, "", nil, fmt.Errorf("server-side dry run of the %s of CRD %s: %w", verb, p.New.Name, sendErr)
 	}
-	if d := webhookDenialOf(sendErr, how); d != nil {
+	if d := webhookDenialOf(sendErr, how, verb == VerbDelete); d != nil {
 		return nil, false, "", d, nil
 	}
 	if verb == VerbUpdate && p.Strategy == StrategyFallbackOnReplace && apierrors.IsInvalid(sendErr) {
@@ -204,11 +204,16 @@ func dryRunFindings(ctx context.Context, p Pair, cfg *config.Settings,
 // webhookDenial is a refusal of a dry run by the CRDUpgradeSafety
 // admission webhook, recognised by its data: the error findings of the
 // webhook's review, as the causes of its status carry them
-// (config.FindingCause, report.DenialCauses).
+// (config.FindingCause, config.FindingFacts, report.DenialCauses).
 type webhookDenial struct {
-	// how is the request, as apivalidation.Rejected's verb.
-	how    string
-	denied []apivalidation.DeniedFinding
+	// how is the request, as apivalidation.Rejected's verb; replace:
+	// the request is the delete of a replace (update strategy
+	// always-replace), what the webhook judges as a deletion.
+	how     string
+	replace bool
+	// crd is the CRD the webhook judged (the status details' name).
+	crd    string
+	denied []finding.DeniedFinding
 }
 
 // webhookDenialOf returns the denial of err, a refusal, when the
@@ -216,7 +221,7 @@ type webhookDenial struct {
 // (its status carries config.FindingCause causes; the apiserver keeps a
 // webhook's status details, k8s.io/apiserver's webhookerrors.ToStatusErr);
 // nil otherwise.
-func webhookDenialOf(err error, how string) *webhookDenial {
+func webhookDenialOf(err error, how string, replace bool) *webhookDenial {
 	var st apierrors.APIStatus
 	if !errors.As(err, &st) || st.Status().Details == nil {
 		return nil
@@ -227,33 +232,61 @@ func webhookDenialOf(err error, how string) *webhookDenial {
 			continue
 		}
 		if d == nil {
-			d = &webhookDenial{how: how}
+			d = &webhookDenial{how: how, replace: replace, crd: st.Status().Details.Name}
 		}
-		d.denied = append(d.denied, apivalidation.DeniedFinding{Fingerprint: c.Field, Line: c.Message})
+		d.denied = append(d.denied, finding.DeniedFinding{FindingFacts: config.ParseFindingFacts(c.Field), Line: c.Message})
 	}
 	return d
 }
 
 // findings says the denial once, after the pair's own findings (judged:
-// impacts applied): the webhook's findings that are the pair's own error
-// findings (by fingerprint) are not repeated; an apiserverRejects finding
-// names the rest (apivalidation.DeniedByWebhook), none when nothing is
-// left. A nil denial has no findings.
+// impacts applied). Each of the webhook's findings is matched, by facts,
+// to the pair's own finding of the same change: the same
+// fingerprint, or, for the delete of a replace, the pair's crdDeletion
+// finding of the replace (the webhook sees the loss from the delete side:
+// the same CRD, check and objects, another change and so another
+// fingerprint; a waiver of the one never names the other). Those the pair
+// reports as errors are not repeated; an apiserverRejects finding names
+// the rest (apivalidation.DeniedByWebhook), each with the pair's own
+// finding when it is a warning here, none when nothing is left. A nil
+// denial has no findings. One pass over each side: no lookup per pair.
 func (d *webhookDenial) findings(crdName string, own []finding.Finding, cfg *config.Settings) []finding.Finding {
 	if d == nil {
 		return nil
 	}
-	errs := make(map[string]bool, len(own))
-	for _, f := range own {
-		if f.Severity == finding.SeverityError && f.Fingerprint != "" {
-			errs[f.Fingerprint] = true
+	// The pair's own findings by fingerprint, and its crdDeletion finding
+	// (a replace's), an error one before a warning.
+	byFP := make(map[string]*finding.Finding, len(own))
+	var deletion *finding.Finding
+	better := func(have, f *finding.Finding) bool {
+		return have == nil || have.Severity != finding.SeverityError && f.Severity == finding.SeverityError
+	}
+	for i := range own {
+		f := &own[i]
+		if f.Fingerprint == "" || f.CRD != crdName {
+			continue
+		}
+		if better(byFP[f.Fingerprint], f) {
+			byFP[f.Fingerprint] = f
+		}
+		if f.Check == config.CheckCRDDeletion && better(deletion, f) {
+			deletion = f
 		}
 	}
-	var rest []apivalidation.DeniedFinding
+	var rest []finding.DeniedFinding
 	for _, df := range d.denied {
-		if !errs[df.Fingerprint] {
-			rest = append(rest, df)
+		here := byFP[df.Fingerprint]
+		if here == nil && d.replace && df.Check == config.CheckCRDDeletion && (d.crd == "" || d.crd == crdName) {
+			here = deletion
 		}
+		if here != nil && here.Severity == finding.SeverityError {
+			continue
+		}
+		if here != nil {
+			c := *here
+			df.Here = &c
+		}
+		rest = append(rest, df)
 	}
 	return apivalidation.DeniedByWebhook(crdName, d.how, rest, cfg)
 }

@@ -85,17 +85,23 @@ func (c *Comparisons) Stats() lru.Stats { return c.cache.Stats() }
 // cache when p has a Key and a comparison of the same key is there. The
 // findings returned are the caller's (a copy of those kept).
 func (c *Comparisons) compare(p Pair, cfg *config.Settings) []finding.Finding {
+	return c.compareWith(p, finding.NewPolicy(cfg, p.New.Name))
+}
+
+// compareWith is compare under the pair's policy pol.
+func (c *Comparisons) compareWith(p Pair, pol *finding.Policy) []finding.Finding {
+	cfg := pol.Settings
 	if c == nil || p.Key == "" {
-		return crdupgradesafety.Compare(p.Old, p.New, cfg)
+		return crdupgradesafety.CompareWith(pol, p.Old, p.New)
 	}
 	key, err := comparisonKey(p.Key, cfg)
 	if err != nil {
-		return crdupgradesafety.Compare(p.Old, p.New, cfg)
+		return crdupgradesafety.CompareWith(pol, p.Old, p.New)
 	}
 	if kept, ok := c.cache.Get(key); ok {
 		return cloneFindings(kept)
 	}
-	findings := crdupgradesafety.Compare(p.Old, p.New, cfg)
+	findings := crdupgradesafety.CompareWith(pol, p.Old, p.New)
 	kept := cloneFindings(findings)
 	c.cache.Add(key, kept, findingsMemory(kept)+int64(len(key)))
 	return findings

@@ -2,10 +2,11 @@ package evaluation
 
 import (
 	"context"
-	"github.com/crdsafety/kapp/pkg/kapp/report"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crdsafety/kapp/pkg/kapp/report"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/testcrd"

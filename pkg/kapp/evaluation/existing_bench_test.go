@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/kube"
 	"github.com/crdsafety/kapp/pkg/kapp/kube/kubetest"
 )
@@ -50,9 +51,12 @@ func BenchmarkExistingResources(b *testing.B) {
 			}()
 			for b.Loop() {
 				api.ResetRequests()
-				impacts, fs, err := readStoredObjects(context.Background(), Pair{Old: old, New: safe}, nil, &cfg, cluster, &liveTracker{}, nil)
-				if err != nil || len(fs) != 0 || len(impacts) != 1 || impacts[0].Objects() != n {
-					b.Fatalf("want %d objects read and no findings, got %v, %v, %v", n, impacts, fs, err)
+				read := 0
+				tracker := &liveTracker{report: func(p LiveProgress) { read = p.CustomResources }}
+				src := &clusterObjects{pair: Pair{Old: old, New: safe}, cluster: cluster, tracker: tracker}
+				fs, err := crdupgradesafety.Judge(context.Background(), crdupgradesafety.Pair{Old: old, New: safe, Compared: true}, &cfg, src)
+				if err != nil || len(fs) != 0 || read != n {
+					b.Fatalf("want %d objects read and no findings, got %d, %v, %v", n, read, fs, err)
 				}
 			}
 			close(stop)

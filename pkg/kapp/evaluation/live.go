@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/objects"
 	"github.com/crdsafety/kapp/pkg/kapp/kube"
@@ -18,17 +18,18 @@ import (
 // memory stays flat however many objects a CRD has.
 const objectsPerRead = 2000
 
-// readBatch reads one batch of stored custom resources; tests replace it
-// to watch the batches.
-var readBatch = (*objects.ObjectReader).Read
+// readBatch hands one batch of stored custom resources to the engine;
+// tests replace it to watch the batches.
+var readBatch = func(read func([]map[string]any) error, batch []map[string]any) error { return read(batch) }
 
 // livePairFindings runs the live checks of one pair after its offline
 // checks (o): the dry run, then either the count of the custom resources a
-// replace deletes or the read of the stored ones (their impact, joined to
-// the findings by the caller, who then says once what a denial of the dry
-// run by the CRDUpgradeSafety admission webhook adds: denial).
+// replace deletes or, for the stored ones, the source the engine reads
+// them from (stored: nil when none are to be read; the caller hands it to
+// crdupgradesafety.Judge, then says once what a denial of the dry run by
+// the CRDUpgradeSafety admission webhook adds: denial).
 func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.Settings,
-	cluster Cluster, tracker *liveTracker) (findings []finding.Finding, impacts []finding.VersionImpact, denial *webhookDenial, err error) {
+	cluster Cluster, tracker *liveTracker) (findings []finding.Finding, stored crdupgradesafety.Objects, denial *webhookDenial, err error) {
 
 	crd := &cfg.Checks.CRD
 	// A fallback-on-replace update the validation already refused needs no
@@ -67,13 +68,7 @@ func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.Se
 			findings = append(findings, objects.Deletion(p.New.Name, count-p.AlsoDeleted, o.replace, cfg)...)
 		}
 	case crd.ExistingResources.Enabled && !o.rejected:
-		var fs []finding.Finding
-		var err error
-		impacts, fs, err = readStoredObjects(ctx, p, o.findings, cfg, cluster, tracker, o.validators)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		findings = append(findings, fs...)
+		stored = &clusterObjects{pair: p, cluster: cluster, tracker: tracker}
 	}
 	if p.Old != nil && o.replace == "" && !o.rejected && crd.ManagedFields.Enabled {
 		fs, err := readManagedFields(ctx, p, cfg, cluster, tracker)
@@ -96,7 +91,7 @@ func livePairFindings(ctx context.Context, p Pair, o pairOutcome, cfg *config.Se
 		}
 		findings = append(findings, fs...)
 	}
-	return findings, impacts, denial, nil
+	return findings, stored, denial, nil
 }
 
 // readOwnerReferences runs the ownerReferences check of an update that
@@ -137,7 +132,7 @@ func readOwnerReferences(ctx context.Context, pair Pair, cfg *config.Settings, l
 func readManagedFields(ctx context.Context, pair Pair, cfg *config.Settings, cluster Cluster,
 	tracker *liveTracker) ([]finding.Finding, error) {
 
-	reader := objects.NewManagedFieldsReader(pair.Old, pair.New)
+	reader := objects.NewManagedFieldsReader(pair.Old, pair.New, cfg.KubeVersion)
 	if reader == nil {
 		return nil, nil
 	}
@@ -169,86 +164,66 @@ func readManagedFields(ctx context.Context, pair Pair, cfg *config.Settings, clu
 	return reader.Findings(cfg), nil
 }
 
-// readStoredObjects reads the stored custom resources of an updated CRD as
-// the apiserver will under the new CRD (objects.ObjectReader), at
-// the versions whose schema changed (objects.VersionsToRead):
-// objects come back converted to the version asked for, through the CRD's
-// conversion webhook if it has one, so no version is read that need not
-// be. A read that fails through the conversion webhook is a finding
-// (unreadableFinding) rather than an error.
-func readStoredObjects(ctx context.Context, pair Pair, pairFindings []finding.Finding, cfg *config.Settings,
-	cluster Cluster, tracker *liveTracker, validators *objects.Validators) ([]finding.VersionImpact, []finding.Finding, error) {
+// clusterObjects is the cluster's stored custom resources of one pair as
+// the engine reads them (crdupgradesafety.Objects): the pages of a LIST at
+// the version asked for (converted through the CRD's conversion webhook if
+// it has one, so the engine reads no version it need not), handed on in
+// batches of objectsPerRead (pages are released once read, so memory stays
+// flat however many objects a CRD has). A read that fails through the
+// conversion webhook is crdupgradesafety.UnreadableError (a finding rather
+// than an error).
+type clusterObjects struct {
+	pair    Pair
+	cluster Cluster
+	tracker *liveTracker
+}
 
-	var impacts []finding.VersionImpact
-	var findings []finding.Finding
-	for _, version := range objects.VersionsToRead(pair.Old, pair.New) {
-		// The reader is built for the first object: a version without
-		// objects needs none of its schemas (objects.NoObjectsRead).
-		var reader *objects.ObjectReader
-		newReader := func() (err error) {
-			// Read as the cluster's apiserver validates (its version's).
-			reader, err = objects.NewObjectReader(checks.ValidatedAt(pair.Old, cfg.KubeVersion),
-				checks.ValidatedAt(pair.New, cfg.KubeVersion), version, finding.SourceCluster, pairFindings, cfg)
-			if err != nil {
-				return fmt.Errorf("reading custom resources of CRD %s: %w", pair.New.Name, err)
-			}
-			reader.UseValidators(validators)
-			return nil
+func (c *clusterObjects) Source() string { return finding.SourceCluster }
+
+func (c *clusterObjects) Eager() bool { return false }
+
+func (c *clusterObjects) List(ctx context.Context, crd *apiextv1.CustomResourceDefinition, version string,
+	read func([]map[string]any) error) error {
+
+	var batch []map[string]any
+	pages, listed := 0, 0
+	flush := func() error {
+		if err := readBatch(read, batch); err != nil {
+			return err
 		}
-		var batch []map[string]any
-		pages, listed := 0, 0
-		flush := func() error {
-			if reader == nil {
-				if err := newReader(); err != nil {
-					return err
-				}
-			}
-			readBatch(reader, batch)
-			tracker.add(0, len(batch))
-			clear(batch) // release the objects now, not when overwritten
-			batch = batch[:0]
-			return nil
-		}
-		var readerErr error
-		err := cluster.ListCustomResources(ctx, pair.Old, version, func(objs []map[string]any) error {
-			pages, listed = pages+1, listed+len(objs)
-			batch = append(batch, objs...)
-			if len(batch) >= objectsPerRead {
-				if readerErr = flush(); readerErr != nil {
-					return readerErr
-				}
-			}
-			return nil
-		})
-		if readerErr != nil {
-			return nil, nil, readerErr
-		}
-		if de := deadlineError(ctx, err, pagesRead(pages, listed)); de != nil {
-			return nil, nil, fmt.Errorf("listing %s of CRD %s at version %s: %w", pair.Old.Spec.Names.Plural, pair.New.Name, version, de)
-		}
-		if err != nil {
-			if webhook := conversionService(pair.Old); webhook != "" && !forbidden(err) {
-				findings = append(findings, objects.Unreadable(pair.New.Name, version, webhook, err, cfg)...)
-				continue
-			}
-			return nil, nil, fmt.Errorf("checking existing custom resources of CRD %s: %w", pair.New.Name, err)
-		}
-		if len(batch) > 0 {
-			if err := flush(); err != nil {
-				return nil, nil, err
-			}
-		}
-		if reader == nil {
-			impact, err := objects.NoObjectsRead(pair.New, version, finding.SourceCluster, pairFindings, cfg)
-			if err != nil {
-				return nil, nil, fmt.Errorf("reading custom resources of CRD %s: %w", pair.New.Name, err)
-			}
-			impacts = append(impacts, impact)
-			continue
-		}
-		impacts = append(impacts, reader.Result())
+		c.tracker.add(0, len(batch))
+		clear(batch) // release the objects now, not when overwritten
+		batch = batch[:0]
+		return nil
 	}
-	return impacts, findings, nil
+	var readerErr error
+	err := c.cluster.ListCustomResources(ctx, crd, version, func(objs []map[string]any) error {
+		pages, listed = pages+1, listed+len(objs)
+		batch = append(batch, objs...)
+		if len(batch) >= objectsPerRead {
+			if readerErr = flush(); readerErr != nil {
+				return readerErr
+			}
+		}
+		return nil
+	})
+	if readerErr != nil {
+		return readerErr
+	}
+	name := c.pair.New.Name
+	if de := deadlineError(ctx, err, pagesRead(pages, listed)); de != nil {
+		return fmt.Errorf("listing %s of CRD %s at version %s: %w", crd.Spec.Names.Plural, name, version, de)
+	}
+	if err != nil {
+		if webhook := conversionService(crd); webhook != "" && !forbidden(err) {
+			return &crdupgradesafety.UnreadableError{Webhook: webhook, Err: err}
+		}
+		return fmt.Errorf("checking existing custom resources of CRD %s: %w", name, err)
+	}
+	if len(batch) > 0 {
+		return flush()
+	}
+	return nil
 }
 
 // forbidden reports whether err is a read the client may not make (RBAC):

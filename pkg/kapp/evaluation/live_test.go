@@ -9,7 +9,6 @@ import (
 	"weak"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/objects"
 	"github.com/crdsafety/kapp/pkg/kapp/kube/kubetest"
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -63,7 +62,7 @@ type batchWatch struct {
 func watchBatches(t *testing.T) *batchWatch {
 	w := &batchWatch{seen: map[int]int{}}
 	prev := readBatch
-	readBatch = func(_ *objects.ObjectReader, objs []map[string]any) {
+	readBatch = func(_ func([]map[string]any) error, objs []map[string]any) error {
 		w.sizes = append(w.sizes, len(objs))
 		for _, o := range objs {
 			if tr, ok := o["tracker"].(*tracker); ok {
@@ -72,6 +71,7 @@ func watchBatches(t *testing.T) *batchWatch {
 				w.bad++
 			}
 		}
+		return nil
 	}
 	t.Cleanup(func() { readBatch = prev })
 	return w

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -38,6 +39,11 @@ type Pair struct {
 	// the SHA-256 of both objects' JSON): the comparison of the pair may
 	// then come from Plan.Comparisons. "": compared every time.
 	Key string
+	// Ordering, in a kapp deploy, is what the change set holds about the
+	// workloads that serve the new CRD's conversion webhook (the kapp
+	// hook reads it from kapp's change graph): the conversionOrdering
+	// check. nil: not a kapp deploy, or no Service of the change set.
+	Ordering *finding.ConversionOrdering
 }
 
 // kapp's update strategies (kapp.k14s.io/update-strategy), as kapp's

@@ -1,39 +1,44 @@
 package evaluation
 
 import (
-	"fmt"
+	"context"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
-	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/objects"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
-// readSamples reads the sample custom resources of an updated CRD (Pair.Samples)
-// as stored objects, at the versions whose schema changed, and returns
-// what they showed (none when the pair is a create, has no samples or
-// existingResources is disabled).
-func readSamples(p Pair, pairFindings []finding.Finding, cfg *config.Settings) ([]finding.VersionImpact, error) {
+// samples is the sample custom resources of an updated CRD (Pair.Samples)
+// as the engine reads stored objects (crdupgradesafety.Objects), by the
+// version of their apiVersion; nil when the pair is a create, has no
+// samples or existingResources is disabled (nothing is read).
+func samples(p Pair, cfg *config.Settings) crdupgradesafety.Objects {
 	if p.Old == nil || len(p.Samples) == 0 || !cfg.Checks.CRD.ExistingResources.Enabled {
-		return nil, nil
+		return nil
 	}
 	byVersion := map[string][]map[string]any{}
 	for _, obj := range p.Samples {
 		v := SampleVersion(obj)
 		byVersion[v] = append(byVersion[v], obj)
 	}
-	var impacts []finding.VersionImpact
-	for _, version := range objects.VersionsToRead(p.Old, p.New) {
-		// Read as the target version's apiserver validates (--kube-version).
-		reader, err := objects.NewObjectReader(checks.ValidatedAt(p.Old, cfg.KubeVersion),
-			checks.ValidatedAt(p.New, cfg.KubeVersion), version, finding.SourceSamples, pairFindings, cfg)
-		if err != nil {
-			return nil, fmt.Errorf("reading sample objects of CRD %s: %w", p.New.Name, err)
-		}
-		reader.Read(byVersion[version])
-		impacts = append(impacts, reader.Result())
+	return sampleObjects(byVersion)
+}
+
+// sampleObjects are sample objects by version: one batch per version,
+// every version read given its reader (Eager), with or without samples.
+type sampleObjects map[string][]map[string]any
+
+func (s sampleObjects) Source() string { return finding.SourceSamples }
+
+func (s sampleObjects) Eager() bool { return true }
+
+func (s sampleObjects) List(_ context.Context, _ *apiextv1.CustomResourceDefinition, version string,
+	read func([]map[string]any) error) error {
+	if objs := s[version]; len(objs) > 0 {
+		return read(objs)
 	}
-	return impacts, nil
+	return nil
 }
 
 // SampleVersion is the version of a custom resource's apiVersion

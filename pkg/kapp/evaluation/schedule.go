@@ -5,6 +5,7 @@ import (
 	goruntime "runtime"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/objects"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
@@ -24,6 +25,9 @@ type pairOutcome struct {
 	// validators keeps the validators of stored objects' batches (nil:
 	// built for each batch).
 	validators *objects.Validators
+	// policy is the pair's policy, entered once for its comparison and
+	// its judgement (crdupgradesafety.Pair.Policy).
+	policy *finding.Policy
 }
 
 // Evaluate runs the engine over a plan and returns every finding, sorted
@@ -80,16 +84,17 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.Settings, cluster Clus
 	if cluster == nil {
 		err = parallel.ForEach(ctx, len(pairs), workers, func(ctx context.Context, i int) error {
 			offline(ctx, i)
-			impacts, err := readSamples(pairs[i], outcomes[i].findings, cfg)
-			if err != nil {
-				return err
-			}
+			// The engine's one call per pair: the samples read (if any)
+			// against the offline findings, and the samples through the
+			// conversion webhook the run names (conversionWebhook), every
+			// finding judged once.
 			conv, err := probeSamples(ctx, pairs[i], cfg)
 			if err != nil {
 				return err
 			}
-			outcomes[i].findings = finding.ApplyImpacts(append(outcomes[i].findings, conv...), impacts, cfg)
-			return nil
+			outcomes[i].findings, err = crdupgradesafety.Judge(ctx, crdupgradesafety.Pair{Old: pairs[i].Old, New: pairs[i].New,
+				Findings: outcomes[i].findings, Live: conv, Compared: true, Policy: outcomes[i].policy}, cfg, samples(pairs[i], cfg))
+			return err
 		})
 	} else {
 		live, err = liveFindings(ctx, pairs, offline, outcomes, plan.Removals, cfg, cluster, plan.Progress)
@@ -136,14 +141,19 @@ func liveFindings(ctx context.Context, pairs []Pair, offline func(context.Contex
 		if i < len(pairs) {
 			offline(ctx, i)
 			var live []finding.Finding
-			var impacts []finding.VersionImpact
+			var stored crdupgradesafety.Objects
 			var denial *webhookDenial
-			live, impacts, denial, err = livePairFindings(ctx, pairs[i], outcomes[i], cfg, cluster, tracker)
-			// The offline findings with what the stored objects showed,
-			// here rather than in outcomes; then what a denial by our own
-			// webhook adds to them, said once.
-			results[i] = finding.ApplyImpacts(append(outcomes[i].findings, live...), impacts, cfg)
-			results[i] = append(results[i], denial.findings(pairs[i].New.Name, results[i], cfg)...)
+			live, stored, denial, err = livePairFindings(ctx, pairs[i], outcomes[i], cfg, cluster, tracker)
+			if err == nil {
+				// The engine's one call per pair: the stored objects
+				// read against the offline findings, every finding
+				// judged once, here rather than in outcomes; then what a
+				// denial by our own webhook adds to them, said once.
+				results[i], err = crdupgradesafety.Judge(ctx, crdupgradesafety.Pair{Old: pairs[i].Old, New: pairs[i].New,
+					Findings: outcomes[i].findings, Compared: true, Live: live, Validators: outcomes[i].validators,
+					Policy: outcomes[i].policy}, cfg, stored)
+				results[i] = append(results[i], denial.findings(pairs[i].New.Name, results[i], cfg)...)
+			}
 			outcomes[i].findings = nil
 		} else {
 			results[i], err = removalFindings(ctx, removals[i-len(pairs)], cfg, cluster)

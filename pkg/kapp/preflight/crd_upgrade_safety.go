@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	goruntime "runtime"
+	"sync"
 	"time"
 
 	"carvel.dev/kapp/pkg/kapp/clusterapply"
@@ -90,10 +91,21 @@ func (c *CRDUpgradeSafety) Run(ctx context.Context, changeGraph *ctldgraph.Chang
 	if err != nil {
 		return err
 	}
+	// One cluster for the run: the evaluation's and the conversion
+	// webhook Services' (orderConversions), reached only when needed.
+	cluster := c.cluster
+	if cluster != nil {
+		cluster = sync.OnceValues(cluster)
+	}
+	if c.cfg.Checks.CRD.ConversionOrdering.Enabled {
+		if err := orderConversions(ctx, changeGraph, &plan, cluster); err != nil {
+			return err
+		}
+	}
 	res, err := evaluation.Run(ctx, evaluation.Request{
 		Plan:             plan,
 		Settings:         &c.cfg,
-		Cluster:          c.cluster,
+		Cluster:          cluster,
 		OldFromCluster:   missingOld,
 		Progressf:        c.ui.PrintLinef,
 		ProgressInterval: c.progressInterval,

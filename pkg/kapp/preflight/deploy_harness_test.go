@@ -15,12 +15,13 @@ import (
 // deployGraph is the change graph `kapp deploy` hands to the preflight
 // checks for existing -> new resources, computed by kapp's own code as its
 // deploy command does (cmd/app/deploy.go calculateAndPresentChanges): the
-// default kapp config's rebase rules, the diff's change set, and kapp's
+// default kapp config with the kapp Configs among new (their rebase rules,
+// change groups and change rules), the diff's change set, and kapp's
 // cluster changes with the given --apply-default-update-strategy. Only the
 // apiserver is missing: nothing here reads or writes a cluster.
 func deployGraph(t *testing.T, defaultUpdateStrategy string, existing, new []ctlres.Resource) *ctldgraph.ChangeGraph {
 	t.Helper()
-	_, conf, err := ctlconf.NewConfFromResourcesWithDefaults(nil)
+	new, conf, err := ctlconf.NewConfFromResourcesWithDefaults(new)
 	require.NoError(t, err)
 	changeFactory := ctldiff.NewChangeFactory(conf.RebaseMods(), conf.DiffAgainstLastAppliedFieldExclusionMods(),
 		conf.DiffAgainstExistingFieldExclusionMods(), ctldiff.ChangeOpts{})

@@ -93,19 +93,27 @@ func AdmissionWarning(text string) string {
 
 // DenialCauses are the findings of a denial as data (the status causes of
 // the admission response): one config.FindingCause cause per error
-// finding, its fingerprint in the cause's field and, for the first
-// MaxDenialLines, its line (FindingLine, at most MaxWarningRunes
-// characters) in the cause's message; the others carry their fingerprint
-// alone, which keeps the response small on a huge CRD.
+// finding, its facts (config.FindingFacts: fingerprint, check, version,
+// field) in the cause's field and, for the first MaxDenialLines, its line
+// (FindingLine without the fingerprint, which the facts carry; at most
+// MaxWarningRunes characters) in the cause's message. The others carry
+// their facts alone, which keeps the response small on a huge CRD and
+// still names each finding (a field past MaxWarningRunes characters
+// shortened as a message is: the fingerprint and check match, the field
+// names).
 func DenialCauses(findings []finding.Finding) []metav1.StatusCause {
 	var causes []metav1.StatusCause
 	for _, f := range findings {
 		if f.Severity != finding.SeverityError {
 			continue
 		}
-		c := metav1.StatusCause{Type: metav1.CauseType(config.FindingCause), Field: f.Fingerprint}
+		facts := config.FindingFacts{Fingerprint: f.Fingerprint, Check: f.Check, Version: f.Version, PairVersion: f.PairVersion}
+		facts.Field, _ = ShortenMessage(FieldText(f), MaxWarningRunes)
+		c := metav1.StatusCause{Type: metav1.CauseType(config.FindingCause), Field: facts.CauseField()}
 		if len(causes) < MaxDenialLines {
-			c.Message, _ = ShortenMessage(FindingLine(f), MaxWarningRunes)
+			line := findingOf(f)
+			line.Fingerprint = ""
+			c.Message, _ = ShortenMessage(line.Text(), MaxWarningRunes)
 		}
 		causes = append(causes, c)
 	}

@@ -155,6 +155,14 @@ func actionText(f finding.Finding) string {
 			of += " (" + objects + ")"
 		}
 		return fmt.Sprintf("keep %q and migrate the managedFields of %s to the storage version first: run '%s' (it migrates managedFields too), then remove it", version, of, r.Command)
+	case finding.RemedyWebhookBeforeWrites:
+		of := "the stored objects"
+		if objects != "" {
+			of += " (" + objects + ")"
+		}
+		return fmt.Sprintf("roll out the new conversion webhook and wait until it serves before the CRD changes (in a kapp deploy: "+
+			"the change-group and change-rule annotations that order the webhook's workload first), so no write finds it down; "+
+			"or first migrate the managedFields of %s to one version: run '%s' (%s)", of, r.Command, r.Detail)
 	case finding.RemedyRepointOwners:
 		of := "the dependents"
 		if objects != "" {
@@ -179,6 +187,8 @@ func actionText(f finding.Finding) string {
 		return "fix what the apiserver names: " + r.Detail
 	case finding.RemedyReview:
 		return "review the change by hand; once it is known to be safe, waive it with a reason (a waiver, or the waiver annotation)"
+	case finding.RemedyOrderWorkloadFirst:
+		return orderingText(f.Ordering)
 	case finding.RemedyRemoveWaiver:
 		return "remove the waiver: the change it waived is gone (a fingerprint changes with the change it names: waive the new one, after a review)"
 	case finding.RemedyFixConversion:
@@ -210,4 +220,25 @@ func objectList(r *finding.Remedy) string {
 		s += fmt.Sprintf(" and %d more %s", r.MoreObjects, plural.Of(r.MoreObjects, "object", "objects"))
 	}
 	return s
+}
+
+// orderingText says how to make kapp roll out a conversion webhook's
+// workloads before the CRD: the change-group annotation on each workload
+// and the change-rule annotation on the CRD, or a kapp Config for the
+// whole app.
+func orderingText(o *finding.ConversionOrdering) string {
+	if o == nil {
+		return "make kapp roll out the conversion webhook's workloads before the CRD (kapp.k14s.io/change-group and kapp.k14s.io/change-rule annotations)"
+	}
+	var steps []string
+	for _, w := range o.Unordered() {
+		if w.GroupAnnotation != "" {
+			steps = append(steps, fmt.Sprintf("on %s: %s: %q", w.Ref(), w.GroupAnnotation, o.Group))
+		}
+	}
+	if o.RuleAnnotation != "" {
+		steps = append(steps, fmt.Sprintf("on the CRD: %s: %q", o.RuleAnnotation, "upsert after upserting "+o.Group))
+	}
+	return "make kapp roll out the webhook's new code and wait for it before the CRD changes: add the annotations " +
+		strings.Join(steps, "; ") + " (or, for the whole app, a kapp Config with changeGroupBindings and changeRuleBindings: examples/conversion-ordering)"
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	_ "github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety" // every room's check descriptors
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/stretchr/testify/require"
 )
@@ -14,7 +15,7 @@ import (
 func TestEveryCheckHasARemedy(t *testing.T) {
 	for _, id := range config.AllCheckIDs() {
 		a := finding.RemedyActionOf(id)
-		require.NotEmpty(t, a, "check %s has no remedy (crdupgradesafety.remedyActions)", id)
+		require.NotEmpty(t, a, "check %s has no remedy (its descriptor: finding.Register in its file)", id)
 		text := RemedyText(finding.Finding{Check: id, Remedy: &finding.Remedy{Action: a}})
 		require.NotEmpty(t, text, "remedy %s of check %s has no words (RemedyText)", a, id)
 		h, ok := HelpFor(id)

@@ -35,6 +35,10 @@ func Message(f finding.Finding) string {
 		b.WriteString(staleText(f.StaleWaiver))
 	default:
 		b.WriteString(f.ChangeText)
+		if len(f.Denied) > 0 {
+			b.WriteString(": ")
+			b.WriteString(deniedText(f.CRD, f.Denied))
+		}
 		if f.ReadError != "" {
 			b.WriteString(": ")
 			b.WriteString(f.ReadError)
@@ -129,6 +133,75 @@ func gapText(g config.AcceptanceGap, a *config.Acceptance, f finding.Finding) st
 		return "this run reads the cluster but could not count the objects the loss affects, so it cannot tell that the acceptance covers it"
 	}
 	return string(g)
+}
+
+// MaxDeniedNamed bounds the findings of a denial by our own admission
+// webhook that an apiserverRejects finding names (deniedText); it counts
+// the others.
+const MaxDeniedNamed = 50
+
+// deniedText names the findings of a denial by the CRDUpgradeSafety
+// admission webhook that this run does not report as errors: each by its
+// line when the denial lists it, else by its facts (CRD, version, field,
+// check), then the webhook's fingerprint of it, labelled, and why it is
+// listed: an error under the webhook's settings, and under this check's a
+// warning (with what made it one) or nothing, e.g.
+//
+//	crd widgets.example.com version v1 field ^.spec.color: [enum] enum values removed: ["blue"] (webhook finding ed63ac23ebcd: an error under the webhook's settings; under this check's a warning, exempted: PR 7)
+func deniedText(crd string, denied []finding.DeniedFinding) string {
+	items := make([]string, 0, min(len(denied), MaxDeniedNamed+1))
+	for i, d := range denied {
+		if i == MaxDeniedNamed {
+			n := len(denied) - i
+			items = append(items, fmt.Sprintf("and %d more %s of the webhook", n, plural.Of(n, "finding", "findings")))
+			break
+		}
+		name := d.Line
+		if name == "" {
+			version := d.Version
+			if d.PairVersion != "" {
+				version += " -> " + d.PairVersion
+			}
+			name = FindingSubject(crd, version, d.Field)
+			if d.Check != "" {
+				name += ": [" + d.Check + "]"
+			}
+		}
+		why := "not found under this check's"
+		if h := d.Here; h != nil {
+			why = "under this check's a " + string(h.Severity)
+			if r := warningReasons(*h); len(r) > 0 {
+				why += ", " + strings.Join(r, ", ")
+			}
+		}
+		items = append(items, fmt.Sprintf("%s (webhook finding %s: an error under the webhook's settings; %s)", name, d.Fingerprint, why))
+	}
+	return strings.Join(items, "; ")
+}
+
+// warningReasons says what made a finding that is an error by its check a
+// warning, as the notes of its Message do: a waiver, an acceptance of its
+// data loss, unaffectedEnforcement or alphaVersionEnforcement Warn (none
+// for the mode or the check's enforcement).
+func warningReasons(f finding.Finding) []string {
+	var rs []string
+	if w := f.Waiver; w != nil {
+		if text := waiverText(w, true); text != "" {
+			rs = append(rs, "exempted: "+text)
+		} else {
+			rs = append(rs, "exempted")
+		}
+	}
+	if a := f.Acceptance; a != nil {
+		rs = append(rs, "data loss accepted: "+acceptanceText(a, f))
+	}
+	if f.Unaffected {
+		rs = append(rs, "unaffectedEnforcement Warn (no stored object affected)")
+	}
+	if f.AlphaLenient {
+		rs = append(rs, "alphaVersionEnforcement Warn (alpha version)")
+	}
+	return rs
 }
 
 // FingerprintSuffix is how a line of text ends with the finding's
@@ -248,6 +321,8 @@ func ImpactText(f finding.Finding) string {
 			parts = append(parts, fmt.Sprintf("%s near the limit: %s", of, examples))
 		case finding.EffectSSARefused:
 			parts = append(parts, fmt.Sprintf("%s %s managedFields entries at it: %s", of, plural.Of(e.Objects, "has", "have"), examples))
+		case finding.EffectManagedFieldsDropped:
+			parts = append(parts, fmt.Sprintf("%s %s managedFields entries at several versions: %s", of, plural.Of(e.Objects, "has", "have"), examples))
 		case finding.EffectRejected:
 			note := ratchetNote(imp.Source, imp.Ratcheted > 0, imp.Ratcheted, e.Objects)
 			if imp.UpdatesRefused == e.Objects && imp.Source == finding.SourceCluster {

@@ -3,6 +3,7 @@ package apivalidation
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
@@ -16,6 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
+
+// The descriptor of apiserverRejects: the apiserver refuses the new CRD (library validation offline, a server-side dry run in a deploy).
+var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckAPIServerRejects}, Runs: finding.RunsOnCRD, Remedy: finding.RemedyApiserverReason})
 
 // The apiserverRejects check: the apiserver's own validation of a CRD
 // create or update, run offline with the apiextensions-apiserver library.
@@ -239,7 +243,7 @@ func V1FieldPath(path string) string {
 // whatever the configuration says, and going on would apply the rest of the
 // change set and then fail half way.
 func Rejected(crdName, verb string, rs []Rejection, cfg *config.Settings) []finding.Finding {
-	if len(rs) == 0 || !finding.NewPolicy(cfg, crdName).Settings.Checks.CRD.ApiserverRejects.Enabled {
+	if len(rs) == 0 || !finding.SettingsOf(cfg).Checks.CRD.ApiserverRejects.Enabled {
 		return nil
 	}
 	findings := make([]finding.Finding, len(rs))
@@ -256,38 +260,30 @@ func Rejected(crdName, verb string, rs []Rejection, cfg *config.Settings) []find
 	return findings
 }
 
-// DeniedFinding is one error finding of a denial by the CRDUpgradeSafety
-// admission webhook, as the denial carries it (config.FindingCause): its
-// fingerprint and its line ("" for one past the lines the denial lists).
-type DeniedFinding struct {
-	Fingerprint string
-	Line        string
-}
-
 // DeniedByWebhook returns the apiserverRejects finding of a request (verb
 // as for Rejected) about the named CRD that the CRDUpgradeSafety admission
 // webhook denies for findings this run does not report as errors itself
-// (denied: a webhook with other settings may find more); nil when there
-// are none (the run's own findings say what the webhook says, once) or
-// the check is disabled. Like Rejected's, it is an error in every mode
-// and cannot be exempted.
-func DeniedByWebhook(crdName, verb string, denied []DeniedFinding, cfg *config.Settings) []finding.Finding {
-	if len(denied) == 0 || !finding.NewPolicy(cfg, crdName).Settings.Checks.CRD.ApiserverRejects.Enabled {
+// (denied: a webhook with other settings may find more, or judge as an
+// error what is a warning here, finding.DeniedFinding.Here); nil when
+// there are none (the run's own findings say what the webhook says, once)
+// or the check is disabled. Like Rejected's, it is an error in every mode
+// and cannot be exempted. The denied findings are its facts (Denied),
+// which the outputs word; its fingerprint hashes theirs.
+func DeniedByWebhook(crdName, verb string, denied []finding.DeniedFinding, cfg *config.Settings) []finding.Finding {
+	if len(denied) == 0 || !finding.SettingsOf(cfg).Checks.CRD.ApiserverRejects.Enabled {
 		return nil
 	}
-	fps, items := make([]string, len(denied)), make([]string, len(denied))
+	fps := make([]string, len(denied))
 	for i, d := range denied {
-		fps[i], items[i] = d.Fingerprint, d.Line
-		if d.Line == "" {
-			items[i] = "[fp:" + d.Fingerprint + "]"
-		}
+		fps[i] = d.Fingerprint
 	}
 	n := len(denied)
 	fs := []finding.Finding{{
 		CRD: crdName, Check: config.CheckAPIServerRejects, Severity: finding.SeverityError,
 		Change: finding.Change{Kind: "deniedByWebhook", New: finding.FactSet(fps)},
-		ChangeText: finding.BoundText(fmt.Sprintf("the %s admission webhook denies the %s for %d %s this check does not report as %s: %s",
-			config.CheckName, verb, n, plural.Of(n, "finding", "findings"), plural.Of(n, "an error", "errors"), strings.Join(items, "; ")), finding.MaxMessageBytes),
+		ChangeText: fmt.Sprintf("the %s admission webhook denies the %s for %d %s this check does not report as %s",
+			config.CheckName, verb, n, plural.Of(n, "finding", "findings"), plural.Of(n, "an error", "errors")),
+		Denied: slices.Clone(denied),
 		Remedy: &finding.Remedy{Action: finding.RemedyApiserverReason,
 			Detail: "the webhook's findings above (its settings judge more strictly than this check's: compare the two)"},
 	}}
@@ -300,7 +296,7 @@ func DeniedByWebhook(crdName, verb string, denied []DeniedFinding, cfg *config.S
 // CRD; nil when the check is disabled. The apiserver applies the change;
 // the warning names what will not work as its author may expect.
 func Warned(crdName, verb string, warnings []string, cfg *config.Settings) []finding.Finding {
-	if len(warnings) == 0 || !finding.NewPolicy(cfg, crdName).Settings.Checks.CRD.ApiserverRejects.Enabled {
+	if len(warnings) == 0 || !finding.SettingsOf(cfg).Checks.CRD.ApiserverRejects.Enabled {
 		return nil
 	}
 	findings := make([]finding.Finding, len(warnings))
@@ -322,7 +318,7 @@ func Warned(crdName, verb string, warnings []string, cfg *config.Settings) []fin
 // still runs, but its old side may not be what a cluster holds. nil when
 // errs is empty or the check is disabled.
 func InvalidOld(crdName string, errs field.ErrorList, cfg *config.Settings) []finding.Finding {
-	if len(errs) == 0 || !finding.NewPolicy(cfg, crdName).Settings.Checks.CRD.ApiserverRejects.Enabled {
+	if len(errs) == 0 || !finding.SettingsOf(cfg).Checks.CRD.ApiserverRejects.Enabled {
 		return nil
 	}
 	fs := []finding.Finding{{

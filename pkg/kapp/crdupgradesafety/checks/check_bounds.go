@@ -5,6 +5,12 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 )
 
+// The descriptor of minimum .. maxProperties: a bound added or tightened.
+var _ = propertyCheckOf(43, finding.Register(finding.Descriptor{IDs: []string{config.CheckMinimum, config.CheckMinLength, config.CheckMinItems, config.CheckMinProperties, config.CheckMaximum, config.CheckMaxLength, config.CheckMaxItems, config.CheckMaxProperties}, Runs: finding.RunsOnProperty, Remedy: finding.RemedyFixObjectsFirst, Unaffected: finding.UnaffectedWarns}), checkBounds)
+
+// The descriptor of exclusiveMinimum, exclusiveMaximum: a bound made exclusive.
+var _ = propertyCheckOf(44, finding.Register(finding.Descriptor{IDs: []string{config.CheckExclusiveMinimum, config.CheckExclusiveMaximum}, Runs: finding.RunsOnProperty, Remedy: finding.RemedyFixObjectsFirst, Unaffected: finding.UnaffectedWarns}), checkExclusiveBounds)
+
 // checkBounds covers the eight min/max keywords with one generic rule: a
 // bound added where none was, a minimum raised or a maximum lowered rejects
 // values that were valid. Removing a bound or moving it outward relaxes.

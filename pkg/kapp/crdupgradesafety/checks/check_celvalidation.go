@@ -8,6 +8,9 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
+// The descriptor of celValidation: a CEL rule added or changed.
+var _ = propertyCheckOf(52, finding.Register(finding.Descriptor{IDs: []string{config.CheckCELValidation}, Runs: finding.RunsOnProperty, Remedy: finding.RemedyFixObjectsFirst, Unaffected: finding.UnaffectedWarns}), checkCELValidation)
+
 // checkCELValidation: a CEL rule in x-kubernetes-validations added, or its
 // rule text changed, may reject objects that were valid. Rules are matched
 // by their text (and optionalOldSelf, which changes when a transition rule

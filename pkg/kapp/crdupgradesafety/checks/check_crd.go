@@ -10,6 +10,15 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
+// The descriptor of scope: the CRD's scope changed.
+var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckScope}, Runs: finding.RunsOnCRD, Remedy: finding.RemedyNewCRD})
+
+// The descriptor of storedVersionRemoval: a version objects are stored at removed.
+var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckStoredVersionRemoval}, Runs: finding.RunsOnCRD, Remedy: finding.RemedyMigrateStorage, Loss: finding.LossAlways})
+
+// The descriptor of servedVersionRemoval: a served version removed (or unserved).
+var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckServedVersionRemoval}, Runs: finding.RunsOnCRD, Remedy: finding.RemedyUnserveFirst})
+
 // checkScope: the scope may not change between Namespaced and Cluster.
 func checkScope(p *finding.Policy, old, new *apiextv1.CustomResourceDefinition) {
 	if !p.Settings.Checks.CRD.Scope.Enabled || old.Spec.Scope == new.Spec.Scope {
@@ -116,7 +125,7 @@ func CompareStatus(old, new *apiextv1.CustomResourceDefinition, cfg *config.Sett
 			"status.storedVersions trimmed: %q dropped with no completed migration on record: objects stored in it become unreadable once the version is removed", v)
 	}
 	finding.SortFindings(p.Findings)
-	return p.Findings
+	return p.Judged(p.Findings)
 }
 
 // migrationRunning returns the message of the CRD's StorageMigrating

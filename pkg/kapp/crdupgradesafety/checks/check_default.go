@@ -5,6 +5,9 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 )
 
+// The descriptor of default: a default added, changed or removed.
+var _ = propertyCheckOf(42, finding.Register(finding.Descriptor{IDs: []string{config.CheckDefault}, Runs: finding.RunsOnProperty, Remedy: finding.RemedyKeepDefault, Unaffected: finding.UnaffectedWarns}), checkDefault)
+
 // checkDefault: a default added, changed or removed changes what clients and
 // stored objects read back; each is configurable separately.
 func checkDefault(n *node) {

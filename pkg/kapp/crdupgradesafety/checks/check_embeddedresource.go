@@ -5,6 +5,9 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 )
 
+// The descriptor of embeddedResource: x-kubernetes-embedded-resource added (compareNode runs it first).
+var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckEmbeddedResource}, Runs: finding.RunsOnProperty, Remedy: finding.RemedyFixObjectsFirst, Unaffected: finding.UnaffectedWarns})
+
 // checkEmbeddedResource: x-kubernetes-embedded-resource makes an object a
 // resource of its own. The apiserver then requires apiVersion and kind
 // (objectmeta.Validate), validates metadata as ObjectMeta, and keeps

@@ -8,6 +8,9 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
+// The descriptor of enum: an enum added or a value removed.
+var _ = propertyCheckOf(41, finding.Register(finding.Descriptor{IDs: []string{config.CheckEnum}, Runs: finding.RunsOnProperty, Remedy: finding.RemedyFixObjectsFirst, Unaffected: finding.UnaffectedWarns}), checkEnum)
+
 // checkEnum: an enum added where none was, or an allowed value removed,
 // rejects values that were valid. Adding values to an existing enum is safe
 // by default (additionEnforcement: IfPreviouslyConstrained); dropping the

@@ -10,6 +10,9 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 )
 
+// The descriptor of format: a format added or changed; before type: it reads the types (numeric formats).
+var _ = propertyCheckOf(20, finding.Register(finding.Descriptor{IDs: []string{config.CheckFormat}, Runs: finding.RunsOnProperty, Remedy: finding.RemedyFixObjectsFirst, Unaffected: finding.UnaffectedWarns}), checkFormat)
+
 // checkFormat: a format added or changed is unsafe only when the
 // apiserver validates the new format and its values are not certainly all
 // valid under the old one. The apiserver validates only the formats it

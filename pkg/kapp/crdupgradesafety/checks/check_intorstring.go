@@ -5,6 +5,9 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 )
 
+// The descriptor of intOrString: x-kubernetes-int-or-string removed; before type: it owns type changes to and from int-or-string.
+var _ = propertyCheckOf(22, finding.Register(finding.Descriptor{IDs: []string{config.CheckIntOrString}, Runs: finding.RunsOnProperty, Remedy: finding.RemedyNewVersion, Unaffected: finding.UnaffectedWarns}), checkIntOrString)
+
 // checkIntOrString: removing x-kubernetes-int-or-string rejects the values
 // of the kind no longer allowed. Adding it to an integer or string field
 // relaxes. It owns the type keyword in both cases, so checkType does not

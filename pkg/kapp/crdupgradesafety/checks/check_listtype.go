@@ -9,6 +9,9 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 )
 
+// The descriptor of listType: list type or map keys changed; a change of the keys clients merge by is client-facing.
+var _ = propertyCheckOf(50, finding.Register(finding.Descriptor{IDs: []string{config.CheckListType}, Runs: finding.RunsOnProperty, Remedy: finding.RemedyFixObjectsFirst, Unaffected: finding.UnaffectedWarnsUnlessClientFacing}), checkListType)
+
 // checkListType: x-kubernetes-list-type and x-kubernetes-list-map-keys
 // decide item uniqueness and server-side apply ownership. An absent list
 // type means atomic. A change that adds uniqueness (atomic -> set or map,

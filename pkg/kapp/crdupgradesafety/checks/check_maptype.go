@@ -5,6 +5,9 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 )
 
+// The descriptor of mapType: x-kubernetes-map-type changed.
+var _ = propertyCheckOf(51, finding.Register(finding.Descriptor{IDs: []string{config.CheckMapType}, Runs: finding.RunsOnProperty, Remedy: finding.RemedyNewVersion}), checkMapType)
+
 // checkMapType: x-kubernetes-map-type decides server-side apply ownership
 // of map entries and nothing else: no stored object becomes invalid. An
 // absent map type means granular. Reported at changeEnforcement (Warn by

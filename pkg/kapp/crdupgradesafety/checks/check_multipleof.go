@@ -7,6 +7,9 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 )
 
+// The descriptor of multipleOf: added or changed.
+var _ = propertyCheckOf(45, finding.Register(finding.Descriptor{IDs: []string{config.CheckMultipleOf}, Runs: finding.RunsOnProperty, Remedy: finding.RemedyFixObjectsFirst, Unaffected: finding.UnaffectedWarns}), checkMultipleOf)
+
 // checkMultipleOf: a multipleOf added, or changed to a value that does not
 // divide the old one, rejects values that were valid.
 func checkMultipleOf(n *node) {

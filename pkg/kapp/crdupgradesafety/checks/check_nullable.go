@@ -1,6 +1,12 @@
 package checks
 
-import "github.com/crdsafety/kapp/pkg/kapp/config"
+import (
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+)
+
+// The descriptor of nullable: nullable: true removed.
+var _ = propertyCheckOf(48, finding.Register(finding.Descriptor{IDs: []string{config.CheckNullable}, Runs: finding.RunsOnProperty, Remedy: finding.RemedyFixObjectsFirst, Unaffected: finding.UnaffectedWarns}), checkNullable)
 
 // checkNullable: removing nullable: true rejects stored nulls.
 func checkNullable(n *node) {

@@ -10,6 +10,9 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/relang"
 )
 
+// The descriptor of pattern: a pattern added, or changed to reject what it accepted.
+var _ = propertyCheckOf(47, finding.Register(finding.Descriptor{IDs: []string{config.CheckPattern}, Runs: finding.RunsOnProperty, Remedy: finding.RemedyFixObjectsFirst, Unaffected: finding.UnaffectedWarns}), checkPattern)
+
 // checkPattern: a pattern added or changed is unsafe only when some string
 // the old schema accepted is rejected by the new pattern. The two regular
 // languages are compared the way the apiserver evaluates them (Go regexp,

@@ -7,6 +7,9 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
+// The descriptor of preserveUnknownFields: unknown fields no longer kept; before type: it reads the new type.
+var _ = propertyCheckOf(21, finding.Register(finding.Descriptor{IDs: []string{config.CheckPreserveUnknownFields}, Runs: finding.RunsOnProperty, Remedy: finding.RemedyKeepUnknownFields, Loss: finding.LossWhereStored, Unaffected: finding.UnaffectedWarns}), checkPreserveUnknownFields)
+
 // checkPreserveUnknownFields: removing x-kubernetes-preserve-unknown-fields:
 // true makes the apiserver prune the unknown fields stored objects hold.
 // Adding it relaxes. Only objects are pruned: where the new schema holds a

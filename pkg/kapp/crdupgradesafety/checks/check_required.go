@@ -9,6 +9,9 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 )
 
+// The descriptor of required: a new required field on an object that existed.
+var _ = propertyCheckOf(49, finding.Register(finding.Descriptor{IDs: []string{config.CheckRequired}, Runs: finding.RunsOnProperty, Remedy: finding.RemedyDefaultOrOptional, Unaffected: finding.UnaffectedWarns}), checkRequired)
+
 // checkRequired: a field newly required on an object that already existed
 // invalidates objects without it. A required field made optional relaxes.
 // A new optional parent may bring required children: new properties are not

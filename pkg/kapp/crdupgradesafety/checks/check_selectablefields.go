@@ -6,6 +6,9 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
+// The descriptor of selectableFields: a selectable field removed.
+var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckSelectableFields}, Runs: finding.RunsOnCRD, Remedy: finding.RemedyKeepClientFacing})
+
 // checkSelectableFields: for every version in both CRDs, a selectable
 // field (spec.versions[].selectableFields[].jsonPath) removed makes the
 // field selectors of its clients fail. Adding one is not reported.

@@ -10,6 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 )
 
+// The descriptor of servedVersion: served versions that differ without a conversion webhook.
+var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckServedVersion}, Runs: finding.RunsOnVersionPair, Remedy: finding.RemedyConversionWebhook})
+
 // checkServedVersions compares every pair of served versions of the new CRD
 // with the property checks: without a conversion webhook the apiserver
 // serves the same stored object under each of them, so they must agree.

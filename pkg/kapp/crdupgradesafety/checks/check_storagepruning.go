@@ -9,6 +9,9 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
+// The descriptor of storagePruning: fields a served version keeps that the storage version prunes.
+var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckStoragePruning}, Runs: finding.RunsOnCRD, Remedy: finding.RemedyStoreEveryField})
+
 // checkStoragePruning: under conversion None the apiserver keeps one
 // object, in the storage version, and serves it under every served version
 // by changing only its apiVersion; on the way it prunes it by each schema

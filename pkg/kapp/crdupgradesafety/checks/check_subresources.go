@@ -9,6 +9,9 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
+// The descriptor of subresources: the status or scale subresource removed or changed.
+var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckSubresources}, Runs: finding.RunsOnCRD, Remedy: finding.RemedyKeepClientFacing})
+
 // checkSubresources: for every version in both CRDs, the status
 // subresource removed makes controllers' status writes (…/status) fail
 // with 404; the scale subresource removed makes …/scale (kubectl scale,

@@ -5,6 +5,9 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 )
 
+// The descriptor of type: a property's type changed.
+var _ = propertyCheckOf(30, finding.Register(finding.Descriptor{IDs: []string{config.CheckType}, Runs: finding.RunsOnProperty, Remedy: finding.RemedyNewVersion, Unaffected: finding.UnaffectedWarns}), checkType)
+
 // checkType: a property's type may not change, nor be set where the old
 // schema had none (an untyped, preserve-unknown-fields value accepted any).
 // Dropping the type (to an untyped value) relaxes. A reported type change

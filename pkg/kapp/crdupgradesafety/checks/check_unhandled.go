@@ -10,6 +10,9 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
+// The descriptor of unhandled: a change no check understands (walk runs it last).
+var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckUnhandled}, Runs: finding.RunsOnProperty, Remedy: finding.RemedyReview})
+
 // checkUnhandled runs last: every keyword a check understood has been
 // cleared from both sides, so any difference left is a change no check
 // knows to be safe. failMode decides (config.FailUnhandledChange, resolved

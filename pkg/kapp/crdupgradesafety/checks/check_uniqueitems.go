@@ -1,6 +1,12 @@
 package checks
 
-import "github.com/crdsafety/kapp/pkg/kapp/config"
+import (
+	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+)
+
+// The descriptor of uniqueItems: set to true.
+var _ = propertyCheckOf(46, finding.Register(finding.Descriptor{IDs: []string{config.CheckUniqueItems}, Runs: finding.RunsOnProperty, Remedy: finding.RemedyFixObjectsFirst, Unaffected: finding.UnaffectedWarns}), checkUniqueItems)
 
 // checkUniqueItems: requiring unique items rejects lists with duplicates.
 func checkUniqueItems(n *node) {

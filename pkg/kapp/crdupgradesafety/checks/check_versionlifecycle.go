@@ -6,6 +6,9 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
+// The descriptor of versionLifecycle: a version removed before it was deprecated.
+var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckVersionLifecycle}, Runs: finding.RunsOnCRD, Remedy: finding.RemedyDeprecateFirst})
+
 // checkVersionLifecycle: a version may stop being served, or be removed,
 // only after a release in which it was marked deprecated: true (Kubernetes'
 // API deprecation policy, OLM's deprecation lifecycle): its clients then

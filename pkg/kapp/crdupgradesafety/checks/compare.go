@@ -16,6 +16,14 @@ import (
 // new CRD (servedVersion).
 func Compare(old, new *apiextv1.CustomResourceDefinition, cfg *config.Settings) []finding.Finding {
 	p := finding.NewPolicy(cfg, new.Name)
+	return p.Judged(CompareWith(p, old, new))
+}
+
+// CompareWith is Compare under the pair's policy p (of new's name),
+// before the findings are judged: the severity their checks give them,
+// which waivers, acceptances and the stored objects are judged from, once
+// (finding.Policy.Apply).
+func CompareWith(p *finding.Policy, old, new *apiextv1.CustomResourceDefinition) []finding.Finding {
 	checkScope(p, old, new)
 	checkStoredVersionRemoval(p, old, new)
 	checkServedVersionRemoval(p, old, new)

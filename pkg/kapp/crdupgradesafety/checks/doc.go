@@ -7,7 +7,7 @@
 // Files:
 //
 //	compare.go                     Compare: every check of one pair, in order; the versions both CRDs have
-//	walk.go                        the schema walk: pairRun, node, the property checks' table (propertyChecks)
+//	walk.go                        the schema walk: pairRun, node, the property checks in their order (propertyCheckOf); existingFieldRemoval, additionalProperties
 //	walk_combinators.go            the walk of allOf, anyOf, oneOf and not, judged by meaning (probes)
 //	schema_equality.go             SameSchema: two schemas alike but for documentation
 //	kubeversion.go                 ValidatedAt: a CRD as the apiserver of a Kubernetes version validates it
@@ -37,4 +37,5 @@
 //	check_type.go                  type
 //	check_uniqueitems.go           uniqueItems
 //	check_unhandled.go             unhandled: whatever no check cleared
+//	check_conversionordering.go    conversionOrdering (kapp deploy): ConversionNeedOf, ConversionOrderingFindings
 package checks

@@ -2,6 +2,7 @@ package checks
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
@@ -9,6 +10,12 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
+
+// The descriptor of existingFieldRemoval: a property of an existing version removed (walkProperties).
+var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckExistingFieldRemoval}, Runs: finding.RunsOnProperty, Remedy: finding.RemedyKeepField, Loss: finding.LossWhereStored, Unaffected: finding.UnaffectedWarns})
+
+// The descriptor of additionalProperties: a map's values tightened (walkAdditionalProperties).
+var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckAdditionalProperties}, Runs: finding.RunsOnProperty, Remedy: finding.RemedyKeepUnknownFields, Unaffected: finding.UnaffectedWarns})
 
 // pairRun compares two schemas: the same version of the old and new CRD, or
 // two served versions of the new CRD. It walks both trees at once, keyed by
@@ -123,38 +130,36 @@ func (n *node) emit(c finding.Draft) {
 	n.run.sink(c)
 }
 
-// propertyCheck is one property check: the IDs it reports (its
-// configuration, checks.sameVersion.<id> and checks.servedVersion.<id>) and
-// how it runs at a node. Adding a property check takes its ID constant and
-// entry in config.PropertyCheckIDs, its file here with an entry below, and
-// its section in docs/checks.md; TestEveryPropertyCheckRuns and the config
-// and docs tests fail when one is missing.
+// propertyCheck is one property check run at every node: the IDs it
+// reports (its descriptor's; its configuration, checks.sameVersion.<id>
+// and checks.servedVersion.<id>), how it runs, and its place in the order
+// of the checks at a node.
 type propertyCheck struct {
-	ids []string
-	run func(*node)
+	ids   []string
+	run   func(*node)
+	order int
 }
 
-// propertyChecks run in order at every node, after the walks. Each is in
-// its own file.
-var propertyChecks = []propertyCheck{
-	{nil, checkDocumentation},                                                 // reports nothing: clears what is never a finding
-	{[]string{config.CheckFormat}, checkFormat},                               // before type: it reads the types (numeric formats)
-	{[]string{config.CheckPreserveUnknownFields}, checkPreserveUnknownFields}, // before type: it reads the new type
-	{[]string{config.CheckIntOrString}, checkIntOrString},                     // before type: it owns type changes to and from int-or-string
-	{[]string{config.CheckType}, checkType},
-	{[]string{config.CheckEnum}, checkEnum},
-	{[]string{config.CheckDefault}, checkDefault},
-	{[]string{config.CheckMinimum, config.CheckMinLength, config.CheckMinItems, config.CheckMinProperties,
-		config.CheckMaximum, config.CheckMaxLength, config.CheckMaxItems, config.CheckMaxProperties}, checkBounds},
-	{[]string{config.CheckExclusiveMinimum, config.CheckExclusiveMaximum}, checkExclusiveBounds},
-	{[]string{config.CheckMultipleOf}, checkMultipleOf},
-	{[]string{config.CheckUniqueItems}, checkUniqueItems},
-	{[]string{config.CheckPattern}, checkPattern},
-	{[]string{config.CheckNullable}, checkNullable},
-	{[]string{config.CheckRequired}, checkRequired},
-	{[]string{config.CheckListType}, checkListType},
-	{[]string{config.CheckMapType}, checkMapType},
-	{[]string{config.CheckCELValidation}, checkCELValidation},
+// propertyChecks run in order at every node, after the walks; each check's
+// file adds itself (propertyCheckOf), so adding a property check touches
+// its own file, its config ID and its docs section
+// (TestEveryPropertyCheckRuns, TestEveryCheckHasADescriptor and the config
+// and docs tests fail when one is missing).
+var propertyChecks []propertyCheck
+
+// propertyCheckOf adds a property check to propertyChecks, at its place in
+// the order (lowest first: a check that clears what another reads runs
+// before it, as its file says), and returns its descriptor (nil for a step
+// that reports nothing). Called by the initialization of each check's
+// file, in whatever order Go initializes them: the list is kept sorted.
+func propertyCheckOf(order int, d *finding.Descriptor, run func(*node)) *finding.Descriptor {
+	c := propertyCheck{run: run, order: order}
+	if d != nil {
+		c.ids = d.IDs
+	}
+	i := sort.Search(len(propertyChecks), func(i int) bool { return propertyChecks[i].order > order })
+	propertyChecks = slices.Insert(propertyChecks, i, c)
+	return d
 }
 
 // walkCheckIDs are the property checks compareNode runs itself, around the

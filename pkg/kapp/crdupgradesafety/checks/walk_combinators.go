@@ -13,6 +13,9 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
+// The descriptor of allOf, anyOf, oneOf, not: judged by meaning (walkCombinators).
+var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckAllOf, config.CheckAnyOf, config.CheckOneOf, config.CheckNot}, Runs: finding.RunsOnProperty, Remedy: finding.RemedyFixObjectsFirst, Unaffected: finding.UnaffectedWarns})
+
 // walkCombinators compares allOf, anyOf, oneOf and not, each by its
 // meaning: allOf is a conjunction, anyOf a disjunction, oneOf "exactly one"
 // and not a negation. A combinator added where none was tightens; one

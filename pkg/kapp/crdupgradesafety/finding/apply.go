@@ -2,6 +2,7 @@ package finding
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -51,7 +52,14 @@ func findingKey(f *Finding, ordinal int) string {
 //     without keeps the DataLoss its check gave it. Data loss sorts first
 //     (SortFindings).
 func ApplyImpacts(findings []Finding, impacts []VersionImpact, cfg *config.Settings) []Finding {
-	cfg = NewPolicy(cfg, "").Settings
+	return (&Policy{Settings: SettingsOf(cfg)}).Apply(findings, impacts)
+}
+
+// Apply is ApplyImpacts under p's settings, for p's pair: the findings an
+// exempted change's objects still make (exemptedButAffecting) are lists of
+// p (Sub).
+func (p *Policy) Apply(findings []Finding, impacts []VersionImpact) []Finding {
+	cfg := p.Settings
 	byVersion := map[string]*VersionImpact{}
 	for i := range impacts {
 		byVersion[impacts[i].Version] = &impacts[i]
@@ -77,14 +85,13 @@ func ApplyImpacts(findings []Finding, impacts []VersionImpact, cfg *config.Setti
 				f.Severity = SeverityWarning
 				f.Unaffected = true
 			}
-			f.DataLoss = lossByCheck(f.Check) && f.Check != config.CheckExistingFieldRemoval && f.Check != config.CheckPreserveUnknownFields ||
-				imp.has(EffectPruned)
+			f.DataLoss = lossOf(f.Check) == LossAlways || imp.has(EffectPruned)
 			JudgeFinal(cfg, &f)
 			if f.Waiver != nil || f.Acceptance != nil {
 				// What passed it is the reviewed waiver or acceptance.
 				f.Unaffected = false
 			}
-			out = append(out, exemptedButAffecting(f, cfg)...)
+			out = append(out, p.exemptedButAffecting(f)...)
 		} else {
 			JudgeFinal(cfg, &f)
 		}
@@ -99,7 +106,7 @@ func ApplyImpacts(findings []Finding, impacts []VersionImpact, cfg *config.Setti
 			JudgeFinal(cfg, &f)
 			out = append(out, f)
 		}
-		out = append(out, vi.Notes...)
+		out = append(out, p.Judged(slices.Clone(vi.Notes))...)
 	}
 	SortFindings(out)
 	return out
@@ -119,11 +126,13 @@ func (imp *Impact) has(e Effect) bool {
 // objects it turns out to affect. Those stay an existingResources finding,
 // as they were before the objects were joined to the findings: waived only
 // where a waiver matches that finding too (existingResources waived).
-func exemptedButAffecting(f Finding, cfg *config.Settings) []Finding {
+func (pol *Policy) exemptedButAffecting(f Finding) []Finding {
 	if f.Impact.Affected == 0 || f.Waiver == nil {
 		return nil
 	}
-	p := NewPolicy(cfg, f.CRD)
+	cfg := pol.Settings
+	p := pol.Sub()
+	p.CRD = f.CRD
 	p.Add(Draft{Version: f.Version, Check: config.CheckExistingResources, Level: config.EnforcementStrict,
 		Cause:   &Cause{Check: f.Check, Field: f.Field, Fingerprint: f.Fingerprint},
 		Message: fmt.Sprintf("the exempted %s change at %s affects %s objects", f.Check, f.Field, SourceNoun(f.Impact.Source))})

@@ -11,6 +11,7 @@
 // Files:
 //
 //	findings.go    Finding, Severity, Cause, ObjectFinding; HasErrors, Bound, SortFindings, StaleWaivers
+//	descriptor.go  Descriptor: what a check is, declared in its own file (Register): IDs, how it runs, remedy, data loss, unaffectedEnforcement
 //	policy.go      Draft and Policy: a check's change made a finding (severity, waivers, acceptances); KeyFindings
 //	alpha.go       IsAlphaVersion and alphaVersionEnforcement's leniency
 //	fingerprint.go Change (a finding's facts) and the fingerprint that hashes them
@@ -19,4 +20,5 @@
 //	apply.go       VersionImpact and ApplyImpacts: a reader's impact joined to the findings and judged again
 //	values.go      JSON values: canonical form, rendering, bounds on what a finding carries
 //	baseline.go    Baseline: the git commit an old CRD was read at
+//	ordering.go    ConversionOrdering: a conversion webhook's workloads in a kapp change set (conversionOrdering)
 package finding

@@ -106,6 +106,10 @@ type Finding struct {
 	// Object: for an existingResources finding about one stored object
 	// (an effect no other finding explains), what happens to it.
 	Object *ObjectFinding
+	// Denied: for the apiserverRejects finding of a denial by the
+	// CRDUpgradeSafety admission webhook (DeniedByWebhook), the findings
+	// of the denial this run does not report as errors itself.
+	Denied []DeniedFinding
 	// Remedy is the safe way forward; set on every finding of a check
 	// that has one (every error finding has one).
 	Remedy *Remedy
@@ -119,6 +123,10 @@ type Finding struct {
 	// Baseline: the git commit the old CRD was read at, when the command
 	// compares with git revisions (--git-ref); nil otherwise.
 	Baseline *Baseline
+	// Ordering: for a conversionOrdering finding, the webhook's Service,
+	// the workloads that serve it and the kapp change group and
+	// annotations that order them before the CRD; nil otherwise.
+	Ordering *ConversionOrdering
 
 	// key identifies the finding from where it is made: what a reader's
 	// impact is joined back by (ApplyImpacts).
@@ -136,6 +144,18 @@ type Cause struct {
 	Field schemapath.Path
 	// Fingerprint is the waived change's fingerprint.
 	Fingerprint string
+}
+
+// DeniedFinding is one error finding of a denial by the CRDUpgradeSafety
+// admission webhook, as the denial carries it (config.FindingCause): its
+// facts (fingerprint, check, version, field), its line ("" for one past
+// the lines the denial lists), and what this run has of it.
+type DeniedFinding struct {
+	config.FindingFacts
+	Line string
+	// Here is this run's finding of the same change, a warning here (the
+	// two settings differ); nil when this run has none.
+	Here *Finding
 }
 
 // ObjectFinding is what happens to one stored object under the new CRD
@@ -259,8 +279,8 @@ func SortFindings(fs []Finding) {
 // fingerprint alone, cannot be judged: the run does not know its CRD's
 // findings. findings are all the run's findings.
 func StaleWaivers(cfg *config.Settings, crds []string, findings []Finding) []Finding {
-	p := NewPolicy(cfg, "")
-	if len(p.Settings.Waivers) == 0 {
+	cfg = SettingsOf(cfg)
+	if len(cfg.Waivers) == 0 {
 		return nil
 	}
 	evaluated := make(map[string]bool, len(crds))
@@ -268,9 +288,9 @@ func StaleWaivers(cfg *config.Settings, crds []string, findings []Finding) []Fin
 		evaluated[c] = true
 	}
 	var out []Finding
-	fps := map[string]int{}
-	for i := range p.Settings.Waivers {
-		w := &p.Settings.Waivers[i]
+	var ids identities
+	for i := range cfg.Waivers {
+		w := &cfg.Waivers[i]
 		// apiserverRejects findings are never waived: a waiver naming one
 		// waives nothing, and is stale.
 		if !evaluated[w.CRD] || slices.ContainsFunc(findings, func(f Finding) bool {
@@ -281,9 +301,7 @@ func StaleWaivers(cfg *config.Settings, crds []string, findings []Finding) []Fin
 		f := Finding{CRD: w.CRD, Check: config.CheckStaleWaiver, Severity: SeverityWarning, StaleWaiver: w,
 			Change: Change{Kind: string(w.Source), Old: w.Fingerprint, New: strings.Join(w.Checks, ",") + " " + w.Path},
 			Remedy: DefaultRemedy(config.CheckStaleWaiver, "")}
-		fp := Fingerprint(&f, 0)
-		f.Fingerprint = Fingerprint(&f, fps[fp])
-		fps[fp]++
+		ids.fingerprint(&f)
 		out = append(out, f)
 	}
 	return out

@@ -4,8 +4,6 @@ import (
 	"slices"
 
 	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
-
-	"github.com/crdsafety/kapp/pkg/kapp/config"
 )
 
 // Effect is what the new CRD does to a stored object at one field.
@@ -126,29 +124,15 @@ const (
 )
 
 // unaffectedApplies tells whether unaffectedEnforcement may turn a finding
-// that affects no stored object into a warning: only where the read of the
-// objects can see the whole risk, a change of what a value may be. Never
-// for a change clients see without any object (removed versions, scope,
-// subresources, selectable fields, list map keys), a CRD deletion, the
-// apiserver's refusal, or a change no check understands.
+// into a warning once the stored objects show it affects none of them: a
+// finding about a field of a check whose descriptor says so
+// (Descriptor.Unaffected).
 func unaffectedApplies(f Finding) bool {
 	if f.Field == "" {
 		return false
 	}
-	switch f.Check {
-	case config.CheckType, config.CheckEnum, config.CheckDefault, config.CheckRequired,
-		config.CheckMinimum, config.CheckMinLength, config.CheckMinItems, config.CheckMinProperties,
-		config.CheckMaximum, config.CheckMaxLength, config.CheckMaxItems, config.CheckMaxProperties,
-		config.CheckPattern, config.CheckFormat, config.CheckNullable,
-		config.CheckExclusiveMinimum, config.CheckExclusiveMaximum, config.CheckMultipleOf,
-		config.CheckUniqueItems, config.CheckAdditionalProperties, config.CheckPreserveUnknownFields,
-		config.CheckIntOrString, config.CheckCELValidation, config.CheckAllOf, config.CheckAnyOf,
-		config.CheckOneOf, config.CheckNot, config.CheckEmbeddedResource, config.CheckExistingFieldRemoval:
-		return true
-	case config.CheckListType:
-		return !f.ClientFacing
-	}
-	return false
+	d := DescriptorOf(f.Check)
+	return d != nil && d.unaffectedWarns(&f)
 }
 
 // WithoutStoredValues returns findings as an output whose reader may not
@@ -208,6 +192,11 @@ const EffectGCStopped Effect = "garbage collection stopped"
 // apiserver cannot convert the object to ("request to convert CR to an
 // invalid group/version").
 const EffectSSARefused Effect = "server-side apply refused"
+
+// EffectManagedFieldsDropped: the object's managedFields entries name two or
+// more versions, and a write of it while the conversion webhook is down
+// drops them all (up to Kubernetes 1.36, kubernetes#136919).
+const EffectManagedFieldsDropped Effect = "managedFields dropped while the conversion webhook is down"
 
 // The effects of the conversion probe on a stored object (check
 // conversionWebhook).

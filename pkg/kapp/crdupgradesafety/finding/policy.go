@@ -2,6 +2,7 @@ package finding
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
@@ -47,29 +48,49 @@ type Policy struct {
 	Settings *config.Settings
 	CRD      string
 	Findings []Finding
-	ordinals map[string]int // findings made per findingKey(f, 0)
-	// fingerprints counts the findings made per fingerprint(f, 0).
-	fingerprints map[string]int
+	ids      identities
 }
+
+// policiesMade counts the policies made (PoliciesMade).
+var policiesMade atomic.Int64
+
+// PoliciesMade is how many policies NewPolicy has made in this process: a
+// measure of how many times a run enters the policy (the tests of the
+// engine's one call per pair count it around one evaluation).
+func PoliciesMade() int64 { return policiesMade.Load() }
 
 // defaultSettings is what a nil *config.Settings means, resolved once.
 var defaultSettings = config.Default()
 
-// newPolicy is the policy of cfg for the named CRD. It is the one place
-// that reads a nil cfg as the defaults.
-func NewPolicy(cfg *config.Settings, crd string) *Policy {
+// SettingsOf is cfg, or the defaults for a nil cfg: the one place that
+// reads a nil cfg as the defaults.
+func SettingsOf(cfg *config.Settings) *config.Settings {
 	if cfg == nil {
-		cfg = &defaultSettings
+		return &defaultSettings
 	}
+	return cfg
+}
+
+// NewPolicy is the policy of cfg (SettingsOf) for the named CRD: entered
+// once per pair by the engine's one call (crdupgradesafety.Judge).
+func NewPolicy(cfg *config.Settings, crd string) *Policy {
+	policiesMade.Add(1)
+	cfg = SettingsOf(cfg)
 	return &Policy{Settings: cfg, CRD: crd}
 }
 
-// add records a change as a finding. Its severity is error only for a
-// Strict change under mode error that no waiver waives and, under
-// alphaVersionEnforcement Warn, that is not about an alpha version
-// (alphaLenient); Warn changes are warnings whatever the mode. Its
-// fingerprint is computed here, from its facts, before the waivers are
-// matched against it.
+// Sub is another list of findings of p's pair under p's settings, with
+// ordinals of its own: what a reader keeps apart (the stored objects no
+// finding explains, the objects already invalid) and joins later.
+func (p *Policy) Sub() *Policy { return &Policy{Settings: p.Settings, CRD: p.CRD} }
+
+// Add records a check's change as a finding, with the severity its check
+// gives it: error only for a Strict change under mode error that, under
+// alphaVersionEnforcement Warn, is not about an alpha version
+// (alphaLenient); Warn changes are warnings whatever the mode. Waivers,
+// acceptances and what the stored objects show are judged later, once
+// (Apply, or Judged). Its fingerprint is computed here, from its facts,
+// before the waivers are matched against it.
 func (p *Policy) Add(c Draft) {
 	sev := SeverityError
 	if p.Settings.Mode == config.ModeWarn || c.Level == config.EnforcementWarn {
@@ -86,7 +107,7 @@ func (p *Policy) Add(c Draft) {
 	f := Finding{
 		CRD: p.CRD, Version: c.Version, PairVersion: c.PairVersion, Field: c.Field,
 		Check: c.Check, Severity: sev, ChangeText: BoundText(c.Message, MaxMessageBytes), Change: c.Fact,
-		DataLoss: c.DataLoss || lossByCheck(c.Check), ClientFacing: c.ClientFacing, Remedy: remedy,
+		DataLoss: c.DataLoss || lossOf(c.Check) != LossNone, ClientFacing: c.ClientFacing, Remedy: remedy,
 		Object: c.Object, Cause: c.Cause, AlphaLenient: alpha,
 	}
 	if c.Since != (config.KubeVersion{}) {
@@ -95,30 +116,26 @@ func (p *Policy) Add(c Draft) {
 	}
 	// The fingerprint hashes the whole facts; only what the finding
 	// carries for display is bounded, after.
-	f.Fingerprint = Fingerprint(&f, 0)
-	if p.fingerprints == nil {
-		p.fingerprints = map[string]int{}
-	}
-	if n := p.fingerprints[f.Fingerprint]; n > 0 {
-		// Facts alike (a CEL rule given twice): the next one in the
-		// order the checks make them.
-		p.fingerprints[f.Fingerprint]++
-		f.Fingerprint = Fingerprint(&f, n)
-	} else {
-		p.fingerprints[f.Fingerprint] = 1
-	}
+	p.ids.fingerprint(&f)
 	f.Version, f.PairVersion = BoundText(c.Version, MaxFieldBytes), BoundText(c.PairVersion, MaxFieldBytes)
 	f.Field = schemapath.Path(BoundText(string(c.Field), MaxFieldBytes))
 	f.Change = Change{Kind: c.Fact.Kind, Old: BoundText(c.Fact.Old, MaxMessageBytes), New: BoundText(c.Fact.New, MaxMessageBytes)}
+	// The severity so far is the check's (mode, enforcement, alpha): what
+	// waivers, acceptances and the stored objects are judged from, once
+	// (Apply, or Judged for findings that are not joined to objects).
+	f.unwaived, f.unwaivedAlpha = f.Severity, f.AlphaLenient
 	p.Findings = append(p.Findings, f)
-	fp := &p.Findings[len(p.Findings)-1]
-	judge(p.Settings, fp)
-	if p.ordinals == nil {
-		p.ordinals = map[string]int{}
+	p.ids.key(&p.Findings[len(p.Findings)-1])
+}
+
+// Judged judges fs, findings of p's pair that no stored object is joined
+// to, in place (waivers, acceptances), and returns them: the one stage a
+// finding's severity is decided in when it does not go through Apply.
+func (p *Policy) Judged(fs []Finding) []Finding {
+	for i := range fs {
+		JudgeFinal(p.Settings, &fs[i])
 	}
-	base := findingKey(fp, 0)
-	fp.key = findingKey(fp, p.ordinals[base])
-	p.ordinals[base]++
+	return fs
 }
 
 // judgeWaivers applies the waivers of cfg to f, from its facts as they
@@ -140,9 +157,10 @@ func judgeWaivers(cfg *config.Settings, f *Finding) {
 	}
 }
 
-// rejudge undoes what waivers and acceptances did to f, so that they are
-// judged again from its final facts (ApplyImpacts). A finding not made by
-// a policy (unwaived unset) is left as it is.
+// Rejudge undoes what waivers and acceptances did to f, so that a finding
+// judged already (a caller's, judged where it was made: Judged) is judged
+// again from its final facts (Apply). A finding not made by a policy
+// (unwaived unset) is left as it is.
 func (f *Finding) Rejudge() {
 	if f.unwaived == "" {
 		return
@@ -157,7 +175,7 @@ func (f *Finding) Rejudge() {
 	}
 }
 
-// judgeFinal judges f's waivers and, for a loss of stored data, the
+// JudgeFinal judges f's waivers and, for a loss of stored data, the
 // acceptances of cfg, from its final facts: its DataLoss and the objects
 // counted (Impact). An acceptance that covers the loss makes an error a
 // warning; a loss that stays an error although a waiver or an acceptance
@@ -171,9 +189,8 @@ func JudgeFinal(cfg *config.Settings, f *Finding) {
 }
 
 // judge judges f's waivers and acceptances from its facts as they stand
-// (judgeFinal), keeping its severity before them for a later judgement.
-// A finding is judged where it is made (the policy: no objects counted
-// yet) and again once the stored objects are joined (ApplyImpacts).
+// (JudgeFinal), keeping its severity before them (Rejudge). A finding of
+// a pair is judged once, when the stored objects are joined (Apply).
 func judge(cfg *config.Settings, f *Finding) {
 	f.unwaived, f.unwaivedAlpha = f.Severity, f.AlphaLenient
 	judgeWaivers(cfg, f)
@@ -244,16 +261,12 @@ func (p *Policy) CRDLevelWith(level config.Enforcement, version, check string, r
 	p.Add(Draft{Version: version, Check: check, Message: fmt.Sprintf(format, args...), Fact: fact, Level: level, Remedy: remedy})
 }
 
-// lossByCheck tells whether every finding of check loses stored data:
-// a CRD deleted (or replaced) with its objects, a stored version removed,
-// a field removed, unknown fields no longer kept.
-func lossByCheck(check string) bool {
-	switch check {
-	case config.CheckCRDDeletion, config.CheckStoredVersionRemoval, config.CheckExistingFieldRemoval,
-		config.CheckPreserveUnknownFields:
-		return true
+// lossOf is the Loss of a check's findings, by its descriptor.
+func lossOf(check string) Loss {
+	if d := DescriptorOf(check); d != nil {
+		return d.Loss
 	}
-	return false
+	return LossNone
 }
 
 // boundWaiver is w, or a copy of it whose reason and owner are bounded as
@@ -267,16 +280,48 @@ func boundWaiver(w *config.Waiver) *config.Waiver {
 	return &c
 }
 
-// keyFindings sets the keys and fingerprints of findings made together
-// outside a policy.
+// KeyFindings sets the keys and fingerprints of findings made together
+// outside a policy (identities).
 func KeyFindings(fs []Finding) {
-	ordinals, fps := map[string]int{}, map[string]int{}
+	var ids identities
 	for i := range fs {
-		fp := Fingerprint(&fs[i], 0)
-		fs[i].Fingerprint = Fingerprint(&fs[i], fps[fp])
-		fps[fp]++
-		base := findingKey(&fs[i], 0)
-		fs[i].key = findingKey(&fs[i], ordinals[base])
-		ordinals[base]++
+		ids.fingerprint(&fs[i])
+		ids.key(&fs[i])
 	}
+}
+
+// identities hands out the identities of findings made together (by one
+// policy, or together outside one): the one place a fingerprint or a key
+// is set. A fingerprint hashes a finding's facts (Fingerprint), with its
+// ordinal among the findings of alike facts (a CEL rule given twice: the
+// next one in the order they are made); a key names what the finding is
+// about (findingKey), with its ordinal among those about the same.
+type identities struct {
+	fingerprints map[string]int // findings per Fingerprint(f, 0)
+	keys         map[string]int // findings per findingKey(f, 0)
+}
+
+// fingerprint sets f's fingerprint from its facts as they stand (before
+// what it carries for display is bounded).
+func (ids *identities) fingerprint(f *Finding) {
+	if ids.fingerprints == nil {
+		ids.fingerprints = map[string]int{}
+	}
+	base := Fingerprint(f, 0)
+	n := ids.fingerprints[base]
+	ids.fingerprints[base]++
+	f.Fingerprint = base
+	if n > 0 {
+		f.Fingerprint = Fingerprint(f, n)
+	}
+}
+
+// key sets f's key (Finding.Key).
+func (ids *identities) key(f *Finding) {
+	if ids.keys == nil {
+		ids.keys = map[string]int{}
+	}
+	base := findingKey(f, 0)
+	f.key = findingKey(f, ids.keys[base])
+	ids.keys[base]++
 }

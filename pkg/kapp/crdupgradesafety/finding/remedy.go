@@ -1,9 +1,5 @@
 package finding
 
-import (
-	"github.com/crdsafety/kapp/pkg/kapp/config"
-)
-
 // RemedyAction is a kind of safe way forward from a finding. The words of
 // each are composed at the edge (pkg/kapp/report), from the Remedy's
 // facts; docs/checks.md gives each check's remedy.
@@ -103,8 +99,20 @@ const (
 	// it, before the CRD that names it changes (kapp change groups and
 	// rules), or probe it in CI with a webhook run locally.
 	RemedyVerifyConversion RemedyAction = "verifyConversion"
+	// RemedyOrderWorkloadFirst: make kapp roll out the workloads that serve
+	// the CRD's conversion webhook (Resources), and wait for them, before
+	// it updates the CRD: the change group (Detail) on each workload and
+	// the change rule on the CRD (Finding.Ordering names the annotations),
+	// or a kapp Config that does it for the whole app.
+	RemedyOrderWorkloadFirst RemedyAction = "orderWorkloadFirst"
 	// RemedyRemoveWaiver: a stale waiver waives nothing: remove it.
 	RemedyRemoveWaiver RemedyAction = "removeWaiver"
+	// RemedyWebhookBeforeWrites: the conversion webhook changes while
+	// objects (Objects) have managedFields entries at several versions,
+	// which a write while it is down drops (Detail: the issue): roll the
+	// webhook out and wait for it before the CRD changes, or migrate their
+	// managedFields to one version (Version) first (Command).
+	RemedyWebhookBeforeWrites RemedyAction = "webhookBeforeWrites"
 )
 
 // Remedy is a safe way forward from a finding: what to do instead, or
@@ -134,66 +142,20 @@ type Remedy struct {
 	Resources []string
 }
 
-// remedyActions is the remedy of each check that has a generic one; a
-// check missing here gets none, which TestEveryCheckHasARemedy forbids.
-var remedyActions = map[string]RemedyAction{
-	config.CheckScope:                 RemedyNewCRD,
-	config.CheckStoredVersionRemoval:  RemedyMigrateStorage,
-	config.CheckServedVersionRemoval:  RemedyUnserveFirst,
-	config.CheckVersionLifecycle:      RemedyDeprecateFirst,
-	config.CheckExistingFieldRemoval:  RemedyKeepField,
-	config.CheckSubresources:          RemedyKeepClientFacing,
-	config.CheckSelectableFields:      RemedyKeepClientFacing,
-	config.CheckExistingResources:     RemedyFixObjects,
-	config.CheckCRDDeletion:           RemedyBackupObjects,
-	config.CheckAPIServerRejects:      RemedyApiserverReason,
-	config.CheckRequired:              RemedyDefaultOrOptional,
-	config.CheckType:                  RemedyNewVersion,
-	config.CheckEnum:                  RemedyFixObjectsFirst,
-	config.CheckDefault:               RemedyKeepDefault,
-	config.CheckMinimum:               RemedyFixObjectsFirst,
-	config.CheckMinLength:             RemedyFixObjectsFirst,
-	config.CheckMinItems:              RemedyFixObjectsFirst,
-	config.CheckMinProperties:         RemedyFixObjectsFirst,
-	config.CheckMaximum:               RemedyFixObjectsFirst,
-	config.CheckMaxLength:             RemedyFixObjectsFirst,
-	config.CheckMaxItems:              RemedyFixObjectsFirst,
-	config.CheckMaxProperties:         RemedyFixObjectsFirst,
-	config.CheckPattern:               RemedyFixObjectsFirst,
-	config.CheckFormat:                RemedyFixObjectsFirst,
-	config.CheckNullable:              RemedyFixObjectsFirst,
-	config.CheckExclusiveMinimum:      RemedyFixObjectsFirst,
-	config.CheckExclusiveMaximum:      RemedyFixObjectsFirst,
-	config.CheckMultipleOf:            RemedyFixObjectsFirst,
-	config.CheckUniqueItems:           RemedyFixObjectsFirst,
-	config.CheckAdditionalProperties:  RemedyKeepUnknownFields,
-	config.CheckPreserveUnknownFields: RemedyKeepUnknownFields,
-	config.CheckIntOrString:           RemedyNewVersion,
-	config.CheckListType:              RemedyFixObjectsFirst,
-	config.CheckMapType:               RemedyNewVersion,
-	config.CheckCELValidation:         RemedyFixObjectsFirst,
-	config.CheckAllOf:                 RemedyFixObjectsFirst,
-	config.CheckAnyOf:                 RemedyFixObjectsFirst,
-	config.CheckOneOf:                 RemedyFixObjectsFirst,
-	config.CheckNot:                   RemedyFixObjectsFirst,
-	config.CheckEmbeddedResource:      RemedyFixObjectsFirst,
-	config.CheckServedVersion:         RemedyConversionWebhook,
-	config.CheckStoragePruning:        RemedyStoreEveryField,
-	config.CheckManagedFields:         RemedyMigrateManagedFields,
-	config.CheckOwnerReferences:       RemedyRepointOwners,
-	config.CheckConversionWebhook:     RemedyFixConversion,
-	config.CheckUnhandled:             RemedyReview,
-	config.CheckStaleWaiver:           RemedyRemoveWaiver,
+// RemedyActionOf is the generic remedy of a check, its descriptor's
+// ("" for a check no loaded package describes).
+func RemedyActionOf(check string) RemedyAction {
+	if d := DescriptorOf(check); d != nil {
+		return d.Remedy
+	}
+	return ""
 }
 
-// RemedyActionOf is the generic remedy of a check ("" for none).
-func RemedyActionOf(check string) RemedyAction { return remedyActions[check] }
-
-// defaultRemedy is the remedy of a finding of check that its check did not
-// make more specific; nil for a check without one.
+// DefaultRemedy is the remedy of a finding of check that its check did not
+// make more specific (its descriptor's); nil for a check without one.
 func DefaultRemedy(check, version string) *Remedy {
-	a, ok := remedyActions[check]
-	if !ok {
+	a := RemedyActionOf(check)
+	if a == "" {
 		return nil
 	}
 	return &Remedy{Action: a, Version: version}

@@ -6,6 +6,9 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/internal/plural"
 )
 
+// The descriptor of crdDeletion: a CRD deleted (or replaced) with its objects.
+var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckCRDDeletion}, Runs: finding.RunsLive, Remedy: finding.RemedyBackupObjects, Loss: finding.LossAlways})
+
 // Deletion is the crdDeletion live check: the finding for deleting a CRD
 // that still has count custom resources. replaceCause is "" for a CRD the
 // change set deletes, or why kapp replaces it (deletes and creates it
@@ -45,7 +48,7 @@ func Dropped(crdName string, cfg *config.Settings) []finding.Finding {
 	}
 	p.CRDLevelWith(config.EnforcementStrict, "", config.CheckCRDDeletion, backupRemedy(crdName), finding.Change{Kind: "missingFromInputs"},
 		"missing from the new inputs: kapp would delete the CRD with all its custom resources")
-	return p.Findings
+	return p.Judged(p.Findings)
 }
 
 // backupRemedy is the way forward from deleting a CRD with objects: back

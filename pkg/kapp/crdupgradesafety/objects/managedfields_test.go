@@ -78,7 +78,7 @@ func TestManagedFields(t *testing.T) {
 			if tc.config != nil {
 				tc.config(&cfg)
 			}
-			r := objects.NewManagedFieldsReader(old, tc.new)
+			r := objects.NewManagedFieldsReader(old, tc.new, config.KubeVersion{})
 			require.NotNil(t, r)
 			r.Read(objs[:2])
 			r.Read(objs[2:])
@@ -90,6 +90,80 @@ func TestManagedFields(t *testing.T) {
 		})
 	}
 	t.Run("no version removed or unserved: nothing to read", func(t *testing.T) {
-		require.Nil(t, objects.NewManagedFieldsReader(old, old))
+		require.Nil(t, objects.NewManagedFieldsReader(old, old, config.KubeVersion{Major: 1, Minor: 35}))
+	})
+}
+
+// TestManagedFieldsConversionChange: on a cluster at 1.36 or older, an
+// update that changes the conversion webhook while stored objects have
+// managedFields entries at two or more versions is a warning naming
+// kubernetes#136919 with those objects counted; on 1.37 (which keeps the
+// managedFields) nothing is read. An update that leaves the webhook as it
+// is, or stops converting through one, is no such change.
+func TestManagedFieldsConversionChange(t *testing.T) {
+	base := testcrd.MustCRD(t, testcrd.OldCRD)
+	v := func(name string, storage bool) apiextv1.CustomResourceDefinitionVersion {
+		out := *base.Spec.Versions[0].DeepCopy()
+		out.Name, out.Served, out.Storage = name, true, storage
+		return out
+	}
+	webhook := func(url string) *apiextv1.CustomResourceDefinition {
+		c := versions(base, v("v1alpha1", false), v("v1", true))
+		if url != "" {
+			c.Spec.Conversion = &apiextv1.CustomResourceConversion{Strategy: apiextv1.WebhookConverter,
+				Webhook: &apiextv1.WebhookConversion{ConversionReviewVersions: []string{"v1"},
+					ClientConfig: &apiextv1.WebhookClientConfig{URL: &url}}}
+		}
+		return c
+	}
+	objs := []map[string]any{
+		managed("a", "flux@v1alpha1", "kapp@v1"),
+		managed("b", "kubectl@v1alpha1", "flux@v1alpha1"),
+		managed("c", "flux@v1", "kapp@v1"),
+		managed("d"),
+		managed("e", "kapp@v1", "kubectl@v1beta1"),
+	}
+	const warning = `warning managedFields : conversion webhook changed while managedFields of stored objects name several versions (v1, v1alpha1, v1beta1): ` +
+		`up to Kubernetes 1.36 (judged for 1.%d), a write of such an object while the conversion webhook is down drops all its managedFields (kubernetes#136919): ` +
+		`2 of 5 stored Widgets have managedFields entries at several versions: default/a (versions v1, v1alpha1), default/e (versions v1, v1beta1)` +
+		` => roll out the new conversion webhook and wait until it serves before the CRD changes (in a kapp deploy: the change-group and change-rule annotations ` +
+		`that order the webhook's workload first), so no write finds it down; or first migrate the managedFields of the stored objects (default/a, default/e) ` +
+		`to one version: run 'kapp tools crd-migrate-storage --crd %s --to v1' (kubernetes#136919)`
+	for _, tc := range []struct {
+		name     string
+		old, new *apiextv1.CustomResourceDefinition
+		minor    int
+		want     []string // nil: nothing to read
+	}{
+		{"webhook added on 1.35", webhook(""), webhook("https://a.example/convert"), 35, []string{fmt.Sprintf(warning, 35, base.Name)}},
+		{"webhook moved on 1.36", webhook("https://a.example/convert"), webhook("https://b.example/convert"), 36, []string{fmt.Sprintf(warning, 36, base.Name)}},
+		{"webhook moved on 1.37: kept there", webhook("https://a.example/convert"), webhook("https://b.example/convert"), 37, nil},
+		{"webhook unchanged on 1.35", webhook("https://a.example/convert"), webhook("https://a.example/convert"), 35, nil},
+		{"webhook dropped on 1.35", webhook("https://a.example/convert"), webhook(""), 35, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.KubeVersion = config.KubeVersion{Major: 1, Minor: tc.minor}
+			r := objects.NewManagedFieldsReader(tc.old, tc.new, cfg.KubeVersion)
+			if tc.want == nil {
+				require.Nil(t, r)
+				return
+			}
+			require.NotNil(t, r)
+			r.Read(objs[:3])
+			r.Read(objs[3:])
+			got := []string{}
+			for _, f := range r.Findings(&cfg) {
+				got = append(got, fmt.Sprintf("%s %s %s: %s => %s", f.Severity, f.Check, f.Version, report.Message(f), report.RemedyText(f)))
+			}
+			require.Equal(t, tc.want, got)
+		})
+	}
+	t.Run("no object with entries at several versions: no finding", func(t *testing.T) {
+		cfg := config.Default()
+		cfg.KubeVersion = config.KubeVersion{Major: 1, Minor: 35}
+		r := objects.NewManagedFieldsReader(webhook(""), webhook("https://a.example/convert"), cfg.KubeVersion)
+		r.Read(objs[2:4])
+		require.Empty(t, r.Findings(&cfg))
 	})
 }

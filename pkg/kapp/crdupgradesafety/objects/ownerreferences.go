@@ -13,6 +13,9 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
+// The descriptor of ownerReferences: dependents naming a removed version of the CRD's kind.
+var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckOwnerReferences}, Runs: finding.RunsLive, Remedy: finding.RemedyRepointOwners})
+
 // OwnerReferencesReader is the ownerReferences live check: when an update
 // removes versions of a CRD, the objects of any kind whose ownerReferences
 // name the CRD's kind at one of them (read as metadata by the caller) are
@@ -155,5 +158,5 @@ func (r *OwnerReferencesReader) Findings(cfg *config.Settings) []finding.Finding
 			len(r.unreadable), plural.Of(len(r.unreadable), "resource", "resources"), plural.Of(len(r.removed), "version", "versions"),
 			fail.Mode, finding.SummarizeList(why))
 	}
-	return p.Findings
+	return p.Judged(p.Findings)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/internal/schemapath"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/celcompat"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/parallel"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -36,6 +37,9 @@ import (
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/cel/common"
 )
+
+// The descriptor of existingResources: stored objects the new CRD rejects, prunes or defaults differently.
+var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckExistingResources}, Runs: finding.RunsLive, Remedy: finding.RemedyFixObjects})
 
 // ObjectReader reads the stored objects of one version of an updated CRD
 // as the apiserver will read and write them under the new CRD, with the
@@ -80,6 +84,8 @@ type ObjectReader struct {
 	cfg              *config.Settings
 	// validators, when set, keeps the validators of batches (UseValidators).
 	validators *Validators
+	// cel is the CEL semantics of the judged Kubernetes version (celSemantics).
+	cel celcompat.Semantics
 
 	findings []finding.Finding         // the pair's findings
 	byField  map[schemapath.Path][]int // schema path -> indexes of findings of this version at it
@@ -103,8 +109,15 @@ type objectValidator interface {
 // comparison of the pair, source is SourceCluster or SourceSamples.
 func NewObjectReader(oldCRD, newCRD *apiextv1.CustomResourceDefinition, version, source string,
 	findings []finding.Finding, cfg *config.Settings) (r *ObjectReader, err error) {
+	return NewObjectReaderFor(finding.NewPolicy(cfg, newCRD.Name), oldCRD, newCRD, version, source, findings)
+}
 
-	r = newReaderBase(newCRD, oldCRD.Spec.PreserveUnknownFields, version, source, findings, cfg)
+// NewObjectReaderFor is NewObjectReader under the pair's policy p (of
+// newCRD's name): the findings the reader makes are lists of p.
+func NewObjectReaderFor(p *finding.Policy, oldCRD, newCRD *apiextv1.CustomResourceDefinition, version, source string,
+	findings []finding.Finding) (r *ObjectReader, err error) {
+
+	r = newReaderBase(p, newCRD, oldCRD.Spec.PreserveUnknownFields, version, source, findings)
 	defer func() {
 		if r != nil {
 			r.readChanges = r.oldS == nil || r.oldPrunes != r.newPrunes || readsDiffer(r.oldS, r.newS)
@@ -131,12 +144,12 @@ func NewObjectReader(oldCRD, newCRD *apiextv1.CustomResourceDefinition, version,
 		// by the new CRD alone.
 		r.oldS, _ = structuralschema.NewStructural(oldInternal)
 		if r.oldS != nil {
-			if r.oldView, err = newCRDView(oldCRD, ov, oldInternal, r.oldS); err != nil {
+			if r.oldView, err = newCRDView(oldCRD, ov, oldInternal, r.oldS, r.cel); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if r.newView, err = newCRDView(newCRD, nv, newInternal, r.newS); err != nil {
+	if r.newView, err = newCRDView(newCRD, nv, newInternal, r.newS, r.cel); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -153,22 +166,30 @@ func NewObjectReader(oldCRD, newCRD *apiextv1.CustomResourceDefinition, version,
 func NoObjectsRead(newCRD *apiextv1.CustomResourceDefinition, version, source string,
 	findings []finding.Finding, cfg *config.Settings) (finding.VersionImpact, error) {
 
+	return NoObjectsReadFor(finding.NewPolicy(cfg, newCRD.Name), newCRD, version, source, findings)
+}
+
+// NoObjectsReadFor is NoObjectsRead under the pair's policy p.
+func NoObjectsReadFor(p *finding.Policy, newCRD *apiextv1.CustomResourceDefinition, version, source string,
+	findings []finding.Finding) (finding.VersionImpact, error) {
+
 	if checks.VersionsByName(newCRD)[version] == nil {
 		return finding.VersionImpact{}, fmt.Errorf("crd %s has no version %s", newCRD.Name, version)
 	}
-	return newReaderBase(newCRD, false, version, source, findings, cfg).Result(), nil
+	return newReaderBase(p, newCRD, false, version, source, findings).Result(), nil
 }
 
 // newReaderBase is an ObjectReader without its schemas: its findings
 // indexed by field.
-func newReaderBase(newCRD *apiextv1.CustomResourceDefinition, oldPreserves bool, version, source string,
-	findings []finding.Finding, cfg *config.Settings) *ObjectReader {
+func newReaderBase(pol *finding.Policy, newCRD *apiextv1.CustomResourceDefinition, oldPreserves bool, version, source string,
+	findings []finding.Finding) *ObjectReader {
 
-	p := finding.NewPolicy(cfg, newCRD.Name)
+	p := pol.Sub()
 	r := &ObjectReader{source: source, kind: newCRD.Spec.Names.Kind, version: version, cfg: p.Settings, newCRD: newCRD,
 		oldPrunes: !oldPreserves, newPrunes: !newCRD.Spec.PreserveUnknownFields,
 		findings: findings, byField: map[schemapath.Path][]int{}, acc: map[int]*impactAcc{}, residual: p,
-		notes: finding.NewPolicy(cfg, newCRD.Name)}
+		notes: pol.Sub()}
+	r.cel = celSemantics(r.cfg.KubeVersion)
 	for i, f := range findings {
 		switch {
 		case f.Check == config.CheckExistingResources || f.Version != version && f.Version != "":
@@ -206,7 +227,7 @@ type crdView struct {
 }
 
 func newCRDView(crd *apiextv1.CustomResourceDefinition, v *apiextv1.CustomResourceDefinitionVersion,
-	internal *apiextensions.JSONSchemaProps, s *structuralschema.Structural) (*crdView, error) {
+	internal *apiextensions.JSONSchemaProps, s *structuralschema.Structural, sem celcompat.Semantics) (*crdView, error) {
 
 	var subresources apiextensions.CustomResourceSubresources
 	if v.Subresources != nil {
@@ -214,16 +235,20 @@ func newCRDView(crd *apiextv1.CustomResourceDefinition, v *apiextv1.CustomResour
 			return nil, fmt.Errorf("crd %s version %s: converting subresources: %w", crd.Name, v.Name, err)
 		}
 	}
-	w := &crdView{transitions: newTransitionRules(s), status: subresources.Status != nil}
+	w := &crdView{transitions: newTransitionRules(s, sem), status: subresources.Status != nil}
 	w.build = func() (objectValidator, error) {
 		schemaValidator, _, err := validation.NewSchemaValidator(internal)
 		if err != nil {
 			return nil, fmt.Errorf("crd %s version %s: building schema validator: %w", crd.Name, v.Name, err)
 		}
 		gvk := runtimeschema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}
-		return customresource.NewStrategy(unstructuredscheme.NewUnstructuredObjectTyper(),
+		strategy := customresource.NewStrategy(unstructuredscheme.NewUnstructuredObjectTyper(),
 			crd.Spec.Scope == apiextv1.NamespaceScoped, gvk, schemaValidator, schemaValidator, s,
-			subresources.Status, subresources.Scale, v.SelectableFields), nil
+			subresources.Status, subresources.Scale, v.SelectableFields)
+		if err := celcompat.UseInStrategy(strategy, sem); err != nil {
+			return nil, fmt.Errorf("crd %s version %s: CEL rules at %s: %w", crd.Name, v.Name, sem, err)
+		}
+		return strategy, nil
 	}
 	return w, nil
 }
@@ -261,7 +286,7 @@ func (r *ObjectReader) Read(objs []map[string]any) {
 	for i := range reads {
 		vals[i] = reads[i].next
 	}
-	v, err := r.validators.get(r.newCRD, r.version, vals)
+	v, err := r.validators.get(r.newCRD, r.version, vals, r.cel)
 	if err != nil || v == nil {
 		v = nil // the whole strategy instead (an invalid schema the apiserver would refuse anyway)
 	}
@@ -697,6 +722,7 @@ type transitionRules struct {
 	s *structuralschema.Structural // the version's schema with only those rules
 	// onCreate: some of them run on a create too (optionalOldSelf).
 	onCreate bool
+	sem      celcompat.Semantics // the CEL semantics the rules run with
 	once     sync.Once
 	v        *cel.Validator
 }
@@ -704,12 +730,12 @@ type transitionRules struct {
 // newTransitionRules returns the transition rules of s, nil when it has
 // none. A rule that only mentions the word (in a string) is validated as
 // the apiserver validates it (ratcheted when it does not use oldSelf).
-func newTransitionRules(s *structuralschema.Structural) *transitionRules {
+func newTransitionRules(s *structuralschema.Structural, sem celcompat.Semantics) *transitionRules {
 	if s == nil || !hasTransitionRules(s) {
 		return nil
 	}
 	c := s.DeepCopy()
-	t := &transitionRules{s: c}
+	t := &transitionRules{s: c, sem: sem}
 	keepTransitionRules(c, &t.onCreate)
 	return t
 }
@@ -763,7 +789,12 @@ func keepTransitionRules(s *structuralschema.Structural, onCreate *bool) {
 // that leaves it as it is (with validation ratcheting, as the apiserver's
 // strategy), or as a create.
 func (t *transitionRules) validate(obj map[string]any, update bool) field.ErrorList {
-	t.once.Do(func() { t.v = cel.NewValidator(t.s, true, celconfig.PerCallLimit) })
+	t.once.Do(func() {
+		t.v = cel.NewValidator(t.s, true, celconfig.PerCallLimit)
+		if celcompat.Use(t.v, t.sem) != nil {
+			t.v = nil // a library shaped otherwise (TestUseFindsTheActivationFactory fails first)
+		}
+	})
 	if t.v == nil {
 		return nil
 	}
@@ -824,6 +855,13 @@ func VersionsToRead(oldCRD, newCRD *apiextv1.CustomResourceDefinition) []string 
 // closed, a warning under open.
 func Unreadable(crdName, version, webhook string, err error, cfg *config.Settings) []finding.Finding {
 	p := finding.NewPolicy(cfg, crdName)
+	return p.Judged(UnreadableFor(p, version, webhook, err))
+}
+
+// UnreadableFor is Unreadable under the pair's policy (a list of its own),
+// before it is judged (finding.Policy.Apply judges it with the pair's).
+func UnreadableFor(pol *finding.Policy, version, webhook string, err error) []finding.Finding {
+	p := pol.Sub()
 	fail := p.Settings.FailDecisionFor(config.FailUnreadableObjects, nil)
 	p.CRDLevel(fail.Decision.Enforcement(), version, config.CheckExistingResources, finding.Change{Kind: "unreadable", New: webhook},
 		"stored objects could not be read at version %s through the conversion webhook (%s), so what the update does to them is unknown (failMode %s)",

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/checks"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/celcompat"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/lru"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
@@ -27,6 +28,7 @@ type Validators struct {
 type validatorsKey struct {
 	crd            *apiextv1.CustomResourceDefinition
 	version, shape string
+	cel            celcompat.Semantics
 }
 
 // DefaultValidatorsBytes bounds the estimated memory of a Validators
@@ -55,18 +57,18 @@ func (r *ObjectReader) UseValidators(c *Validators) {
 	r.validators = c
 }
 
-// get returns newVersionValidator(crd, version, objs, true), from the cache
-// when a batch of the same shape was validated under the same CRD and
-// version.
-func (c *Validators) get(crd *apiextv1.CustomResourceDefinition, version string, objs []any) (*versionValidator, error) {
+// get returns newVersionValidatorAt(crd, version, objs, sem), from the
+// cache when a batch of the same shape was validated under the same CRD and
+// version with the same CEL semantics.
+func (c *Validators) get(crd *apiextv1.CustomResourceDefinition, version string, objs []any, sem celcompat.Semantics) (*versionValidator, error) {
 	if c == nil {
-		return newVersionValidator(crd, version, objs, true)
+		return newVersionValidatorAt(crd, version, objs, sem)
 	}
-	key := validatorsKey{crd: crd, version: version, shape: shapeOf(objs)}
+	key := validatorsKey{crd: crd, version: version, shape: shapeOf(objs), cel: sem}
 	if v, ok := c.cache.Get(key); ok {
 		return v, nil
 	}
-	v, err := newVersionValidator(crd, version, objs, true)
+	v, err := newVersionValidatorAt(crd, version, objs, sem)
 	if err != nil || v == nil {
 		return v, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/enginetest"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/internal/prooftest"
+	"github.com/crdsafety/kapp/pkg/kapp/internal/celcompat"
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
@@ -103,14 +104,16 @@ func TestValidatorsCache(t *testing.T) {
 	crd := enginetest.ParseCRDStrict(t, gc.Dir+"/new.yaml", gc.New)
 	version := crd.Spec.Versions[0].Name
 	batch := []any{map[string]any{"spec": map[string]any{}}}
-	a, err := c.get(crd, version, batch)
+	a, err := c.get(crd, version, batch, celcompat.Linked)
 	require.NoError(t, err)
-	b, _ := c.get(crd, version, []any{map[string]any{"spec": map[string]any{"other": 1}}})
+	b, _ := c.get(crd, version, []any{map[string]any{"spec": map[string]any{"other": 1}}}, celcompat.Linked)
 	require.NotSame(t, a, b, "another shape")
-	d, _ := c.get(crd.DeepCopy(), version, batch)
+	d, _ := c.get(crd.DeepCopy(), version, batch, celcompat.Linked)
 	require.NotSame(t, a, d, "another CRD")
-	e, _ := c.get(crd, version, []any{map[string]any{"spec": map[string]any{}}})
+	e, _ := c.get(crd, version, []any{map[string]any{"spec": map[string]any{}}}, celcompat.Linked)
 	require.Same(t, a, e, "the same CRD, version and shape")
+	f, _ := c.get(crd, version, batch, celcompat.Before137)
+	require.NotSame(t, a, f, "another CEL semantics")
 }
 
 // TestValidatorsEvictByBytes: a cache over its byte bound evicts the least
@@ -122,21 +125,21 @@ func TestValidatorsEvictByBytes(t *testing.T) {
 	one := validatorMemory(crd, version)
 	batch := func(key string) []any { return []any{map[string]any{"spec": map[string]any{key: 1}}} }
 	c := NewValidatorsWithin(64, 2*one+64) // room for two (each entry: its estimate and its shape)
-	a, err := c.get(crd, version, batch("a"))
+	a, err := c.get(crd, version, batch("a"), celcompat.Linked)
 	require.NoError(t, err)
-	_, _ = c.get(crd, version, batch("b"))
+	_, _ = c.get(crd, version, batch("b"), celcompat.Linked)
 	require.Equal(t, 2, c.Stats().Entries)
-	_, _ = c.get(crd, version, batch("c"))
+	_, _ = c.get(crd, version, batch("c"), celcompat.Linked)
 	st := c.Stats()
 	require.Equal(t, 2, st.Entries, "the third evicts the first")
 	require.Equal(t, 1, st.Evicted)
 	require.LessOrEqual(t, st.Bytes, 2*one+64)
-	again, _ := c.get(crd, version, batch("a"))
+	again, _ := c.get(crd, version, batch("a"), celcompat.Linked)
 	require.NotSame(t, a, again, "the evicted one is built anew")
 
 	unbounded := NewValidatorsWithin(64, 1<<40)
 	for _, k := range []string{"a", "b", "c"} {
-		_, _ = unbounded.get(crd, version, batch(k))
+		_, _ = unbounded.get(crd, version, batch(k), celcompat.Linked)
 	}
 	require.Equal(t, 3, unbounded.Stats().Entries, "the same entries within a larger byte bound")
 }
