@@ -265,7 +265,7 @@ func (r *ConversionReader) Findings(cfg *config.Settings) []finding.Finding {
 			finding.Change{Kind: "deferred"},
 			"conversion not verified before the deploy: the change set rolls out the workloads that serve the webhook the new CRD names (%s: %s), "+
 				"so the code that answers now is not the one the CRD will use; the CRDUpgradeSafety admission webhook probes it when the CRD is applied, "+
-				"after kapp has rolled them out (conversionOrdering)", r.webhook, strings.Join(r.deferred, ", "))
+				"after kapp has rolled them out", r.webhook, strings.Join(r.deferred, ", "))
 		return p.Findings
 	}
 	if r.unverified == "" && r.probed == 0 && r.cut == conversion.CutTimeout {
