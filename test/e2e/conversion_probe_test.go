@@ -51,9 +51,12 @@ func TestConversionProbeDeploy(t *testing.T) {
 			n := newNames(t)
 			e.cleanupApp(t, n.App)
 			e.deployOK(t, n.App, []string{crdDir(t, n, "conversion/widget/old.yaml")})
-			e.conversionNoneAtCleanup(t, n)
 			e.createCRs(t, n, "conversion/widget/objects.yaml")
 			w := startConvWebhook(t, tc.build, n)
+			// Conversion None before the webhook stops (cleanups run last
+			// first): a CRD whose webhook is gone fails every LIST of it,
+			// those of the other tests' ownerReferences included.
+			e.conversionNoneAtCleanup(t, n)
 			before := e.snapshot(t, n)
 
 			newDir := dir(t, map[string][]byte{"crd.yaml": widgetNewCRD(t, n, w.URL, w.CABundle)})
@@ -93,12 +96,12 @@ func TestConversionProbeWebhook(t *testing.T) {
 			n := newNames(t)
 			e.cleanupApp(t, n.App)
 			e.deployOK(t, n.App, []string{crdDir(t, n, "conversion/widget/old.yaml")})
-			e.conversionNoneAtCleanup(t, n)
 			e.createCRs(t, n, "conversion/widget/objects.yaml")
 			p := e.startWebhook(t, "")
 			e.registerWebhook(t, n, p.url(), p.cert.PEM, admissionregistrationv1.Fail)
 			e.requireWebhookCalled(t, n, p)
 			w := startConvWebhook(t, tc.build, n)
+			e.conversionNoneAtCleanup(t, n) // before the webhook stops
 			before := e.snapshot(t, n)
 
 			err := e.updateCRDTo(t, n, widgetNewCRD(t, n, w.URL, w.CABundle))

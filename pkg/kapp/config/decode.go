@@ -443,12 +443,12 @@ func crdFields(c *CRDChecks) fields {
 			"enabled":             boolean(&c.ManagedFields.Enabled),
 			"unservedEnforcement": choice(&c.ManagedFields.UnservedEnforcement, strictWarnNone),
 		}),
-		CheckOwnerReferences: toggle(&c.OwnerReferences),
+		CheckOwnerReferences:    toggle(&c.OwnerReferences),
+		CheckConversionOrdering: toggle(&c.ConversionOrdering),
 		CheckConversionWebhook: nested(fields{
 			"enabled":               boolean(&c.ConversionWebhook.Enabled),
 			"annotationEnforcement": choice(&c.ConversionWebhook.AnnotationEnforcement, strictWarnNone),
 		}),
-		CheckConversionOrdering: toggle(&c.ConversionOrdering),
 		CheckVersionLifecycle: nested(fields{
 			"enabled":                  boolean(&c.VersionLifecycle.Enabled),
 			"notDeprecatedEnforcement": choice(&c.VersionLifecycle.NotDeprecatedEnforcement, strictWarnNone),

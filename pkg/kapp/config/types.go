@@ -40,11 +40,11 @@ const (
 	CheckManagedFields        = "managedFields"
 	CheckOwnerReferences      = "ownerReferences"
 	CheckVersionLifecycle     = "versionLifecycle"
-	CheckConversionWebhook    = "conversionWebhook"
 	// CheckConversionOrdering: in a kapp deploy, a CRD update that needs
 	// its conversion webhook's new code is not ordered after the rollout of
 	// the workload that serves the webhook (the kapp hook only).
 	CheckConversionOrdering = "conversionOrdering"
+	CheckConversionWebhook  = "conversionWebhook"
 
 	// Property checks (checks.sameVersion.* and checks.servedVersion.*).
 	CheckRequired              = "required"

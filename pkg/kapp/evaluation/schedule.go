@@ -85,15 +85,15 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.Settings, cluster Clus
 		err = parallel.ForEach(ctx, len(pairs), workers, func(ctx context.Context, i int) error {
 			offline(ctx, i)
 			// The engine's one call per pair: the samples read (if any)
-			// against the offline findings, the conversion probe of the
-			// samples (with --conversion-webhook-url), every finding
-			// judged once.
+			// against the offline findings, and the samples through the
+			// conversion webhook the run names (conversionWebhook), every
+			// finding judged once.
 			conv, err := probeSamples(ctx, pairs[i], cfg)
 			if err != nil {
 				return err
 			}
 			outcomes[i].findings, err = crdupgradesafety.Judge(ctx, crdupgradesafety.Pair{Old: pairs[i].Old, New: pairs[i].New,
-				Findings: outcomes[i].findings, Compared: true, Live: conv, Policy: outcomes[i].policy}, cfg, samples(pairs[i], cfg))
+				Findings: outcomes[i].findings, Live: conv, Compared: true, Policy: outcomes[i].policy}, cfg, samples(pairs[i], cfg))
 			return err
 		})
 	} else {

@@ -89,12 +89,6 @@ const (
 	// RemedyFixObjects: fix the stored objects named (Objects) before the
 	// update, or keep the schema that accepts them.
 	RemedyFixObjects RemedyAction = "fixObjects"
-	// RemedyOrderWorkloadFirst: make kapp roll out the workloads that serve
-	// the CRD's conversion webhook (Resources), and wait for them, before
-	// it updates the CRD: the change group (Detail) on each workload and
-	// the change rule on the CRD (Finding.Ordering names the annotations),
-	// or a kapp Config that does it for the whole app.
-	RemedyOrderWorkloadFirst RemedyAction = "orderWorkloadFirst"
 	// RemedyFixConversion: fix the new conversion webhook for the objects
 	// named (Objects) before the CRD names it (carry every field across,
 	// convert between every pair of versions, keep stash annotations
@@ -110,6 +104,12 @@ const (
 	// admission webhook (Detail, "" when none is installed) judges it when
 	// kapp updates the CRD; to know before the deploy, probe it in CI.
 	RemedyJudgeAtApplyTime RemedyAction = "judgeAtApplyTime"
+	// RemedyOrderWorkloadFirst: make kapp roll out the workloads that serve
+	// the CRD's conversion webhook (Resources), and wait for them, before
+	// it updates the CRD: the change group (Detail) on each workload and
+	// the change rule on the CRD (Finding.Ordering names the annotations),
+	// or a kapp Config that does it for the whole app.
+	RemedyOrderWorkloadFirst RemedyAction = "orderWorkloadFirst"
 	// RemedyRemoveWaiver: a stale waiver waives nothing: remove it.
 	RemedyRemoveWaiver RemedyAction = "removeWaiver"
 	// RemedyWebhookBeforeWrites: the conversion webhook changes while

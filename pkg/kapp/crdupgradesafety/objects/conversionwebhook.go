@@ -17,7 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 )
 
-var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckConversionWebhook}, Runs: finding.RunsLive, Remedy: finding.RemedyFixConversion})
+// conversionWebhookCheck: the stored objects through the new conversion
+// webhook (ConversionReader).
+var _ = finding.Register(finding.Descriptor{IDs: []string{config.CheckConversionWebhook}, Runs: finding.RunsLive,
+	Remedy: finding.RemedyFixConversion})
 
 // NeedsConversionProbe reports whether an update of old to new is one the
 // conversion probe runs for live: new converts through a webhook and the
