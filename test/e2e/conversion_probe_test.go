@@ -97,11 +97,14 @@ func TestConversionProbeWebhook(t *testing.T) {
 			e.cleanupApp(t, n.App)
 			e.deployOK(t, n.App, []string{crdDir(t, n, "conversion/widget/old.yaml")})
 			e.createCRs(t, n, "conversion/widget/objects.yaml")
+			// Cleanups run last first: the admission webhook unregistered,
+			// then conversion None (which it would judge), then the
+			// conversion webhook stopped.
+			w := startConvWebhook(t, tc.build, n)
+			e.conversionNoneAtCleanup(t, n)
 			p := e.startWebhook(t, "")
 			e.registerWebhook(t, n, p.url(), p.cert.PEM, admissionregistrationv1.Fail)
 			e.requireWebhookCalled(t, n, p)
-			w := startConvWebhook(t, tc.build, n)
-			e.conversionNoneAtCleanup(t, n) // before the webhook stops
 			before := e.snapshot(t, n)
 
 			err := e.updateCRDTo(t, n, widgetNewCRD(t, n, w.URL, w.CABundle))
