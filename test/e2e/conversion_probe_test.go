@@ -97,9 +97,10 @@ func TestConversionProbeWebhook(t *testing.T) {
 			e.cleanupApp(t, n.App)
 			e.deployOK(t, n.App, []string{crdDir(t, n, "conversion/widget/old.yaml")})
 			e.createCRs(t, n, "conversion/widget/objects.yaml")
-			// Cleanups run last first: the admission webhook unregistered,
-			// then conversion None (which it would judge), then the
-			// conversion webhook stopped.
+			// Cleanups run last first: the admission webhook goes, then
+			// conversion None (which it would deny: v1's spec.size is not
+			// in v2), then the conversion webhook stops (a CRD whose
+			// webhook is gone fails every LIST of it, other tests' too).
 			w := startConvWebhook(t, tc.build, n)
 			e.conversionNoneAtCleanup(t, n)
 			p := e.startWebhook(t, "")
