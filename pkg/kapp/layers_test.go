@@ -24,7 +24,7 @@ var layers = [][]string{
 	{"docs", "pkg/kapp/internal/", "pkg/kapp/crdupgradesafety/internal/relang"},
 	// gittest builds its repositories' CRDs with testcrd. conversion talks
 	// to a conversion webhook as kube talks to the cluster.
-	{"pkg/kapp/config", "pkg/kapp/kube", "pkg/kapp/conversion", "pkg/kapp/internal/gittest"},
+	{"pkg/kapp/config", "pkg/kapp/kube", "pkg/kapp/conversion", "pkg/kapp/conversion/conversiontest", "pkg/kapp/internal/gittest"},
 	// The engine in rooms, from the bottom up: the finding model (and the
 	// policy that makes findings); the schema and CRD checks and the
 	// apiserver's validation of a CRD, which know only findings; the

@@ -295,6 +295,22 @@ func nonNegativeInt(p *int) fieldFunc {
 	}, func(n int) { *p = n })
 }
 
+// positiveInt accepts an integer > 0 (a budget: 0 would probe nothing).
+func positiveInt(p *int) fieldFunc {
+	return leaf(func(d *decoder, l loc, v any) (int, bool) {
+		n, isNum, ok := toInt(v)
+		switch {
+		case !isNum:
+			d.fail(l, ErrInvalidType, "must be an integer, got %s", typeName(v))
+		case !ok || n <= 0:
+			d.fail(l, ErrInvalidValue, "must be an integer > 0, got %v", v)
+		default:
+			return n, true
+		}
+		return 0, false
+	}, func(n int) { *p = n })
+}
+
 // positiveDuration accepts a Go duration string greater than zero (30s,
 // 5m, 1h30m). A bare number is refused: its unit would be a guess.
 func positiveDuration(p *time.Duration) fieldFunc {
@@ -379,7 +395,13 @@ func rootFields(c *Settings) fields {
 }
 
 func webhookFields(w *WebhookSettings) fields {
-	return fields{"revealStoredValues": boolean(&w.RevealStoredValues)}
+	return fields{
+		"revealStoredValues": boolean(&w.RevealStoredValues),
+		"conversion": nested(fields{
+			"maxObjects": positiveInt(&w.Conversion.MaxObjects),
+			"timeout":    positiveDuration(&w.Conversion.Timeout),
+		}),
+	}
 }
 
 func checksFields(c *Checks) fields {
@@ -423,6 +445,10 @@ func crdFields(c *CRDChecks) fields {
 		}),
 		CheckOwnerReferences:    toggle(&c.OwnerReferences),
 		CheckConversionOrdering: toggle(&c.ConversionOrdering),
+		CheckConversionWebhook: nested(fields{
+			"enabled":               boolean(&c.ConversionWebhook.Enabled),
+			"annotationEnforcement": choice(&c.ConversionWebhook.AnnotationEnforcement, strictWarnNone),
+		}),
 		CheckVersionLifecycle: nested(fields{
 			"enabled":                  boolean(&c.VersionLifecycle.Enabled),
 			"notDeprecatedEnforcement": choice(&c.VersionLifecycle.NotDeprecatedEnforcement, strictWarnNone),

@@ -121,21 +121,22 @@ func TestDefaultPolicy(t *testing.T) {
 				strings.HasSuffix(path, ".ServedVersionRemoval.UnservedEnforcement"),
 				strings.HasSuffix(path, ".StoragePruning.ReadModifyWriteEnforcement"),
 				strings.HasSuffix(path, ".ManagedFields.UnservedEnforcement"),
+				strings.HasSuffix(path, ".ConversionWebhook.AnnotationEnforcement"),
 				strings.HasSuffix(path, ".VersionLifecycle.NotDeprecatedEnforcement"):
 				want = config.EnforcementWarn
 			}
 			assert.Equal(t, want, config.Enforcement(f.String()), path)
 		}
 	})
-	// 14 CRD checks + 2 x (pair switch + 14 property checks with options).
-	assert.Equal(t, 14+2*(1+14), enabled)
+	// 15 CRD checks + 2 x (pair switch + 14 property checks with options).
+	assert.Equal(t, 15+2*(1+14), enabled)
 	// unaffectedEnforcement + alphaVersionEnforcement +
 	// servedVersionRemoval.unservedEnforcement + 2 x
 	// (enum 2, default 3, required 1, type 1, 8 bounds x 2, listType 2,
 	// mapType 1).
 	// storagePruning.readModifyWriteEnforcement, managedFields.unservedEnforcement,
-	// versionLifecycle.notDeprecatedEnforcement.
-	assert.Equal(t, 1+1+1+1+1+1+2*(2+3+1+1+8*2+2+1), enforcements)
+	// versionLifecycle.notDeprecatedEnforcement, conversionWebhook.annotationEnforcement.
+	assert.Equal(t, 1+1+1+1+1+1+1+2*(2+3+1+1+8*2+2+1), enforcements)
 
 	// Default returns fresh maps: changing one result leaves the next alone.
 	d.Checks.SameVersion.Toggles[config.CheckPattern] = false
@@ -182,6 +183,9 @@ func TestDecode(t *testing.T) {
 		{"alphaVersionEnforcement", `alphaVersionEnforcement: Warn`, func(c *cfg) { c.AlphaVersionEnforcement = config.EnforcementWarn }},
 		{"webhook revealStoredValues", `webhook: {revealStoredValues: true}`, func(c *cfg) { c.Webhook.RevealStoredValues = true }},
 		{"webhook empty", `webhook: {}`, func(c *cfg) {}},
+		{"webhook conversion budget", `webhook: {conversion: {maxObjects: 20, timeout: 1s}}`, func(c *cfg) {
+			c.Webhook.Conversion = config.ConversionBudget{MaxObjects: 20, Timeout: time.Second}
+		}},
 		{"alphaVersionEnforcement in any case", `alphaVersionEnforcement: warn`, func(c *cfg) { c.AlphaVersionEnforcement = config.EnforcementWarn }},
 		{"versionLifecycle Strict", `checks: {crd: {versionLifecycle: {notDeprecatedEnforcement: Strict}}}`, func(c *cfg) {
 			c.Checks.CRD.VersionLifecycle.NotDeprecatedEnforcement = config.EnforcementStrict
@@ -448,14 +452,15 @@ func TestDecodeEveryOption(t *testing.T) {
 		}})
 	}
 
-	// 14 CRD checks (enabled, plus servedVersionRemoval.unservedEnforcement,
+	// 15 CRD checks (enabled, plus servedVersionRemoval.unservedEnforcement,
 	// storagePruning.readModifyWriteEnforcement,
-	// managedFields.unservedEnforcement and
-	// versionLifecycle.notDeprecatedEnforcement);
+	// managedFields.unservedEnforcement,
+	// versionLifecycle.notDeprecatedEnforcement and
+	// conversionWebhook.annotationEnforcement);
 	// per spelling of each pair: enabled, unhandledFailureMode, the fields
 	// of the 14 checks with options (enum 3, default 4, required 2, type 2,
 	// 8 bounds x 3, listType 3, mapType 2), the toggles; 2 ignoreConversion.
-	require.Len(t, opts, 14+4+2*2*(2+(3+4+2+2+8*3+3+2)+(len(config.PropertyCheckIDs)-14))+2)
+	require.Len(t, opts, 15+5+2*2*(2+(3+4+2+2+8*3+3+2)+(len(config.PropertyCheckIDs)-14))+2)
 
 	// Every enforcement option rejects unknown values; each accepts Strict,
 	// Warn and None, except enum.additionEnforcement, which accepts Strict,
@@ -487,7 +492,7 @@ func TestDecodeEveryOption(t *testing.T) {
 			assert.NoError(t, err, o.path)
 		}
 	}
-	assert.Equal(t, 4+2*2*(23+3), enforcementOpts)
+	assert.Equal(t, 5+2*2*(23+3), enforcementOpts)
 
 	seen := map[string]bool{}
 	for _, o := range opts {
@@ -611,13 +616,19 @@ func TestDecodeErrors(t *testing.T) {
 		{name: "unknown checks key", in: `checks: {enum: {enabled: false}}`, kind: config.ErrUnknownKey,
 			want: []string{`checks.enum: unknown key (allowed: crd, sameVersion, servedVersion, versions)`}},
 		{name: "unknown crd check", in: `checks: {crd: {scopee: {enabled: false}}}`, kind: config.ErrUnknownKey,
-			want: []string{`checks.crd.scopee: unknown key (allowed: apiserverRejects, conversionOrdering, crdDeletion, existingFieldRemoval, existingResources, managedFields, ownerReferences, scope, selectableFields, servedVersionRemoval, storagePruning, storedVersionRemoval, subresources, versionLifecycle)`}},
+			want: []string{`checks.crd.scopee: unknown key (allowed: apiserverRejects, conversionOrdering, conversionWebhook, crdDeletion, existingFieldRemoval, existingResources, managedFields, ownerReferences, scope, selectableFields, servedVersionRemoval, storagePruning, storedVersionRemoval, subresources, versionLifecycle)`}},
 		{name: "versionLifecycle keys", in: `checks: {crd: {versionLifecycle: {enforcement: Strict}}}`, kind: config.ErrUnknownKey,
 			want: []string{`checks.crd.versionLifecycle.enforcement: unknown key (allowed: enabled, notDeprecatedEnforcement)`}},
 		{name: "versionLifecycle notDeprecatedEnforcement value", in: `checks: {crd: {versionLifecycle: {notDeprecatedEnforcement: Lenient}}}`, kind: config.ErrInvalidValue,
 			want: []string{`checks.crd.versionLifecycle.notDeprecatedEnforcement: unknown value "Lenient" (allowed: None, Strict, Warn)`}},
 		{name: "webhook unknown key", in: `webhook: {revealValues: true}`, kind: config.ErrUnknownKey,
-			want: []string{`webhook.revealValues: unknown key (allowed: revealStoredValues)`}},
+			want: []string{`webhook.revealValues: unknown key (allowed: conversion, revealStoredValues)`}},
+		{name: "webhook conversion unknown key", in: `webhook: {conversion: {objects: 3}}`, kind: config.ErrUnknownKey,
+			want: []string{`webhook.conversion.objects: unknown key (allowed: maxObjects, timeout)`}},
+		{name: "webhook conversion maxObjects 0", in: `webhook: {conversion: {maxObjects: 0}}`, kind: config.ErrInvalidValue,
+			want: []string{`webhook.conversion.maxObjects: must be an integer > 0, got 0`}},
+		{name: "webhook conversion timeout", in: `webhook: {conversion: {timeout: 3}}`, kind: config.ErrInvalidType,
+			want: []string{`webhook.conversion.timeout: must be a string, a Go duration such as 30s, 5m or 1h30m (units: ns, us, ms, s, m, h); got int`}},
 		{name: "webhook revealStoredValues type", in: `webhook: {revealStoredValues: "yes"}`, kind: config.ErrInvalidType,
 			want: []string{`webhook.revealStoredValues: must be a bool, got string`}},
 		{name: "versionLifecycle enabled type", in: `checks: {crd: {versionLifecycle: {enabled: "yes"}}}`, kind: config.ErrInvalidType,

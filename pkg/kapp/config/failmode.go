@@ -24,6 +24,12 @@ const (
 	// dependents of a removed version there are unknown (check
 	// ownerReferences, live).
 	FailOwnerReferencesUnread FailSituation = "ownerReferencesUnread"
+	// FailConversionUnverified: the conversion webhook the new CRD names
+	// could not be asked (it does not answer: not deployed yet, its
+	// Service without endpoints; the stored objects could not be listed;
+	// a Service the run cannot reach), so what the new conversion does to
+	// the stored objects is unknown (check conversionWebhook, live).
+	FailConversionUnverified FailSituation = "conversionUnverified"
 	// FailUnprovenStoredVersionsTrim: a write of a CRD's status that trims
 	// status.storedVersions with no evidence the admission webhook can see
 	// that no object is stored there (check storedVersionRemoval, the
@@ -48,6 +54,7 @@ var FailSituations = []FailSituation{
 	FailUnhandledChange,
 	FailUnreadableObjects,
 	FailOwnerReferencesUnread,
+	FailConversionUnverified,
 	FailUnprovenStoredVersionsTrim,
 	FailWebhookReviewUnfinished,
 	FailRunUnfinished,
@@ -94,6 +101,7 @@ var failDecisions = map[FailSituation]struct{ closed, open FailDecision }{
 	FailUnhandledChange:            {closed: FailBlock, open: FailIgnore},
 	FailUnreadableObjects:          {closed: FailBlock, open: FailWarn},
 	FailOwnerReferencesUnread:      {closed: FailBlock, open: FailWarn},
+	FailConversionUnverified:       {closed: FailBlock, open: FailWarn},
 	FailUnprovenStoredVersionsTrim: {closed: FailBlock, open: FailWarn},
 	FailWebhookReviewUnfinished:    {closed: FailBlock, open: FailWarn},
 	FailRunUnfinished:              {closed: FailBlock, open: FailBlock},

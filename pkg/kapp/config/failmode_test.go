@@ -38,6 +38,8 @@ func TestFailDecisionFor(t *testing.T) {
 		{"ownerReferences unread, open", open, "", config.FailOwnerReferencesUnread, true, open, config.FailWarn},
 		{"unproven trim, closed", closed, "", config.FailUnprovenStoredVersionsTrim, true, closed, config.FailBlock},
 		{"unproven trim, open (CompareStatus's warning)", open, "", config.FailUnprovenStoredVersionsTrim, true, open, config.FailWarn},
+		{"conversion unverified, closed", closed, "", config.FailConversionUnverified, true, closed, config.FailBlock},
+		{"conversion unverified, open", open, "", config.FailConversionUnverified, true, open, config.FailWarn},
 		{"webhook review unfinished, closed", closed, "", config.FailWebhookReviewUnfinished, true, closed, config.FailBlock},
 		{"webhook review unfinished, open", open, "", config.FailWebhookReviewUnfinished, true, open, config.FailWarn},
 		{"run unfinished, closed", closed, "", config.FailRunUnfinished, true, closed, config.FailBlock},

@@ -44,6 +44,7 @@ const (
 	// its conversion webhook's new code is not ordered after the rollout of
 	// the workload that serves the webhook (the kapp hook only).
 	CheckConversionOrdering = "conversionOrdering"
+	CheckConversionWebhook  = "conversionWebhook"
 
 	// Property checks (checks.sameVersion.* and checks.servedVersion.*).
 	CheckRequired              = "required"
@@ -88,7 +89,7 @@ const (
 
 // CRDCheckIDs are the checks configured under checks.crd, sorted.
 var CRDCheckIDs = []string{
-	CheckAPIServerRejects, CheckConversionOrdering, CheckCRDDeletion, CheckExistingFieldRemoval, CheckExistingResources,
+	CheckAPIServerRejects, CheckConversionOrdering, CheckConversionWebhook, CheckCRDDeletion, CheckExistingFieldRemoval, CheckExistingResources,
 	CheckManagedFields, CheckOwnerReferences, CheckScope, CheckSelectableFields, CheckServedVersionRemoval,
 	CheckStoragePruning, CheckStoredVersionRemoval, CheckSubresources, CheckVersionLifecycle,
 }
@@ -230,7 +231,30 @@ type WebhookSettings struct {
 	// while the stored objects are readable only by whom RBAC allows. Set
 	// it on a cluster whose writers of CRDs may read every custom resource.
 	RevealStoredValues bool
+	// Conversion is the budget of the conversion probe in a review (the
+	// key webhook.conversion): a review answers within the apiserver's
+	// timeout for the webhook, so it sends at most MaxObjects stored
+	// objects through the new conversion webhook, for at most Timeout.
+	// A probe the budget cuts short says so, with both.
+	Conversion ConversionBudget
 }
+
+// ConversionBudget bounds the conversion probe of one admission review.
+type ConversionBudget struct {
+	// MaxObjects: stored objects probed at most (the first the LIST
+	// returns); default DefaultConversionMaxObjects.
+	MaxObjects int
+	// Timeout: the probe's time at most; default DefaultConversionTimeout.
+	Timeout time.Duration
+}
+
+// The webhook's default conversion budget: a few hundred objects through a
+// local webhook take well under a second (docs/benchmarks.md), and the
+// apiserver's default timeout for a validating webhook is 10s.
+const (
+	DefaultConversionMaxObjects = 500
+	DefaultConversionTimeout    = 3 * time.Second
+)
 
 // Checks is the `checks` key, in the structure of crd-diff's configuration.
 type Checks struct {
@@ -274,6 +298,12 @@ type CRDChecks struct {
 	// webhook needs the new code of a workload the same change set rolls
 	// out, without kapp's change rules making the CRD wait for it.
 	ConversionOrdering Toggle
+	// ConversionWebhook: the stored objects sent through the conversion
+	// webhook the new CRD names, as the apiserver will (the conversion
+	// probe): refusals, fields lost on a round trip, stash annotations
+	// near the size limit. A live check (and the tools command's
+	// --conversion-webhook-url).
+	ConversionWebhook ConversionWebhookCheck
 	// ApiserverRejects: the apiserver would refuse the new CRD. Its
 	// findings are errors in every mode and cannot be exempted.
 	ApiserverRejects Toggle
@@ -366,6 +396,17 @@ type ManagedFieldsCheck struct {
 	UnservedEnforcement Enforcement // Strict | Warn (default) | None
 }
 
+// ConversionWebhookCheck configures checks.crd.conversionWebhook. Objects
+// the new conversion refuses or answers wrongly (unreadable: every read
+// of them fails) and fields a round trip loses are always reported (when
+// enabled); annotations of stored or converted objects near the 256 KiB
+// limit (stash annotations that grow with each conversion) under
+// AnnotationEnforcement.
+type ConversionWebhookCheck struct {
+	Enabled               bool
+	AnnotationEnforcement Enforcement // Strict | Warn (default) | None
+}
+
 // ListTypeCheck configures the listType check. A change that adds
 // uniqueness to stored lists (none/atomic -> set or map, set -> map, map
 // keys changed) may invalidate stored objects; a change that only coarsens
@@ -437,6 +478,8 @@ func Default() Settings {
 		LiveChecksTimeout:       DefaultLiveChecksTimeout,
 		UnaffectedEnforcement:   EnforcementStrict,
 		AlphaVersionEnforcement: EnforcementStrict,
+		Webhook: WebhookSettings{Conversion: ConversionBudget{
+			MaxObjects: DefaultConversionMaxObjects, Timeout: DefaultConversionTimeout}},
 		Checks: Checks{
 			CRD: CRDChecks{
 				Scope: on, StoredVersionRemoval: on,
@@ -447,7 +490,8 @@ func Default() Settings {
 				OwnerReferences:  on,
 				VersionLifecycle: VersionLifecycleCheck{Enabled: true, NotDeprecatedEnforcement: EnforcementWarn},
 				ApiserverRejects: on, ConversionOrdering: on,
-				StoragePruning: StoragePruningCheck{Enabled: true, ReadModifyWriteEnforcement: EnforcementWarn},
+				ConversionWebhook: ConversionWebhookCheck{Enabled: true, AnnotationEnforcement: EnforcementWarn},
+				StoragePruning:    StoragePruningCheck{Enabled: true, ReadModifyWriteEnforcement: EnforcementWarn},
 			},
 			SameVersion:   defaultVersionChecks(),
 			ServedVersion: ServedVersionChecks{VersionChecks: defaultVersionChecks(), IgnoreConversion: true},

@@ -72,6 +72,11 @@ type ResponseError struct {
 	Check  Check
 	Index  int
 	Detail string
+	// Unanswered: a CheckCall refusal where no webhook answered: the
+	// review could not be delivered (connection, TLS, timeout) or a
+	// gateway said the webhook is unreachable (Unanswered). The probe
+	// then verified nothing: the caller reports that, not a refusal.
+	Unanswered bool
 }
 
 func (e *ResponseError) Error() string {
@@ -173,7 +178,9 @@ func (c *Converter) Convert(ctx context.Context, objs []*unstructured.Unstructur
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, ctxErr
 		}
-		return nil, refuse(CheckCall, -1, "%v", err)
+		re := refuse(CheckCall, -1, "%v", err)
+		re.Unanswered = Unanswered(err)
+		return nil, re
 	}
 	converted, rerr := readAnswer(answer, version, uid)
 	if rerr != nil {

@@ -60,6 +60,10 @@ const (
 	CutNone       Cut = ""
 	CutMaxObjects Cut = "maxObjects"
 	CutTimeout    Cut = "timeout"
+	// CutUnanswered: no review of the first batch was answered (the
+	// webhook is not reachable): the probe stops, having verified
+	// nothing (Report.Unverified).
+	CutUnanswered Cut = "unanswered"
 )
 
 // Skip says why an object was not probed.
@@ -155,9 +159,12 @@ type Report struct {
 	Probed  int `json:"probed"`
 	Cut     Cut `json:"cut,omitempty"`
 	// Reviews sent, Conversions: objects sent in them.
-	Reviews     int           `json:"reviews"`
-	Conversions int           `json:"conversions"`
-	Elapsed     time.Duration `json:"elapsed"`
+	Reviews     int `json:"reviews"`
+	Conversions int `json:"conversions"`
+	// Answered: reviews the webhook answered (any answer but a
+	// delivery failure, ResponseError.Unanswered).
+	Answered int           `json:"answered"`
+	Elapsed  time.Duration `json:"elapsed"`
 	// Results holds the objects with a finding, sorted by namespace, name.
 	Results       []ObjectResult `json:"results,omitempty"`
 	BatchRefusals []BatchRefusal `json:"batchRefusals,omitempty"`
@@ -175,6 +182,13 @@ func (r *Report) Unreadable() bool {
 		}
 	}
 	return false
+}
+
+// Unverified reports whether reviews were sent and the webhook answered
+// none of them: nothing the report says about refusals is the webhook's
+// verdict (it is not reachable from here, or not deployed yet).
+func (r *Report) Unverified() bool {
+	return r.Reviews > 0 && r.Answered == 0
 }
 
 // Lossy reports whether some round trip lost fields.
@@ -240,6 +254,11 @@ func Probe(ctx context.Context, newCRD *apiextv1.CustomResourceDefinition, objec
 		}
 		r.Probed += hi - lo
 		r.Results = append(r.Results, results...)
+		if r.Unverified() {
+			// Nothing answered: the rest would not be either.
+			r.Cut = CutUnanswered
+			break
+		}
 	}
 	sort.SliceStable(r.Results, func(i, j int) bool {
 		a, b := r.Results[i].Object, r.Results[j].Object
@@ -593,8 +612,11 @@ func (p *prober) hop(ctx context.Context, items []hopItem) (map[string]hopResult
 		if !errors.As(err, &re) {
 			return nil, err
 		}
-		if len(group) == 1 {
-			done[group[0].key] = hopResult{refusal: p.refusal(group[0], re)}
+		if len(group) == 1 || re.Unanswered {
+			// Unanswered: no object alone would be answered either.
+			for _, it := range group {
+				done[it.key] = hopResult{refusal: p.refusal(it, re)}
+			}
 			continue
 		}
 		anyAlone := false
@@ -667,9 +689,15 @@ func (p *prober) convert(ctx context.Context, group []hopItem, gv schema.GroupVe
 	}
 	sent := sentCount(group, gv)
 	out, err := p.conv.Convert(ctx, in, gv)
-	if sent > 0 {
+	var re *ResponseError
+	if sent > 0 && (err == nil || errors.As(err, &re)) {
+		// Sent and answered or refused; a review the context ended is
+		// none.
 		p.report.Reviews++
 		p.report.Conversions += sent
+		if err == nil || !re.Unanswered {
+			p.report.Answered++
+		}
 	}
 	if err != nil {
 		return err

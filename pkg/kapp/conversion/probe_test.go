@@ -27,7 +27,7 @@ func TestProbe(t *testing.T) {
 	}{
 		{name: "lossless rename: nothing to report", hook: hook{}, wantProbed: 4},
 		{name: "lossy: the field dropped on the way to v2, on every round trip through v2",
-			hook: hook{lossy: true}, wantProbed: 4,
+			hook: hook{Lossy: true}, wantProbed: 4,
 			want: []ObjectResult{
 				{Object: a, StoredVersion: "v1", Losses: []Loss{{Trip: []string{"v1", "v2", "v1"}, Paths: []string{".spec.color"}}}},
 				{Object: b, StoredVersion: "v2", Losses: []Loss{
@@ -37,12 +37,12 @@ func TestProbe(t *testing.T) {
 					{Trip: []string{"v2", "v1", "v2"}, Paths: []string{".spec.color"}},
 					{Trip: []string{"v2", "v3", "v2"}, Paths: []string{".spec.color"}}}},
 			}},
-		{name: "failing on one object: it is named, the others pass", hook: hook{failLabel: true}, wantProbed: 4,
+		{name: "failing on one object: it is named, the others pass", hook: hook{FailLabel: true}, wantProbed: 4,
 			want: []ObjectResult{{Object: c, StoredVersion: "v1", Refusals: []Refusal{
 				{From: "v1", To: "v2", Check: CheckResult},
 				{From: "v1", To: "v3", Check: CheckResult, NonStorageHop: true}}}}},
 		{name: "hub only with storedVersions [v1 v2]: v1 -> v3 fails for every object",
-			hook: hook{hubOnly: true}, wantProbed: 4,
+			hook: hook{HubOnly: true}, wantProbed: 4,
 			want: []ObjectResult{
 				{Object: a, StoredVersion: "v1", Refusals: []Refusal{{From: "v1", To: "v3", Check: CheckResult, NonStorageHop: true}}},
 				{Object: b, StoredVersion: "v2", Refusals: []Refusal{{From: "v1", To: "v3", Check: CheckResult, NonStorageHop: true}}},
@@ -50,9 +50,9 @@ func TestProbe(t *testing.T) {
 				{Object: d, StoredVersion: "v2", Refusals: []Refusal{{From: "v1", To: "v3", Check: CheckResult, NonStorageHop: true}}},
 			}},
 		{name: "hub only with storedVersions [v2]: objects all at v2 read fine",
-			hook: hook{hubOnly: true}, opts: Options{StoredVersions: []string{"v2"}}, wantProbed: 2,
+			hook: hook{HubOnly: true}, opts: Options{StoredVersions: []string{"v2"}}, wantProbed: 2,
 			objects: []*unstructured.Unstructured{widgets()[1], widgets()[3]}},
-		{name: "wrong uid: every object unreadable", hook: hook{wrongUID: true}, wantProbed: 4,
+		{name: "wrong uid: every object unreadable", hook: hook{WrongUID: true}, wantProbed: 4,
 			want: []ObjectResult{
 				{Object: a, StoredVersion: "v1", Refusals: []Refusal{{From: "v1", To: "v2", Check: CheckUID}, {From: "v1", To: "v3", Check: CheckUID, NonStorageHop: true}}},
 				{Object: b, StoredVersion: "v2", Refusals: []Refusal{{From: "v2", To: "v1", Check: CheckUID}, {From: "v2", To: "v3", Check: CheckUID}}},
@@ -60,9 +60,9 @@ func TestProbe(t *testing.T) {
 				{Object: d, StoredVersion: "v2", Refusals: []Refusal{{From: "v2", To: "v1", Check: CheckUID}, {From: "v2", To: "v3", Check: CheckUID}}},
 			}},
 		{name: "a review of several objects refused while each alone passes: a LIST fails",
-			hook: hook{oneAtATime: true}, wantProbed: 4,
+			hook: hook{OneAtATime: true}, wantProbed: 4,
 			wantBatch: []BatchRefusal{{To: "v2", Objects: 4, Check: CheckResult}, {To: "v3", Objects: 4, Check: CheckResult}, {To: "v1", Objects: 4, Check: CheckResult}}},
-		{name: "batchSize 1: no review holds several objects", hook: hook{oneAtATime: true}, wantProbed: 4,
+		{name: "batchSize 1: no review holds several objects", hook: hook{OneAtATime: true}, wantProbed: 4,
 			opts: Options{BatchSize: 1}},
 		{name: "reviewVersions v1beta1 to a webhook answering v1: every read fails", hook: hook{}, wantProbed: 2,
 			objects: []*unstructured.Unstructured{widgets()[0], widgets()[1]}, opts: Options{ReviewVersions: []string{"v1beta1"}},
@@ -70,23 +70,23 @@ func TestProbe(t *testing.T) {
 				{Object: a, StoredVersion: "v1", Refusals: []Refusal{{From: "v1", To: "v2", Check: CheckCall}, {From: "v1", To: "v3", Check: CheckCall, NonStorageHop: true}}},
 				{Object: b, StoredVersion: "v2", Refusals: []Refusal{{From: "v2", To: "v1", Check: CheckCall}, {From: "v2", To: "v3", Check: CheckCall}}},
 			}},
-		{name: "stash annotations near the limit", hook: hook{stash: 200 << 10}, wantProbed: 4,
+		{name: "stash annotations near the limit", hook: hook{Stash: 200 << 10}, wantProbed: 4,
 			want: []ObjectResult{
 				{Object: a, StoredVersion: "v1", Annotations: &AnnotationSize{Version: "v2", Bytes: stash, Limit: AnnotationLimit}},
 				{Object: b, StoredVersion: "v2", Annotations: &AnnotationSize{Version: "v2", Bytes: stash, Limit: AnnotationLimit}},
 				{Object: c, StoredVersion: "v1", Annotations: &AnnotationSize{Version: "v2", Bytes: stash, Limit: AnnotationLimit}},
 				{Object: d, StoredVersion: "v2", Annotations: &AnnotationSize{Version: "v2", Bytes: stash, Limit: AnnotationLimit}},
 			}},
-		{name: "annotationThreshold above the stash: not reported", hook: hook{stash: 200 << 10},
+		{name: "annotationThreshold above the stash: not reported", hook: hook{Stash: 200 << 10},
 			opts: Options{AnnotationThreshold: 250 << 10}, wantProbed: 4},
-		{name: "a field pruned anyway and a default are no loss", hook: hook{typed: true}, wantProbed: 1,
+		{name: "a field pruned anyway and a default are no loss", hook: hook{Typed: true}, wantProbed: 1,
 			objects: []*unstructured.Unstructured{withField(widget("e", "v1", "eps", 5, "", nil), "unknown", "x")}},
 		{name: "an object at a version the CRD lacks is skipped", hook: hook{}, wantProbed: 1,
 			objects: []*unstructured.Unstructured{widget("f", "v0", "phi", 6, "", nil)},
 			want:    []ObjectResult{{Object: ObjectRef{"ns", "f"}, StoredVersion: "v0", Skipped: SkipVersionNotInCRD}}},
-		{name: "maxObjects cuts the probe and says so", hook: hook{failLabel: true},
+		{name: "maxObjects cuts the probe and says so", hook: hook{FailLabel: true},
 			opts: Options{MaxObjects: 2}, wantProbed: 2, wantCut: CutMaxObjects},
-		{name: "the time budget cuts the probe and says so", hook: hook{delay: 30 * time.Millisecond},
+		{name: "the time budget cuts the probe and says so", hook: hook{Delay: 30 * time.Millisecond},
 			opts: Options{Timeout: 100 * time.Millisecond, BatchSize: 1}, wantProbed: 0, wantCut: CutTimeout},
 	}
 	for _, tc := range cases {
@@ -187,5 +187,51 @@ func TestProbeCanceled(t *testing.T) {
 	cancel()
 	if _, err := Probe(ctx, crd, widgets(), Options{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %v, want context.Canceled", err)
+	}
+}
+
+// A webhook that does not answer verifies nothing: the probe says so
+// (Unverified) and stops after the first batch, instead of reporting the
+// webhook's verdict on every object; one that answers, even with an
+// error, is refusing.
+func TestProbeUnanswered(t *testing.T) {
+	cases := []struct {
+		name       string
+		hook       hook
+		closed     bool // the server is gone: connection refused
+		unverified bool
+	}{
+		{name: "connection refused", closed: true, unverified: true},
+		{name: "503 from a gateway", hook: hook{HttpStatus: 503}, unverified: true},
+		{name: "502 from a gateway", hook: hook{HttpStatus: 502}, unverified: true},
+		{name: "500 from the webhook: an answer, every read refused", hook: hook{HttpStatus: 500}},
+		{name: "a refusal in the review: an answer", hook: hook{FailLabel: true}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			crd, _ := serve(t, &tc.hook)
+			if tc.closed {
+				// A port nothing listens on.
+				u := "https://127.0.0.1:1/convert"
+				crd.Spec.Conversion.Webhook.ClientConfig.URL = &u
+			}
+			r, err := Probe(context.Background(), crd, widgets(), Options{BatchSize: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Unverified() != tc.unverified {
+				t.Fatalf("Unverified() = %t (reviews %d, answered %d)", r.Unverified(), r.Reviews, r.Answered)
+			}
+			if tc.unverified {
+				if r.Cut != CutUnanswered || r.Probed != 2 {
+					t.Errorf("cut %q after %d objects, want %q after the first batch of 2", r.Cut, r.Probed, CutUnanswered)
+				}
+				if r.Reviews > 4 {
+					t.Errorf("%d reviews sent to a webhook that answers none: an unanswered review is not retried per object", r.Reviews)
+				}
+			} else if !r.Unreadable() {
+				t.Error("an answering webhook that refuses: Unreadable() = false")
+			}
+		})
 	}
 }

@@ -158,7 +158,7 @@ func (t *httpTransport) Post(ctx context.Context, review []byte) ([]byte, error)
 	req.Header.Set("Accept", "application/json")
 	resp, err := t.client.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, &unansweredError{err: err}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
@@ -180,3 +180,26 @@ type StatusError struct {
 func (e *StatusError) Error() string {
 	return fmt.Sprintf("webhook answered http status %d: %s", e.Code, e.Body)
 }
+
+// Unanswered reports whether the webhook got no review delivered: a
+// transport failure, or a gateway status (502, 503, 504: a proxy or a load
+// balancer that could not reach it, as the apiserver's service proxy
+// answers for a Service without ready endpoints). Any error in err's chain
+// with a method Unanswered() bool decides (a caller's Transport marks its
+// own errors so).
+func Unanswered(err error) bool {
+	var u interface{ Unanswered() bool }
+	return errors.As(err, &u) && u.Unanswered()
+}
+
+// Unanswered: a gateway status says the webhook was not reached.
+func (e *StatusError) Unanswered() bool {
+	return e.Code == http.StatusBadGateway || e.Code == http.StatusServiceUnavailable || e.Code == http.StatusGatewayTimeout
+}
+
+// unansweredError is a review the transport could not deliver.
+type unansweredError struct{ err error }
+
+func (e *unansweredError) Error() string    { return e.err.Error() }
+func (e *unansweredError) Unwrap() error    { return e.err }
+func (e *unansweredError) Unanswered() bool { return true }

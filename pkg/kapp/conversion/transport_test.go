@@ -110,7 +110,7 @@ func TestTransport(t *testing.T) {
 	}
 
 	// A non-2xx answer is a StatusError.
-	h.httpStatus = 503
+	h.HttpStatus = 503
 	tr, _ = ep.Transport()
 	var se *StatusError
 	if _, err := tr.Post(context.Background(), []byte(review)); !errors.As(err, &se) || se.Code != 503 {

@@ -28,13 +28,14 @@ type Pair struct {
 	// The live views of the pair, steps of this call under its policy
 	// (live.go): conversionOrdering in a kapp deploy (Ordering), the CRD
 	// deleted with its objects (Deletion: a replace, or a removal: Old
-	// alone), the managedFields and the ownerReferences of its objects
-	// (read from the sources ManagedFields and Dependents the caller
-	// adapts), and a write of its status that trims storedVersions with
+	// alone), the managedFields of its objects, what its conversion
+	// webhook does to them and their ownerReferences (read from the
+	// sources ManagedFields, Conversion and Dependents the caller adapts), and a write of its status that trims storedVersions with
 	// no evidence (StatusTrim: nothing else is compared).
 	Ordering      *finding.ConversionOrdering
 	Deletion      *Deletion
 	ManagedFields Lister
+	Conversion    ConversionProber
 	Dependents    Dependents
 	StatusTrim    bool
 	// Policy is the pair's policy (finding.NewPolicy of New's name) when

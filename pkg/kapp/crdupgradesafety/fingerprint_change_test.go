@@ -53,6 +53,7 @@ var fpFixedContent = map[string]string{
 	config.CheckStoragePruning:        "its place is the field and version; its content the storage version (judged by check_storagepruning_test.go)",
 	config.CheckManagedFields:         "a live check about a version: its fingerprint hashes the version and the kind (removed, unserved)",
 	config.CheckOwnerReferences:       "a live check about a version: its fingerprint hashes the version and the kind (removed, unreadable)",
+	config.CheckConversionWebhook:     "a live check about the new conversion of stored objects: its fingerprint hashes the versions converted between (or the version and field lost) and the kind (refused, nonStorageHopRefused, lost, annotationsNearLimit, batchRefused, unverified, cut)",
 	config.CheckExistingResources:     "about stored objects: its fingerprint hashes the object, its effect, or the change it stands for (Cause)",
 	config.CheckAPIServerRejects:      "never waived: the apiserver refuses the change whatever a waiver says",
 	config.CheckStaleWaiver:           "never waived: a finding about a waiver",

@@ -40,6 +40,61 @@ type Dependents interface {
 		add func(ownerAPIVersion, resource, name string)) (read int, unreadable []UnreadableResource, err error)
 }
 
+// ConversionProber runs the conversion probe of a pair: the caller
+// reaches the CRD's conversion webhook (through a cluster's service proxy,
+// or a URL given) with the stored objects or the samples, and returns what
+// the probe gathered (nil: nothing to probe), which the engine makes the
+// conversionWebhook findings of under the pair's policy.
+type ConversionProber interface {
+	Probe(ctx context.Context) (ConversionResult, error)
+}
+
+// ConversionResult is what a conversion probe gathered (a
+// *ConversionReader), or the apply-time verdict that stands for it
+// (ConversionAtApplyTime): the engine makes its conversionWebhook findings
+// under the pair's policy.
+type ConversionResult interface {
+	FindingsFor(p *finding.Policy) []finding.Finding
+}
+
+// ConversionAtApplyTime is the apply-time verdict of an update whose new
+// conversion code ships in the same kapp deploy (o's Shipped workloads:
+// objects.ConversionAtApplyTimeFor), nil when nothing ships or the update
+// needs no probe.
+func ConversionAtApplyTime(old, new *apiextv1.CustomResourceDefinition, o *finding.ConversionOrdering) ConversionResult {
+	if len(o.Shipped()) == 0 || !objects.NeedsConversionProbe(old, new) {
+		return nil
+	}
+	return applyTime{old: old, new: new, o: o}
+}
+
+type applyTime struct {
+	old, new *apiextv1.CustomResourceDefinition
+	o        *finding.ConversionOrdering
+}
+
+func (a applyTime) FindingsFor(p *finding.Policy) []finding.Finding {
+	return objects.ConversionAtApplyTimeFor(p, a.old, a.new, a.o)
+}
+
+// ConversionReader gathers what a conversion probe found
+// (objects.ConversionReader); ConversionBudget bounds the probe.
+type (
+	ConversionReader = objects.ConversionReader
+	ConversionBudget = objects.ConversionBudget
+)
+
+// NewConversionReader is objects.NewConversionReader.
+func NewConversionReader(crd *apiextv1.CustomResourceDefinition, webhook, source string, budget ConversionBudget) *ConversionReader {
+	return objects.NewConversionReader(crd, webhook, source, budget)
+}
+
+// NeedsConversionProbe is objects.NeedsConversionProbe: whether the
+// update changes what the conversion webhook is asked.
+func NeedsConversionProbe(old, new *apiextv1.CustomResourceDefinition) bool {
+	return objects.NeedsConversionProbe(old, new)
+}
+
 // UnreadableResource is a resource whose objects' ownerReferences could not
 // be read (objects.UnreadableResource).
 type UnreadableResource = objects.UnreadableResource
@@ -49,7 +104,8 @@ type UnreadableResource = objects.UnreadableResource
 var ErrNoDependents = errors.New("dependents cannot be listed")
 
 // liveViews runs the live views of p in the order the service has always
-// run them (a deletion's count, managedFields, ownerReferences), each
+// run them (a deletion's count, managedFields, the conversion probe,
+// ownerReferences), each
 // under the pair's policy pol (a list of its own, so each view's ordinals
 // are its own), and returns p.Live with their findings, not yet judged:
 // Judge judges them with the rest, once.
@@ -72,6 +128,15 @@ func liveViews(ctx context.Context, pol *finding.Policy, p Pair) ([]finding.Find
 			return nil, err
 		}
 		live = append(live, fs...)
+	}
+	if p.Conversion != nil && crd.ConversionWebhook.Enabled {
+		r, err := p.Conversion.Probe(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if r != nil {
+			live = append(live, r.FindingsFor(pol.Sub())...)
+		}
 	}
 	if p.Dependents != nil && crd.OwnerReferences.Enabled {
 		fs, err := readOwnerReferences(ctx, pol, p)

@@ -44,6 +44,7 @@ type Cluster interface {
 	// TestEveryLiveCheckThroughEveryDecorator, evaluationtest.LiveChecks).
 	DependentsLister
 	MigrationsLister
+	ServiceProxier
 }
 
 var _ Cluster = &kube.Client{}
@@ -64,6 +65,19 @@ func (Unsupported) DependentsOf(context.Context, []string, string, func(kube.Dep
 
 func (Unsupported) ListStorageVersionMigrations(context.Context) ([]unstructured.Unstructured, error) {
 	return nil, fmt.Errorf("listing StorageVersionMigrations: %w", ErrNotSupported)
+}
+
+func (Unsupported) ServiceProxy(context.Context, string, string, int32, string) (kube.Poster, error) {
+	return nil, fmt.Errorf("reaching a service: %w", ErrNotSupported)
+}
+
+// ServiceProxier is the part of a Cluster the conversion probe needs to
+// reach a conversion webhook behind a Service: a Poster to path of the
+// Service namespace/name on port through the apiserver's service proxy
+// (kube.Client.ServiceProxy). A Cluster without it (Unsupported) skips the
+// probe of such webhooks.
+type ServiceProxier interface {
+	ServiceProxy(ctx context.Context, namespace, name string, port int32, path string) (kube.Poster, error)
 }
 
 // DependentsLister is the part of a Cluster the ownerReferences check

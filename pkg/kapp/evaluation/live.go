@@ -77,6 +77,9 @@ func livePair(ctx context.Context, p Pair, o pairOutcome, cfg *config.Settings,
 	if p.Old != nil && o.replace == "" && !o.rejected {
 		jp.ManagedFields = &managedFieldsLister{pair: p, cluster: cluster, tracker: tracker}
 	}
+	if p.Old != nil && o.replace == "" && !o.rejected {
+		jp.Conversion = &clusterProber{pair: p, cfg: cfg, cluster: cluster}
+	}
 	if p.Old != nil && !o.rejected {
 		jp.Dependents = &clusterDependents{pair: p, lister: cluster}
 	}

@@ -42,8 +42,8 @@ func examplePair(t *testing.T) evaluation.Pair {
 // TestPolicyEntriesPerPair counts the policies one evaluation enters
 // (finding.PoliciesMade) for requests that, between them, run every live
 // view of a pair (the stored objects, the dry run, a replace's and a
-// removal's count, managedFields, ownerReferences, conversionOrdering, a
-// status write's trim of storedVersions): the engine's one call per pair
+// removal's count, managedFields, ownerReferences, conversionOrdering, the
+// conversion probe, a status write's trim of storedVersions): the engine's one call per pair
 // (crdupgradesafety.Judge) judges each pair, removal or status write in
 // one policy, so a view that entered a policy of its own would count
 // more. (Before the one call, examples/crd-upgrade with its samples
@@ -123,11 +123,14 @@ func TestPolicyEntriesPerPair(t *testing.T) {
 			checks: []string{config.CheckCRDDeletion}},
 		{name: "removal offline", plan: evaluation.Plan{Removals: []evaluation.Removal{{CRD: old()}}}, entries: 1,
 			checks: []string{config.CheckCRDDeletion}},
-		{name: "conversionOrdering", plan: evaluation.Plan{Pairs: []evaluation.Pair{ordered}}, live: true, entries: 1,
-			checks: []string{config.CheckConversionOrdering}},
+		// The conversion probe of a webhook whose code ships in the same
+		// deploy is deferred (a conversionWebhook warning).
+		{name: "conversionOrdering and the conversion probe", plan: evaluation.Plan{Pairs: []evaluation.Pair{ordered}}, live: true, entries: 1,
+			checks: []string{config.CheckConversionOrdering, config.CheckConversionWebhook}},
 		{name: "every view, one request", plan: evaluation.Plan{Pairs: []evaluation.Pair{{Old: twoVersions(), New: old()}, ordered},
 			Removals: []evaluation.Removal{{CRD: old()}}}, live: true, entries: 3,
-			checks: []string{config.CheckManagedFields, config.CheckOwnerReferences, config.CheckConversionOrdering, config.CheckCRDDeletion}},
+			checks: []string{config.CheckManagedFields, config.CheckOwnerReferences, config.CheckConversionOrdering, config.CheckConversionWebhook,
+				config.CheckCRDDeletion}},
 	} {
 		for _, id := range append(tc.checks, tc.views...) {
 			viewed[id] = true

@@ -33,6 +33,8 @@ type Pair struct {
 	// when there is no cluster (kapp tools crd-upgrade-safety --objects):
 	// their impact is computed as for the stored objects of a cluster.
 	Samples []map[string]any
+	// conversion is the plan's ConversionProbe (Evaluate sets it).
+	conversion *ConversionProbe
 	// Key, when set, identifies the content of Old and New (the webhook:
 	// the SHA-256 of both objects' JSON): the comparison of the pair may
 	// then come from Plan.Comparisons. "": compared every time.
@@ -102,6 +104,10 @@ type Plan struct {
 	// Comparisons, when set, keeps the comparisons of pairs with a Key
 	// for the runs that follow (the webhook's).
 	Comparisons *Comparisons
+	// Conversion says where and within what budget conversion webhooks are
+	// probed (the conversionWebhook check); the zero value: the webhook
+	// each new CRD names, every object, live only.
+	Conversion ConversionProbe
 }
 
 // NeedsCluster reports whether evaluating plan under cfg reads the cluster.

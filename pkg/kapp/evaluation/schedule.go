@@ -61,6 +61,7 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.Settings, cluster Clus
 		if p.Old != nil && p.Strategy == StrategySkip {
 			continue // kapp leaves the CRD alone
 		}
+		p.conversion = &plan.Conversion
 		pairs = append(pairs, p)
 	}
 
@@ -83,11 +84,13 @@ func Evaluate(ctx context.Context, plan Plan, cfg *config.Settings, cluster Clus
 		err = parallel.ForEach(ctx, len(pairs), workers, func(ctx context.Context, i int) error {
 			offline(ctx, i)
 			// The engine's one call per pair: the samples read (if any)
-			// against the offline findings, every finding judged once.
+			// against the offline findings, and the samples through the
+			// conversion webhook the run names (conversionWebhook), every
+			// finding judged once.
 			var err error
 			outcomes[i].findings, err = crdupgradesafety.Judge(ctx, crdupgradesafety.Pair{Old: pairs[i].Old, New: pairs[i].New,
-				Findings: outcomes[i].findings, Compared: true, Policy: outcomes[i].policy, Ordering: pairs[i].Ordering},
-				cfg, samples(pairs[i], cfg))
+				Findings: outcomes[i].findings, Compared: true, Policy: outcomes[i].policy, Ordering: pairs[i].Ordering,
+				Conversion: &samplesProber{pair: pairs[i], cfg: cfg}}, cfg, samples(pairs[i], cfg))
 			return err
 		})
 	} else {

@@ -42,6 +42,10 @@ type Cluster interface {
 	ServerVersion(ctx context.Context) (*version.Info, error)
 	// Migrations reads and writes StorageVersionMigrations.
 	Migrations() MigrationClient
+	// ServiceProxy reaches a conversion webhook behind a Service through
+	// the apiserver's service proxy (kube.Client.ServiceProxy): the probe
+	// before any object is rewritten.
+	ServiceProxy(ctx context.Context, namespace, name string, port int32, path string) (kube.Poster, error)
 }
 
 // MigrationClient creates, reads and deletes StorageVersionMigrations

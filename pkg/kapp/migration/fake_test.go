@@ -3,12 +3,14 @@ package migration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strconv"
 	"sync"
 
+	"github.com/crdsafety/kapp/pkg/kapp/kube"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -185,6 +187,12 @@ func (f *fakeMigrationCluster) ServerVersion(context.Context) (*version.Info, er
 }
 
 func (f *fakeMigrationCluster) Migrations() MigrationClient { return fakeMigrations{f} }
+
+// ServiceProxy: the fake reaches no Service (conversion webhooks of the
+// tests are URLs).
+func (f *fakeMigrationCluster) ServiceProxy(context.Context, string, string, int32, string) (kube.Poster, error) {
+	return nil, errors.New("the fake cluster reaches no service")
+}
 
 type fakeMigrations struct{ f *fakeMigrationCluster }
 

@@ -117,6 +117,12 @@ func Run(ctx context.Context, req Request) error {
 	if err != nil {
 		return err
 	}
+	// Every object is rewritten through the CRD's conversion webhook:
+	// what it refuses or loses is probed first, and nothing is written
+	// when it would.
+	if err := probeConversions(ctx, cluster, plans, kube.DefaultPageSize); err != nil {
+		return err
+	}
 	preview := Preview{Plans: plans, Method: method, Why: why, DryRun: req.DryRun}
 	if err := req.UI.Preview(preview); err != nil {
 		return err

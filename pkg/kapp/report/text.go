@@ -313,6 +313,12 @@ func ImpactText(f finding.Finding) string {
 			// Objects of every kind were read, not the CRD's stored objects.
 			parts = append(parts, fmt.Sprintf("%d of %d objects read %s ownerReferences to it: %s",
 				e.Objects, imp.Objects, plural.Of(e.Objects, "has", "have"), examples))
+		case finding.EffectConversionRefused:
+			parts = append(parts, fmt.Sprintf("%s refused: %s", of, examples))
+		case finding.EffectConversionLost:
+			parts = append(parts, fmt.Sprintf("%s %s it: %s", of, plural.Of(e.Objects, "loses", "lose"), examples))
+		case finding.EffectAnnotationsNearLimit:
+			parts = append(parts, fmt.Sprintf("%s near the limit: %s", of, examples))
 		case finding.EffectSSARefused:
 			parts = append(parts, fmt.Sprintf("%s %s managedFields entries at it: %s", of, plural.Of(e.Objects, "has", "have"), examples))
 		case finding.EffectManagedFieldsDropped:

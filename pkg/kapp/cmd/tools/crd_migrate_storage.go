@@ -12,6 +12,7 @@ import (
 	"github.com/crdsafety/kapp/pkg/kapp/inputs"
 	"github.com/crdsafety/kapp/pkg/kapp/migration"
 	"github.com/crdsafety/kapp/pkg/kapp/preflight"
+	"github.com/crdsafety/kapp/pkg/kapp/report"
 	"github.com/spf13/cobra"
 )
 
@@ -117,7 +118,15 @@ func (o *CRDMigrateStorageOptions) Run() error {
 	if req.Cluster, err = o.migrationCluster(); err != nil {
 		return err
 	}
-	return migration.Run(context.Background(), req)
+	err = migration.Run(context.Background(), req)
+	var ce *migration.ConversionError
+	if errors.As(err, &ce) {
+		// The probe's findings, as every output words them.
+		for _, f := range ce.Findings {
+			o.ui.PrintLinef("%s", report.Message(f))
+		}
+	}
+	return err
 }
 
 // crdNames returns the names of --crd, then of the CRDs in --file, in

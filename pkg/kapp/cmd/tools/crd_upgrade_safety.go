@@ -17,7 +17,8 @@ type CRDUpgradeSafetyOptions struct {
 	ui          ui.UI
 	depsFactory cmdcore.DepsFactory
 
-	FileFlags CRDUpgradeSafetyFileFlags
+	FileFlags       CRDUpgradeSafetyFileFlags
+	ConversionFlags CRDUpgradeSafetyConversionFlags
 	CRDUpgradeSafetyFlags
 	// GlobalJSON: kapp's global --json is on (the JSON form of the table
 	// output).
@@ -131,9 +132,14 @@ Exit status (the same in every output):
   kapp tools crd-upgrade-safety -f old.yaml --file2 new.yaml --output json
 
   # Judge for the cluster the CRDs will go to, where that matters (numeric formats)
-  kapp tools crd-upgrade-safety -f old.yaml --file2 new.yaml --kube-version 1.35`,
+  kapp tools crd-upgrade-safety -f old.yaml --file2 new.yaml --kube-version 1.35
+
+  # The conversion webhook of this release, run locally, against the sample objects
+  kapp tools crd-upgrade-safety --git-ref origin/main --file2 config/crds/ --objects config/samples/ \
+    --conversion-webhook-url https://127.0.0.1:9443/convert --conversion-webhook-ca-file tls/ca.crt`,
 	}
 	o.FileFlags.Set(cmd)
+	o.ConversionFlags.Set(cmd)
 	o.CRDUpgradeSafetyFlags.Set(cmd)
 	return cmd
 }

@@ -49,6 +49,25 @@ func (s *CRDUpgradeSafetyFileFlags) Set(cmd *cobra.Command) {
 		"Set file or directory of sample custom resources (e.g. config/samples/) to read as stored objects, with --file or --git-ref (from the working tree) (can repeat)")
 }
 
+// CRDUpgradeSafetyConversionFlags name a conversion webhook the user runs
+// (in CI, envtest-style) to probe instead of the one each new CRD names.
+type CRDUpgradeSafetyConversionFlags struct {
+	// WebhookURL replaces the clientConfig of every new CRD that converts
+	// through a webhook; the probe then runs for them (with --objects, or
+	// against the cluster's stored objects).
+	WebhookURL string
+	// WebhookCAFile is the PEM bundle that verifies its certificate.
+	WebhookCAFile string
+}
+
+func (s *CRDUpgradeSafetyConversionFlags) Set(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&s.WebhookURL, "conversion-webhook-url", "",
+		"Set conversion webhook to probe with the stored objects (--objects, or the cluster's) instead of the one each new CRD names "+
+			"(format: https://127.0.0.1:9443/convert): a webhook run locally, envtest-style")
+	cmd.Flags().StringVar(&s.WebhookCAFile, "conversion-webhook-ca-file", "",
+		"Set PEM file of the CA that signs the certificate of --conversion-webhook-url")
+}
+
 // CRDUpgradeSafetyFlags are the outputs and how the check judges.
 type CRDUpgradeSafetyFlags struct {
 	// Output is one of table, markdown, github, sarif, json.

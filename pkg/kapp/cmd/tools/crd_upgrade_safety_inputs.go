@@ -3,6 +3,7 @@ package tools
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	ctlconf "carvel.dev/kapp/pkg/kapp/config"
@@ -56,6 +57,12 @@ func (o *CRDUpgradeSafetyOptions) checkFileFlags() error {
 	}
 	if ff.GitStaged && len(ff.GitRefs) == 0 && len(ff.OldFiles) == 0 {
 		return fmt.Errorf("expected --git-staged with --git-ref (e.g. --git-ref HEAD: what the next commit changes) or --file")
+	}
+	if cf := o.ConversionFlags; cf.WebhookCAFile != "" && cf.WebhookURL == "" {
+		return fmt.Errorf("expected --conversion-webhook-ca-file with --conversion-webhook-url: it verifies that webhook's certificate")
+	}
+	if u := o.ConversionFlags.WebhookURL; u != "" && !strings.HasPrefix(u, "https://") {
+		return fmt.Errorf("--conversion-webhook-url %q: the apiserver calls conversion webhooks over https only", u)
 	}
 	if stdinCount(ff.OldFiles)+stdinCount(ff.NewFiles) > 1 {
 		return fmt.Errorf("expected standard input (-) at most once among --file and --file2")
@@ -118,6 +125,16 @@ func (o *CRDUpgradeSafetyOptions) requestFor(in *runInputs, side oldSide) (evalu
 		var err error
 		if plan.Pairs[i].Strategy, err = evaluation.UpdateStrategyOf(c.CRD, o.DefaultUpdateStrategy); err != nil {
 			return evaluation.Request{}, fmt.Errorf("%s: %w", c.Origin, err)
+		}
+	}
+	if cf := o.ConversionFlags; cf.WebhookURL != "" {
+		plan.Conversion.URL = cf.WebhookURL
+		if cf.WebhookCAFile != "" {
+			ca, err := os.ReadFile(cf.WebhookCAFile)
+			if err != nil {
+				return evaluation.Request{}, fmt.Errorf("--conversion-webhook-ca-file: %w", err)
+			}
+			plan.Conversion.CABundle = ca
 		}
 	}
 	req := evaluation.Request{Plan: plan, Settings: &in.cfg, ProgressInterval: o.progressInterval}

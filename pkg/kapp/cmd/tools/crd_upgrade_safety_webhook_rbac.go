@@ -132,6 +132,29 @@ func (o *CRDUpgradeSafetyWebhookRBACOptions) Run() error {
 	return nil
 }
 
+// conversionServices are the service proxy names (https:<name>:<port>) of
+// the conversion webhooks behind a Service that crds name, sorted.
+func conversionServices(crds []apiextv1.CustomResourceDefinition) []string {
+	var out []string
+	for i := range crds {
+		c := crds[i].Spec.Conversion
+		if c == nil || c.Strategy != apiextv1.WebhookConverter || c.Webhook == nil || c.Webhook.ClientConfig == nil || c.Webhook.ClientConfig.Service == nil {
+			continue
+		}
+		svc := c.Webhook.ClientConfig.Service
+		port := int32(443)
+		if svc.Port != nil && *svc.Port != 0 {
+			port = *svc.Port
+		}
+		name := fmt.Sprintf("https:%s:%d", svc.Name, port)
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // WebhookRBAC is the YAML of the ClusterRole that allows list on the custom
 // resources of crds (a rule per group, groups and resources sorted) and of
 // its ClusterRoleBinding to the service account namespace/serviceAccount,
@@ -158,6 +181,13 @@ func WebhookRBAC(crds []apiextv1.CustomResourceDefinition, source, namespace, se
 	for _, g := range groups {
 		slices.Sort(byGroup[g])
 		rules = append(rules, map[string]any{"apiGroups": []string{g}, "resources": byGroup[g], "verbs": []string{"list"}})
+	}
+	if proxied := conversionServices(crds); len(proxied) > 0 {
+		// The conversion probe reaches a webhook behind a Service through
+		// the apiserver's service proxy: create on services/proxy, of
+		// those Services only (their proxy names: https:<name>:<port>).
+		rules = append(rules, map[string]any{"apiGroups": []string{""}, "resources": []string{"services/proxy"},
+			"resourceNames": proxied, "verbs": []string{"create"}})
 	}
 	if dependents {
 		rules = append(rules, map[string]any{"apiGroups": DependentsRule.APIGroups, "resources": DependentsRule.Resources, "verbs": DependentsRule.Verbs})

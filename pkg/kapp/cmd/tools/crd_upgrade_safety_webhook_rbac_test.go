@@ -112,6 +112,34 @@ func TestWebhookRBACOutput(t *testing.T) {
 	require.Equal(t, []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "guard", Namespace: "webhooks"}}, binding.Subjects)
 }
 
+// TestWebhookRBACConversionServices: a CRD whose conversion webhook is
+// behind a Service gets create on that Service's proxy (the conversion
+// probe's way to it), and on no other.
+func TestWebhookRBACConversionServices(t *testing.T) {
+	crd := func(name string, svc *apiextv1.ServiceReference) apiextv1.CustomResourceDefinition {
+		c := apiextv1.CustomResourceDefinition{}
+		c.Name, c.Spec.Group, c.Spec.Names.Plural = name+".example.com", "example.com", name
+		if svc != nil {
+			c.Spec.Conversion = &apiextv1.CustomResourceConversion{Strategy: apiextv1.WebhookConverter,
+				Webhook: &apiextv1.WebhookConversion{ClientConfig: &apiextv1.WebhookClientConfig{Service: svc}}}
+		}
+		return c
+	}
+	port := int32(9443)
+	out, err := WebhookRBAC([]apiextv1.CustomResourceDefinition{
+		crd("widgets", &apiextv1.ServiceReference{Namespace: "ops", Name: "widget-converter"}),
+		crd("gadgets", &apiextv1.ServiceReference{Namespace: "ops", Name: "gadget-converter", Port: &port}),
+		crd("plain", nil),
+	}, "test", "ns", "sa", "role", false)
+	require.NoError(t, err)
+	var role rbacv1.ClusterRole
+	require.NoError(t, yaml.Unmarshal(bytes.SplitN(out, []byte("\n---"), 2)[0], &role))
+	require.Equal(t, []rbacv1.PolicyRule{
+		{APIGroups: []string{"example.com"}, Resources: []string{"gadgets", "plain", "widgets"}, Verbs: []string{"list"}},
+		{APIGroups: []string{""}, Resources: []string{"services/proxy"}, ResourceNames: []string{"https:gadget-converter:9443", "https:widget-converter:443"}, Verbs: []string{"create"}},
+	}, role.Rules)
+}
+
 // TestWebhookRBACDefaults: the command's defaults are the install's names
 // (examples/webhook), and the command a denial names is this one.
 func TestWebhookRBACDefaults(t *testing.T) {

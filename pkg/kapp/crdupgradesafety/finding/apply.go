@@ -67,7 +67,9 @@ func (p *Policy) Apply(findings []Finding, impacts []VersionImpact) []Finding {
 	out := make([]Finding, 0, len(findings))
 	for _, f := range findings {
 		f.Rejudge()
-		if vi := byVersion[f.Version]; vi != nil && f.Field != "" && f.PairVersion == "" {
+		// The conversion probe's findings carry their own impact (the
+		// objects through the new conversion, not the read of a version).
+		if vi := byVersion[f.Version]; vi != nil && f.Field != "" && f.PairVersion == "" && f.Check != config.CheckConversionWebhook {
 			imp := vi.Impacts[f.key]
 			if imp == nil {
 				imp = &Impact{Source: vi.Source, Kind: vi.Kind, Objects: vi.Read}

@@ -197,3 +197,18 @@ const EffectSSARefused Effect = "server-side apply refused"
 // more versions, and a write of it while the conversion webhook is down
 // drops them all (up to Kubernetes 1.36, kubernetes#136919).
 const EffectManagedFieldsDropped Effect = "managedFields dropped while the conversion webhook is down"
+
+// The effects of the conversion probe on a stored object (check
+// conversionWebhook).
+const (
+	// EffectConversionRefused: the new conversion webhook refuses the
+	// object, or answers so that the apiserver refuses the answer: every
+	// read of it at the target version fails, and every LIST holding it.
+	EffectConversionRefused Effect = "conversion refused"
+	// EffectConversionLost: a round trip through the new conversion loses
+	// or changes the field.
+	EffectConversionLost Effect = "lost in conversion"
+	// EffectAnnotationsNearLimit: the object's annotations, stored or
+	// converted, are near the apiserver's 256 KiB limit.
+	EffectAnnotationsNearLimit Effect = "annotations near the limit"
+)

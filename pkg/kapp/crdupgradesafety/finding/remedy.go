@@ -89,6 +89,21 @@ const (
 	// RemedyFixObjects: fix the stored objects named (Objects) before the
 	// update, or keep the schema that accepts them.
 	RemedyFixObjects RemedyAction = "fixObjects"
+	// RemedyFixConversion: fix the new conversion webhook for the objects
+	// named (Objects) before the CRD names it (carry every field across,
+	// convert between every pair of versions, keep stash annotations
+	// small), and probe it in CI against sample objects.
+	RemedyFixConversion RemedyAction = "fixConversion"
+	// RemedyVerifyConversion: the new conversion webhook could not be
+	// asked (or only in part, within a budget): deploy it, and wait for
+	// it, before the CRD that names it changes (kapp change groups and
+	// rules), or probe it in CI with a webhook run locally.
+	RemedyVerifyConversion RemedyAction = "verifyConversion"
+	// RemedyJudgeAtApplyTime: the new conversion code ships in the same
+	// deploy (Resources: its workloads, rolled out before the CRD): the
+	// admission webhook (Detail, "" when none is installed) judges it when
+	// kapp updates the CRD; to know before the deploy, probe it in CI.
+	RemedyJudgeAtApplyTime RemedyAction = "judgeAtApplyTime"
 	// RemedyOrderWorkloadFirst: make kapp roll out the workloads that serve
 	// the CRD's conversion webhook (Resources), and wait for them, before
 	// it updates the CRD: the change group (Detail) on each workload and

@@ -1,7 +1,8 @@
 // Package objects reads stored objects as the apiserver will under the new
 // CRD and tells what each finding of the checks does to them (their
 // impact), and holds the live checks that read objects or their metadata:
-// existingResources, crdDeletion, managedFields and ownerReferences. Its
+// existingResources, crdDeletion, managedFields and ownerReferences, and
+// conversionWebhook, which gathers the conversion probe's reports. Its
 // readers take objects page by page; the evaluation service (or a test)
 // hands them over.
 //
@@ -19,4 +20,6 @@
 //	managedfields.go   managedFields: ManagedFieldsReader (server-side apply entries at removed versions; entries at
 //	                   several versions under a conversion webhook change, up to 1.36)
 //	ownerreferences.go ownerReferences: OwnerReferencesReader (dependents naming a removed version)
+//	conversionwebhook.go conversionWebhook: ConversionReader (the conversion probe's reports of the objects, page by page), NeedsConversionProbe
+//	conversionapplytime.go conversionWebhook: ConversionAtApplyTime (the new code ships in the same kapp deploy: judged at apply time)
 package objects

@@ -65,3 +65,9 @@ func NoObjectsRead(newCRD *apiextv1.CustomResourceDefinition, version, source st
 	findings []finding.Finding, cfg *config.Settings) (finding.VersionImpact, error) {
 	return NoObjectsReadFor(finding.NewPolicy(cfg, newCRD.Name), newCRD, version, source, findings)
 }
+
+// Findings is FindingsFor judged in a policy of its own.
+func (r *ConversionReader) Findings(cfg *config.Settings) []finding.Finding {
+	p := finding.NewPolicy(cfg, r.crd)
+	return p.Judged(r.FindingsFor(p))
+}

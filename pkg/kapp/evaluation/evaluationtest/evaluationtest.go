@@ -5,12 +5,17 @@
 package evaluationtest
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 
+	"github.com/crdsafety/kapp/pkg/kapp/conversion/conversiontest"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/kube"
@@ -73,6 +78,47 @@ type Cluster struct {
 	// ListStorageVersionMigrations answers; nil: not supported
 	// (evaluation.Unsupported), as a cluster without the migrator.
 	Migrations []unstructured.Unstructured
+	// Services are the conversion webhooks ServiceProxy reaches, by
+	// "namespace/name" of their Service (the path and port are not
+	// checked); a Service not listed answers 503 as the apiserver's proxy
+	// does for one without endpoints. nil: not supported
+	// (evaluation.Unsupported), as a Cluster without the proxy.
+	Services map[string]http.Handler
+	// Proxied records each ServiceProxy: "namespace/name:port path".
+	Proxied []string
+}
+
+// ServiceProxy reaches Services[namespace/name] in process, or
+// ErrNotSupported when Services is nil.
+func (f *Cluster) ServiceProxy(ctx context.Context, namespace, name string, port int32, path string) (kube.Poster, error) {
+	if f.Services == nil {
+		return evaluation.Unsupported{}.ServiceProxy(ctx, namespace, name, port, path)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.Proxied = append(f.Proxied, fmt.Sprintf("%s/%s:%d %s", namespace, name, port, path))
+	return &handlerPoster{service: namespace + "/" + name, h: f.Services[namespace+"/"+name], path: path}, nil
+}
+
+// handlerPoster posts to a handler in process, as the service proxy would
+// reach it.
+type handlerPoster struct {
+	service string
+	h       http.Handler
+	path    string
+}
+
+func (p *handlerPoster) Post(_ context.Context, body []byte) ([]byte, error) {
+	if p.h == nil {
+		return nil, &kube.ProxyError{Service: p.service, Code: http.StatusServiceUnavailable,
+			Err: fmt.Errorf("no endpoints available for service %q", p.service)}
+	}
+	rec := httptest.NewRecorder()
+	p.h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "https://proxy"+p.path, bytes.NewReader(body)))
+	if rec.Code < 200 || rec.Code > 299 {
+		return nil, &kube.ProxyError{Service: p.service, Code: rec.Code, Err: fmt.Errorf("status %d: %s", rec.Code, rec.Body.String())}
+	}
+	return rec.Body.Bytes(), nil
 }
 
 // ListStorageVersionMigrations answers Migrations, or ErrNotSupported when
@@ -211,4 +257,14 @@ func WebhookDenial() error {
 		Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden,
 		Message: `admission webhook "crds.example.com" denied the request: not today`,
 	}}
+}
+
+// Handlers are the conversion webhooks of Cluster.Services, by
+// "namespace/name" of their Service.
+func Handlers(hooks map[string]conversiontest.Hook) map[string]http.Handler {
+	out := make(map[string]http.Handler, len(hooks))
+	for k, h := range hooks {
+		out[k] = &h
+	}
+	return out
 }

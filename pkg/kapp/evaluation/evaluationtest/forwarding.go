@@ -80,6 +80,11 @@ func (r *Recorder) ListStorageVersionMigrations(context.Context) ([]unstructured
 	return nil, nil
 }
 
+func (r *Recorder) ServiceProxy(context.Context, string, string, int32, string) (kube.Poster, error) {
+	r.record("ServiceProxy")
+	return nil, nil
+}
+
 // RequireForwardsEveryMethod calls every method of evaluation.Cluster (its
 // optional capabilities included) on decorate(a Recorder) and requires
 // each call to reach the Recorder with no error: a decorator that answers

@@ -3,6 +3,7 @@ package evaluationtest
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"reflect"
 	"slices"
 	"sort"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
+	"github.com/crdsafety/kapp/pkg/kapp/conversion/conversiontest"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
 	"github.com/crdsafety/kapp/pkg/kapp/internal/storedversions"
@@ -119,7 +121,22 @@ func LiveChecks(t testing.TB) []LiveCheck {
 	trimmed := migrating.DeepCopy()
 	trimmed.Status.StoredVersions = []string{"v1"}
 
+	// conversionWebhook: the new CRD stores v2 and converts through a
+	// webhook behind a Service (ServiceProxy reaches it) that drops
+	// spec.color on the way to v2.
+	converted := old()
+	v2 := *converted.Spec.Versions[0].DeepCopy()
+	v2.Name = "v2"
+	converted.Spec.Versions[0].Storage = false
+	converted.Spec.Versions = append(converted.Spec.Versions, v2)
+	converted.Spec.Conversion = ConversionService("default", "converter")
+
 	return []LiveCheck{
+		{
+			Check: config.CheckConversionWebhook, Capability: "ServiceProxy",
+			Run:  run(config.CheckConversionWebhook, evaluation.Plan{Pairs: []evaluation.Pair{{Old: old(), New: converted}}}, nil),
+			Want: []string{"error conversionWebhook v1 ^.spec.color cluster 1/2"},
+		},
 		{
 			Check: config.CheckStoredVersionRemoval, Capability: "GetCRDs",
 			Run: run(config.CheckStoredVersionRemoval, evaluation.Plan{Pairs: []evaluation.Pair{{New: old()}}},
@@ -183,6 +200,16 @@ func LiveChecks(t testing.TB) []LiveCheck {
 	}
 }
 
+// ConversionService is a conversion by the webhook at /convert of the
+// Service namespace/name, reviews v1.
+func ConversionService(namespace, name string) *apiextv1.CustomResourceConversion {
+	path := "/convert"
+	return &apiextv1.CustomResourceConversion{Strategy: apiextv1.WebhookConverter, Webhook: &apiextv1.WebhookConversion{
+		ConversionReviewVersions: []string{"v1"},
+		ClientConfig:             &apiextv1.WebhookClientConfig{Service: &apiextv1.ServiceReference{Namespace: namespace, Name: name, Path: &path}},
+	}}
+}
+
 // LiveCluster is the Cluster every LiveCheck runs against: the live CRD of
 // the deploy's storedVersionRemoval, two stored Widgets (one blue, one
 // with managedFields at v1alpha1 and a size beyond int32), dependents that
@@ -217,6 +244,7 @@ func LiveCluster(t testing.TB) *Cluster {
 		Count:          3,
 		DryRunErr:      map[string]error{"update widgets.example.com": WebhookDenial()},
 		Migrations:     []unstructured.Unstructured{svm},
+		Services:       map[string]http.Handler{"default/converter": &conversiontest.Hook{Lossy: true}},
 		Version:        &version.Info{Major: "1", Minor: "37", GitVersion: "v1.37.2"},
 	}
 }
@@ -311,4 +339,11 @@ func (h *hiding) ListStorageVersionMigrations(ctx context.Context) ([]unstructur
 		return nil, errHidden
 	}
 	return h.Cluster.ListStorageVersionMigrations(ctx)
+}
+
+func (h *hiding) ServiceProxy(ctx context.Context, namespace, name string, port int32, path string) (kube.Poster, error) {
+	if h.hide == "ServiceProxy" {
+		return nil, errHidden
+	}
+	return h.Cluster.ServiceProxy(ctx, namespace, name, port, path)
 }
