@@ -15,8 +15,8 @@
 //	                in the pair's one policy); Pair, Objects; Compare
 //	live.go         the live views, steps of Judge: Deletion (a replace's or removal's count), managedFields
 //	                (Lister), the conversion probe (ConversionProber: the caller reaches the webhook, the engine
-//	                judges what it gathered), ownerReferences (Dependents); conversionOrdering and a status
-//	                write's trim run from Judge
+//	                judges what it gathered, or the apply-time verdict: ConversionResult), ownerReferences
+//	                (Dependents); conversionOrdering and a status write's trim run from Judge
 //	apiserver.go    what the service needs of the other rooms, through the front: the apiserver's validation
 //	                (apiserverRejects: PrepareCRD, Rejected, ...) and the validators kept across pairs
 //	descriptors.go  every room's check descriptors loaded (finding.Descriptor)
