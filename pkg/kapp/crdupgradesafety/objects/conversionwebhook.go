@@ -108,6 +108,9 @@ type ConversionReader struct {
 	// deferred are the workloads of the change set that serve the webhook
 	// (Deferred): the code answering now is not the one the CRD will use.
 	deferred []string
+	// proxyForbidden is the grant the identity lacks to reach the webhook
+	// through the apiserver's service proxy (ProxyForbidden), "" when none.
+	proxyForbidden string
 }
 
 type refusalKey struct {
@@ -234,6 +237,18 @@ func (r *ConversionReader) Unverified(why string) {
 	}
 }
 
+// ProxyForbidden records that the apiserver's service proxy refused the
+// run's identity (403) the Service namespace/name on port: the webhook
+// was not asked because the identity may not create services/proxy on
+// it. The conversion-not-verified finding's remedy then names the grant
+// (create on services/proxy, resourceNames https:<name>:<port>, in the
+// namespace), as the ownerReferences check names the lists it may not make.
+func (r *ConversionReader) ProxyForbidden(namespace, name string, port int32) {
+	if r.proxyForbidden == "" {
+		r.proxyForbidden = fmt.Sprintf("create on services/proxy %q in namespace %s", fmt.Sprintf("https:%s:%d", name, port), namespace)
+	}
+}
+
 // Deferred records that the run's change set rolls out the workloads that
 // serve the webhook (kapp deploy: finding.ConversionOrdering): the code
 // that answers before the deploy is not the one the CRD will use, so the
@@ -274,7 +289,12 @@ func (r *ConversionReader) Findings(cfg *config.Settings) []finding.Finding {
 	if r.unverified != "" {
 		fail := p.Settings.FailDecisionFor(config.FailConversionUnverified, nil)
 		before := len(p.Findings)
-		p.CRDLevelWith(fail.Decision.Enforcement(), "", config.CheckConversionWebhook, &finding.Remedy{Action: finding.RemedyVerifyConversion},
+		remedy := &finding.Remedy{Action: finding.RemedyVerifyConversion}
+		if r.proxyForbidden != "" {
+			remedy.Resources = []string{r.proxyForbidden}
+			remedy.Command = finding.ConversionProxyRBACCommand
+		}
+		p.CRDLevelWith(fail.Decision.Enforcement(), "", config.CheckConversionWebhook, remedy,
 			finding.Change{Kind: "unverified"},
 			"conversion not verified: the conversion webhook the new CRD names (%s) could not be asked what it does to the stored %s (failMode %s)",
 			r.webhook, plural.Noun(r.kind), fail.Mode)
