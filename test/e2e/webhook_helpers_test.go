@@ -310,12 +310,20 @@ func shippedWebhook(t *testing.T) admissionregistrationv1.ValidatingWebhook {
 // cleanup of the app can delete it).
 func (e *env) registerWebhook(t *testing.T, n names, url string, caPEM []byte, policy admissionregistrationv1.FailurePolicyType) {
 	t.Helper()
+	e.registerWebhookNamed(t, n, n.Singular+".webhook.e2e.example.com", url, caPEM, policy)
+}
+
+// registerWebhookNamed is registerWebhook with the webhook's name in its
+// configuration (kube.AdmissionWebhookName: as the shipped manifests name it,
+// which a kapp deploy's preflight looks for).
+func (e *env) registerWebhookNamed(t *testing.T, n names, name, url string, caPEM []byte, policy admissionregistrationv1.FailurePolicyType) {
+	t.Helper()
 	none := admissionregistrationv1.SideEffectClassNone
 	shipped := shippedWebhook(t)
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + n.Singular},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name:         n.Singular + ".webhook.e2e.example.com",
+			Name:         name,
 			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caPEM},
 			// The shipped rules and match conditions (status writes only
 			// when status.storedVersions shrinks), for this test's CRD only.

@@ -452,7 +452,7 @@ func TestDecodeEveryOption(t *testing.T) {
 		}})
 	}
 
-	// 14 CRD checks (enabled, plus servedVersionRemoval.unservedEnforcement,
+	// 15 CRD checks (enabled, plus servedVersionRemoval.unservedEnforcement,
 	// storagePruning.readModifyWriteEnforcement,
 	// managedFields.unservedEnforcement,
 	// versionLifecycle.notDeprecatedEnforcement and

@@ -44,7 +44,31 @@ var errProbeDone = errors.New("conversion probe done")
 // is applied. A webhook the run cannot ask is a finding
 // (conversionUnverified), not an error; an error means the run could not
 // finish (the deadline, a list the identity may not make).
+//
+// In a kapp deploy that rolls out the webhook's new code before the CRD
+// changes (Pair.Ordering's Shipped workloads), the webhook answering now
+// is not the code to judge: no probe, the apply-time verdict instead
+// (objects.ConversionAtApplyTime), when objects are stored (none: nothing
+// to convert, no verdict). A webhook the run names itself
+// (ConversionProbe.URL) is always probed.
 func probeConversion(ctx context.Context, p Pair, cfg *config.Settings, cluster Cluster) ([]finding.Finding, error) {
+	if (p.conversion == nil || p.conversion.URL == "") && len(p.Ordering.Shipped()) > 0 {
+		fs := objects.ConversionAtApplyTime(p.Old, p.New, p.Ordering, cfg)
+		if len(fs) == 0 {
+			return nil, nil
+		}
+		n, err := cluster.CountCustomResources(ctx, p.Old)
+		if de := deadlineError(ctx, err, ""); de != nil {
+			return nil, fmt.Errorf("counting custom resources of CRD %s for the conversion at apply time: %w", p.New.Name, de)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("counting custom resources of CRD %s for the conversion at apply time: %w", p.New.Name, err)
+		}
+		if n == 0 {
+			return nil, nil
+		}
+		return fs, nil
+	}
 	reader, crd, opts, err := conversionReader(ctx, p, cfg, cluster, finding.SourceCluster)
 	if reader == nil || err != nil {
 		return nil, err
@@ -120,15 +144,6 @@ func conversionReader(ctx context.Context, p Pair, cfg *config.Settings, cluster
 	}
 	reader := objects.NewConversionReader(newCRD, conversionService(newCRD), source,
 		objects.ConversionBudget{MaxObjects: probe.MaxObjects, Timeout: probe.Timeout})
-	if o := p.Ordering; o != nil && len(o.Workloads) > 0 && probe.URL == "" {
-		// The new code ships in this deploy: what answers now is the old.
-		refs := make([]string, len(o.Workloads))
-		for i, w := range o.Workloads {
-			refs[i] = w.Ref()
-		}
-		reader.Deferred(refs)
-		return reader, nil, nil, nil
-	}
 	opts := &conversion.Options{MaxObjects: probe.MaxObjects, Timeout: probe.Timeout, StoredVersions: storedAfter(p.Old, p.New)}
 	ep, err := conversion.EndpointFor(newCRD)
 	if err != nil {

@@ -220,18 +220,21 @@ func TestConversionProbeTimeout(t *testing.T) {
 }
 
 // In a kapp deploy whose change set rolls out the workloads that serve the
-// webhook (Pair.Ordering), the code answering before the deploy is the
-// old one: the probe is left to the admission webhook at apply time, a
-// warning, and the old code is not asked.
+// webhook before the CRD (Pair.Ordering's Shipped), the code answering
+// before the deploy is the old one: the probe is left to the admission
+// webhook at apply time (kind applyTime, a warning with the admission
+// webhook installed: TestConversionAtApplyTime has the rest), and the old
+// code is not asked.
 func TestConversionProbeDeferredToTheWebhook(t *testing.T) {
 	old := conversiontest.WidgetsCRD(t)
 	newCRD := old.DeepCopy()
 	newCRD.Spec.Conversion = evaluationtest.ConversionService("operators", "widget-converter")
 	cfg := config.Default()
-	cluster := &evaluationtest.Cluster{Objs: widgetObjects(),
+	cluster := &evaluationtest.Cluster{Objs: widgetObjects(), Count: len(widgetObjects()),
 		Services: evaluationtest.Handlers(map[string]conversiontest.Hook{"operators/widget-converter": {Lossy: true}})}
 	pair := evaluation.Pair{Old: old, New: newCRD, Ordering: &finding.ConversionOrdering{Service: "operators/widget-converter",
-		Workloads: []finding.OrderedWorkload{{Kind: "Deployment", Namespace: "operators", Name: "widget-converter", Ordered: true}}}}
+		AdmissionWebhook: "crd-upgrade-safety",
+		Workloads:        []finding.OrderedWorkload{{Kind: "Deployment", Namespace: "operators", Name: "widget-converter", Ordered: true}}}}
 	res, err := evaluation.Run(context.Background(), evaluation.Request{Plan: evaluation.Plan{Pairs: []evaluation.Pair{pair}},
 		Settings: &cfg, Cluster: func() (evaluation.Cluster, error) { return cluster, nil }})
 	require.NoError(t, err)
@@ -239,7 +242,7 @@ func TestConversionProbeDeferredToTheWebhook(t *testing.T) {
 	require.Empty(t, cluster.Proxied, "the old code is not asked")
 	for _, f := range res.Findings {
 		if f.Check == config.CheckConversionWebhook {
-			require.Equal(t, "deferred", f.Change.Kind)
+			require.Equal(t, "applyTime", f.Change.Kind)
 			require.Contains(t, f.ChangeText, "Deployment operators/widget-converter")
 		}
 	}

@@ -17,6 +17,7 @@
 //	apiserver_rejects.go  the apiserverRejects check: the apiserver's validation, offline or as a server-side dry run
 //	live.go               existingResources and crdDeletion: the checks that read the cluster
 //	conversion.go         conversionWebhook: the stored objects (or --objects samples) through the new conversion webhook
+//	applytime.go          the apply-time mark of a kapp deploy's dry run for the admission webhook (ApplyTimeAnnotation)
 //	waivers.go            the waiver annotations of the plan's CRDs as waivers of the run; stale waivers
 //	fetch.go              filling the old side of a plan from the live cluster
 //	cluster.go            the Cluster interface (pkg/kapp/kube implements it with client-go)

@@ -10,4 +10,5 @@
 //	client.go     Client: concurrent CRD GETs, paged LISTs of custom resources, counts, server-side dry runs
 //	resources.go  single objects: the live CRD and its status, custom resources, StorageVersionMigrations
 //	discovery.go  API discovery: storage version hashes, whether the cluster serves StorageVersionMigrations
+//	admissionwebhook.go  CRDAdmissionWebhook: the registration of crd-upgrade-safety's admission webhook for CRD updates
 package kube

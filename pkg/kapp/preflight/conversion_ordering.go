@@ -3,6 +3,7 @@ package preflight
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation"
+	"github.com/crdsafety/kapp/pkg/kapp/kube"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -52,10 +54,22 @@ type ServiceSelectorReader interface {
 	ServiceSelector(ctx context.Context, namespace, name string) (selector map[string]string, found bool, err error)
 }
 
+// AdmissionWebhookFinder is the capability of a Cluster to say whether
+// crd-upgrade-safety's admission webhook judges CRD updates (*kube.Client
+// has it): the name of the ValidatingWebhookConfiguration that registers it
+// for them, "" when none does.
+type AdmissionWebhookFinder interface {
+	CRDAdmissionWebhook(ctx context.Context) (string, error)
+}
+
+var _ AdmissionWebhookFinder = &kube.Client{}
+
 // orderConversions sets the Ordering of each pair of plan whose new CRD has
-// a conversion webhook behind a Service (conversionOrdering), read from
-// kapp's change graph and, for a Service the change set leaves unchanged
-// (kapp's graph holds no change for it), from the cluster.
+// a conversion webhook (conversionOrdering, and the apply-time verdict of
+// conversionWebhook), read from kapp's change graph and, for a Service the
+// change set leaves unchanged (kapp's graph holds no change for it), from
+// the cluster. When a pair's webhook code ships in this deploy (Shipped),
+// the cluster is asked once which admission webhook judges CRD updates.
 func orderConversions(ctx context.Context, graph *ctldgraph.ChangeGraph, plan *evaluation.Plan, cluster func() (evaluation.Cluster, error)) error {
 	pairs := map[string]int{}
 	for i, p := range plan.Pairs {
@@ -75,6 +89,7 @@ func orderConversions(ctx context.Context, graph *ctldgraph.ChangeGraph, plan *e
 		}
 		return r.ServiceSelector(ctx, ns, name)
 	}
+	var shipped []int
 	for _, change := range graph.All() {
 		res := change.Change.Resource()
 		i, ok := pairs[res.Name()]
@@ -86,15 +101,54 @@ func orderConversions(ctx context.Context, graph *ctldgraph.ChangeGraph, plan *e
 			return fmt.Errorf("CRD %s: conversion webhook: %w", res.Name(), err)
 		}
 		plan.Pairs[i].Ordering = o
+		if len(o.Shipped()) > 0 {
+			shipped = append(shipped, i)
+		}
+	}
+	if len(shipped) == 0 || cluster == nil {
+		return nil
+	}
+	c, err := cluster()
+	if err != nil {
+		return err
+	}
+	finder, ok := c.(AdmissionWebhookFinder)
+	if !ok {
+		return nil
+	}
+	name, err := finder.CRDAdmissionWebhook(ctx)
+	var denied *kube.ForbiddenError
+	if errors.As(err, &denied) {
+		// Not known to be there: as if it were not (failMode decides).
+		name, err = "", nil
+	}
+	if err != nil {
+		return fmt.Errorf("finding the admission webhook that judges the conversion at apply time: %w", err)
+	}
+	for _, i := range shipped {
+		p := &plan.Pairs[i]
+		p.Ordering.AdmissionWebhook = name
+		if name != "" && p.Send != nil {
+			// The dry run of the update reaches that admission webhook
+			// too, before the rollout: it says so (honoured on dry runs
+			// only), so the webhook does not probe the code running now.
+			send, err := evaluation.MarkApplyTime(p.Send, p.Ordering)
+			if err != nil {
+				return err
+			}
+			p.Send = send
+		}
 	}
 	return nil
 }
 
 // conversionOrdering reads what the change set holds about the workloads
 // that serve the conversion webhook of the CRD that crdChange upserts (crd,
-// its new definition): nil when the CRD's conversion is not a webhook
-// behind a Service (a url cannot be tied to a workload), or the Service is
-// neither in the change set nor found by lookup (the cluster). Its
+// its new definition): nil when the CRD's conversion is not a webhook, or
+// its Service is neither in the change set nor found by lookup (the
+// cluster). A url cannot be tied to a workload: for a url webhook the
+// workloads are every workload the change set upserts that the CRD's
+// change waits for (urlOrdering). Its
 // workloads are the change set's upserts of a workload kind in the
 // Service's namespace whose pods' labels the Service's selector matches;
 // each is ordered when kapp's graph makes the CRD's change wait for it,
@@ -110,6 +164,9 @@ func conversionOrdering(graph *ctldgraph.ChangeGraph, crdChange *ctldgraph.Chang
 	}
 	svc, ok, _ := unstructured.NestedMap(obj, "spec", "conversion", "webhook", "clientConfig", "service")
 	if !ok {
+		if url, _, _ := unstructured.NestedString(obj, "spec", "conversion", "webhook", "clientConfig", "url"); url != "" {
+			return urlOrdering(graph, crdChange, crd, url), nil
+		}
 		return nil, nil
 	}
 	ns, _ := svc["namespace"].(string)
@@ -162,6 +219,29 @@ func conversionOrdering(graph *ctldgraph.ChangeGraph, crdChange *ctldgraph.Chang
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	return o, nil
+}
+
+// urlOrdering is the ordering facts of a CRD whose conversion webhook is a
+// url: the workloads the change set creates or updates and the CRD's
+// change waits for (kapp rolls each out and waits for it first), in any
+// namespace; nil when there are none.
+func urlOrdering(graph *ctldgraph.ChangeGraph, crdChange *ctldgraph.Change, crd ctlres.Resource, url string) *finding.ConversionOrdering {
+	o := &finding.ConversionOrdering{URL: url, Group: OrderingGroup(crd.Name())}
+	for _, c := range graph.All() {
+		res := c.Change.Resource()
+		if _, isWorkload := workloadPodLabels[[2]string{res.APIGroup(), res.Kind()}]; !isWorkload || !upserts(c.Change) ||
+			!crdChange.IsTransitivelyWaitingFor(c) {
+			continue
+		}
+		o.Workloads = append(o.Workloads, finding.OrderedWorkload{Kind: res.Kind(), Namespace: res.Namespace(), Name: res.Name(), Ordered: true})
+	}
+	if len(o.Workloads) == 0 {
+		return nil
+	}
+	slices.SortFunc(o.Workloads, func(a, b finding.OrderedWorkload) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return o
 }
 
 // findService is the resource of the change set's Service ns/name (any

@@ -292,7 +292,9 @@ spec:
 	}
 }
 
-// serviceCluster is a test Cluster that reads Services (ServiceSelectorReader).
+// serviceCluster is a test Cluster that reads Services (ServiceSelectorReader)
+// and has crd-upgrade-safety's admission webhook installed
+// (AdmissionWebhookFinder): an ordered update is judged at apply time.
 type serviceCluster struct {
 	*evaluationtest.Cluster
 	services map[string]map[string]string // namespace/name: selector
@@ -303,6 +305,10 @@ func (c *serviceCluster) ServiceSelector(_ context.Context, namespace, name stri
 	c.reads = append(c.reads, namespace+"/"+name)
 	sel, ok := c.services[namespace+"/"+name]
 	return sel, ok, nil
+}
+
+func (c *serviceCluster) CRDAdmissionWebhook(context.Context) (string, error) {
+	return "crd-upgrade-safety", nil
 }
 
 // changeOf is the change of the graph's first resource of kind, nil when

@@ -97,7 +97,7 @@ func (c *CRDUpgradeSafety) Run(ctx context.Context, changeGraph *ctldgraph.Chang
 	if cluster != nil {
 		cluster = sync.OnceValues(cluster)
 	}
-	if c.cfg.Checks.CRD.ConversionOrdering.Enabled {
+	if c.cfg.Checks.CRD.ConversionOrdering.Enabled || c.cfg.Checks.CRD.ConversionWebhook.Enabled {
 		if err := orderConversions(ctx, changeGraph, &plan, cluster); err != nil {
 			return err
 		}

@@ -207,6 +207,16 @@ func actionText(f finding.Finding) string {
 		}
 		return "deploy the new conversion webhook and wait for it before the CRD that names it changes (kapp's change-group and change-rule annotations), then try again; " +
 			"or probe it in CI against sample objects with a webhook run locally ('kapp tools crd-upgrade-safety --objects ... --conversion-webhook-url ... --conversion-webhook-ca-file ...')"
+	case finding.RemedyJudgeAtApplyTime:
+		ci := "probe the new conversion code in CI against sample objects with the webhook run locally " +
+			"('kapp tools crd-upgrade-safety --objects ... --conversion-webhook-url ... --conversion-webhook-ca-file ...')"
+		if r.Detail != "" {
+			return "nothing before the deploy: if the new code refuses or loses stored data, the admission webhook denies the CRD update at apply time, " +
+				"after " + strings.Join(r.Resources, ", ") + " rolled out (the CRD and the objects stay as they are: fix the conversion and deploy again); " +
+				"to know before the deploy, " + ci
+		}
+		return "install crd-upgrade-safety's admission webhook (docs/webhook.md) so the conversion is judged when kapp updates the CRD, " +
+			"or " + ci + " and waive this finding once it passes"
 	case finding.RemedyFixObjects:
 		if objects != "" {
 			return "fix " + objects + " before the update, or keep the schema that accepts them"

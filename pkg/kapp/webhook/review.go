@@ -225,7 +225,7 @@ func (r *Reviewer) judge(ctx context.Context, req *admissionv1.AdmissionRequest,
 	}
 	switch req.Operation {
 	case admissionv1.Update:
-		return r.judgeUpdate(ctx, objs)
+		return r.judgeUpdate(ctx, req, objs)
 	case admissionv1.Delete:
 		return r.judgeDelete(ctx, req, objs)
 	default:
@@ -235,7 +235,7 @@ func (r *Reviewer) judge(ctx context.Context, req *admissionv1.AdmissionRequest,
 	}
 }
 
-func (r *Reviewer) judgeUpdate(ctx context.Context, objs objects) verdict {
+func (r *Reviewer) judgeUpdate(ctx context.Context, req *admissionv1.AdmissionRequest, objs objects) verdict {
 	if err := objs.bothCRDs(); err != nil {
 		return verdict{err: err}
 	}
@@ -248,8 +248,14 @@ func (r *Reviewer) judgeUpdate(ctx context.Context, objs objects) verdict {
 	case equality.Semantic.DeepEqual(oldCRD.Spec, newCRD.Spec):
 		return verdict{skip: "spec unchanged", waiver: waiverAudit(newCRD.Annotations)}
 	}
-	plan := evaluation.Plan{Pairs: []evaluation.Pair{{Old: oldCRD, New: newCRD, Strategy: evaluation.StrategyUpdate, Key: objs.key}},
-		Comparisons: r.Comparisons, Conversion: r.conversionBudget()}
+	pair := evaluation.Pair{Old: oldCRD, New: newCRD, Strategy: evaluation.StrategyUpdate, Key: objs.key}
+	if req.DryRun != nil && *req.DryRun {
+		// A kapp deploy's dry run before it rolls out the conversion
+		// webhook's new code: judged at apply time, by this webhook
+		// (evaluation.ApplyTimeAnnotation). A write is always probed.
+		pair.Ordering = evaluation.ApplyTimeMark(newCRD)
+	}
+	plan := evaluation.Plan{Pairs: []evaluation.Pair{pair}, Comparisons: r.Comparisons, Conversion: r.conversionBudget()}
 	res, err := r.run(ctx, plan)
 	return verdict{findings: res.Findings, err: err, waiver: waiverAudit(newCRD.Annotations)}
 }

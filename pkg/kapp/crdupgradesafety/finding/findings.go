@@ -125,7 +125,10 @@ type Finding struct {
 	Baseline *Baseline
 	// Ordering: for a conversionOrdering finding, the webhook's Service,
 	// the workloads that serve it and the kapp change group and
-	// annotations that order them before the CRD; nil otherwise.
+	// annotations that order them before the CRD; for a conversionWebhook
+	// finding of kind applyTime, the same facts with the workloads that
+	// ship the new code and the admission webhook that judges it; nil
+	// otherwise.
 	Ordering *ConversionOrdering
 
 	// key identifies the finding from where it is made: what a reader's

@@ -7,11 +7,15 @@ package finding
 // whether the update needs the webhook's new code (ConversionNeedOf) and
 // makes the finding.
 type ConversionOrdering struct {
-	// Service is the webhook's Service, namespace/name.
+	// Service is the webhook's Service, namespace/name; for a url webhook
+	// "" and URL its URL.
 	Service string
+	URL     string
 	// Workloads are the workloads of the change set that it creates or
 	// updates (upserts) and whose pod template labels the Service's
-	// selector matches, sorted by kind, namespace and name.
+	// selector matches, sorted by kind, namespace and name. For a url
+	// webhook (nothing ties a URL to a workload) they are the workloads the
+	// change set upserts and the CRD's change waits for (all Ordered).
 	Workloads []OrderedWorkload
 	// Group is the kapp change group the remedy puts the workloads in
 	// (derived from the CRD's name), and RuleAnnotation the annotation key
@@ -24,6 +28,12 @@ type ConversionOrdering struct {
 	// set by the engine (ConversionOrderingFindings).
 	Need        ConversionNeed
 	NeedVersion string
+	// AdmissionWebhook is the ValidatingWebhookConfiguration that
+	// registers crd-upgrade-safety's admission webhook for CRD updates on
+	// the cluster ("" when none does): the one that judges the conversion
+	// when kapp updates the CRD (read by the kapp hook only when Shipped
+	// holds a workload).
+	AdmissionWebhook string
 }
 
 // OrderedWorkload is one workload that serves a conversion webhook.
@@ -51,6 +61,24 @@ func (o *ConversionOrdering) Unordered() []OrderedWorkload {
 	var out []OrderedWorkload
 	for _, w := range o.Workloads {
 		if !w.Ordered {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// Shipped are the workloads that serve the webhook, changed in this
+// deploy and rolled out before the CRD changes (Ordered): the conversion
+// code that answers once the CRD changes is theirs, not the code that
+// answers now. Empty: the code running now is the code (or kapp may update
+// the CRD before the new code runs: conversionOrdering).
+func (o *ConversionOrdering) Shipped() []OrderedWorkload {
+	if o == nil {
+		return nil
+	}
+	var out []OrderedWorkload
+	for _, w := range o.Workloads {
+		if w.Ordered {
 			out = append(out, w)
 		}
 	}

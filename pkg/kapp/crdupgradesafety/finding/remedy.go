@@ -102,6 +102,11 @@ const (
 	// grant it lacks (create on services/proxy) and Command the webhook's
 	// role that grants it.
 	RemedyVerifyConversion RemedyAction = "verifyConversion"
+	// RemedyJudgeAtApplyTime: the new conversion code ships in the same
+	// deploy (Resources: its workloads, rolled out before the CRD): the
+	// admission webhook (Detail, "" when none is installed) judges it when
+	// kapp updates the CRD; to know before the deploy, probe it in CI.
+	RemedyJudgeAtApplyTime RemedyAction = "judgeAtApplyTime"
 	// RemedyOrderWorkloadFirst: make kapp roll out the workloads that serve
 	// the CRD's conversion webhook (Resources), and wait for them, before
 	// it updates the CRD: the change group (Detail) on each workload and

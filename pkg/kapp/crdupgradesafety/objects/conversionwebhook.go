@@ -105,9 +105,6 @@ type ConversionReader struct {
 	batches         []conversion.BatchRefusal
 	// unverified says why the webhook could not be asked ("" when it was).
 	unverified string
-	// deferred are the workloads of the change set that serve the webhook
-	// (Deferred): the code answering now is not the one the CRD will use.
-	deferred []string
 	// proxyForbidden is the grant the identity lacks to reach the webhook
 	// through the apiserver's service proxy (ProxyForbidden), "" when none.
 	proxyForbidden string
@@ -249,15 +246,6 @@ func (r *ConversionReader) ProxyForbidden(namespace, name string, port int32) {
 	}
 }
 
-// Deferred records that the run's change set rolls out the workloads that
-// serve the webhook (kapp deploy: finding.ConversionOrdering): the code
-// that answers before the deploy is not the one the CRD will use, so the
-// probe is left to the admission webhook at apply time, once kapp has
-// rolled them out (conversionOrdering orders that).
-func (r *ConversionReader) Deferred(workloads []string) {
-	r.deferred = append(r.deferred, workloads...)
-}
-
 // Counted records objects not sent to the probe because the budget ran
 // out (cut: which part of it): they count as objects, not as probed.
 func (r *ConversionReader) Counted(objects int, cut conversion.Cut) {
@@ -275,14 +263,6 @@ func (r *ConversionReader) Findings(cfg *config.Settings) []finding.Finding {
 		return nil
 	}
 	remedy := &finding.Remedy{Action: finding.RemedyFixConversion}
-	if len(r.deferred) > 0 {
-		p.CRDLevelWith(config.EnforcementWarn, "", config.CheckConversionWebhook, &finding.Remedy{Action: finding.RemedyVerifyConversion},
-			finding.Change{Kind: "deferred"},
-			"conversion not verified before the deploy: the change set rolls out the workloads that serve the webhook the new CRD names (%s: %s), "+
-				"so the code that answers now is not the one the CRD will use; the CRDUpgradeSafety admission webhook probes it when the CRD is applied, "+
-				"after kapp has rolled them out", r.webhook, strings.Join(r.deferred, ", "))
-		return p.Findings
-	}
 	if r.unverified == "" && r.probed == 0 && r.cut == conversion.CutTimeout {
 		r.unverified = fmt.Sprintf("no object was probed within the budget (%s)", r.budgetText())
 	}

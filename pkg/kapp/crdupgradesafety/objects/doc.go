@@ -21,4 +21,5 @@
 //	                   several versions under a conversion webhook change, up to 1.36)
 //	ownerreferences.go ownerReferences: OwnerReferencesReader (dependents naming a removed version)
 //	conversionwebhook.go conversionWebhook: ConversionReader (the conversion probe's reports of the objects, page by page), NeedsConversionProbe
+//	conversionapplytime.go conversionWebhook: ConversionAtApplyTime (the new code ships in the same kapp deploy: judged at apply time)
 package objects
