@@ -439,6 +439,42 @@ func TestInstallRenderValues(t *testing.T) {
 				requireRole(t, objs, "crd-upgrade-safety-webhook-broad",
 					[]any{map[string]any{"apiGroups": []any{"*"}, "resources": []any{"*"}, "verbs": []any{"list"}}})
 			}},
+		{name: "conversion webhook Services: a Role per namespace, create on services/proxy of those only",
+			yttYAML: []string{"rbac.conversionWebhookServices=[{namespace: operators, name: widget-converter}, {namespace: operators, name: gadget-converter, port: 8443}, " +
+				"{namespace: billing, name: invoice-converter}, {namespace: operators, name: widget-converter}]"},
+			helmSet: []string{"rbac.conversionWebhookServices[0].namespace=operators", "rbac.conversionWebhookServices[0].name=widget-converter",
+				"rbac.conversionWebhookServices[1].namespace=operators", "rbac.conversionWebhookServices[1].name=gadget-converter", "rbac.conversionWebhookServices[1].port=8443",
+				"rbac.conversionWebhookServices[2].namespace=billing", "rbac.conversionWebhookServices[2].name=invoice-converter",
+				"rbac.conversionWebhookServices[3].namespace=operators", "rbac.conversionWebhookServices[3].name=widget-converter"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				roles := map[string][]any{}
+				for _, o := range objs {
+					switch o.GetKind() {
+					case "Role":
+						require.Equal(t, "crd-upgrade-safety-webhook-conversion-proxy", o.GetName())
+						rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
+						roles[o.GetNamespace()] = rules
+					case "RoleBinding":
+						ref, _, _ := unstructured.NestedString(o.Object, "roleRef", "name")
+						require.Equal(t, "crd-upgrade-safety-webhook-conversion-proxy", ref)
+						subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
+						require.Len(t, subjects, 1)
+						require.Equal(t, "crd-upgrade-safety-webhook", subjects[0].(map[string]any)["name"])
+					case "ClusterRole":
+						require.NotContains(t, fmt.Sprint(o.Object["rules"]), "services/proxy", "never a cluster-wide proxy grant")
+					}
+				}
+				rule := func(names ...any) []any {
+					return []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"services/proxy"}, "resourceNames": names, "verbs": []any{"create"}}}
+				}
+				require.Equal(t, map[string][]any{
+					"operators": rule("https:gadget-converter:8443", "https:widget-converter:443"),
+					"billing":   rule("https:invoice-converter:443"),
+				}, roles)
+				require.Equal(t, 2, kinds(objs)["RoleBinding"])
+			}},
+		{name: "conversion webhook Service without a name", yttYAML: []string{"rbac.conversionWebhookServices=[{namespace: operators}]"},
+			helmSet: []string{"rbac.conversionWebhookServices[0].namespace=operators"}, errSubstring: "name"},
 		{name: "network policy: the apiserver's ranges, the pod CIDR excepted, an extra rule",
 			yttYAML: []string{`networkPolicy.apiserverCIDRs=[10.0.0.0/8, "fd00::/8"]`, `networkPolicy.exceptCIDRs=[10.244.0.0/16, "fd00:10:244::/56"]`,
 				"networkPolicy.extraIngress=[{ports: [{port: 8080}]}]"},

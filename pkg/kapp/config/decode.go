@@ -598,19 +598,12 @@ func waivers(p *[]Waiver, reasonRequired bool) fieldFunc {
 				"crd": leaf(parseString, func(s string) {
 					w.CRD, crdOK = s, true
 				}),
-				"fingerprint": leaf(func(d *decoder, l loc, v any) (string, bool) {
-					s, ok := parseString(d, l, v)
-					if ok && !ValidFingerprint(s) {
-						d.fail(l, ErrInvalidValue, "%q is not a fingerprint: %d lowercase hex digits, as outputs print it ([fp:1a2b3c4d5e6f], JSON fingerprint)", s, FingerprintLen)
-						return "", false
-					}
-					return s, ok
-				}, func(s string) { w.Fingerprint = s }),
-				"path":    schemaPath(&w.Path, "^.spec.size; * matches any characters: ^.spec.*"),
-				"reason":  str(&w.Reason),
-				"owner":   str(&w.Owner),
-				"expires": date(&w.Expires),
-				"checks":  waivableChecks(&w.Checks),
+				"fingerprint": leaf(parseFingerprint, func(s string) { w.Fingerprint = s }),
+				"path":        schemaPath(&w.Path, "^.spec.size; * matches any characters: ^.spec.*"),
+				"reason":      str(&w.Reason),
+				"owner":       str(&w.Owner),
+				"expires":     date(&w.Expires),
+				"checks":      waivableChecks(&w.Checks),
 			})
 			switch {
 			case m["crd"] == nil && m["fingerprint"] == nil:
@@ -627,6 +620,26 @@ func waivers(p *[]Waiver, reasonRequired bool) fieldFunc {
 			}
 		})
 	}
+}
+
+// parseFingerprint decodes a waiver's fingerprint: a string of
+// FingerprintLen lowercase hex digits. A fingerprint written unquoted
+// that is all digits (123456789012), or digits and one e (94583743e021),
+// reaches Decode as a number: YAML read it so. Its text cannot be
+// recovered from the number (e-notation, leading zeros, octal), so it is
+// an error that says to quote it. (ParseFile, which has the YAML text,
+// restores such fingerprints before Decode sees them.)
+func parseFingerprint(d *decoder, l loc, v any) (string, bool) {
+	if _, isNum, _ := toInt(v); isNum {
+		d.fail(l, ErrInvalidType, "must be a string, got a number: YAML reads a fingerprint written unquoted as a number when it is all digits or digits and one e (123456789012, 94583743e021), and its digits cannot be recovered from the number; quote it: fingerprint: \"94583743e021\"")
+		return "", false
+	}
+	s, ok := parseString(d, l, v)
+	if ok && !ValidFingerprint(s) {
+		d.fail(l, ErrInvalidValue, "%q is not a fingerprint: %d lowercase hex digits, as outputs print it ([fp:1a2b3c4d5e6f], JSON fingerprint)", s, FingerprintLen)
+		return "", false
+	}
+	return s, ok
 }
 
 // Value helpers.

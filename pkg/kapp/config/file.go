@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 
+	yamlv3 "go.yaml.in/yaml/v3"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
@@ -61,6 +62,9 @@ func ParseFile(data []byte) (map[string]any, error) {
 		if v == nil { // empty, or comments only
 			continue
 		}
+		if m, isMap := v.(map[string]any); isMap {
+			restoreFingerprints(chunk, m)
+		}
 		if docs++; docs > 1 {
 			return nil, errors.New("holds more than one YAML document; it holds one map, the settings of the check")
 		}
@@ -91,4 +95,50 @@ func jsonTypeName(v any) string {
 		return "a number"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// restoreFingerprints puts back the text of every waiver fingerprint
+// (waivers[].fingerprint, exemptions[].fingerprint) that was written
+// unquoted and so decoded as a number (123456789012, 94583743e021,
+// 001234567012 read as octal): the YAML node of the scalar keeps the
+// text as written. Decode rejects a fingerprint that is still a number
+// (a kapp Config's settings reach it already decoded, without the text).
+func restoreFingerprints(chunk []byte, m map[string]any) {
+	var root yamlv3.Node
+	if yamlv3.Unmarshal(chunk, &root) != nil || root.Kind != yamlv3.DocumentNode || len(root.Content) != 1 {
+		return
+	}
+	for _, key := range []string{"waivers", "exemptions"} {
+		items, isList := m[key].([]any)
+		seq := mappingValue(root.Content[0], key)
+		if !isList || seq == nil || seq.Kind != yamlv3.SequenceNode || len(seq.Content) != len(items) {
+			continue
+		}
+		for i, item := range items {
+			w, isMap := item.(map[string]any)
+			if !isMap {
+				continue
+			}
+			if _, isStr := w["fingerprint"].(string); isStr || w["fingerprint"] == nil {
+				continue
+			}
+			if n := mappingValue(seq.Content[i], "fingerprint"); n != nil && n.Kind == yamlv3.ScalarNode && n.Style == 0 {
+				w["fingerprint"] = n.Value
+			}
+		}
+	}
+}
+
+// mappingValue is the value node of key in the mapping node n, nil when
+// n is not a mapping or has no such key.
+func mappingValue(n *yamlv3.Node, key string) *yamlv3.Node {
+	if n == nil || n.Kind != yamlv3.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
 }

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"sync"
 	"time"
 
 	"github.com/crdsafety/kapp/pkg/kapp/config"
 	"github.com/crdsafety/kapp/pkg/kapp/conversion"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety"
 	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
+	"github.com/crdsafety/kapp/pkg/kapp/kube"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -185,7 +188,9 @@ func conversionReader(ctx context.Context, p Pair, cfg *config.Settings, cluster
 			reader.Unverified(err.Error())
 			return reader, nil, nil, nil
 		}
-		opts.Transport = poster
+		opts.Transport = &proxyTransport{Poster: poster, forbidden: func() {
+			reader.ProxyForbidden(ep.Service.Namespace, ep.Service.Name, ep.Service.Port)
+		}}
 	default:
 		tr, err := ep.Transport()
 		if err != nil {
@@ -197,6 +202,24 @@ func conversionReader(ctx context.Context, p Pair, cfg *config.Settings, cluster
 	// The CRD probed is the new one (its versions, schemas, review
 	// versions), with its webhook's transport.
 	return reader, newCRD, opts, nil
+}
+
+// proxyTransport posts through the apiserver's service proxy and tells
+// the reader (once) when the proxy refused the identity (403): the
+// webhook was not asked for lack of create on services/proxy.
+type proxyTransport struct {
+	kube.Poster
+	once      sync.Once
+	forbidden func()
+}
+
+func (t *proxyTransport) Post(ctx context.Context, body []byte) ([]byte, error) {
+	out, err := t.Poster.Post(ctx, body)
+	var pe *kube.ProxyError
+	if errors.As(err, &pe) && pe.Code == http.StatusForbidden {
+		t.once.Do(t.forbidden)
+	}
+	return out, err
 }
 
 // pager probes the objects of a LIST page by page within the budget.

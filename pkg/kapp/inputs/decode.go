@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"runtime"
+	"slices"
 	"strings"
 
 	ctlres "carvel.dev/kapp/pkg/kapp/resources"
@@ -155,6 +156,12 @@ func decodeObject(js []byte, origin string) ([]CRD, []ctlres.Resource, error) {
 	switch {
 	case head.Kind == "CustomResourceDefinition" && head.APIVersion == crdV1APIVersion:
 		if crdErr != nil {
+			if key, ok := numberAnnotation(js); ok {
+				return nil, nil, fmt.Errorf("%s: %w: decoding CustomResourceDefinition %s: metadata.annotations[%s] is a number, not a string: "+
+					"YAML reads a value written unquoted as a number when it is all digits or digits and one e (a fingerprint such as "+
+					"123456789012 or 94583743e021), and its digits cannot be recovered from the number; quote it: %q",
+					origin, ErrInvalidInput, head.Metadata.Name, key, key+`: "..."`)
+			}
 			return nil, nil, fmt.Errorf("%s: %w: decoding CustomResourceDefinition %s: %w", origin, ErrInvalidInput, head.Metadata.Name, crdErr)
 		}
 		return []CRD{{CRD: crd, Origin: origin}}, nil, nil
@@ -190,6 +197,32 @@ func decodeObject(js []byte, origin string) ([]CRD, []ctlres.Resource, error) {
 		return crds, configs, nil
 	}
 	return nil, nil, nil // not a CRD: a CRD check receives whole manifests
+}
+
+// numberAnnotation returns the first key, sorted, of the object's
+// metadata.annotations whose value is a number (written unquoted in YAML),
+// which no annotation may be.
+func numberAnnotation(js []byte) (string, bool) {
+	var obj struct {
+		Metadata struct {
+			Annotations map[string]any `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if unmarshal(js, &obj) != nil {
+		return "", false
+	}
+	keys := make([]string, 0, len(obj.Metadata.Annotations))
+	for k, v := range obj.Metadata.Annotations {
+		switch v.(type) {
+		case int64, float64, json.Number:
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return "", false
+	}
+	slices.Sort(keys)
+	return keys[0], true
 }
 
 // unmarshal decodes JSON as the apiserver does: keys are case-sensitive,

@@ -173,3 +173,36 @@ func BenchmarkDecodeCRDs(b *testing.B) {
 		}
 	}
 }
+
+// TestDecodeNumberAnnotation: an annotation written unquoted that YAML
+// reads as a number (a waive-fingerprints list of one fingerprint of
+// digits, or digits and one e) is an error naming the annotation and
+// saying to quote it; quoted, the CRD decodes with the text as written.
+func TestDecodeNumberAnnotation(t *testing.T) {
+	crd := func(value string) []byte {
+		return []byte("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\n" +
+			"  annotations:\n    crd-upgrade-safety.kapp.k14s.io/waive-reason: reviewed\n" +
+			"    crd-upgrade-safety.kapp.k14s.io/waive-fingerprints: " + value + "\n" +
+			"spec:\n  group: example.com\n  names: {kind: Widget, plural: widgets}\n  scope: Namespaced\n" +
+			"  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]\n")
+	}
+	for _, tc := range []struct{ name, value, errSubstring string }{
+		{"e-notation", "94583743e021", `metadata.annotations[crd-upgrade-safety.kapp.k14s.io/waive-fingerprints] is a number, not a string`},
+		{"all digits", "123456789012", `quote it: "crd-upgrade-safety.kapp.k14s.io/waive-fingerprints: \"...\""`},
+		{"leading zeros", "001234567012", `is a number, not a string`},
+		{"quoted e-notation", `"94583743e021"`, ""},
+		{"quoted digits", `"000123456789"`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			crds, _, err := decodeDoc(rawDoc{origin: "crd.yaml doc 1", data: crd(tc.value)})
+			if tc.errSubstring != "" {
+				require.ErrorIs(t, err, ErrInvalidInput)
+				require.ErrorContains(t, err, tc.errSubstring)
+				return
+			}
+			require.NoError(t, err)
+			require.Len(t, crds, 1)
+			require.Equal(t, strings.Trim(tc.value, `"`), crds[0].CRD.Annotations["crd-upgrade-safety.kapp.k14s.io/waive-fingerprints"])
+		})
+	}
+}

@@ -199,6 +199,12 @@ func actionText(f finding.Finding) string {
 		return "fix the new conversion webhook for " + of + " before the CRD names it (carry every field across, convert between every pair of versions, keep stash annotations small), " +
 			"and probe it in CI against sample objects ('kapp tools crd-upgrade-safety --objects ... --conversion-webhook-url ... --conversion-webhook-ca-file ...')"
 	case finding.RemedyVerifyConversion:
+		if len(r.Resources) > 0 {
+			return fmt.Sprintf("let the check reach the conversion webhook through the apiserver's service proxy: grant its identity %s, then try again "+
+				"(for the admission webhook: '%s', add --dependents if its role has it, or the Helm chart's and the Carvel package's conversionWebhookServices value; "+
+				"for a deploy or the tools command, an identity that may); or probe it in CI against sample objects with a webhook run locally "+
+				"('kapp tools crd-upgrade-safety --objects ... --conversion-webhook-url ... --conversion-webhook-ca-file ...')", strings.Join(r.Resources, ", "), r.Command)
+		}
 		return "deploy the new conversion webhook and wait for it before the CRD that names it changes (kapp's change-group and change-rule annotations), then try again; " +
 			"or probe it in CI against sample objects with a webhook run locally ('kapp tools crd-upgrade-safety --objects ... --conversion-webhook-url ... --conversion-webhook-ca-file ...')"
 	case finding.RemedyJudgeAtApplyTime:

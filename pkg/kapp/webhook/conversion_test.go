@@ -2,10 +2,12 @@ package webhook
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
 	"github.com/crdsafety/kapp/pkg/kapp/conversion/conversiontest"
+	"github.com/crdsafety/kapp/pkg/kapp/crdupgradesafety/finding"
 	"github.com/crdsafety/kapp/pkg/kapp/evaluation/evaluationtest"
 	"github.com/crdsafety/kapp/pkg/kapp/webhook/webhooktest"
 	"github.com/stretchr/testify/require"
@@ -86,5 +88,44 @@ func TestReviewConversionWebhook(t *testing.T) {
 		require.True(t, resp.Allowed)
 		require.Len(t, resp.Warnings, 1)
 		require.Contains(t, resp.Warnings[0], "conversion not verified")
+	})
+	t.Run("the service proxy forbidden: not verified per failMode, the remedy names the grant, the objects not refused", func(t *testing.T) {
+		forbidden := func() *admissionv1.AdmissionRequest {
+			old := conversiontest.WidgetsCRD(t)
+			newCRD := old.DeepCopy()
+			newCRD.Spec.Conversion = evaluationtest.ConversionService("operators", "widget-converter")
+			req, err := webhooktest.Request(admissionv1.Update, newCRD, old)
+			require.NoError(t, err)
+			return req
+		}
+		// The apiserver's service proxy answers 403 to an identity
+		// without create on services/proxy.
+		proxy := func() *evaluationtest.Cluster {
+			return &evaluationtest.Cluster{Objs: objs(), Services: map[string]http.Handler{
+				"operators/widget-converter": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+					http.Error(w, `services "https:widget-converter:443" is forbidden`, http.StatusForbidden)
+				})}}
+		}
+		grant := `grant its identity create on services/proxy "https:widget-converter:443" in namespace operators`
+		r, _ := reviewer(t, nil, proxy())
+		resp := r.Review(context.Background(), forbidden())
+		require.False(t, resp.Allowed, "failMode closed")
+		require.Contains(t, resp.Result.Message, "conversion not verified")
+		require.Contains(t, resp.Result.Message, grant)
+		require.Contains(t, resp.Result.Message, finding.ConversionProxyRBACCommand)
+		require.NotContains(t, resp.Result.Message, "refuses to convert", "the objects are not refused: the webhook was not asked")
+
+		r, _ = reviewer(t, map[string]any{"failMode": "open"}, proxy())
+		resp = r.Review(context.Background(), forbidden())
+		require.True(t, resp.Allowed, "failMode open")
+		require.Len(t, resp.Warnings, 1)
+		require.Contains(t, resp.Warnings[0], "conversion not verified")
+
+		// Unreachable for another reason (no endpoints: 503): no grant named.
+		r, _ = reviewer(t, nil, &evaluationtest.Cluster{Objs: objs(), Services: map[string]http.Handler{}})
+		resp = r.Review(context.Background(), forbidden())
+		require.False(t, resp.Allowed)
+		require.Contains(t, resp.Result.Message, "conversion not verified")
+		require.NotContains(t, resp.Result.Message, "services/proxy")
 	})
 }

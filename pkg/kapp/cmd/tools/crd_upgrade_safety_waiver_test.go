@@ -100,12 +100,12 @@ preflightRules:
 - name: CRDUpgradeSafety
   config:
     waivers:
-    - fingerprint: `+waived["fingerprint"]+`
+    - fingerprint: "`+waived["fingerprint"]+`"
       crd: widgets.example.com
       reason: reviewed in PR 5
       expires: "2999-12-31"
       owner: team-widgets
-    - fingerprint: `+expired["fingerprint"]+`
+    - fingerprint: "`+expired["fingerprint"]+`"
       reason: load test only
       expires: "2020-01-31"
     - crd: widgets.example.com

@@ -97,7 +97,10 @@ const (
 	// RemedyVerifyConversion: the new conversion webhook could not be
 	// asked (or only in part, within a budget): deploy it, and wait for
 	// it, before the CRD that names it changes (kapp change groups and
-	// rules), or probe it in CI with a webhook run locally.
+	// rules), or probe it in CI with a webhook run locally. When the
+	// apiserver's service proxy refused the identity, Resources names the
+	// grant it lacks (create on services/proxy) and Command the webhook's
+	// role that grants it.
 	RemedyVerifyConversion RemedyAction = "verifyConversion"
 	// RemedyJudgeAtApplyTime: the new conversion code ships in the same
 	// deploy (Resources: its workloads, rolled out before the CRD): the
@@ -195,6 +198,11 @@ type AcceptHint struct {
 	Objects                   int
 	Counted                   bool
 }
+
+// ConversionProxyRBACCommand generates and applies the webhook's role
+// with create on services/proxy for the conversion webhooks' Services of
+// the cluster's CRDs (add --dependents if the role had it).
+const ConversionProxyRBACCommand = "kapp tools crd-upgrade-safety-webhook rbac | kapp deploy -a crd-upgrade-safety-rbac -f - -y"
 
 // DependentsRBACCommand regenerates the webhook's role with list on every
 // resource, where dependents live, and applies it (docs/webhook.md,

@@ -105,6 +105,9 @@ type ConversionReader struct {
 	batches         []conversion.BatchRefusal
 	// unverified says why the webhook could not be asked ("" when it was).
 	unverified string
+	// proxyForbidden is the grant the identity lacks to reach the webhook
+	// through the apiserver's service proxy (ProxyForbidden), "" when none.
+	proxyForbidden string
 }
 
 type refusalKey struct {
@@ -231,6 +234,18 @@ func (r *ConversionReader) Unverified(why string) {
 	}
 }
 
+// ProxyForbidden records that the apiserver's service proxy refused the
+// run's identity (403) the Service namespace/name on port: the webhook
+// was not asked because the identity may not create services/proxy on
+// it. The conversion-not-verified finding's remedy then names the grant
+// (create on services/proxy, resourceNames https:<name>:<port>, in the
+// namespace), as the ownerReferences check names the lists it may not make.
+func (r *ConversionReader) ProxyForbidden(namespace, name string, port int32) {
+	if r.proxyForbidden == "" {
+		r.proxyForbidden = fmt.Sprintf("create on services/proxy %q in namespace %s", fmt.Sprintf("https:%s:%d", name, port), namespace)
+	}
+}
+
 // Counted records objects not sent to the probe because the budget ran
 // out (cut: which part of it): they count as objects, not as probed.
 func (r *ConversionReader) Counted(objects int, cut conversion.Cut) {
@@ -255,7 +270,12 @@ func (r *ConversionReader) FindingsFor(p *finding.Policy) []finding.Finding {
 	if r.unverified != "" {
 		fail := p.Settings.FailDecisionFor(config.FailConversionUnverified, nil)
 		before := len(p.Findings)
-		p.CRDLevelWith(fail.Decision.Enforcement(), "", config.CheckConversionWebhook, &finding.Remedy{Action: finding.RemedyVerifyConversion},
+		remedy := &finding.Remedy{Action: finding.RemedyVerifyConversion}
+		if r.proxyForbidden != "" {
+			remedy.Resources = []string{r.proxyForbidden}
+			remedy.Command = finding.ConversionProxyRBACCommand
+		}
+		p.CRDLevelWith(fail.Decision.Enforcement(), "", config.CheckConversionWebhook, remedy,
 			finding.Change{Kind: "unverified"},
 			"conversion not verified: the conversion webhook the new CRD names (%s) could not be asked what it does to the stored %s (failMode %s)",
 			r.webhook, plural.Noun(r.kind), fail.Mode)
