@@ -52,7 +52,7 @@ func BenchmarkBurstRead(b *testing.B) {
 	for b.Loop() {
 		for _, it := range items {
 			for _, v := range objects.VersionsToRead(it.p.oldCRD, it.p.newCRD) {
-				r, err := objects.NewObjectReader(it.p.oldCRD, it.p.newCRD, v, finding.SourceCluster, nil, &cfg)
+				r, err := objects.NewObjectReaderFor(finding.NewPolicy(&cfg, it.p.newCRD.Name), it.p.oldCRD, it.p.newCRD, v, finding.SourceCluster, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

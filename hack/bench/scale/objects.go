@@ -60,12 +60,13 @@ func minimalObject(crd *apiextv1.CustomResourceDefinition, name string) (obj map
 		obj["apiVersion"] = crd.Spec.Group + "/" + v
 		// Read under the CRD as both the old and the new one: any rejection
 		// is an existingResources finding.
-		r, err := objects.NewObjectReader(crd, crd, v, finding.SourceSamples, nil, &cfg)
+		pol := finding.NewPolicy(&cfg, crd.Name)
+		r, err := objects.NewObjectReaderFor(pol, crd, crd, v, finding.SourceSamples, nil)
 		if err != nil {
 			return obj, false
 		}
 		r.Read([]map[string]any{obj})
-		if findings := finding.ApplyImpacts(nil, []finding.VersionImpact{r.Result()}, &cfg); len(findings) > 0 {
+		if findings := pol.Apply(nil, []finding.VersionImpact{r.Result()}); len(findings) > 0 {
 			return obj, false
 		}
 	}
