@@ -137,8 +137,16 @@ func TestConversionFailingBreaksList(t *testing.T) {
 	err := e.listOnce(t, n, "v2")
 	require.Error(t, err, "a LIST at v2 through the failing build")
 	t.Logf("LIST at v2: %v", err)
-	require.Contains(t, err.Error(), "conversion webhook")
-	require.Contains(t, err.Error(), "failed")
+	// A LIST served from etcd fails with the conversion error itself. The
+	// watch cache lists every stored object through the webhook to
+	// initialize, and while one cannot be converted it stays
+	// "(re)initializing": a LIST it serves answers 429 with that, for as
+	// long as the object is stored. Either way the resource cannot be
+	// listed; the GETs below name the webhook.
+	if !strings.Contains(err.Error(), "storage is (re)initializing") {
+		require.Contains(t, err.Error(), "conversion webhook")
+		require.Contains(t, err.Error(), "failed")
+	}
 
 	for _, name := range widgetNames {
 		_, err := e.widgetSpec(t, n, "v2", name)
