@@ -117,11 +117,7 @@ func TestConversionAtApplyTime(t *testing.T) {
 			spec, stored := e.crdVersions(t, n)
 			require.Equal(t, []string{"v1"}, spec, "the CRD update was denied")
 			require.Equal(t, []string{"v1"}, stored)
-			for _, name := range widgetNames {
-				got, err := e.widgetSpec(t, n, "v1", name)
-				require.NoError(t, err)
-				require.Equalf(t, widgetSpecs[name], got, "%s keeps its fields", name)
-			}
+			e.requireWidgetSpecsAtV1(t, n, "keeps its fields")
 		})
 	}
 }

@@ -70,11 +70,7 @@ func TestConversionLosslessKeepsRenamedField(t *testing.T) {
 	for _, name := range widgetNames {
 		e.labelWidget(t, n, "v2", name)
 	}
-	for _, name := range widgetNames {
-		spec, err := e.widgetSpec(t, n, "v1", name)
-		require.NoError(t, err)
-		require.Equalf(t, widgetSpecs[name], spec, "%s read at v1 after a write at v2", name)
-	}
+	e.requireWidgetSpecsAtV1(t, n, "after a write at v2")
 	requireReviewed(t, w, "small", "v2", "v1")
 }
 

@@ -220,6 +220,28 @@ func (e *env) widgetsAtV1(t *testing.T, n names) {
 	e.createCRs(t, n, "conversion/widget/objects.yaml")
 }
 
+// deployWidgetsAtV1 is widgetsAtV1 through kapp: app n.App deploys the
+// old Widget CRD (deleted with the app at cleanup), then the Widgets of
+// testdata/conversion/widget/objects.yaml are created at v1.
+func (e *env) deployWidgetsAtV1(t *testing.T, n names) {
+	t.Helper()
+	e.cleanupApp(t, n.App)
+	e.deployOK(t, n.App, []string{crdDir(t, n, "conversion/widget/old.yaml")})
+	e.createCRs(t, n, "conversion/widget/objects.yaml")
+}
+
+// requireWidgetSpecsAtV1 requires every Widget, read at v1, to hold the
+// spec it was created with; what says when ("unchanged", "after the
+// migration to v2").
+func (e *env) requireWidgetSpecsAtV1(t *testing.T, n names, what string) {
+	t.Helper()
+	for _, name := range widgetNames {
+		spec, err := e.widgetSpec(t, n, "v1", name)
+		require.NoError(t, err)
+		require.Equalf(t, widgetSpecs[name], spec, "%s read at v1 %s", name, what)
+	}
+}
+
 // deleteCRDAtCleanup deletes the CRD of n when the test ends, after
 // conversionNoneAtCleanup.
 func (e *env) deleteCRDAtCleanup(t *testing.T, n names) {

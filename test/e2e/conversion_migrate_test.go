@@ -47,11 +47,7 @@ func TestConversionProbeMigrate(t *testing.T) {
 			if build == buildLossless {
 				require.Equalf(t, 0, r.exitCode, "the lossless webhook migrates:\n%s", r.out)
 				require.Equal(t, []string{"v2"}, e.storedVersions(t, n))
-				for _, name := range widgetNames {
-					spec, err := e.widgetSpec(t, n, "v1", name)
-					require.NoError(t, err)
-					require.Equalf(t, widgetSpecs[name], spec, "%s read at v1 after the migration to v2", name)
-				}
+				e.requireWidgetSpecsAtV1(t, n, "after the migration to v2")
 				requireReviewed(t, w, "small", "v1", "v2")
 				return
 			}
@@ -62,11 +58,7 @@ func TestConversionProbeMigrate(t *testing.T) {
 			}
 			require.Equal(t, before, raw(), "no object rewritten: the same resourceVersions")
 			require.Equal(t, []string{"v1", "v2"}, e.storedVersions(t, n), "status.storedVersions not trimmed")
-			for _, name := range widgetNames {
-				spec, err := e.widgetSpec(t, n, "v1", name)
-				require.NoError(t, err)
-				require.Equalf(t, widgetSpecs[name], spec, "%s unchanged at v1", name)
-			}
+			e.requireWidgetSpecsAtV1(t, n, "unchanged")
 		})
 	}
 }

@@ -49,9 +49,7 @@ func TestConversionProbeDeploy(t *testing.T) {
 			t.Parallel()
 			e := setup(t)
 			n := newNames(t)
-			e.cleanupApp(t, n.App)
-			e.deployOK(t, n.App, []string{crdDir(t, n, "conversion/widget/old.yaml")})
-			e.createCRs(t, n, "conversion/widget/objects.yaml")
+			e.deployWidgetsAtV1(t, n)
 			w := startConvWebhook(t, tc.build, n)
 			// Conversion None before the webhook stops (cleanups run last
 			// first): a CRD whose webhook is gone fails every LIST of it,
@@ -75,11 +73,7 @@ func TestConversionProbeDeploy(t *testing.T) {
 			spec, stored := e.crdVersions(t, n)
 			require.Equal(t, []string{"v1"}, spec, "nothing applied")
 			require.Equal(t, []string{"v1"}, stored)
-			for _, name := range widgetNames {
-				got, err := e.widgetSpec(t, n, "v1", name)
-				require.NoError(t, err)
-				require.Equalf(t, widgetSpecs[name], got, "%s unchanged", name)
-			}
+			e.requireWidgetSpecsAtV1(t, n, "unchanged")
 		})
 	}
 }
@@ -94,9 +88,7 @@ func TestConversionProbeWebhook(t *testing.T) {
 			t.Parallel()
 			e := setup(t)
 			n := newNames(t)
-			e.cleanupApp(t, n.App)
-			e.deployOK(t, n.App, []string{crdDir(t, n, "conversion/widget/old.yaml")})
-			e.createCRs(t, n, "conversion/widget/objects.yaml")
+			e.deployWidgetsAtV1(t, n)
 			// Cleanups run last first: the admission webhook goes, then
 			// conversion None (which it would deny: v1's spec.size is not
 			// in v2), then the conversion webhook stops (a CRD whose
