@@ -92,27 +92,13 @@ func TestConversionAtApplyTime(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			graph := deployGraph(t, "", tc.existing, tc.new)
-			crds := map[string]*apiextv1.CustomResourceDefinition{}
-			for _, r := range tc.existing {
-				if IsCRD(r) {
-					old, err := CRDFromResource(r)
-					require.NoError(t, err)
-					crds[old.Name] = old
-				}
-			}
+			crds := existingCRDs(t, tc.existing)
 			cluster := &applyTimeCluster{serviceCluster: serviceCluster{
 				Cluster: &evaluationtest.Cluster{Validates: true, CRDs: crds, Services: map[string]http.Handler{}, Count: 2,
 					Objs: []map[string]any{gizmo("a"), gizmo("b")}},
-				services: map[string]map[string]string{}, reads: []string{}}, admission: tc.admission}
+				services: existingServiceSelectors(t, tc.existing), reads: []string{}}, admission: tc.admission}
 			if tc.count != nil {
 				cluster.Count = *tc.count
-			}
-			for _, r := range tc.existing {
-				if r.Kind() == "Service" {
-					sel, _, err := unstructured.NestedStringMap(r.UnstructuredObject(), "spec", "selector")
-					require.NoError(t, err)
-					cluster.services[r.Namespace()+"/"+r.Name()] = sel
-				}
 			}
 			out := &bytes.Buffer{}
 			check := NewCRDUpgradeSafety(ui.NewWriterUI(out, out, ui.NewNoopLogger()),

@@ -243,23 +243,9 @@ spec:
 				require.False(t, crdChange.IsTransitivelyWaitingFor(deployment), "kapp's graph: the CRD does not wait for the Deployment")
 			}
 
-			crds := map[string]*apiextv1.CustomResourceDefinition{}
-			for _, r := range tc.existing {
-				if IsCRD(r) {
-					old, err := CRDFromResource(r)
-					require.NoError(t, err)
-					crds[old.Name] = old
-				}
-			}
+			crds := existingCRDs(t, tc.existing)
 			cluster := &serviceCluster{Cluster: &evaluationtest.Cluster{Validates: true, CRDs: crds},
-				services: map[string]map[string]string{}, reads: []string{}}
-			for _, r := range tc.existing {
-				if r.Kind() == "Service" {
-					sel, _, err := unstructured.NestedStringMap(r.UnstructuredObject(), "spec", "selector")
-					require.NoError(t, err)
-					cluster.services[r.Namespace()+"/"+r.Name()] = sel
-				}
-			}
+				services: existingServiceSelectors(t, tc.existing), reads: []string{}}
 			out := &bytes.Buffer{}
 			check := NewCRDUpgradeSafety(ui.NewWriterUI(out, out, ui.NewNoopLogger()),
 				func() (evaluation.Cluster, error) { return cluster, nil }, true)
@@ -372,4 +358,34 @@ func stepOf(linear [][]*ctldgraph.Change, change *ctldgraph.Change) int {
 		}
 	}
 	return -1
+}
+
+// existingCRDs returns the CRDs among the resources on the cluster before
+// a deploy, by name: the live CRDs of a test's cluster.
+func existingCRDs(t *testing.T, existing []ctlres.Resource) map[string]*apiextv1.CustomResourceDefinition {
+	t.Helper()
+	crds := map[string]*apiextv1.CustomResourceDefinition{}
+	for _, r := range existing {
+		if IsCRD(r) {
+			old, err := CRDFromResource(r)
+			require.NoError(t, err)
+			crds[old.Name] = old
+		}
+	}
+	return crds
+}
+
+// existingServiceSelectors returns the selectors of the Services among
+// the resources on the cluster before a deploy, by namespace/name.
+func existingServiceSelectors(t *testing.T, existing []ctlres.Resource) map[string]map[string]string {
+	t.Helper()
+	services := map[string]map[string]string{}
+	for _, r := range existing {
+		if r.Kind() == "Service" {
+			sel, _, err := unstructured.NestedStringMap(r.UnstructuredObject(), "spec", "selector")
+			require.NoError(t, err)
+			services[r.Namespace()+"/"+r.Name()] = sel
+		}
+	}
+	return services
 }
