@@ -353,8 +353,8 @@ func (r *ConversionReader) FindingsFor(p *finding.Policy) []finding.Finding {
 		before := len(p.Findings)
 		p.Add(finding.Draft{Version: k.version, Field: k.path, Check: config.CheckConversionWebhook, Level: config.EnforcementStrict,
 			DataLoss: true, Remedy: remedy, Fact: finding.Change{Kind: "lost"},
-			Message: fmt.Sprintf("the new conversion webhook loses this field on a round trip (%s): what stored objects hold here is gone "+
-				"from reads, and lost on their next write", finding.SummarizeList(trips))})
+			Message: fmt.Sprintf("the new conversion webhook loses this field on a round trip (%s): what stored objects hold here is absent "+
+				"from every read that converts them, and lost on their next write", finding.SummarizeList(trips))})
 		withImpact(before, impact(a, finding.EffectConversionLost))
 	}
 
